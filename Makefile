@@ -1,0 +1,31 @@
+# toolret build entry points. Every target pins the toolchain and the SIMD experiment,
+# whatever `go env` says (this machine has GOTOOLCHAIN=local and Go 1.26).
+export GOTOOLCHAIN := go1.27.4
+export GOEXPERIMENT := simd
+export GOMLX_NO_AUTO_INSTALL := 1
+export GOFLAGS := -buildvcs=false
+export GOMLX_BACKEND ?= go:ops_sequential
+
+GO ?= go
+BIN := bin
+
+.PHONY: train test vet build bench-bm25 install-onnx fuzz
+
+## train: train a bi-encoder on the embedded default dataset and print test metrics.
+train:
+	$(GO) run ./cmd/train $(ARGS)
+
+## test: vet + unit tests (ToolLens tests skip when ../shared is absent).
+test: vet
+	$(GO) test -count=1 -timeout 40m ./...
+
+vet:
+	$(GO) vet ./...
+
+build:
+	mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+## install-onnx: fetch libonnxruntime.so.1 from npm (onnxruntime-node) into the toolret cache.
+install-onnx:
+	bash scripts/install-onnxruntime.sh
