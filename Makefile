@@ -15,9 +15,12 @@ BIN := bin
 train:
 	$(GO) run ./cmd/train $(ARGS)
 
-## test: vet + unit tests (ToolLens tests skip when ../shared is absent).
+## test: vet + unit tests on the go backend, then the ONNX-backend tests (they skip cleanly
+## when libonnxruntime.so.1 is absent; `make install-onnx` fetches it). ToolLens tests skip
+## when ../shared is absent.
 test: vet
 	$(GO) test -count=1 -timeout 40m ./...
+	$(GO) test -count=1 -timeout 20m -tags onnx -run 'ONNX' ./...
 
 vet:
 	$(GO) vet ./...

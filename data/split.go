@@ -1,0 +1,172 @@
+package data
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+)
+
+// Split returns the named split, or an error listing the available ones.
+func (d *Dataset) Split(name string) (*Split, error) {
+	if s, ok := d.Splits[name]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("dataset %s: no split %q (have %s)", d.Name, name, strings.Join(d.SplitNames(), ", "))
+}
+
+// Judged returns the split's queries that have at least one relevant tool.
+func (s *Split) Judged() []int {
+	out := make([]int, 0, len(s.Queries))
+	for _, q := range s.Queries {
+		if len(s.Relevant[q]) > 0 {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// Pairs returns every (query, relevant tool) pair of the split, in query order.
+func (s *Split) Pairs() [][2]int {
+	var out [][2]int
+	for _, q := range s.Queries {
+		for _, t := range s.Relevant[q] {
+			out = append(out, [2]int{q, t})
+		}
+	}
+	return out
+}
+
+// Seen reports, per tool, whether it appears in the qrels of the named split (normally
+// "train"). An unknown split gives all false.
+func (d *Dataset) Seen(split string) []bool {
+	seen := make([]bool, len(d.Tools))
+	if s, ok := d.Splits[split]; ok {
+		for _, rel := range s.Relevant {
+			for _, t := range rel {
+				seen[t] = true
+			}
+		}
+	}
+	return seen
+}
+
+// CarveDev splits the judged queries of split from into (train, dev): a deterministic random
+// fraction frac (0 < frac < 1) of them becomes dev. Trainers select models on dev, never on
+// the test split.
+func (d *Dataset) CarveDev(from string, frac float64, seed int64) (train, dev *Split, err error) {
+	s, err := d.Split(from)
+	if err != nil {
+		return nil, nil, err
+	}
+	if frac <= 0 || frac >= 1 {
+		return nil, nil, fmt.Errorf("dev fraction %v: want 0 < frac < 1", frac)
+	}
+	qs := s.Judged()
+	nDev := int(float64(len(qs))*frac + 0.5)
+	if nDev == 0 || nDev == len(qs) {
+		return nil, nil, fmt.Errorf("split %q: %d judged queries cannot give a dev fraction of %v", from, len(qs), frac)
+	}
+	perm := append([]int(nil), qs...)
+	r := rand.New(rand.NewPCG(uint64(seed), 0x746f6f6c726574))
+	r.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+	isDev := map[int]bool{}
+	for _, q := range perm[:nDev] {
+		isDev[q] = true
+	}
+	train = &Split{Name: from + "-train", Relevant: map[int][]int{}}
+	dev = &Split{Name: from + "-dev", Relevant: map[int][]int{}}
+	for _, q := range qs {
+		dst := train
+		if isDev[q] {
+			dst = dev
+		}
+		dst.Queries = append(dst.Queries, q)
+		dst.Relevant[q] = s.Relevant[q]
+		if sc, ok := s.Scene[q]; ok {
+			if dst.Scene == nil {
+				dst.Scene = map[int]int{}
+			}
+			dst.Scene[q] = sc
+		}
+	}
+	return train, dev, nil
+}
+
+// Fingerprint is a stable SHA-256 over tools, queries, qrels and scenes. Checkpoints store it
+// so a run is never resumed or evaluated on different data by mistake.
+func (d *Dataset) Fingerprint() string {
+	h := sha256.New()
+	w := func(s string) {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	for _, t := range d.Tools {
+		w(t.ID)
+		w(t.Title)
+		w(t.Text)
+	}
+	for _, q := range d.Queries {
+		w(q.ID)
+		w(q.Text)
+	}
+	for _, name := range d.SplitNames() {
+		s := d.Splits[name]
+		w("split:" + name)
+		for _, q := range s.Queries {
+			w(d.Queries[q].ID)
+			for _, t := range s.Relevant[q] {
+				w(d.Tools[t].ID)
+			}
+			if sc, ok := s.Scene[q]; ok {
+				w("scene:" + d.SceneIDs[sc])
+			}
+		}
+	}
+	for i, sc := range d.Scenes {
+		w("scene:" + d.SceneIDs[i])
+		for _, t := range sc {
+			w(d.Tools[t].ID)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Groups returns the hierarchy level above the API: the distinct group names (sorted) and,
+// per tool, the index of its group. In ToolLens a group is a tool_name within its category.
+func (d *Dataset) Groups() (names []string, toolGroup []int) {
+	set := map[string]bool{}
+	for _, t := range d.Tools {
+		set[t.Group()] = true
+	}
+	for g := range set {
+		names = append(names, g)
+	}
+	sort.Strings(names)
+	idx := make(map[string]int, len(names))
+	for i, g := range names {
+		idx[g] = i
+	}
+	toolGroup = make([]int, len(d.Tools))
+	for i, t := range d.Tools {
+		toolGroup[i] = idx[t.Group()]
+	}
+	return names, toolGroup
+}
+
+// Stats summarises a dataset for logs and READMEs.
+func (d *Dataset) Stats() string {
+	var b strings.Builder
+	groups, _ := d.Groups()
+	fmt.Fprintf(&b, "%s: %d tools (%d groups), %d queries, %d scenes", d.Name, len(d.Tools), len(groups), len(d.Queries), len(d.Scenes))
+	for _, n := range d.SplitNames() {
+		s := d.Splits[n]
+		fmt.Fprintf(&b, "; %s %d queries / %d pairs", n, len(s.Judged()), len(s.Pairs()))
+	}
+	return b.String()
+}
