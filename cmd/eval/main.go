@@ -1,0 +1,125 @@
+// Command eval evaluates a tool-retrieval method on a dataset split and prints Recall@K,
+// NDCG@K and COMP@K (percent), overall and per subset.
+//
+//	eval [-data DIR] [-split test] [-method bm25] [-k 1,3,5,10] [-json] [-subsets]
+//
+// Without -data it uses the embedded default dataset.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/metrics"
+	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/retrieve/bm25"
+)
+
+// method builds a ranker for a dataset from the parsed flags.
+type method struct {
+	help  string
+	build func(d *data.Dataset) (retrieve.Ranker, error)
+}
+
+var (
+	dataDir = flag.String("data", "", "dataset directory (BEIR or Parquet layout); default: the embedded default dataset")
+	split   = flag.String("split", "test", "split to evaluate")
+	name    = flag.String("method", "bm25", "retrieval method: "+methodNames())
+	ksFlag  = flag.String("k", "1,3,5,10", "comma-separated cut-offs")
+	asJSON  = flag.Bool("json", false, "print one JSON object instead of a table")
+	subsets = flag.Bool("subsets", false, "also print per-subset rows (number of relevant tools, seen/unseen)")
+	k1      = flag.Float64("bm25-k1", bm25.DefaultParams.K1, "BM25 k1")
+	b       = flag.Float64("bm25-b", bm25.DefaultParams.B, "BM25 b")
+	stop    = flag.Bool("bm25-stopwords", false, "BM25: drop English stop words")
+)
+
+var methods = map[string]method{
+	"bm25": {"Okapi BM25 over tool texts", func(d *data.Dataset) (retrieve.Ranker, error) {
+		docs := make([]string, len(d.Tools))
+		for i, t := range d.Tools {
+			docs[i] = t.Text
+		}
+		return bm25.New(docs, bm25.Params{K1: *k1, B: *b, Stopwords: *stop}), nil
+	}},
+}
+
+func methodNames() string {
+	var n []string
+	for k := range methods {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return strings.Join(n, ", ")
+}
+
+func main() {
+	flag.Parse()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "eval:", err)
+		os.Exit(1)
+	}
+}
+
+func parseKs(s string) ([]int, error) {
+	var ks []int
+	for _, f := range strings.Split(s, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || k <= 0 {
+			return nil, fmt.Errorf("-k %q: want positive integers separated by commas", s)
+		}
+		ks = append(ks, k)
+	}
+	return ks, nil
+}
+
+func run() error {
+	ks, err := parseKs(*ksFlag)
+	if err != nil {
+		return err
+	}
+	m, ok := methods[*name]
+	if !ok {
+		return fmt.Errorf("unknown -method %q (have %s)", *name, methodNames())
+	}
+	start := time.Now()
+	var d *data.Dataset
+	if *dataDir == "" {
+		d, err = data.Default()
+	} else {
+		d, err = data.Load(*dataDir)
+	}
+	if err != nil {
+		return err
+	}
+	loaded := time.Since(start)
+	r, err := m.build(d)
+	if err != nil {
+		return err
+	}
+	start = time.Now()
+	rep, err := metrics.Run(context.Background(), d, *split, r, ks)
+	if err != nil {
+		return err
+	}
+	ranked := time.Since(start)
+	if *asJSON {
+		if !*subsets {
+			rep.Subsets = nil
+		}
+		return json.NewEncoder(os.Stdout).Encode(rep)
+	}
+	if !*subsets {
+		rep.Subsets = nil
+	}
+	fmt.Printf("method %s; loaded in %v, ranked+evaluated %d queries in %v\n", *name, loaded.Round(time.Millisecond), rep.Overall.N, ranked.Round(time.Millisecond))
+	fmt.Print(rep)
+	return nil
+}
