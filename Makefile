@@ -9,11 +9,11 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin
 
-.PHONY: train test vet build bench-bm25 install-onnx fuzz
+.PHONY: eval test vet build install-onnx fuzz
 
-## train: train a bi-encoder on the embedded default dataset and print test metrics.
-train:
-	$(GO) run ./cmd/train $(ARGS)
+## eval: evaluate BM25 on the embedded default dataset's test split.
+eval:
+	$(GO) run ./cmd/eval -subsets $(ARGS)
 
 ## test: vet + unit tests on the go backend, then the ONNX-backend tests (they skip cleanly
 ## when libonnxruntime.so.1 is absent; `make install-onnx` fetches it). ToolLens tests skip
@@ -32,3 +32,10 @@ build:
 ## install-onnx: fetch libonnxruntime.so.1 from npm (onnxruntime-node) into the toolret cache.
 install-onnx:
 	bash scripts/install-onnxruntime.sh
+
+## fuzz: run each data-loader fuzz target for FUZZTIME (default 60s).
+FUZZTIME ?= 60s
+fuzz:
+	for f in FuzzLoadCorpus FuzzLoadQueries FuzzLoadQrels FuzzLoadScenes; do \
+		$(GO) test ./data/ -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done

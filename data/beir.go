@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -59,6 +60,7 @@ func LoadFS(fsys fs.FS, dir, name string) (*Dataset, error) {
 	sort.Strings(splits)
 	for _, s := range splits {
 		f := path.Join(qrelDir, s+".tsv")
+		b.split(s)
 		if err := readLines(fsys, f, func(line int, text string) error { return b.addQrel(s, f, line, text) }); err != nil {
 			return nil, err
 		}
@@ -234,7 +236,7 @@ func (b *builder) addQrel(split, file string, line int, text string) error {
 	score := 1.0
 	if len(f) == 3 {
 		v, err := strconv.ParseFloat(strings.TrimSpace(f[2]), 64)
-		if err != nil {
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("%s:%d: bad score %q", file, line, f[2])
 		}
 		score = v

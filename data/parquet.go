@@ -94,6 +94,7 @@ func LoadParquet(dir string) (*Dataset, error) {
 	for _, file := range splits {
 		split := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(file), "qrels_"), ".parquet")
 		names = append(names, split)
+		b.split(split)
 		rows, err := readParquet[qrelRow](file)
 		if err != nil {
 			return nil, err
