@@ -54,7 +54,7 @@ func evalLoss(f lossGraph, in ...arr) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	e, err := NewExec(b, f)
+	e, err := NewExec(b, (func([]*Node) *Node)(f))
 	if err != nil {
 		return 0, err
 	}
@@ -95,7 +95,7 @@ func checkGrad(t *testing.T, f lossGraph, in ...arr) {
 		t.Fatal(err)
 	}
 	defer grads.Finalize()
-	loss, err := NewExec(b, f)
+	loss, err := NewExec(b, (func([]*Node) *Node)(f))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,12 +68,12 @@ func InfoNCE(queries, positives, hardNegatives, isPositive *Node, cfg InfoNCECon
 			exceptions.Panicf("%s: isPositive mask %s must be [%d, %d] (B, B+B*k)", fn, isPositive.Shape(), b, n)
 		}
 		if isPositive.DType() != dtypes.Bool {
-			isPositive = NotEqual(isPositive, ScalarZero(g, isPositive.DType()))
+			isPositive = toBool(isPositive)
 		}
 	}
 
 	logits := DivScalar(Scores(queries, candidates, cfg.Similarity), cfg.Temperature) // [B, N]
-	diag := Equal(Iota(g, shapes2(b, n), 0), Iota(g, shapes2(b, n), 1))           // [B, N]
+	diag := Equal(Iota(g, shapes2(b, n), 0), Iota(g, shapes2(b, n), 1))               // [B, N]
 	var keep *Node
 	if isPositive != nil {
 		keep = LogicalOr(diag, LogicalNot(isPositive))

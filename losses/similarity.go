@@ -6,8 +6,8 @@
 // Every loss takes *graph.Node inputs and returns a scalar node of the inputs' float dtype.
 // Like all GoMLX graph functions they panic on invalid shapes or options while the graph is
 // being built; graph.Exec (Call, Exec1, ...) turns such panics into returned errors, so
-// callers running losses inside an Exec get an error, never a crash. Host-side helpers
-// (FalseNegativeMask, Relevance) return errors.
+// callers running losses inside an Exec get an error, never a crash. The host-side
+// FalseNegativeMask returns errors.
 package losses
 
 import (
@@ -113,7 +113,8 @@ func checkTemperature(fn string, t float64) {
 // logSumExpMasked returns log Σ_{j: keep[i,j]} exp(logits[i,j]) along the last axis, shape
 // [..., 1]. Excluded entries contribute neither to the value nor to the gradient (they are
 // replaced before the exponential, so a huge excluded logit cannot produce Inf·0 = NaN).
-// Every row must keep at least one entry.
+// A row that keeps nothing gets a finite, meaningless value with a zero gradient: callers
+// must give such rows zero weight.
 func logSumExpMasked(logits, keep *Node) *Node {
 	g := logits.Graph()
 	zero := ScalarZero(g, logits.DType())
@@ -131,7 +132,58 @@ func logSumExpMasked(logits, keep *Node) *Node {
 	if keep != nil {
 		e = Where(keep, e, zero)
 	}
-	return Add(maxes, Log(ReduceAndKeep(e, ReduceSum, -1)))
+	sum := ReduceAndKeep(e, ReduceSum, -1)
+	if keep != nil {
+		sum = Where(IsPositive(sum), sum, OnesLike(sum)) // rows with nothing kept.
+	}
+	return Add(maxes, Log(sum))
+}
+
+// maskedLogSoftmax returns log softmax(logits) over the last axis restricted to keep (nil
+// keeps all). Excluded entries are 0 (not -Inf), so that multiplying them by a zero weight
+// stays finite; they carry no gradient.
+func maskedLogSoftmax(logits, keep *Node) *Node {
+	out := Sub(logits, logSumExpMasked(logits, keep))
+	if keep != nil {
+		out = Where(keep, out, ZerosLike(out))
+	}
+	return out
+}
+
+// toBool converts a mask to bool: bool masks are returned as is, numeric ones are true
+// where non-zero. nil stays nil.
+func toBool(mask *Node) *Node {
+	if mask == nil || mask.DType() == dtypes.Bool {
+		return mask
+	}
+	return NotEqual(mask, ScalarZero(mask.Graph(), mask.DType()))
+}
+
+// checkMask panics unless mask is nil or has the dimensions of ref.
+func checkMask(fn, name string, mask, ref *Node) {
+	if mask != nil && !slicesEqual(mask.Shape().Dimensions, ref.Shape().Dimensions) {
+		exceptions.Panicf("%s: %s %s must have the dimensions of %s", fn, name, mask.Shape(), ref.Shape())
+	}
+}
+
+func slicesEqual(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// labelsAs converts labels (bool or numeric) to dtype.
+func labelsAs(labels *Node, dtype dtypes.DType) *Node {
+	if labels.DType() == dtype {
+		return labels
+	}
+	return ConvertDType(labels, dtype)
 }
 
 // shapes2 is the Int32 shape [r, c], used for iota index grids.

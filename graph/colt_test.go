@@ -1,0 +1,101 @@
+package graph
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/toolret/toolret/data"
+)
+
+// toolLens loads ../shared/datasets/toollens relative to the repository root, skipping the
+// test when it is absent.
+func toolLens(t *testing.T) *data.Dataset {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Skip("repository root (go.mod) not found")
+		}
+		dir = parent
+	}
+	path := filepath.Join(dir, "..", "shared", "datasets", "toollens")
+	if _, err := os.Stat(filepath.Join(path, "corpus.jsonl")); err != nil {
+		t.Skipf("ToolLens not available at %s", path)
+	}
+	d, err := data.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestFromSplitToolLens(t *testing.T) {
+	d := toolLens(t)
+	train, err := d.Split("train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	test, err := d.Split("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := FromSplit(d, train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(train.Pairs()); g.QueryTool.NumEdges() != want {
+		t.Errorf("query-tool edges %d, want the %d training pairs", g.QueryTool.NumEdges(), want)
+	}
+	inTrain := map[int]bool{}
+	for _, q := range train.Queries {
+		inTrain[q] = true
+	}
+	trainScenes := map[int]bool{}
+	for _, q := range g.QueryScene.Left {
+		if !inTrain[int(q)] {
+			t.Fatalf("query-scene graph has non-training query %d", q)
+		}
+	}
+	for _, q := range g.QueryTool.Left {
+		if !inTrain[int(q)] {
+			t.Fatalf("query-tool graph has non-training query %d", q)
+		}
+	}
+	for e, s := range g.QueryScene.Right {
+		if train.Scene[int(g.QueryScene.Left[e])] != int(s) {
+			t.Fatalf("query-scene edge %d does not match the split's scene", e)
+		}
+		trainScenes[int(s)] = true
+	}
+	for _, s := range g.SceneTool.Left {
+		if !trainScenes[int(s)] {
+			t.Fatalf("scene-tool graph has scene %d of no training query", s)
+		}
+	}
+	// Scene-tool rows are means: each scene's weights sum to 1.
+	sum := map[int32]float64{}
+	for e, s := range g.SceneTool.Left {
+		sum[s] += float64(g.SceneTool.Weight[e])
+	}
+	for s, w := range sum {
+		if w < 0.9999 || w > 1.0001 {
+			t.Fatalf("scene %d weights sum to %g", s, w)
+		}
+	}
+	testOnly := 0
+	for _, q := range test.Queries {
+		if !inTrain[q] {
+			testOnly++
+		}
+	}
+	t.Logf("ToolLens train graphs: Q-T %d edges, Q-S %d edges, S-T %d edges over %d of %d scenes; %d test-only queries have no edges",
+		g.QueryTool.NumEdges(), g.QueryScene.NumEdges(), g.SceneTool.NumEdges(), len(sum), len(d.Scenes), testOnly)
+}
