@@ -1,0 +1,174 @@
+package bert
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/layers"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/model/initializer"
+	"github.com/gomlx/gomlx/ml/nn"
+	"github.com/gomlx/gomlx/support/exceptions"
+)
+
+// Pooling names how token states become one vector per text.
+type Pooling string
+
+// Poolings.
+const (
+	PoolCLS    Pooling = "cls"    // the [CLS] token's final hidden state
+	PoolMean   Pooling = "mean"   // mean over real (unpadded) tokens
+	PoolPooler Pooling = "pooler" // dense + tanh over [CLS] (BERT's pooler)
+	PoolNone   Pooling = "none"   // no pooling: all token states
+)
+
+// ParsePooling validates a pooling name.
+func ParsePooling(s string) (Pooling, error) {
+	switch p := Pooling(s); p {
+	case PoolCLS, PoolMean, PoolPooler, PoolNone:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown pooling %q (cls, mean, pooler, none)", s)
+}
+
+// variable returns the variable name in scope, created with the given shape and an
+// initializer following HF's _init_weights: normal(0, initializer_range) for matrices, zeros
+// for biases, ones for LayerNorm scales.
+func variable(scope *model.Scope, cfg *Config, g *Graph, name string, dims ...int) *Node {
+	var init model.VariableInitializer
+	switch {
+	case name == "bias":
+		init = initializer.Zero
+	case name == "weight" && len(dims) == 1:
+		init = initializer.One
+	default:
+		init = initializer.RandomNormalFn(scope, cfg.InitializerRange)
+	}
+	v := scope.WithInitializer(init).VariableWithShape(name, shapes.Make(dtypes.Float32, dims...))
+	return v.NodeValue(g)
+}
+
+func dense(scope *model.Scope, cfg *Config, x *Node, out int) *Node {
+	in := x.Shape().Dimensions[x.Rank()-1]
+	w := variable(scope, cfg, x.Graph(), "weight", out, in)
+	b := variable(scope, cfg, x.Graph(), "bias", out)
+	return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput)
+}
+
+func layerNorm(scope *model.Scope, cfg *Config, x *Node) *Node {
+	h := x.Shape().Dimensions[x.Rank()-1]
+	gamma := variable(scope, cfg, x.Graph(), "weight", h)
+	beta := variable(scope, cfg, x.Graph(), "bias", h)
+	return nn.LayerNorm(x, []int{x.Rank() - 1}, cfg.LayerNormEps, gamma, beta, nil)
+}
+
+func dropout(scope *model.Scope, x *Node, rate float64) *Node {
+	if rate <= 0 || !scope.IsTraining(x.Graph()) {
+		return x
+	}
+	return layers.DropoutStatic(scope, x, rate)
+}
+
+func activate(cfg *Config, x *Node) *Node {
+	switch cfg.HiddenAct {
+	case "relu":
+		return Max(x, ZerosLike(x))
+	case "gelu_new", "gelu_pytorch_tanh":
+		// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+		inner := MulScalar(Add(x, MulScalar(Mul(x, Mul(x, x)), 0.044715)), math.Sqrt(2/math.Pi))
+		return MulScalar(Mul(x, OnePlus(Tanh(inner))), 0.5)
+	}
+	// Exact GELU: 0.5 x (1 + erf(x / sqrt(2))).
+	return MulScalar(Mul(x, OnePlus(Erf(MulScalar(x, 1/math.Sqrt2)))), 0.5)
+}
+
+// Encode runs BERT over a batch: ids and types are int32 [batch, seq] (types may be nil for
+// all zeros), mask is [batch, seq] with 1 for real tokens and 0 for padding (any numeric
+// dtype). It returns the last hidden state [batch, seq, hidden] in float32. Padding never
+// changes the states of real tokens. Dropout is active only when the scope is training.
+func Encode(scope *model.Scope, cfg *Config, ids, types, mask *Node) *Node {
+	g := ids.Graph()
+	batch, seq := ids.Shape().Dimensions[0], ids.Shape().Dimensions[1]
+	if seq > cfg.MaxPositionEmbeddings {
+		exceptions.Panicf("bert: sequence length %d exceeds max_position_embeddings %d", seq, cfg.MaxPositionEmbeddings)
+	}
+	// At scopes: encoding twice in one graph (query and tool towers) reuses the weights.
+	emb := scope.At("embeddings")
+	words := variable(emb.In("word_embeddings"), cfg, g, "weight", cfg.VocabSize, cfg.HiddenSize)
+	positions := variable(emb.In("position_embeddings"), cfg, g, "weight", cfg.MaxPositionEmbeddings, cfg.HiddenSize)
+	typeEmb := variable(emb.In("token_type_embeddings"), cfg, g, "weight", cfg.TypeVocabSize, cfg.HiddenSize)
+
+	x := Gather(words, InsertAxes(ConvertDType(ids, dtypes.Int32), -1)) // [B, S, H]
+	pos := Slice(positions, AxisRange(0, seq))                          // [S, H]
+	x = Add(x, InsertAxes(pos, 0))
+	if types == nil {
+		x = Add(x, InsertAxes(Slice(typeEmb, AxisRange(0, 1)), 0))
+	} else {
+		x = Add(x, Gather(typeEmb, InsertAxes(ConvertDType(types, dtypes.Int32), -1)))
+	}
+	x = layerNorm(emb.In("LayerNorm"), cfg, x)
+	x = dropout(scope, x, cfg.HiddenDropoutProb)
+
+	// Additive attention mask as in HF: (1 - mask) * finfo(float32).min, shape [B, 1, 1, S].
+	m := ConvertDType(mask, dtypes.Float32)
+	addMask := MulScalar(OneMinus(m), -math.MaxFloat32)
+	addMask = Reshape(addMask, batch, 1, 1, seq)
+
+	enc := scope.At("encoder").In("layer")
+	for l := 0; l < cfg.NumHiddenLayers; l++ {
+		x = layer(enc.In("%d", l), cfg, x, addMask)
+	}
+	return x
+}
+
+func layer(scope *model.Scope, cfg *Config, x, addMask *Node) *Node {
+	dims := x.Shape().Dimensions
+	batch, seq, hidden := dims[0], dims[1], dims[2]
+	heads := cfg.NumAttentionHeads
+	dh := hidden / heads
+
+	attn := scope.In("attention")
+	self := attn.In("self")
+	q := Reshape(dense(self.In("query"), cfg, x, hidden), batch, seq, heads, dh)
+	k := Reshape(dense(self.In("key"), cfg, x, hidden), batch, seq, heads, dh)
+	v := Reshape(dense(self.In("value"), cfg, x, hidden), batch, seq, heads, dh)
+	scores := MulScalar(Einsum("bqhd,bkhd->bhqk", q, k), 1/math.Sqrt(float64(dh)))
+	scores = Add(scores, addMask)
+	probs := Softmax(scores, -1)
+	probs = dropout(scope, probs, cfg.AttentionProbsDropoutProb)
+	ctx := Reshape(Einsum("bhqk,bkhd->bqhd", probs, v), batch, seq, hidden)
+
+	out := attn.In("output")
+	a := dense(out.In("dense"), cfg, ctx, hidden)
+	a = dropout(scope, a, cfg.HiddenDropoutProb)
+	x = layerNorm(out.In("LayerNorm"), cfg, Add(a, x))
+
+	inter := activate(cfg, dense(scope.In("intermediate").In("dense"), cfg, x, cfg.IntermediateSize))
+	output := scope.In("output")
+	o := dense(output.In("dense"), cfg, inter, hidden)
+	o = dropout(scope, o, cfg.HiddenDropoutProb)
+	return layerNorm(output.In("LayerNorm"), cfg, Add(o, x))
+}
+
+// Pool reduces hidden [batch, seq, hidden] to [batch, hidden] (or returns hidden unchanged
+// for PoolNone). mask is [batch, seq] with 1 for real tokens.
+func Pool(scope *model.Scope, cfg *Config, hidden, mask *Node, p Pooling) *Node {
+	switch p {
+	case PoolNone:
+		return hidden
+	case PoolMean:
+		m := InsertAxes(ConvertDType(mask, hidden.DType()), -1) // [B, S, 1]
+		sum := ReduceSum(Mul(hidden, m), 1)
+		n := Max(ReduceSum(m, 1), ScalarOne(hidden.Graph(), hidden.DType())) // as HF: clamp(min=1e-9)
+		return Div(sum, n)
+	case PoolPooler:
+		cls := Squeeze(Slice(hidden, AxisRange(), AxisRange(0, 1)), 1)
+		return Tanh(dense(scope.At("pooler").In("dense"), cfg, cls, cfg.HiddenSize))
+	default:
+		return Squeeze(Slice(hidden, AxisRange(), AxisRange(0, 1)), 1)
+	}
+}

@@ -1,0 +1,104 @@
+package bert
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"testing"
+
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/backend"
+)
+
+// expected is written by scripts/parity/make_bert_fixture.py (PyTorch reference).
+type expected struct {
+	IDs, Types, Mask [][]int32 `json:"-"`
+	RawIDs           [][]int32 `json:"ids"`
+	RawTypes         [][]int32 `json:"token_types"`
+	RawMask          [][]int32 `json:"mask"`
+	Lengths          []int     `json:"lengths"`
+	HiddenShape      []int     `json:"hidden_shape"`
+	Hidden           []float64 `json:"last_hidden_state"`
+	CLS              []float64 `json:"cls"`
+	Mean             []float64 `json:"mean"`
+	Pooler           []float64 `json:"pooler"`
+}
+
+func loadExpected(t *testing.T) *expected {
+	b, err := os.ReadFile("testdata/expected.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e expected
+	if err := json.Unmarshal(b, &e); err != nil {
+		t.Fatal(err)
+	}
+	return &e
+}
+
+func maxDiff(got []float32, want []float64) float64 {
+	if len(got) != len(want) {
+		return math.Inf(1)
+	}
+	m := 0.0
+	for i := range got {
+		m = math.Max(m, math.Abs(float64(got[i])-want[i]))
+	}
+	return m
+}
+
+// checkParity loads the fixture checkpoint and compares every pooling with PyTorch.
+func checkParity(t *testing.T, backendName string) map[Pooling][]float32 {
+	be, err := backend.Open(backendName)
+	if err != nil {
+		t.Skipf("backend %s: %v", backendName, err)
+	}
+	e := loadExpected(t)
+	store := model.NewStore()
+	cfg, err := LoadHF(store.RootScope(), "testdata/tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[Pooling][]float32{}
+	for _, tc := range []struct {
+		p    Pooling
+		want []float64
+	}{{PoolNone, e.Hidden}, {PoolCLS, e.CLS}, {PoolMean, e.Mean}, {PoolPooler, e.Pooler}} {
+		r, err := NewRunner(be, store, "", cfg, tc.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Run(e.RawIDs, e.RawTypes, e.RawMask)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := tensors.MustCopyFlatData[float32](res)
+		d := maxDiff(got, tc.want)
+		t.Logf("%s/%s: max |go - torch| = %.2e", backendName, tc.p, d)
+		if d > 1e-4 {
+			t.Errorf("%s pooling %s differs from PyTorch by %.2e (> 1e-4)", backendName, tc.p, d)
+		}
+		out[tc.p] = got
+	}
+	// Padding must not change results: each text alone, unpadded, equals its row in the batch.
+	r, err := NewRunner(be, store, "", cfg, PoolNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, h := e.HiddenShape[1], e.HiddenShape[2]
+	for i, n := range e.Lengths {
+		res, err := r.Run([][]int32{e.RawIDs[i][:n]}, [][]int32{e.RawTypes[i][:n]}, [][]int32{e.RawMask[i][:n]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone := tensors.MustCopyFlatData[float32](res)
+		want := e.Hidden[i*seq*h : i*seq*h+n*h]
+		if d := maxDiff(alone, want); d > 1e-4 {
+			t.Errorf("text %d alone differs from its padded batch row by %.2e", i, d)
+		}
+	}
+	return out
+}
+
+func TestParityPyTorch(t *testing.T) { checkParity(t, "go") }
