@@ -227,8 +227,8 @@ func TestGradientCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A model.Exec keeps the variable values of its first run (GoMLX v0.28.16), so each
-	// perturbed evaluation gets a fresh Exec.
+	// Inference graphs embed variable values as constants (backends with
+	// PreferConstantsForVariables), so each perturbed evaluation builds a fresh Exec.
 	eval := func() float64 {
 		lossExec, err := model.NewExec(be, store, loss)
 		if err != nil {
