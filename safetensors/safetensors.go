@@ -274,3 +274,57 @@ func writeAtomic(path string, b []byte) error {
 	}
 	return nil
 }
+
+// Raw is one tensor of any dtype to write, as little-endian bytes.
+type Raw struct {
+	Name  string
+	DType string
+	Shape []int
+	Data  []byte
+}
+
+// WriteRaw writes tensors of any supported dtype into path atomically, in name order.
+func WriteRaw(path string, tensors []Raw, metadata map[string]string) error {
+	sort.Slice(tensors, func(i, j int) bool { return tensors[i].Name < tensors[j].Name })
+	header := map[string]any{}
+	if len(metadata) > 0 {
+		header["__metadata__"] = metadata
+	}
+	off := 0
+	for i, t := range tensors {
+		if t.Name == "" || t.Name == "__metadata__" || (i > 0 && tensors[i-1].Name == t.Name) {
+			return fmt.Errorf("safetensors %s: invalid or duplicate tensor name %q", path, t.Name)
+		}
+		es := ElemSize(t.DType)
+		if es == 0 {
+			return fmt.Errorf("safetensors %s: tensor %q: unknown dtype %q", path, t.Name, t.DType)
+		}
+		n := 1
+		for _, d := range t.Shape {
+			n *= d
+		}
+		if n*es != len(t.Data) {
+			return fmt.Errorf("safetensors %s: tensor %q: %d bytes for shape %v of %s", path, t.Name, len(t.Data), t.Shape, t.DType)
+		}
+		shape := t.Shape
+		if shape == nil {
+			shape = []int{}
+		}
+		header[t.Name] = Info{DType: t.DType, Shape: shape, Offsets: [2]int{off, off + len(t.Data)}}
+		off += len(t.Data)
+	}
+	hb, err := json.Marshal(header)
+	if err != nil {
+		return err
+	}
+	for len(hb)%8 != 0 {
+		hb = append(hb, ' ')
+	}
+	buf := make([]byte, 8, 8+len(hb)+off)
+	binary.LittleEndian.PutUint64(buf, uint64(len(hb)))
+	buf = append(buf, hb...)
+	for _, t := range tensors {
+		buf = append(buf, t.Data...)
+	}
+	return writeAtomic(path, buf)
+}
