@@ -1,0 +1,276 @@
+package train
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gomlx/compute"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/checkpoints"
+)
+
+// Task is what a model kind gives the trainer.
+type Task interface {
+	// Loss builds the loss of one batch; the graph is already in training mode.
+	Loss(scope *model.Scope, inputs []*Node) *Node
+	// BatchesPerEpoch is the number of micro-batches of an epoch.
+	BatchesPerEpoch() int
+	// Batch returns the inputs of micro-batch i of epoch and its number of examples. It must
+	// be a pure function of (seed, epoch, i), so that a resumed run sees the same data.
+	Batch(epoch, i int) (inputs []*tensors.Tensor, examples int, err error)
+	// Evaluate returns dev metrics for the current weights of store.
+	Evaluate(store *model.Store) (map[string]float64, error)
+	// Files returns the files stored with each checkpoint (model config, tokenizer, ...).
+	Files() (map[string][]byte, error)
+}
+
+// Config configures a training run.
+type Config struct {
+	RunDir      string    `json:"run_dir"`
+	Seed        uint64    `json:"seed"`
+	Epochs      int       `json:"epochs"`
+	EvalEvery   int       `json:"eval_every"` // optimizer steps between evaluations/checkpoints (0: once per epoch)
+	Metric      string    `json:"metric"`     // dev metric to maximise for the best checkpoint ("" = last)
+	Patience    int       `json:"patience"`   // evaluations without improvement before stopping (0 = never)
+	KeepLast    int       `json:"keep_last"`  // checkpoints kept besides the best
+	Optimizer   Optimizer `json:"optimizer"`
+	Fingerprint string    `json:"data_fingerprint"`
+	Quiet       bool      `json:"-"`
+	// StopAfter stops the run after this many optimizer steps as if it had been killed (tests).
+	StopAfter int `json:"-"`
+}
+
+// Summary is written to RUN/summary.json at the end of a run.
+type Summary struct {
+	Steps       int                `json:"steps"`
+	Epochs      int                `json:"epochs"`
+	BestStep    int                `json:"best_step"`
+	BestMetrics map[string]float64 `json:"best_metrics"`
+	Final       map[string]float64 `json:"final_metrics"`
+	Seconds     float64            `json:"seconds"`
+	Stopped     string             `json:"stopped"`
+}
+
+// ErrStopped is returned when Config.StopAfter ends a run early.
+var ErrStopped = errors.New("train: stopped by StopAfter")
+
+type best struct {
+	Step    int                `json:"step"`
+	Metrics map[string]float64 `json:"metrics"`
+	Bad     int                `json:"evals_without_improvement"`
+}
+
+// Run trains task's model in store (already initialised or restored) with cfg. With resume,
+// it continues from the newest checkpoint of cfg.RunDir, into a fresh store: store must then
+// be empty; the model's variables are restored from the checkpoint.
+func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume bool) (*Summary, error) {
+	start := time.Now()
+	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
+		return nil, err
+	}
+	perEpoch := task.BatchesPerEpoch()
+	if perEpoch <= 0 {
+		return nil, fmt.Errorf("train: no batches")
+	}
+	acc := max(cfg.Optimizer.Accumulate, 1)
+	stepsPerEpoch := perEpoch / acc
+	if stepsPerEpoch == 0 {
+		return nil, fmt.Errorf("train: %d batches per epoch cannot make one step of %d accumulated batches", perEpoch, acc)
+	}
+	total := stepsPerEpoch * cfg.Epochs
+	if cfg.Optimizer.TotalSteps == 0 {
+		cfg.Optimizer.TotalSteps = total
+	}
+	if err := cfg.Optimizer.Validate(); err != nil {
+		return nil, err
+	}
+	evalEvery := cfg.EvalEvery
+	if evalEvery <= 0 {
+		evalEvery = stepsPerEpoch
+	}
+	step, epoch, pos := 0, 0, 0
+	b := best{Step: -1}
+	if resume {
+		steps, err := checkpoints.List(cfg.RunDir)
+		if err != nil {
+			return nil, err
+		}
+		if len(steps) == 0 {
+			return nil, fmt.Errorf("resume %s: no checkpoint", cfg.RunDir)
+		}
+		c, err := checkpoints.Load(checkpoints.Dir(cfg.RunDir, steps[len(steps)-1]))
+		if err != nil {
+			return nil, fmt.Errorf("resume: %w", err)
+		}
+		if c.Manifest.Fingerprint != cfg.Fingerprint {
+			return nil, fmt.Errorf("resume %s: checkpoint was trained on other data (fingerprint %.12s, this data %.12s)", c.Dir, c.Manifest.Fingerprint, cfg.Fingerprint)
+		}
+		if err := c.Restore(store, be); err != nil {
+			return nil, err
+		}
+		step, epoch, pos = c.Manifest.Step, c.Manifest.Epoch, c.Manifest.Position
+		if raw, ok := c.Manifest.Extra["best"]; ok {
+			bb, _ := json.Marshal(raw)
+			json.Unmarshal(bb, &b)
+		}
+		if err := truncateMetrics(filepath.Join(cfg.RunDir, "metrics.jsonl"), step); err != nil {
+			return nil, err
+		}
+	} else if steps, _ := checkpoints.List(cfg.RunDir); len(steps) > 0 {
+		return nil, fmt.Errorf("run directory %s already has checkpoints: use -resume, or another -run", cfg.RunDir)
+	}
+	if b, err := json.MarshalIndent(cfg, "", "  "); err == nil {
+		os.WriteFile(filepath.Join(cfg.RunDir, "train_config.json"), append(b, '\n'), 0o644)
+	}
+	files, err := task.Files()
+	if err != nil {
+		return nil, err
+	}
+
+	opt := cfg.Optimizer
+	exec, err := model.NewExec(be, store, func(s *model.Scope, inputs []*Node) []*Node {
+		g := inputs[0].Graph()
+		s.SetTraining(g, true)
+		loss := task.Loss(s, inputs)
+		lr, norm := opt.Update(s, loss)
+		return []*Node{ConvertDType(loss, lr.DType()), lr, norm}
+	})
+	if err != nil {
+		return nil, err
+	}
+	mf, err := os.OpenFile(filepath.Join(cfg.RunDir, "metrics.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer mf.Close()
+	mw := bufio.NewWriter(mf)
+	bar := newProgress(total, cfg.Quiet)
+	bar.done = step
+
+	save := func(metrics map[string]float64) error {
+		m := checkpoints.Manifest{Step: step, Epoch: epoch, Position: pos, Seed: cfg.Seed, Fingerprint: cfg.Fingerprint,
+			Metrics: metrics, Extra: map[string]any{"best": b}}
+		if _, err := checkpoints.Save(cfg.RunDir, store, m, files); err != nil {
+			return err
+		}
+		protect := []int{}
+		if b.Step >= 0 {
+			protect = append(protect, b.Step)
+		}
+		return checkpoints.Prune(cfg.RunDir, max(cfg.KeepLast, 1), protect...)
+	}
+	var last map[string]float64
+	stopped := "completed"
+	lossSum, lossN, examples, tick := 0.0, 0, 0, time.Now()
+	for step < total {
+		if pos >= perEpoch {
+			epoch, pos = epoch+1, 0
+		}
+		inputs, n, err := task.Batch(epoch, pos)
+		if err != nil {
+			return nil, fmt.Errorf("train: epoch %d batch %d: %w", epoch, pos, err)
+		}
+		args := make([]any, len(inputs))
+		for i, t := range inputs {
+			args[i] = t
+		}
+		out, err := exec.Call(args...)
+		if err != nil {
+			return nil, fmt.Errorf("train: step %d: %w", step+1, err)
+		}
+		pos++
+		loss := float64(out[0].Value().(float32))
+		lr := float64(out[1].Value().(float32))
+		if math.IsNaN(loss) || math.IsInf(loss, 0) {
+			return nil, fmt.Errorf("train: loss is %v at step %d (epoch %d, batch %d): stopping; the last good checkpoint is kept in %s", loss, step+1, epoch, pos-1, filepath.Join(cfg.RunDir, "checkpoints"))
+		}
+		lossSum += loss
+		lossN++
+		examples += n
+		if pos%acc != 0 {
+			continue
+		}
+		step++
+		bar.update(step, lossSum/float64(lossN), float64(examples)/time.Since(tick).Seconds())
+		rec := map[string]any{"step": step, "epoch": epoch, "loss": lossSum / float64(lossN), "lr": lr,
+			"examples_per_sec": float64(examples) / time.Since(tick).Seconds()}
+		lossSum, lossN, examples, tick = 0, 0, 0, time.Now()
+		evalNow := step%evalEvery == 0 || step == total
+		if evalNow {
+			metrics, err := task.Evaluate(store)
+			if err != nil {
+				return nil, fmt.Errorf("train: evaluation at step %d: %w", step, err)
+			}
+			last = metrics
+			for k, v := range metrics {
+				rec["dev_"+k] = v
+			}
+			if cfg.Metric == "" || b.Step < 0 || metrics[cfg.Metric] > b.Metrics[cfg.Metric] {
+				b = best{Step: step, Metrics: metrics}
+			} else {
+				b.Bad++
+			}
+			bar.note(fmt.Sprintf("step %d dev %s %.2f (best %.2f at %d)", step, cfg.Metric, metrics[cfg.Metric], b.Metrics[cfg.Metric], b.Step))
+		}
+		line, _ := json.Marshal(rec)
+		mw.Write(append(line, '\n'))
+		mw.Flush()
+		if evalNow {
+			if pos >= perEpoch && step < total {
+				// Checkpoints at epoch ends point at the next epoch's start.
+				epoch, pos = epoch+1, 0
+			}
+			if err := save(last); err != nil {
+				return nil, err
+			}
+			writePlot(cfg.RunDir)
+			if cfg.Patience > 0 && b.Bad >= cfg.Patience {
+				stopped = fmt.Sprintf("early stopping: %d evaluations without improvement", b.Bad)
+				break
+			}
+		}
+		if cfg.StopAfter > 0 && step >= cfg.StopAfter {
+			bar.finish()
+			return nil, ErrStopped
+		}
+	}
+	bar.finish()
+	sum := &Summary{Steps: step, Epochs: epoch + 1, BestStep: b.Step, BestMetrics: b.Metrics, Final: last,
+		Seconds: time.Since(start).Seconds(), Stopped: stopped}
+	if sb, err := json.MarshalIndent(sum, "", "  "); err == nil {
+		os.WriteFile(filepath.Join(cfg.RunDir, "summary.json"), append(sb, '\n'), 0o644)
+	}
+	writePlot(cfg.RunDir)
+	return sum, nil
+}
+
+// truncateMetrics drops records after step (they are recomputed by a resumed run).
+func truncateMetrics(path string, step int) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var keep []byte
+	sc := bufio.NewScanner(bytesReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for sc.Scan() {
+		var rec struct {
+			Step int `json:"step"`
+		}
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Step <= step {
+			keep = append(append(keep, sc.Bytes()...), '\n')
+		}
+	}
+	return os.WriteFile(path, keep, 0o644)
+}

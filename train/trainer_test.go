@@ -1,0 +1,174 @@
+package train
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/layers"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/model/initializer"
+	"github.com/toolret/toolret/backend"
+)
+
+// toyTask fits y = x·w* with a hidden layer and dropout (so the RNG state matters).
+type toyTask struct {
+	seed    uint64
+	batches int
+	nanAt   int // epoch*batches+i at which the loss becomes NaN (0 = never)
+}
+
+func (t *toyTask) Loss(s *model.Scope, in []*Node) *Node {
+	x, y := in[0], in[1]
+	hs := s.In("hidden")
+	h := hs.WithInitializer(initializer.RandomNormalFn(s, 0.5)).VariableWithShape("weights", shapes.Make(dtypes.Float32, 4, 8))
+	hb := hs.WithInitializer(initializer.Zero).VariableWithShape("bias", shapes.Make(dtypes.Float32, 8))
+	o := s.In("out").WithInitializer(initializer.RandomNormalFn(s, 0.5)).VariableWithShape("weights", shapes.Make(dtypes.Float32, 8, 1))
+	z := Tanh(Add(MatMul(x, h.NodeValue(x.Graph())), InsertAxes(hb.NodeValue(x.Graph()), 0)))
+	z = layers.DropoutStatic(s, z, 0.2)
+	pred := Reshape(MatMul(z, o.NodeValue(x.Graph())), -1)
+	return ReduceAllMean(Square(Sub(pred, y)))
+}
+
+func (t *toyTask) BatchesPerEpoch() int { return t.batches }
+
+func (t *toyTask) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
+	r := rand.New(rand.NewPCG(t.seed, uint64(epoch*1000+i)))
+	x := make([]float32, 16*4)
+	y := make([]float32, 16)
+	for j := range y {
+		for k := 0; k < 4; k++ {
+			x[j*4+k] = float32(r.NormFloat64())
+		}
+		y[j] = x[j*4] - 2*x[j*4+1] + 0.5*x[j*4+3]
+		if t.nanAt > 0 && epoch*t.batches+i+1 >= t.nanAt {
+			y[j] = float32(nan())
+		}
+	}
+	return []*tensors.Tensor{tensors.FromFlatDataAndDimensions(x, 16, 4), tensors.FromFlatDataAndDimensions(y, 16)}, 16, nil
+}
+
+func nan() float64 { var z float64; return z / z }
+
+func (t *toyTask) Evaluate(store *model.Store) (map[string]float64, error) {
+	w := tensors.MustCopyFlatData[float32](store.GetVariable("/out/weights").MustValue())
+	s := 0.0
+	for _, v := range w {
+		s += float64(v * v)
+	}
+	return map[string]float64{"neg_norm": -s}, nil
+}
+
+func (t *toyTask) Files() (map[string][]byte, error) {
+	return map[string][]byte{"config.json": []byte(`{"kind":"toy"}`)}, nil
+}
+
+func toyConfig(dir string) Config {
+	o := DefaultOptimizer()
+	o.LR, o.Warmup = 0.05, 3
+	return Config{RunDir: dir, Seed: 1, Epochs: 3, EvalEvery: 4, Metric: "neg_norm", KeepLast: 2, Optimizer: o, Fingerprint: "toy", Quiet: true}
+}
+
+func newToyStore() *model.Store {
+	s := model.NewStore()
+	s.SetParam(model.ParamInitialSeed, int64(42))
+	return s
+}
+
+func weightsBytes(t *testing.T, store *model.Store) map[string][]byte {
+	out := map[string][]byte{}
+	for v := range store.IterVariables() {
+		var b []byte
+		v.MustValue().ConstBytes(func(x []byte) { b = append(b, x...) })
+		out[v.Path()] = b
+	}
+	return out
+}
+
+// TestKillResumeBitIdentical: a run stopped after k steps (at several k, including between
+// checkpoints, so work since the last checkpoint is lost as with SIGKILL) and resumed from
+// its checkpoint ends with exactly the weights of an uninterrupted run.
+func TestKillResumeBitIdentical(t *testing.T) {
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := &toyTask{seed: 5, batches: 10}
+	ref := newToyStore()
+	sum, err := Run(be, ref, task, toyConfig(filepath.Join(t.TempDir(), "ref")), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := weightsBytes(t, ref)
+	if sum.Steps != 30 {
+		t.Fatalf("steps %d", sum.Steps)
+	}
+	for _, k := range []int{4, 6, 13, 29} {
+		dir := filepath.Join(t.TempDir(), "run")
+		cfg := toyConfig(dir)
+		cfg.StopAfter = k
+		if _, err := Run(be, newToyStore(), task, cfg, false); !errors.Is(err, ErrStopped) {
+			t.Fatalf("k=%d: %v", k, err)
+		}
+		cfg.StopAfter = 0
+		resumed := model.NewStore()
+		if _, err := Run(be, resumed, task, cfg, true); err != nil {
+			t.Fatalf("resume after %d: %v", k, err)
+		}
+		got := weightsBytes(t, resumed)
+		for p, w := range want {
+			if !bytes.Equal(got[p], w) {
+				t.Fatalf("stopped after %d steps and resumed: variable %s differs from the uninterrupted run", k, p)
+			}
+		}
+		// metrics.jsonl has each step exactly once.
+		b, _ := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+		if n := strings.Count(string(b), "\n"); n != 30 {
+			t.Fatalf("metrics.jsonl has %d records, want 30", n)
+		}
+	}
+}
+
+func TestRunArtifactsAndErrors(t *testing.T) {
+	be, _ := backend.Open("go")
+	dir := filepath.Join(t.TempDir(), "run")
+	if _, err := Run(be, newToyStore(), &toyTask{seed: 1, batches: 8}, toyConfig(dir), false); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"metrics.jsonl", "plot.html", "summary.json", "train_config.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("missing %s", f)
+		}
+	}
+	var sum Summary
+	b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
+	json.Unmarshal(b, &sum)
+	if sum.Steps != 24 || sum.BestStep <= 0 {
+		t.Errorf("summary %+v", sum)
+	}
+	// A second run into the same directory must not silently overwrite it.
+	if _, err := Run(be, newToyStore(), &toyTask{seed: 1, batches: 8}, toyConfig(dir), false); err == nil || !strings.Contains(err.Error(), "-resume") {
+		t.Errorf("want already-has-checkpoints error, got %v", err)
+	}
+	// Resuming on other data is refused.
+	cfg := toyConfig(dir)
+	cfg.Fingerprint = "other"
+	if _, err := Run(be, model.NewStore(), &toyTask{seed: 1, batches: 8}, cfg, true); err == nil || !strings.Contains(err.Error(), "other data") {
+		t.Errorf("want fingerprint error, got %v", err)
+	}
+	// NaN loss stops with the step named.
+	nanDir := filepath.Join(t.TempDir(), "nan")
+	_, err := Run(be, newToyStore(), &toyTask{seed: 1, batches: 8, nanAt: 6}, toyConfig(nanDir), false)
+	if err == nil || !strings.Contains(err.Error(), "loss is NaN at step 6") {
+		t.Errorf("want NaN error at step 6, got %v", err)
+	}
+}
