@@ -21,8 +21,8 @@ import (
 type Task interface {
 	// Loss builds the loss of one batch; the graph is already in training mode.
 	Loss(scope *model.Scope, inputs []*Node) *Node
-	// BatchesPerEpoch is the number of micro-batches of an epoch.
-	BatchesPerEpoch() int
+	// Batches is the number of micro-batches of an epoch (it may vary between epochs).
+	Batches(epoch int) int
 	// Batch returns the inputs of micro-batch i of epoch and its number of examples. It must
 	// be a pure function of (seed, epoch, i), so that a resumed run sees the same data.
 	Batch(epoch, i int) (inputs []*tensors.Tensor, examples int, err error)
@@ -76,16 +76,19 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
 		return nil, err
 	}
-	perEpoch := task.BatchesPerEpoch()
-	if perEpoch <= 0 {
-		return nil, fmt.Errorf("train: no batches")
-	}
 	acc := max(cfg.Optimizer.Accumulate, 1)
-	stepsPerEpoch := perEpoch / acc
-	if stepsPerEpoch == 0 {
-		return nil, fmt.Errorf("train: %d batches per epoch cannot make one step of %d accumulated batches", perEpoch, acc)
+	// Batches per epoch (rounded down to whole optimizer steps) and the total step count.
+	perEpoch := make([]int, cfg.Epochs)
+	total := 0
+	for e := range perEpoch {
+		n := task.Batches(e)
+		perEpoch[e] = n / acc * acc
+		if perEpoch[e] == 0 {
+			return nil, fmt.Errorf("train: epoch %d has %d batches: not enough for one step of %d accumulated batches", e, n, acc)
+		}
+		total += perEpoch[e] / acc
 	}
-	total := stepsPerEpoch * cfg.Epochs
+	stepsPerEpoch := perEpoch[0] / acc
 	if cfg.Optimizer.TotalSteps == 0 {
 		cfg.Optimizer.TotalSteps = total
 	}
@@ -171,7 +174,7 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 	stopped := "completed"
 	lossSum, lossN, examples, tick := 0.0, 0, 0, time.Now()
 	for step < total {
-		if pos >= perEpoch {
+		if pos >= perEpoch[epoch] {
 			epoch, pos = epoch+1, 0
 		}
 		inputs, n, err := task.Batch(epoch, pos)
@@ -224,7 +227,7 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 		mw.Write(append(line, '\n'))
 		mw.Flush()
 		if evalNow {
-			if pos >= perEpoch && step < total {
+			if pos >= perEpoch[epoch] && step < total {
 				// Checkpoints at epoch ends point at the next epoch's start.
 				epoch, pos = epoch+1, 0
 			}

@@ -39,7 +39,7 @@ func (t *toyTask) Loss(s *model.Scope, in []*Node) *Node {
 	return ReduceAllMean(Square(Sub(pred, y)))
 }
 
-func (t *toyTask) BatchesPerEpoch() int { return t.batches }
+func (t *toyTask) Batches(int) int { return t.batches }
 
 func (t *toyTask) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	r := rand.New(rand.NewPCG(t.seed, uint64(epoch*1000+i)))

@@ -1,0 +1,116 @@
+// Package biencoder is the dense tool retriever: BERT towers that embed queries and tool
+// texts into one space, trained with InfoNCE (in-batch and hard negatives, false-negative
+// masking). The same definition serves training, evaluation, encoding and export.
+package biencoder
+
+import (
+	"encoding/json"
+	"fmt"
+
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/losses"
+	"github.com/toolret/toolret/models/bert"
+)
+
+// Towers.
+const (
+	QueryTower = "query"
+	ToolTower  = "tool"
+)
+
+// Config defines a bi-encoder.
+type Config struct {
+	BERT    *bert.Config `json:"bert"`
+	Pooling bert.Pooling `json:"pooling"`
+	// Shared uses one BERT for queries and tools (variables at the store root, HF layout);
+	// otherwise each tower has its own under /query and /tool.
+	Shared      bool    `json:"shared"`
+	QueryMaxLen int     `json:"query_max_len"`
+	ToolMaxLen  int     `json:"tool_max_len"`
+	Similarity  string  `json:"similarity"` // cosine or dot
+	Temperature float64 `json:"temperature"`
+	Symmetric   bool    `json:"symmetric"`
+	NoMasking   bool    `json:"no_masking"`
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	if c.BERT == nil {
+		return fmt.Errorf("biencoder: no bert config")
+	}
+	if err := c.BERT.Validate(); err != nil {
+		return err
+	}
+	if _, err := bert.ParsePooling(string(c.Pooling)); err != nil || c.Pooling == bert.PoolNone {
+		return fmt.Errorf("biencoder: pooling %q: want cls, mean or pooler", c.Pooling)
+	}
+	if c.Pooling == bert.PoolPooler && !c.BERT.HasPooler() {
+		return fmt.Errorf("biencoder: pooling %q needs a pooler layer", c.Pooling)
+	}
+	if c.QueryMaxLen < 2 || c.ToolMaxLen < 2 || c.QueryMaxLen > c.BERT.MaxPositionEmbeddings || c.ToolMaxLen > c.BERT.MaxPositionEmbeddings {
+		return fmt.Errorf("biencoder: max lengths (query %d, tool %d) must be in [2, %d]", c.QueryMaxLen, c.ToolMaxLen, c.BERT.MaxPositionEmbeddings)
+	}
+	if _, err := losses.ParseSimilarity(c.Similarity); err != nil {
+		return fmt.Errorf("biencoder: %w", err)
+	}
+	if c.Temperature <= 0 {
+		return fmt.Errorf("biencoder: temperature %v must be > 0", c.Temperature)
+	}
+	return nil
+}
+
+// Marshal returns the JSON form stored in runs and checkpoints.
+func (c *Config) Marshal() []byte {
+	b, _ := json.MarshalIndent(c, "", "  ")
+	return append(b, '\n')
+}
+
+// Unmarshal parses a stored configuration.
+func Unmarshal(b []byte) (*Config, error) {
+	var c Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("biencoder config: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// TowerBase returns the scope path of a tower's BERT variables.
+func (c *Config) TowerBase(tower string) string {
+	if c.Shared {
+		return ""
+	}
+	return "/" + tower
+}
+
+// Embed encodes a padded batch with a tower: ids and mask [batch, seq] -> [batch, hidden],
+// L2-normalised for cosine similarity.
+func (c *Config) Embed(root *model.Scope, tower string, ids, mask *Node) *Node {
+	s := bert.In(root, c.TowerBase(tower))
+	h := bert.Encode(s, c.BERT, ids, nil, mask)
+	e := bert.Pool(s, c.BERT, h, mask, c.Pooling)
+	if sim, _ := losses.ParseSimilarity(c.Similarity); sim == losses.SimCosine {
+		e = losses.Normalize(e)
+	}
+	return e
+}
+
+// Loss is the training loss of one batch. Inputs: query ids and mask [B, Sq], positive tool
+// ids and mask [B, St], the false-negative mask [B, B(+B*k)] and, with k hard negatives per
+// query, their ids and mask [B*k, St].
+func (c *Config) Loss(root *model.Scope, in []*Node) *Node {
+	q := c.Embed(root, QueryTower, in[0], in[1])
+	t := c.Embed(root, ToolTower, in[2], in[3])
+	var neg *Node
+	if len(in) == 7 {
+		n := c.Embed(root, ToolTower, in[5], in[6])
+		b := q.Shape().Dimensions[0]
+		neg = Reshape(n, b, -1, n.Shape().Dimensions[1])
+	}
+	sim, _ := losses.ParseSimilarity(c.Similarity)
+	return losses.InfoNCE(q, t, neg, in[4], losses.InfoNCEConfig{
+		Temperature: c.Temperature, Similarity: sim, Symmetric: c.Symmetric, NoMasking: c.NoMasking})
+}
