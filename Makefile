@@ -39,3 +39,7 @@ fuzz:
 	for f in FuzzLoadCorpus FuzzLoadQueries FuzzLoadQrels FuzzLoadScenes; do \
 		$(GO) test ./data/ -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
+
+## bench-encode: encoding speed vs PyTorch (needs ../shared, python3-torch, make install-onnx).
+bench-encode:
+	$(GO) run -tags onnx ./cmd/bench encode $(ARGS)

@@ -1,0 +1,169 @@
+// Command bench measures toolret against PyTorch on the same shapes, in one run.
+//
+//	bench encode [-backends go,onnx] [-n 1000] [-layers 6 -hidden 384 -heads 6] [-batch 32]
+//
+// encode: texts/second encoding n ToolLens queries (../shared/datasets/toollens, or -data)
+// with a randomly initialised BERT, on each toolret backend, next to PyTorch 1.13 (Debian's
+// python3-torch, run as `env -u OPENBLAS_CORETYPE /usr/bin/python3
+// scripts/bench/torch_encode.py`) on exactly the same padded batches.
+// Build with -tags onnx for the onnx backend (make bench-encode does).
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/models/bert"
+	"github.com/toolret/toolret/tokenize"
+)
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] != "encode" {
+		fmt.Fprintln(os.Stderr, "usage: bench encode [flags]")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet("encode", flag.ExitOnError)
+	dataDir := fs.String("data", "../shared/datasets/toollens", "dataset whose queries are encoded")
+	vocab := fs.String("vocab", "../shared/vocab/bert-base-uncased-vocab.txt", "vocab.txt")
+	backends := fs.String("backends", "go,onnx", "toolret backends to measure")
+	n := fs.Int("n", 1000, "number of queries")
+	layers := fs.Int("layers", 6, "layers")
+	hidden := fs.Int("hidden", 384, "hidden size")
+	heads := fs.Int("heads", 6, "attention heads")
+	batch := fs.Int("batch", 32, "batch size")
+	python := fs.String("python", "/usr/bin/python3", "python with torch (empty: skip PyTorch)")
+	fs.Parse(os.Args[2:])
+	if err := encode(*dataDir, *vocab, *backends, *n, *layers, *hidden, *heads, *batch, *python); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type batchJSON struct {
+	IDs  [][]int32 `json:"ids"`
+	Mask [][]int32 `json:"mask"`
+}
+
+func encode(dataDir, vocab, backends string, n, layers, hidden, heads, batch int, python string) error {
+	d, err := data.Load(dataDir)
+	if err != nil {
+		return err
+	}
+	tok, err := tokenize.FromVocab(vocab, true)
+	if err != nil {
+		return err
+	}
+	texts := make([]string, 0, n)
+	for _, q := range d.Queries[:min(n, len(d.Queries))] {
+		texts = append(texts, q.Text)
+	}
+	cfg := bert.Default()
+	cfg.NumHiddenLayers, cfg.HiddenSize, cfg.NumAttentionHeads, cfg.IntermediateSize = layers, hidden, heads, 4*hidden
+	cfg.VocabSize = tok.VocabSize()
+	// The exact batches (length-sorted, bucketed) both sides run.
+	seqs := make([][]int32, len(texts))
+	for i, s := range texts {
+		seqs[i] = tok.Single(s, 64)
+	}
+	sort.SliceStable(seqs, func(a, b int) bool { return len(seqs[a]) < len(seqs[b]) })
+	var batches []tokenize.Batch
+	for i := 0; i < len(seqs); i += batch {
+		batches = append(batches, tok.Pad(seqs[i:min(i+batch, len(seqs))], nil, 64))
+	}
+	tokens := 0
+	for _, b := range batches {
+		tokens += len(b.IDs) * b.Len
+	}
+	fmt.Printf("encode %d ToolLens queries: BERT %d layers, hidden %d, %d heads, batch %d, %d padded tokens\n", len(texts), layers, hidden, heads, batch, tokens)
+	fmt.Printf("%-10s %12s %10s\n", "engine", "texts/s", "seconds")
+	for _, name := range strings.Split(backends, ",") {
+		be, err := backend.Open(name)
+		if err != nil {
+			fmt.Printf("%-10s %12s (%v)\n", name, "-", err)
+			continue
+		}
+		store := model.NewStore()
+		store.SetParam(model.ParamInitialSeed, int64(1))
+		r, err := bert.NewRunner(be, store, "", cfg, bert.PoolMean)
+		if err != nil {
+			return err
+		}
+		pass := func() (time.Duration, error) {
+			start := time.Now()
+			for _, b := range batches {
+				if _, err := r.Run(b.IDs, b.Types, b.Mask); err != nil {
+					return 0, err
+				}
+			}
+			return time.Since(start), nil
+		}
+		if _, err := pass(); err != nil { // compiles every bucket
+			return err
+		}
+		best := time.Duration(1 << 62)
+		for i := 0; i < 3; i++ {
+			el, err := pass()
+			if err != nil {
+				return err
+			}
+			best = min(best, el)
+		}
+		fmt.Printf("%-10s %12.1f %10.3f\n", "toolret-"+name, float64(len(texts))/best.Seconds(), best.Seconds())
+	}
+	if python == "" {
+		return nil
+	}
+	spec := map[string]any{"config": cfg, "repeats": 3}
+	var bj []batchJSON
+	for _, b := range batches {
+		bj = append(bj, batchJSON{b.IDs, b.Mask})
+	}
+	spec["batches"] = bj
+	tmp, err := os.CreateTemp("", "bench-*.json")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	json.NewEncoder(tmp).Encode(spec)
+	tmp.Close()
+	script, _ := filepath.Abs("scripts/bench/torch_encode.py")
+	cmd := exec.Command(python, script, tmp.Name())
+	cmd.Env = withoutEnv(os.Environ(), "OPENBLAS_CORETYPE")
+	outB, err := cmd.CombinedOutput()
+	if err != nil {
+		fmt.Printf("%-10s %12s (%v: %s)\n", "pytorch", "-", err, strings.TrimSpace(string(outB)))
+		return nil
+	}
+	var res struct {
+		TextsPerSec float64 `json:"texts_per_sec"`
+		Seconds     float64 `json:"seconds"`
+		Threads     int     `json:"threads"`
+		Torch       string  `json:"torch"`
+	}
+	lines := strings.Split(strings.TrimSpace(string(outB)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		return fmt.Errorf("pytorch output %q: %w", outB, err)
+	}
+	fmt.Printf("%-10s %12.1f %10.3f  (torch %s, %d threads)\n", "pytorch", res.TextsPerSec, res.Seconds, res.Torch, res.Threads)
+	return nil
+}
+
+func withoutEnv(env []string, key string) []string {
+	var out []string
+	for _, e := range env {
+		if !strings.HasPrefix(e, key+"=") {
+			out = append(out, e)
+		}
+	}
+	return out
+}

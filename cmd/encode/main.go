@@ -1,0 +1,148 @@
+// Command encode embeds texts with a BERT model.
+//
+//	encode -model DIR -in FILE [-pooling cls|mean|pooler|none] [-max-len N] [-backend go|onnx] [-out FILE.jsonl]
+//
+// DIR is a HuggingFace-layout model directory (config.json, model.safetensors or a sharded
+// index, tokenizer.json or vocab.txt). FILE holds one text per line, or JSONL objects with a
+// "text" field. Each output line is {"ids": [...], "embedding": [...]}, or with -pooling none
+// {"ids": [...], "hidden": [[...] per token]}.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/models/bert"
+	"github.com/toolret/toolret/tokenize"
+)
+
+func main() {
+	dir := flag.String("model", "", "model directory (HF layout)")
+	in := flag.String("in", "", "input file: one text per line, or JSONL with a \"text\" field (- for stdin)")
+	out := flag.String("out", "", "output JSONL file (default stdout)")
+	pooling := flag.String("pooling", "cls", "cls, mean, pooler or none")
+	maxLen := flag.Int("max-len", 128, "maximum tokens per text, [CLS] and [SEP] included")
+	batch := flag.Int("batch", 32, "texts per batch")
+	be := flag.String("backend", "", "compute backend: go (default), onnx, xla:cpu, xla:cuda")
+	flag.Parse()
+	if err := run(*dir, *in, *out, *pooling, *maxLen, *batch, *be); err != nil {
+		fmt.Fprintln(os.Stderr, "encode:", err)
+		os.Exit(1)
+	}
+}
+
+func readTexts(path string) ([]string, error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	var texts []string
+	br := bufio.NewReaderSize(r, 1<<16)
+	for n := 1; ; n++ {
+		line, err := br.ReadString('\n')
+		line = strings.TrimRight(line, "\r\n")
+		if line != "" || err == nil {
+			if strings.HasPrefix(strings.TrimSpace(line), "{") {
+				var obj struct {
+					Text *string `json:"text"`
+				}
+				if jerr := json.Unmarshal([]byte(line), &obj); jerr != nil {
+					return nil, fmt.Errorf("%s:%d: malformed JSON: %w", path, n, jerr)
+				}
+				if obj.Text == nil {
+					return nil, fmt.Errorf("%s:%d: object has no \"text\" field", path, n)
+				}
+				line = *obj.Text
+			}
+			texts = append(texts, line)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+	}
+	return texts, nil
+}
+
+func run(dir, in, out, pooling string, maxLen, batch int, beName string) error {
+	if dir == "" || in == "" {
+		return fmt.Errorf("-model and -in are required")
+	}
+	p, err := bert.ParsePooling(pooling)
+	if err != nil {
+		return err
+	}
+	texts, err := readTexts(in)
+	if err != nil {
+		return err
+	}
+	be, err := backend.Open(backend.Name(beName))
+	if err != nil {
+		return err
+	}
+	tok, err := tokenize.Load(dir)
+	if err != nil {
+		return err
+	}
+	store := model.NewStore()
+	cfg, err := bert.LoadHF(store.RootScope(), dir)
+	if err != nil {
+		return err
+	}
+	if tok.VocabSize() != cfg.VocabSize {
+		return fmt.Errorf("model %s: tokenizer has %d tokens but config.json says vocab_size %d", dir, tok.VocabSize(), cfg.VocabSize)
+	}
+	enc, err := bert.NewTextEncoder(be, store, "", cfg, p, tok, maxLen, batch)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	res, err := enc.Encode(texts)
+	if err != nil {
+		return err
+	}
+	w := os.Stdout
+	if out != "" {
+		f, err := os.Create(out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	bw := bufio.NewWriter(w)
+	for _, r := range res {
+		obj := map[string]any{"ids": r.IDs}
+		if p == bert.PoolNone {
+			obj["hidden"] = r.Hidden
+		} else {
+			obj["embedding"] = r.Embedding
+		}
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		bw.Write(append(b, '\n'))
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	el := time.Since(start)
+	fmt.Fprintf(os.Stderr, "encoded %d texts in %v (%.1f texts/s)\n", len(texts), el.Round(time.Millisecond), float64(len(texts))/el.Seconds())
+	return nil
+}
