@@ -27,7 +27,7 @@ func TestEncode(t *testing.T) {
 		{"Hello, World!", []string{"hello", ",", "world", "!"}},
 		{"unaffable", []string{"un", "##aff", "##able"}},
 		{"Café", []string{"cafe"}},                // accents stripped when lowercasing
-		{"東京", []string{"東", "京"}},              // CJK characters are words of their own
+		{"東京", []string{"東", "京"}},                // CJK characters are words of their own
 		{"unknownword", []string{UNK}},            // a missing piece makes the whole word [UNK]
 		{strings.Repeat("x", 100), nil},           // 100 chars: x ##x ... (checked below)
 		{strings.Repeat("x", 101), []string{UNK}}, // over max_input_chars_per_word

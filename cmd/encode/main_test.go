@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolret/toolret/tokenize"
+)
+
+// TestEncodeCommand runs the command on the parity fixture model (with the shared
+// bert-base-uncased vocab) and checks every pooling's output shape, and that mean pooling of
+// a text equals the mean of its -pooling none token states.
+func TestEncodeCommand(t *testing.T) {
+	vocab, _ := filepath.Abs("../../../shared/vocab/bert-base-uncased-vocab.txt")
+	if _, err := os.Stat(vocab); err != nil {
+		t.Skipf("%s absent", vocab)
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"config.json", "model.safetensors"} {
+		b, err := os.ReadFile(filepath.Join("../../models/bert/testdata/tiny", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	tok, err := tokenize.FromVocab(vocab, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok.Save(dir)
+	in := filepath.Join(dir, "in.txt")
+	os.WriteFile(in, []byte("Find a flight to Lisbon\n{\"text\": \"weather in Tokyo\"}\n\n"), 0o644)
+	read := func(pooling string) []map[string]any {
+		out := filepath.Join(dir, pooling+".jsonl")
+		if err := run(dir, in, out, pooling, 32, 2, "go"); err != nil {
+			t.Fatal(err)
+		}
+		f, _ := os.Open(out)
+		defer f.Close()
+		var rows []map[string]any
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			var m map[string]any
+			json.Unmarshal(sc.Bytes(), &m)
+			rows = append(rows, m)
+		}
+		return rows
+	}
+	mean, none := read("mean"), read("none")
+	if len(mean) != 3 || len(none) != 3 {
+		t.Fatalf("rows: %d mean, %d none (want 3: the empty line is a text too)", len(mean), len(none))
+	}
+	for i := range mean {
+		emb := mean[i]["embedding"].([]any)
+		hid := none[i]["hidden"].([]any)
+		if len(emb) != 64 || len(hid) != len(none[i]["ids"].([]any)) {
+			t.Fatalf("row %d: embedding %d, hidden %d tokens", i, len(emb), len(hid))
+		}
+		for k := range emb {
+			s := 0.0
+			for _, tokState := range hid {
+				s += tokState.([]any)[k].(float64)
+			}
+			if d := math.Abs(s/float64(len(hid)) - emb[k].(float64)); d > 1e-5 {
+				t.Fatalf("row %d dim %d: mean of token states differs by %g", i, k, d)
+			}
+		}
+	}
+	for _, p := range []string{"cls", "pooler"} {
+		if rows := read(p); len(rows[0]["embedding"].([]any)) != 64 {
+			t.Fatalf("%s embedding size", p)
+		}
+	}
+	if err := run(dir, in, "", "max", 32, 2, "go"); err == nil || !strings.Contains(err.Error(), "unknown pooling") {
+		t.Fatalf("bad pooling: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte("{\"text\": \"ok\"}\n{\"txt\": 1}\n"), 0o644)
+	if err := run(dir, bad, "", "cls", 32, 2, "go"); err == nil || !strings.Contains(err.Error(), "bad.jsonl:2") {
+		t.Fatalf("bad input: %v", err)
+	}
+}
