@@ -1,0 +1,34 @@
+// Command train trains toolret models.
+//
+//	train [biencoder] [flags]   train a bi-encoder tool retriever (the default)
+//	train mine -run RUN [flags] mine hard negatives with a trained retriever
+//
+// With no flags it trains a small bi-encoder from scratch on the embedded default dataset and
+// prints its test metrics. See `train biencoder -h` and `train mine -h`.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	args := os.Args[1:]
+	cmd := "biencoder"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	var err error
+	switch cmd {
+	case "biencoder":
+		err = biencoderCmd(args)
+	case "mine":
+		err = mineCmd(args)
+	default:
+		err = fmt.Errorf("unknown command %q (biencoder, mine)", cmd)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "train:", err)
+		os.Exit(1)
+	}
+}

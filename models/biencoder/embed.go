@@ -1,0 +1,192 @@
+package biencoder
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/gomlx/compute"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/tokenize"
+)
+
+// Embedder computes query and tool embeddings with a bi-encoder's current weights. Build it
+// after the weights are final (inference graphs embed them).
+type Embedder struct {
+	Cfg     *Config
+	Tok     *tokenize.Tokenizer
+	Backend compute.Backend
+	Store   *model.Store
+	Batch   int
+
+	execs map[string]*model.Exec
+}
+
+// Embed returns one embedding per text with the given tower (QueryTower or ToolTower).
+func (e *Embedder) Embed(tower string, texts []string) ([][]float32, error) {
+	embedMu.Lock()
+	if e.execs == nil {
+		e.execs = map[string]*model.Exec{}
+	}
+	exec := e.execs[tower]
+	embedMu.Unlock()
+	if exec == nil {
+		var err error
+		exec, err = model.NewExec(e.Backend, e.Store, func(root *model.Scope, ids, mask *Node) *Node {
+			return e.Cfg.Embed(root, tower, ids, mask)
+		})
+		if err != nil {
+			return nil, err
+		}
+		embedMu.Lock()
+		e.execs[tower] = exec
+		embedMu.Unlock()
+	}
+	maxLen := e.Cfg.QueryMaxLen
+	if tower == ToolTower {
+		maxLen = e.Cfg.ToolMaxLen
+	}
+	seqs := make([][]int32, len(texts))
+	for i, s := range texts {
+		seqs[i] = e.Tok.Single(s, maxLen)
+	}
+	order := make([]int, len(texts))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return len(seqs[order[a]]) < len(seqs[order[b]]) })
+	batch := max(e.Batch, 1)
+	out := make([][]float32, len(texts))
+	for start := 0; start < len(order); start += batch {
+		idx := order[start:min(start+batch, len(order))]
+		sub := make([][]int32, len(idx))
+		for j, i := range idx {
+			sub[j] = seqs[i]
+		}
+		b := e.Tok.Pad(sub, nil, maxLen)
+		ids := make([]int32, 0, len(idx)*b.Len)
+		mask := make([]int32, 0, len(idx)*b.Len)
+		for j := range b.IDs {
+			ids = append(ids, b.IDs[j]...)
+			mask = append(mask, b.Mask[j]...)
+		}
+		res, err := exec.Call1(tensors.FromFlatDataAndDimensions(ids, len(idx), b.Len), tensors.FromFlatDataAndDimensions(mask, len(idx), b.Len))
+		if err != nil {
+			return nil, fmt.Errorf("biencoder: embed %s: %w", tower, err)
+		}
+		flat := tensors.MustCopyFlatData[float32](res)
+		d := res.Shape().Dimensions[1]
+		for j, i := range idx {
+			out[i] = flat[j*d : (j+1)*d]
+		}
+	}
+	return out, nil
+}
+
+// Retriever ranks all tools of a dataset by similarity to a query embedding. Tool vectors are
+// computed once. It implements retrieve.Ranker and is safe for concurrent Rank calls.
+type Retriever struct {
+	e     *Embedder
+	Tools [][]float32
+}
+
+// Retriever embeds the tools of d. vectors is "text" (the tool tower over tool texts) or
+// "usage" (Tool2Vec: a tool is the mean embedding of the training queries that use it, in the
+// query tower; tools without training queries keep their text vector). trainSplit names the
+// split whose qrels define usage.
+func (e *Embedder) Retriever(d *data.Dataset, vectors, trainSplit string) (*Retriever, error) {
+	texts := make([]string, len(d.Tools))
+	for i, t := range d.Tools {
+		texts[i] = t.Text
+	}
+	tools, err := e.Embed(ToolTower, texts)
+	if err != nil {
+		return nil, err
+	}
+	switch vectors {
+	case "text", "":
+	case "usage":
+		s, err := d.Split(trainSplit)
+		if err != nil {
+			return nil, err
+		}
+		qs := s.Judged()
+		qt := make([]string, len(qs))
+		for i, q := range qs {
+			qt[i] = d.Queries[q].Text
+		}
+		qe, err := e.Embed(QueryTower, qt)
+		if err != nil {
+			return nil, err
+		}
+		sum := make([][]float64, len(d.Tools))
+		cnt := make([]int, len(d.Tools))
+		for i, q := range qs {
+			for _, t := range s.Relevant[q] {
+				if sum[t] == nil {
+					sum[t] = make([]float64, len(qe[i]))
+				}
+				for k, v := range qe[i] {
+					sum[t][k] += float64(v)
+				}
+				cnt[t]++
+			}
+		}
+		cos := e.Cfg.Similarity == "cosine" || e.Cfg.Similarity == "cos"
+		for t := range tools {
+			if cnt[t] == 0 {
+				continue
+			}
+			v := make([]float32, len(sum[t]))
+			norm := 0.0
+			for k := range v {
+				x := sum[t][k] / float64(cnt[t])
+				v[k] = float32(x)
+				norm += x * x
+			}
+			if cos && norm > 0 {
+				for k := range v {
+					v[k] /= float32(math.Sqrt(norm))
+				}
+			}
+			tools[t] = v
+		}
+	default:
+		return nil, fmt.Errorf("tool vectors %q: want text or usage", vectors)
+	}
+	return &Retriever{e: e, Tools: tools}, nil
+}
+
+// RankTexts embeds queries and returns each one's top k tools (exact search over all tools).
+func (r *Retriever) RankTexts(queries []string, k int) ([]retrieve.Ranking, error) {
+	qe, err := r.e.Embed(QueryTower, queries)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]retrieve.Ranking, len(qe))
+	scores := make([]float32, len(r.Tools))
+	for i, q := range qe {
+		for t, v := range r.Tools {
+			s := float32(0)
+			for d := range q {
+				s += q[d] * v[d]
+			}
+			scores[t] = s
+		}
+		out[i] = retrieve.TopK(scores, k)
+	}
+	return out, nil
+}
+
+// Rank implements retrieve.Ranker.
+func (r *Retriever) Rank(ctx context.Context, queries []string, k int) ([]retrieve.Ranking, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return r.RankTexts(queries, k)
+}

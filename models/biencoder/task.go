@@ -1,0 +1,194 @@
+package biencoder
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/gomlx/compute"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/losses"
+	"github.com/toolret/toolret/metrics"
+	"github.com/toolret/toolret/tokenize"
+	"github.com/toolret/toolret/train"
+)
+
+// Task trains a bi-encoder on a dataset split (it implements train.Task).
+type Task struct {
+	Cfg       *Config
+	Data      *data.Dataset
+	Train     *data.Split
+	Dev       *data.Split
+	Tok       *tokenize.Tokenizer
+	Backend   compute.Backend
+	BatchSize int
+	Seed      uint64
+	// HardNegatives per example, sampled from Negatives (query index -> ranked tool
+	// indices, positives already excluded by the miner).
+	HardNegatives int
+	Negatives     map[int][]int
+	// ExtraFiles are stored with every checkpoint.
+	ExtraFiles map[string][]byte
+
+	pairs   []train.Pair
+	rel     losses.Relevance
+	queries map[int][]int32
+	tools   [][]int32
+	epochs  map[int][][]train.Pair
+}
+
+// Prepare tokenizes the texts once and checks the configuration.
+func (t *Task) Prepare() error {
+	if err := t.Cfg.Validate(); err != nil {
+		return err
+	}
+	if t.Tok.VocabSize() != t.Cfg.BERT.VocabSize {
+		return fmt.Errorf("biencoder: tokenizer has %d tokens, model vocab_size is %d", t.Tok.VocabSize(), t.Cfg.BERT.VocabSize)
+	}
+	if t.BatchSize < 2 {
+		return fmt.Errorf("biencoder: batch size %d: in-batch negatives need >= 2", t.BatchSize)
+	}
+	if t.HardNegatives > 0 && len(t.Negatives) == 0 {
+		return fmt.Errorf("biencoder: %d hard negatives asked but no mined negatives given (run `train mine` first)", t.HardNegatives)
+	}
+	t.queries = map[int][]int32{}
+	for _, s := range []*data.Split{t.Train, t.Dev} {
+		if s == nil {
+			continue
+		}
+		for _, q := range s.Queries {
+			t.queries[q] = t.Tok.Single(t.Data.Queries[q].Text, t.Cfg.QueryMaxLen)
+		}
+	}
+	t.tools = make([][]int32, len(t.Data.Tools))
+	for i, tool := range t.Data.Tools {
+		t.tools[i] = t.Tok.Single(tool.Text, t.Cfg.ToolMaxLen)
+	}
+	t.pairs = nil
+	for _, p := range t.Train.Pairs() {
+		t.pairs = append(t.pairs, train.Pair{Query: p[0], Tool: p[1]})
+	}
+	if len(t.pairs) == 0 {
+		return fmt.Errorf("biencoder: split %s has no (query, tool) pairs", t.Train.Name)
+	}
+	t.rel = losses.RelevanceFromMap(t.Train.Relevant)
+	t.epochs = map[int][][]train.Pair{}
+	return nil
+}
+
+func (t *Task) batches(epoch int) [][]train.Pair {
+	if b, ok := t.epochs[epoch]; ok {
+		return b
+	}
+	b := train.NoDuplicateBatches(t.pairs, t.BatchSize, t.Seed, epoch)
+	// Batches of one example have no in-batch negative: merge a trailing singleton away.
+	if n := len(b); n > 1 && len(b[n-1]) < 2 {
+		b = b[:n-1]
+	}
+	t.epochs = map[int][][]train.Pair{epoch: b} // keep one epoch cached
+	return b
+}
+
+// Batches implements train.Task.
+func (t *Task) Batches(epoch int) int { return len(t.batches(epoch)) }
+
+// Loss implements train.Task.
+func (t *Task) Loss(s *model.Scope, in []*Node) *Node { return t.Cfg.Loss(s, in) }
+
+// pad turns sequences into ids and mask tensors of a bucketed length.
+func (t *Task) pad(seqs [][]int32, maxLen int) (*tensors.Tensor, *tensors.Tensor) {
+	b := t.Tok.Pad(seqs, nil, maxLen)
+	ids := make([]int32, 0, len(seqs)*b.Len)
+	mask := make([]int32, 0, len(seqs)*b.Len)
+	for i := range b.IDs {
+		ids = append(ids, b.IDs[i]...)
+		mask = append(mask, b.Mask[i]...)
+	}
+	return tensors.FromFlatDataAndDimensions(ids, len(seqs), b.Len), tensors.FromFlatDataAndDimensions(mask, len(seqs), b.Len)
+}
+
+// Batch implements train.Task.
+func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
+	bs := t.batches(epoch)
+	if i >= len(bs) {
+		return nil, 0, fmt.Errorf("batch %d of epoch %d out of range (%d)", i, epoch, len(bs))
+	}
+	b := bs[i]
+	qs, ps := make([]int, len(b)), make([]int, len(b))
+	qSeq, tSeq := make([][]int32, len(b)), make([][]int32, len(b))
+	for j, p := range b {
+		qs[j], ps[j] = p.Query, p.Tool
+		qSeq[j], tSeq[j] = t.queries[p.Query], t.tools[p.Tool]
+	}
+	var negs [][]int
+	if t.HardNegatives > 0 {
+		r := rand.New(rand.NewPCG(t.Seed^0x6e6567, uint64(epoch)<<32|uint64(i)))
+		negs = make([][]int, len(b))
+		for j, p := range b {
+			cands := t.Negatives[p.Query]
+			for k := 0; k < t.HardNegatives; k++ {
+				var n int
+				if len(cands) > 0 {
+					n = cands[r.IntN(len(cands))]
+				} else { // no mined list for this query: a random non-positive tool
+					for n = r.IntN(len(t.tools)); t.rel(p.Query, n); n = r.IntN(len(t.tools)) {
+					}
+				}
+				negs[j] = append(negs[j], n)
+			}
+		}
+	}
+	fm, err := losses.FalseNegativeMask(qs, ps, negs, t.rel)
+	if err != nil {
+		return nil, 0, err
+	}
+	width := len(fm[0])
+	flat := make([]bool, 0, len(b)*width)
+	for _, row := range fm {
+		flat = append(flat, row...)
+	}
+	qi, qm := t.pad(qSeq, t.Cfg.QueryMaxLen)
+	ti, tm := t.pad(tSeq, t.Cfg.ToolMaxLen)
+	in := []*tensors.Tensor{qi, qm, ti, tm, tensors.FromFlatDataAndDimensions(flat, len(b), width)}
+	if t.HardNegatives > 0 {
+		var nSeq [][]int32
+		for _, row := range negs {
+			for _, n := range row {
+				nSeq = append(nSeq, t.tools[n])
+			}
+		}
+		ni, nm := t.pad(nSeq, t.Cfg.ToolMaxLen)
+		in = append(in, ni, nm)
+	}
+	return in, len(b), nil
+}
+
+// Evaluate implements train.Task: dev Recall/NDCG/COMP@K with text tool vectors.
+func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
+	if t.Dev == nil {
+		return map[string]float64{}, nil
+	}
+	e := &Embedder{Cfg: t.Cfg, Tok: t.Tok, Backend: t.Backend, Store: store, Batch: 64}
+	r, err := e.Retriever(t.Data, "text", "")
+	if err != nil {
+		return nil, err
+	}
+	rel := make([][]int, len(t.Dev.Queries))
+	texts := make([]string, len(t.Dev.Queries))
+	for i, q := range t.Dev.Queries {
+		rel[i] = t.Dev.Relevant[q]
+		texts[i] = t.Data.Queries[q].Text
+	}
+	rankings, err := r.RankTexts(texts, 10)
+	if err != nil {
+		return nil, err
+	}
+	return metrics.Evaluate(rankings, rel, []int{1, 3, 5, 10}).Map(), nil
+}
+
+// Files implements train.Task.
+func (t *Task) Files() (map[string][]byte, error) { return t.ExtraFiles, nil }
+
+var _ train.Task = (*Task)(nil)
