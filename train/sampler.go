@@ -13,9 +13,14 @@ type Pair struct{ Query, Tool int }
 //
 // Algorithm: shuffle the pairs; then fill batches greedily from a queue, deferring a pair
 // whose query or tool is already in the current batch to a later batch (it keeps its place
-// at the front of the queue). A batch closes when it is full or when no remaining pair fits;
-// so only the last few batches of an epoch can be smaller than size.
-func NoDuplicateBatches(pairs []Pair, size int, seed uint64, epoch int) [][]Pair {
+// at the front of the queue). A batch closes when it is full or when no remaining pair fits.
+//
+// Strict (fill false), a tool used by n pairs forces at least n batches: on skewed data
+// (ToolLens has a tool in 3,595 of 45k pairs) most batches end up tiny. With fill, a batch
+// that no remaining pair can extend without a duplicate is topped up with the next pairs in
+// queue order, so every batch but the last is full; the duplicates that remain are handled
+// by InfoNCE's false-negative mask.
+func NoDuplicateBatches(pairs []Pair, size int, seed uint64, epoch int, fill bool) [][]Pair {
 	if size < 1 {
 		size = 1
 	}
@@ -39,6 +44,11 @@ func NoDuplicateBatches(pairs []Pair, size int, seed uint64, epoch int) [][]Pair
 			}
 			qs[p.Query], ts[p.Tool] = true, true
 			batch = append(batch, p)
+		}
+		if fill && len(batch) < size && len(rest) > 0 {
+			k := min(size-len(batch), len(rest))
+			batch = append(batch, rest[:k]...)
+			rest = rest[k:]
 		}
 		batches = append(batches, batch)
 		queue = rest

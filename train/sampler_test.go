@@ -17,7 +17,7 @@ func TestNoDuplicateBatches(t *testing.T) {
 			}
 		}
 		size := 1 + r.IntN(8)
-		batches := NoDuplicateBatches(pairs, size, 3, trial)
+		batches := NoDuplicateBatches(pairs, size, 3, trial, false)
 		seen := map[Pair]int{}
 		for bi, b := range batches {
 			if len(b) == 0 || len(b) > size {
@@ -39,13 +39,42 @@ func TestNoDuplicateBatches(t *testing.T) {
 		if !reflect.DeepEqual(seen, want) {
 			t.Fatalf("trial %d: pairs visited %v, want each once %v", trial, seen, want)
 		}
-		if again := NoDuplicateBatches(pairs, size, 3, trial); !reflect.DeepEqual(again, batches) {
+		if again := NoDuplicateBatches(pairs, size, 3, trial, false); !reflect.DeepEqual(again, batches) {
 			t.Fatalf("trial %d: not deterministic", trial)
 		}
 	}
-	a := NoDuplicateBatches([]Pair{{0, 0}, {1, 1}, {2, 2}, {3, 3}}, 2, 1, 0)
-	b := NoDuplicateBatches([]Pair{{0, 0}, {1, 1}, {2, 2}, {3, 3}}, 2, 1, 1)
-	if reflect.DeepEqual(a, b) {
-		t.Log("epochs 0 and 1 gave the same order (possible but unlikely)")
+}
+
+func TestNoDuplicateBatchesFill(t *testing.T) {
+	// One tool in most pairs: strict batching needs one batch per such pair; fill keeps
+	// batches full and still visits every pair once.
+	var pairs []Pair
+	for q := 0; q < 100; q++ {
+		pairs = append(pairs, Pair{q, 0})
+		if q%4 == 0 {
+			pairs = append(pairs, Pair{q, 1 + q})
+		}
+	}
+	strict := NoDuplicateBatches(pairs, 8, 1, 0, false)
+	filled := NoDuplicateBatches(pairs, 8, 1, 0, true)
+	if len(strict) < 100 {
+		t.Fatalf("strict: %d batches, want >= 100 (tool 0 is in 100 pairs)", len(strict))
+	}
+	if len(filled) != (len(pairs)+7)/8 {
+		t.Fatalf("fill: %d batches for %d pairs of 8", len(filled), len(pairs))
+	}
+	seen := map[Pair]int{}
+	for i, b := range filled {
+		if i < len(filled)-1 && len(b) != 8 {
+			t.Fatalf("fill: batch %d has %d examples", i, len(b))
+		}
+		for _, p := range b {
+			seen[p]++
+		}
+	}
+	for _, p := range pairs {
+		if seen[p] != 1 {
+			t.Fatalf("pair %v visited %d times", p, seen[p])
+		}
 	}
 }

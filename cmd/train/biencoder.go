@@ -42,7 +42,8 @@ func biencoderCmd(args []string) error {
 	separate := fs.Bool("separate-towers", false, "separate query and tool towers (default: shared)")
 	qLen := fs.Int("query-len", 32, "max query tokens")
 	tLen := fs.Int("tool-len", 64, "max tool tokens")
-	batch := fs.Int("batch", 32, "examples per batch (no two share a query or a tool)")
+	batch := fs.Int("batch", 32, "examples per batch (no two share a query or a tool, when possible)")
+	strict := fs.Bool("strict-batches", false, "never repeat a query or tool in a batch, even if batches get small")
 	epochs := fs.Int("epochs", 4, "epochs")
 	lr := fs.Float64("lr", 5e-4, "peak learning rate (5e-4 from scratch; use ~2e-5 with -init)")
 	wd := fs.Float64("weight-decay", 0.01, "AdamW weight decay (not on biases and LayerNorm)")
@@ -152,7 +153,7 @@ func biencoderCmd(args []string) error {
 			return err
 		}
 	}
-	task := &biencoder.Task{Cfg: cfg, Data: d, Train: trainSplit, Dev: dev, Tok: tok, Backend: bk, BatchSize: *batch,
+	task := &biencoder.Task{Cfg: cfg, Data: d, Train: trainSplit, Dev: dev, Tok: tok, Backend: bk, BatchSize: *batch, StrictBatches: *strict,
 		Seed: *seed, HardNegatives: *hardNeg, Negatives: negs, ExtraFiles: files}
 	if err := task.Prepare(); err != nil {
 		return err

@@ -24,7 +24,10 @@ type Task struct {
 	Tok       *tokenize.Tokenizer
 	Backend   compute.Backend
 	BatchSize int
-	Seed      uint64
+	// StrictBatches keeps every batch free of repeated queries and tools even when that makes
+	// batches small (see train.NoDuplicateBatches); otherwise batches are topped up.
+	StrictBatches bool
+	Seed          uint64
 	// HardNegatives per example, sampled from Negatives (query index -> ranked tool
 	// indices, positives already excluded by the miner).
 	HardNegatives int
@@ -82,7 +85,7 @@ func (t *Task) batches(epoch int) [][]train.Pair {
 	if b, ok := t.epochs[epoch]; ok {
 		return b
 	}
-	b := train.NoDuplicateBatches(t.pairs, t.BatchSize, t.Seed, epoch)
+	b := train.NoDuplicateBatches(t.pairs, t.BatchSize, t.Seed, epoch, !t.StrictBatches)
 	// Batches of one example have no in-batch negative: merge a trailing singleton away.
 	if n := len(b); n > 1 && len(b[n-1]) < 2 {
 		b = b[:n-1]
