@@ -9,9 +9,13 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin
 
-.PHONY: eval test vet build install-onnx fuzz
+.PHONY: train eval test vet build install-onnx fuzz bench-encode
 
-## eval: evaluate BM25 on the embedded default dataset's test split.
+## train: train a bi-encoder from scratch on the embedded default dataset; prints test metrics.
+train:
+	$(GO) run ./cmd/train $(ARGS)
+
+## eval: evaluate BM25 (or ARGS="-run RUN") on the embedded default dataset's test split.
 eval:
 	$(GO) run ./cmd/eval -subsets $(ARGS)
 

@@ -1,7 +1,7 @@
 // Command eval evaluates a tool-retrieval method on a dataset split and prints Recall@K,
 // NDCG@K and COMP@K (percent), overall and per subset.
 //
-//	eval [-data DIR] [-split test] [-method bm25] [-k 1,3,5,10] [-json] [-subsets]
+//	eval [-data DIR] [-split test] [-method bm25 | -run RUN [-tool-vectors text|usage]] [-k 1,3,5,10] [-json] [-subsets]
 //
 // Without -data it uses the embedded default dataset.
 package main
@@ -17,8 +17,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/metrics"
+	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/retrieve/bm25"
 )
@@ -39,6 +41,9 @@ var (
 	k1      = flag.Float64("bm25-k1", bm25.DefaultParams.K1, "BM25 k1")
 	b       = flag.Float64("bm25-b", bm25.DefaultParams.B, "BM25 b")
 	stop    = flag.Bool("bm25-stopwords", false, "BM25: drop English stop words")
+	runDir  = flag.String("run", "", "evaluate a trained run (bi-encoder) directory or checkpoint instead of -method")
+	vectors = flag.String("tool-vectors", "text", "bi-encoder tool vectors: text (tool tower) or usage (Tool2Vec: mean of training queries)")
+	beName  = flag.String("backend", "", "compute backend for trained models: go (default), onnx, xla:cpu, xla:cuda")
 )
 
 var methods = map[string]method{
@@ -86,6 +91,10 @@ func run() error {
 		return err
 	}
 	m, ok := methods[*name]
+	if *runDir != "" {
+		m, ok = method{"trained run", buildRun}, true
+		*name = "run " + *runDir
+	}
 	if !ok {
 		return fmt.Errorf("unknown -method %q (have %s)", *name, methodNames())
 	}
@@ -122,4 +131,17 @@ func run() error {
 	fmt.Printf("method %s; loaded in %v, ranked+evaluated %d queries in %v\n", *name, loaded.Round(time.Millisecond), rep.Overall.N, ranked.Round(time.Millisecond))
 	fmt.Print(rep)
 	return nil
+}
+
+// buildRun loads a trained bi-encoder run as a ranker.
+func buildRun(d *data.Dataset) (retrieve.Ranker, error) {
+	be, err := backend.Open(backend.Name(*beName))
+	if err != nil {
+		return nil, err
+	}
+	emb, err := biencoder.LoadRun(*runDir, be)
+	if err != nil {
+		return nil, err
+	}
+	return emb.Retriever(d, *vectors, "train")
 }
