@@ -47,3 +47,7 @@ fuzz:
 ## bench-encode: encoding speed vs PyTorch (needs ../shared, python3-torch, make install-onnx).
 bench-encode:
 	$(GO) run -tags onnx ./cmd/bench encode $(ARGS)
+
+## bench-train: bi-encoder training throughput vs PyTorch (needs python3-torch, make install-onnx).
+bench-train:
+	$(GO) run -tags onnx ./cmd/bench train $(ARGS)

@@ -28,8 +28,15 @@ import (
 )
 
 func main() {
+	if len(os.Args) >= 2 && os.Args[1] == "train" {
+		if err := trainBench(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) < 2 || os.Args[1] != "encode" {
-		fmt.Fprintln(os.Stderr, "usage: bench encode [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench encode|train [flags]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("encode", flag.ExitOnError)
