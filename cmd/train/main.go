@@ -2,6 +2,7 @@
 //
 //	train [biencoder] [flags]   train a bi-encoder tool retriever (the default)
 //	train mine -run RUN [flags] mine hard negatives with a trained retriever
+//	train colt -init-embeddings RUN [flags]  COLT's LightGCN stage on a trained bi-encoder
 //
 // With no flags it trains a small bi-encoder from scratch on the embedded default dataset and
 // prints its test metrics. See `train biencoder -h` and `train mine -h`.
@@ -24,8 +25,10 @@ func main() {
 		err = biencoderCmd(args)
 	case "mine":
 		err = mineCmd(args)
+	case "colt":
+		err = coltCmd(args)
 	default:
-		err = fmt.Errorf("unknown command %q (biencoder, mine)", cmd)
+		err = fmt.Errorf("unknown command %q (biencoder, mine, colt)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "train:", err)
