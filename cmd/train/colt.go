@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -94,8 +93,8 @@ func coltCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	unit(queries)
-	unit(tools)
+	colt.NormalizeRows(queries)
+	colt.NormalizeRows(tools)
 	dim := len(tools[0])
 	scenes := make([][]float32, len(d.Scenes))
 	for s, members := range d.Scenes {
@@ -177,18 +176,3 @@ func coltCmd(args []string) error {
 }
 
 func biencoderBest(run string) (string, error) { return biencoder.BestCheckpoint(run) }
-
-func unit(rows [][]float32) {
-	for _, r := range rows {
-		n := 0.0
-		for _, v := range r {
-			n += float64(v) * float64(v)
-		}
-		if n > 0 {
-			inv := float32(1 / math.Sqrt(n))
-			for i := range r {
-				r[i] *= inv
-			}
-		}
-	}
-}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -151,7 +152,7 @@ func LoadHF(scope *model.Scope, dir string) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !equalShape(shape, p.Shape) {
+		if !slices.Equal(shape, p.Shape) {
 			return nil, fmt.Errorf("bert checkpoint %s: tensor %q has shape %v, config.json implies %v", dir, src.name, shape, p.Shape)
 		}
 		values[p.Name] = tensors.FromFlatDataAndDimensions(data, shape...)
@@ -208,16 +209,4 @@ func SaveHF(scope *model.Scope, cfg *Config, dir string, prefix bool) error {
 		return err
 	}
 	return cfg.Save(filepath.Join(dir, "config.json"))
-}
-
-func equalShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

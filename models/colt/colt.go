@@ -169,8 +169,8 @@ func (c Config) Loss(s *model.Scope, in []*Node, nq, nt, ns, d int, st tgraph.Ed
 	return loss
 }
 
-// normalizeRows L2-normalises rows in place (host side).
-func normalizeRows(rows [][]float32) {
+// NormalizeRows L2-normalises rows in place (host side).
+func NormalizeRows(rows [][]float32) {
 	for _, r := range rows {
 		n := 0.0
 		for _, v := range r {

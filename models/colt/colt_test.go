@@ -23,7 +23,7 @@ func randomRows(r *rand.Rand, n, d int) [][]float32 {
 			rows[i][k] = float32(r.NormFloat64())
 		}
 	}
-	normalizeRows(rows)
+	NormalizeRows(rows)
 	return rows
 }
 

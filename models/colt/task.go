@@ -152,7 +152,7 @@ func (t *Task) ToolEmbeddings(store *model.Store) ([][]float32, error) {
 	for i := range rows {
 		rows[i] = flat[i*t.Dim : (i+1)*t.Dim]
 	}
-	normalizeRows(rows)
+	NormalizeRows(rows)
 	return rows, nil
 }
 
@@ -199,7 +199,7 @@ func (r *Retriever) Rank(ctx context.Context, queries []string, k int) ([]retrie
 	if err != nil {
 		return nil, err
 	}
-	normalizeRows(qe)
+	NormalizeRows(qe)
 	out := make([]retrieve.Ranking, len(qe))
 	for i, q := range qe {
 		out[i] = rank(q, r.Tools, k)
