@@ -1,6 +1,8 @@
 // Command bench measures toolret against PyTorch on the same shapes, in one run.
 //
 //	bench encode [-backends go,onnx] [-n 1000] [-layers 6 -hidden 384 -heads 6] [-batch 32]
+//	bench train [-backends go,onnx] [-layers 4 -hidden 256] [-batch 32 -query-len 32 -tool-len 64]
+//	bench colt [-data DIR] [-scale 10] [-dim 192]
 //
 // encode: texts/second encoding n ToolLens queries (../shared/datasets/toollens, or -data)
 // with a randomly initialised BERT, on each toolret backend, next to PyTorch 1.13 (Debian's
@@ -28,15 +30,19 @@ import (
 )
 
 func main() {
-	if len(os.Args) >= 2 && os.Args[1] == "train" {
-		if err := trainBench(os.Args[2:]); err != nil {
+	if len(os.Args) >= 2 && (os.Args[1] == "train" || os.Args[1] == "colt") {
+		run := trainBench
+		if os.Args[1] == "colt" {
+			run = coltBench
+		}
+		if err := run(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
 		return
 	}
 	if len(os.Args) < 2 || os.Args[1] != "encode" {
-		fmt.Fprintln(os.Stderr, "usage: bench encode|train [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench encode|train|colt [flags]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("encode", flag.ExitOnError)

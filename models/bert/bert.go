@@ -9,6 +9,8 @@ import (
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/layers"
+	"github.com/gomlx/gomlx/ml/layers/activation"
+	"github.com/gomlx/gomlx/ml/layers/attention"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/gomlx/gomlx/ml/nn"
@@ -48,15 +50,16 @@ func variable(scope *model.Scope, cfg *Config, g *Graph, name string, dims ...in
 	default:
 		init = initializer.RandomNormalFn(scope, cfg.InitializerRange)
 	}
-	v := scope.WithInitializer(init).VariableWithShape(name, shapes.Make(dtypes.Float32, dims...))
+	v := scope.WithInitializer(init).VariableWithShape(name, shapes.Make(cfg.dtype(), dims...))
 	return v.NodeValue(g)
 }
 
-func dense(scope *model.Scope, cfg *Config, x *Node, out int) *Node {
+// dense is an HF Linear (weight [out, in]) with an optional fused activation.
+func dense(scope *model.Scope, cfg *Config, x *Node, out int, act ...activation.Type) *Node {
 	in := x.Shape().Dimensions[x.Rank()-1]
 	w := variable(scope, cfg, x.Graph(), "weight", out, in)
 	b := variable(scope, cfg, x.Graph(), "bias", out)
-	return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput)
+	return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput, act...)
 }
 
 func layerNorm(scope *model.Scope, cfg *Config, x *Node) *Node {
@@ -73,22 +76,21 @@ func dropout(scope *model.Scope, x *Node, rate float64) *Node {
 	return layers.DropoutStatic(scope, x, rate)
 }
 
-func activate(cfg *Config, x *Node) *Node {
+// act maps hidden_act to GoMLX's activation: "gelu" is the exact erf GELU (HF's default),
+// "gelu_new"/"gelu_pytorch_tanh" the tanh approximation. Config.Validate rejects others.
+func act(cfg *Config) activation.Type {
 	switch cfg.HiddenAct {
 	case "relu":
-		return Max(x, ZerosLike(x))
+		return activation.TypeRelu
 	case "gelu_new", "gelu_pytorch_tanh":
-		// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-		inner := MulScalar(Add(x, MulScalar(Mul(x, Mul(x, x)), 0.044715)), math.Sqrt(2/math.Pi))
-		return MulScalar(Mul(x, OnePlus(Tanh(inner))), 0.5)
+		return activation.TypeGeluApprox
 	}
-	// Exact GELU: 0.5 x (1 + erf(x / sqrt(2))).
-	return MulScalar(Mul(x, OnePlus(Erf(MulScalar(x, 1/math.Sqrt2)))), 0.5)
+	return activation.TypeGelu
 }
 
 // Encode runs BERT over a batch: ids and types are int32 [batch, seq] (types may be nil for
 // all zeros), mask is [batch, seq] with 1 for real tokens and 0 for padding (any numeric
-// dtype). It returns the last hidden state [batch, seq, hidden] in float32. Padding never
+// dtype). It returns the last hidden state [batch, seq, hidden] in cfg.DType (float32 by default). Padding never
 // changes the states of real tokens. Dropout is active only when the scope is training.
 func Encode(scope *model.Scope, cfg *Config, ids, types, mask *Node) *Node {
 	g := ids.Graph()
@@ -113,10 +115,11 @@ func Encode(scope *model.Scope, cfg *Config, ids, types, mask *Node) *Node {
 	x = layerNorm(emb.In("LayerNorm"), cfg, x)
 	x = dropout(scope, x, cfg.HiddenDropoutProb)
 
-	// Additive attention mask as in HF: (1 - mask) * finfo(float32).min, shape [B, 1, 1, S].
-	m := ConvertDType(mask, dtypes.Float32)
-	addMask := MulScalar(OneMinus(m), -math.MaxFloat32)
-	addMask = Reshape(addMask, batch, 1, 1, seq)
+	// Additive attention mask as in HF: (1 - mask) * finfo(dtype).min, broadcast to
+	// [B, S(query), S(key)], the shape the go backend's fused attention accepts.
+	dt := cfg.dtype()
+	addMask := MulScalar(OneMinus(ConvertDType(mask, dt)), lowest(dt))
+	addMask = BroadcastToDims(Reshape(addMask, batch, 1, seq), batch, seq, seq)
 
 	enc := scope.At("encoder").In("layer")
 	for l := 0; l < cfg.NumHiddenLayers; l++ {
@@ -125,7 +128,16 @@ func Encode(scope *model.Scope, cfg *Config, ids, types, mask *Node) *Node {
 	return x
 }
 
+// lowest is torch.finfo(dtype).min.
+func lowest(dt dtypes.DType) float64 {
+	if dt == dtypes.Float64 {
+		return -math.MaxFloat64
+	}
+	return -math.MaxFloat32
+}
+
 func layer(scope *model.Scope, cfg *Config, x, addMask *Node) *Node {
+	g := x.Graph()
 	dims := x.Shape().Dimensions
 	batch, seq, hidden := dims[0], dims[1], dims[2]
 	heads := cfg.NumAttentionHeads
@@ -136,18 +148,21 @@ func layer(scope *model.Scope, cfg *Config, x, addMask *Node) *Node {
 	q := Reshape(dense(self.In("query"), cfg, x, hidden), batch, seq, heads, dh)
 	k := Reshape(dense(self.In("key"), cfg, x, hidden), batch, seq, heads, dh)
 	v := Reshape(dense(self.In("value"), cfg, x, hidden), batch, seq, heads, dh)
-	scores := MulScalar(Einsum("bqhd,bkhd->bhqk", q, k), 1/math.Sqrt(float64(dh)))
-	scores = Add(scores, addMask)
-	probs := Softmax(scores, -1)
-	probs = dropout(scope, probs, cfg.AttentionProbsDropoutProb)
-	ctx := Reshape(Einsum("bhqk,bkhd->bqhd", probs, v), batch, seq, hidden)
+	// softmax(q k^T / sqrt(dh) + mask) v: the backend's fused attention when it has one
+	// (inference), otherwise (or with attention dropout) the decomposed graph.
+	opts := attention.CoreOptions{Scale: 1 / math.Sqrt(float64(dh)), AttentionMask: addMask, Scope: scope}
+	if cfg.AttentionProbsDropoutProb > 0 && scope.IsTraining(g) {
+		opts.DropoutRate = Scalar(g, x.DType(), cfg.AttentionProbsDropoutProb)
+	}
+	ctx, _ := attention.Core(q, k, v, attention.LayoutBSHD, opts)
+	ctx = Reshape(ctx, batch, seq, hidden)
 
 	out := attn.In("output")
 	a := dense(out.In("dense"), cfg, ctx, hidden)
 	a = dropout(scope, a, cfg.HiddenDropoutProb)
 	x = layerNorm(out.In("LayerNorm"), cfg, Add(a, x))
 
-	inter := activate(cfg, dense(scope.In("intermediate").In("dense"), cfg, x, cfg.IntermediateSize))
+	inter := dense(scope.In("intermediate").In("dense"), cfg, x, cfg.IntermediateSize, act(cfg))
 	output := scope.In("output")
 	o := dense(output.In("dense"), cfg, inter, hidden)
 	o = dropout(scope, o, cfg.HiddenDropoutProb)

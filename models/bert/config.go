@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+
+	"github.com/gomlx/compute/dtypes"
 )
 
 // Config mirrors the fields of HF's BertConfig (config.json) that define the network.
@@ -32,6 +34,16 @@ type Config struct {
 	// Pooler reports whether the checkpoint has (and the model uses) the pooler layer.
 	// Not an HF field: set from the weights found, default true.
 	Pooler *bool `json:"-"`
+	// DType is the dtype of the variables and the computation: Float32 (the zero value means
+	// Float32) or Float64 (used by the gradient check). Checkpoints are always F32 on disk.
+	DType dtypes.DType `json:"-"`
+}
+
+func (c *Config) dtype() dtypes.DType {
+	if c.DType == dtypes.InvalidDType {
+		return dtypes.Float32
+	}
+	return c.DType
 }
 
 // Default returns bert-base-uncased's configuration with the given size overrides applied
@@ -67,6 +79,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("bert config: layer_norm_eps %v must be > 0", c.LayerNormEps)
 	case c.HiddenDropoutProb < 0 || c.HiddenDropoutProb >= 1 || c.AttentionProbsDropoutProb < 0 || c.AttentionProbsDropoutProb >= 1:
 		return fmt.Errorf("bert config: dropout probabilities must be in [0, 1)")
+	}
+	if dt := c.dtype(); dt != dtypes.Float32 && dt != dtypes.Float64 {
+		return fmt.Errorf("bert config: dtype %s not supported (Float32, Float64)", dt)
 	}
 	switch c.HiddenAct {
 	case "gelu", "gelu_new", "gelu_pytorch_tanh", "relu":

@@ -1,9 +1,12 @@
 package bert
 
 import (
+	"compress/gzip"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/gomlx/gomlx/core/tensors"
@@ -48,6 +51,37 @@ func maxDiff(got []float32, want []float64) float64 {
 	return m
 }
 
+// fixtureDir gunzips the committed fixture checkpoint (testdata/tiny: config.json and
+// model.safetensors.gz, see scripts/parity/make_bert_fixture.py) into an HF directory.
+func fixtureDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg, err := os.ReadFile("testdata/tiny/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open("testdata/tiny/model.safetensors.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), st, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // checkParity loads the fixture checkpoint and compares every pooling with PyTorch.
 func checkParity(t *testing.T, backendName string) map[Pooling][]float32 {
 	be, err := backend.Open(backendName)
@@ -56,7 +90,7 @@ func checkParity(t *testing.T, backendName string) map[Pooling][]float32 {
 	}
 	e := loadExpected(t)
 	store := model.NewStore()
-	cfg, err := LoadHF(store.RootScope(), "testdata/tiny")
+	cfg, err := LoadHF(store.RootScope(), fixtureDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,12 +9,17 @@ intermediate with exact erf GELU, output dense, residual, LayerNorm) -> pooler (
 Run with Debian's PyTorch (apt-get install python3-torch libopenblas0-pthread):
     env -u OPENBLAS_CORETYPE /usr/bin/python3 scripts/parity/make_bert_fixture.py
 
-To keep the committed fixture small, the 30,522 x 64 word embedding matrix is stored as F16
-(the reference uses exactly those F16-rounded values), which also exercises toolret's F16
-loading. The checkpoint uses the "bert." prefix and old gamma/beta names for the embeddings
-LayerNorm, to exercise those paths too.
+To keep the committed fixture small (the 30,522 x 64 word embedding matrix alone is 7.8 MB in
+F32), the word embeddings are stored as F16 and only the rows of ids < 1000 and of the ids the
+fixture batch uses are random: the other rows are zero (they cannot affect the outputs), and
+the checkpoint is committed gzipped (tiny/model.safetensors.gz, ~0.5 MB; the Go test gunzips
+it into a temporary HF directory). The reference uses exactly the stored F16 values. The
+position embeddings are stored as BF16 (again, the reference uses the rounded values). The
+checkpoint uses the "bert." prefix and the old gamma/beta names for the embeddings LayerNorm:
+together this exercises F16, BF16, prefix and legacy-name loading; the plain F32 layout without
+prefix is what toolret's own SaveHF writes and is tested by round trips in Go.
 """
-import json, math, os, struct
+import gzip, json, math, os, struct
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -35,8 +40,8 @@ def rnd(*shape, std=0.5):
     return torch.randn(*shape, dtype=torch.float32) * std
 
 W = {}
-W["embeddings.word_embeddings.weight"] = rnd(vocab_size, H).half().float()
-W["embeddings.position_embeddings.weight"] = rnd(cfg["max_position_embeddings"], H)
+W["embeddings.word_embeddings.weight"] = rnd(vocab_size, H).half().float()  # rows zeroed below
+W["embeddings.position_embeddings.weight"] = rnd(cfg["max_position_embeddings"], H).bfloat16().float()
 W["embeddings.token_type_embeddings.weight"] = rnd(2, H)
 W["embeddings.LayerNorm.weight"] = 1 + rnd(H, std=0.1)
 W["embeddings.LayerNorm.bias"] = rnd(H, std=0.1)
@@ -95,6 +100,10 @@ for i, n in enumerate(lengths):
     ids[i, :n] = torch.cat([torch.tensor([101]), body, torch.tensor([102])])
     mask[i, :n] = 1
 types[2, 6:12] = 1  # a pair: second segment has token type 1
+keep = torch.zeros(vocab_size, dtype=torch.bool)
+keep[:1000] = True
+keep[ids.reshape(-1)] = True
+W["embeddings.word_embeddings.weight"][~keep] = 0
 
 with torch.no_grad():
     hidden = bert(ids, types, mask)
@@ -104,6 +113,7 @@ with torch.no_grad():
     pooler = torch.tanh(linear(cls, "pooler.dense"))
 
 def write_safetensors(path, tensors):
+    """A minimal safetensors writer: 8-byte little-endian header size, JSON header, data."""
     header, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
     for name, (dtype, t) in tensors.items():
         data = t.contiguous().numpy().tobytes()
@@ -112,7 +122,7 @@ def write_safetensors(path, tensors):
         off += len(data)
     hb = json.dumps(header).encode()
     hb += b" " * (-len(hb) % 8)
-    with open(path, "wb") as f:
+    with gzip.GzipFile(path, "wb", mtime=0) as f:
         f.write(struct.pack("<Q", len(hb)))
         f.write(hb)
         for b in blobs:
@@ -128,9 +138,11 @@ for name, t in W.items():
         out = "bert.embeddings.LayerNorm.beta"
     if name == "embeddings.word_embeddings.weight":
         ckpt[out] = ("F16", t.half())
+    elif name == "embeddings.position_embeddings.weight":
+        ckpt[out] = ("BF16", t.bfloat16().view(torch.int16))  # numpy has no bfloat16
     else:
         ckpt[out] = ("F32", t)
-write_safetensors(os.path.join(OUT, "tiny", "model.safetensors"), ckpt)
+write_safetensors(os.path.join(OUT, "tiny", "model.safetensors.gz"), ckpt)
 with open(os.path.join(OUT, "tiny", "config.json"), "w") as f:
     json.dump(cfg, f, indent=2)
 
