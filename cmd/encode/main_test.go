@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -21,13 +23,25 @@ func TestEncodeCommand(t *testing.T) {
 		t.Skipf("%s absent", vocab)
 	}
 	dir := t.TempDir()
-	for _, f := range []string{"config.json", "model.safetensors"} {
-		b, err := os.ReadFile(filepath.Join("../../models/bert/testdata/tiny", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	cfg, err := os.ReadFile("../../models/bert/testdata/tiny/config.json")
+	if err != nil {
+		t.Fatal(err)
 	}
+	os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644)
+	gz, err := os.Open("../../models/bert/testdata/tiny/model.safetensors.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gz.Close()
+	zr, err := gzip.NewReader(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "model.safetensors"), st, 0o644)
 	tok, err := tokenize.FromVocab(vocab, true)
 	if err != nil {
 		t.Fatal(err)

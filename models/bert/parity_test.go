@@ -109,7 +109,7 @@ func checkParity(t *testing.T, backendName string) map[Pooling][]float32 {
 		}
 		got := tensors.MustCopyFlatData[float32](res)
 		d := maxDiff(got, tc.want)
-		t.Logf("%s/%s: max |go - torch| = %.2e", backendName, tc.p, d)
+		t.Logf("%s/%s: max |%s - torch| = %.2e", backendName, tc.p, backendName, d)
 		if d > 1e-4 {
 			t.Errorf("%s pooling %s differs from PyTorch by %.2e (> 1e-4)", backendName, tc.p, d)
 		}
