@@ -12,11 +12,13 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/checkpoints"
+	"github.com/toolret/toolret/data"
 	tgraph "github.com/toolret/toolret/graph"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/colt"
 	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/safetensors"
 	"github.com/toolret/toolret/train"
 )
 
@@ -77,19 +79,7 @@ func coltCmd(args []string) error {
 		return err
 	}
 	start := time.Now()
-	qt := make([]string, len(d.Queries))
-	for i, q := range d.Queries {
-		qt[i] = q.Text
-	}
-	queries, err := stage1.Embed(biencoder.QueryTower, qt)
-	if err != nil {
-		return err
-	}
-	tt := make([]string, len(d.Tools))
-	for i, t := range d.Tools {
-		tt[i] = t.Text
-	}
-	tools, err := stage1.Embed(biencoder.ToolTower, tt)
+	queries, tools, err := stage1Embeddings(stage1, *initRun, d)
 	if err != nil {
 		return err
 	}
@@ -176,3 +166,55 @@ func coltCmd(args []string) error {
 }
 
 func biencoderBest(run string) (string, error) { return biencoder.BestCheckpoint(run) }
+
+// stage1Embeddings returns the stage-1 query and tool embeddings of every query and tool of d,
+// cached in the stage-1 run directory (keyed by its best checkpoint and the data fingerprint).
+func stage1Embeddings(stage1 *biencoder.Embedder, run string, d *data.Dataset) (queries, tools [][]float32, err error) {
+	best, err := biencoder.BestCheckpoint(run)
+	if err != nil {
+		best = run
+	}
+	cache := filepath.Join(run, fmt.Sprintf("embeddings-%s-%.12s.safetensors", filepath.Base(best), d.Fingerprint()))
+	if f, err := safetensors.Open(cache); err == nil {
+		q, qs, err1 := f.Float32("queries")
+		t, ts, err2 := f.Float32("tools")
+		if err1 == nil && err2 == nil && qs[0] == len(d.Queries) && ts[0] == len(d.Tools) {
+			return rows(q, qs), rows(t, ts), nil
+		}
+	}
+	qt := make([]string, len(d.Queries))
+	for i, q := range d.Queries {
+		qt[i] = q.Text
+	}
+	if queries, err = stage1.Embed(biencoder.QueryTower, qt); err != nil {
+		return nil, nil, err
+	}
+	tt := make([]string, len(d.Tools))
+	for i, t := range d.Tools {
+		tt[i] = t.Text
+	}
+	if tools, err = stage1.Embed(biencoder.ToolTower, tt); err != nil {
+		return nil, nil, err
+	}
+	flat := func(r [][]float32) []float32 {
+		var out []float32
+		for _, x := range r {
+			out = append(out, x...)
+		}
+		return out
+	}
+	dim := len(tools[0])
+	// The cache is an optimisation: failing to write it is not an error.
+	_ = safetensors.Write(cache, []safetensors.Tensor{
+		{Name: "queries", Shape: []int{len(queries), dim}, Data: flat(queries)},
+		{Name: "tools", Shape: []int{len(tools), dim}, Data: flat(tools)}}, map[string]string{"fingerprint": d.Fingerprint()})
+	return queries, tools, nil
+}
+
+func rows(flat []float32, shape []int) [][]float32 {
+	out := make([][]float32, shape[0])
+	for i := range out {
+		out[i] = flat[i*shape[1] : (i+1)*shape[1]]
+	}
+	return out
+}
