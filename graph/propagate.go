@@ -92,6 +92,10 @@ const (
 	CombineSum
 	// CombineLast returns only the last layer E^K.
 	CombineLast
+	// CombineNormSum adds E⁰ and the L2-normalised rows of every propagated layer E¹ … E^K,
+	// as COLT's reference implementation does: each propagated layer counts as much as the
+	// input whatever a node's degree, and an isolated node (all-zero layers) keeps E⁰.
+	CombineNormSum
 )
 
 // String names the combination.
@@ -103,6 +107,8 @@ func (c Combine) String() string {
 		return "sum"
 	case CombineLast:
 		return "last"
+	case CombineNormSum:
+		return "normsum"
 	}
 	return fmt.Sprintf("Combine(%d)", int(c))
 }
@@ -128,7 +134,7 @@ func Propagate(left, right *Node, e Edges, layers int, combine Combine) (outLeft
 		exceptions.Panicf("%s: layers must be >= 0, got %d", fn, layers)
 	}
 	switch combine {
-	case CombineMean, CombineSum, CombineLast:
+	case CombineMean, CombineSum, CombineLast, CombineNormSum:
 	default:
 		exceptions.Panicf("%s: unknown %s", fn, combine)
 	}
@@ -136,13 +142,23 @@ func Propagate(left, right *Node, e Edges, layers int, combine Combine) (outLeft
 	curL, curR := left, right
 	for range layers {
 		curL, curR = aggregate(curR, e.Right, e.Left, e.Weight, e.NLeft), aggregate(curL, e.Left, e.Right, e.Weight, e.NRight)
-		sumL, sumR = Add(sumL, curL), Add(sumR, curR)
+		if combine == CombineNormSum {
+			sumL, sumR = Add(sumL, normalizeRows(curL)), Add(sumR, normalizeRows(curR))
+		} else {
+			sumL, sumR = Add(sumL, curL), Add(sumR, curR)
+		}
 	}
 	switch combine {
 	case CombineMean:
 		return DivScalar(sumL, float64(layers+1)), DivScalar(sumR, float64(layers+1))
-	case CombineSum:
+	case CombineSum, CombineNormSum:
 		return sumL, sumR
 	}
 	return curL, curR
+}
+
+// normalizeRows L2-normalises the rows of x [N, D]; all-zero rows stay zero.
+func normalizeRows(x *Node) *Node {
+	sq := ReduceAndKeep(Square(x), ReduceSum, -1)
+	return Div(x, Sqrt(MaxScalar(sq, 1e-24)))
 }

@@ -90,7 +90,20 @@ func denseLightGCN(b *Bipartite, left, right []float64, d, layers int, combine C
 		}
 		cur = next
 		for i := range sum {
-			sum[i] += cur[i]
+			v := cur[i]
+			if combine == CombineNormSum {
+				row := i / d * d
+				nrm := 0.0
+				for k := range d {
+					nrm += cur[row+k] * cur[row+k]
+				}
+				if nrm = math.Sqrt(nrm); nrm > 1e-12 {
+					v /= nrm
+				} else {
+					v = 0
+				}
+			}
+			sum[i] += v
 		}
 	}
 	out := sum
@@ -147,7 +160,7 @@ func TestPropagateMatchesDense(t *testing.T) {
 		t.Logf("max |graph - dense|: float64 %.3g, float32 %.3g", worst[dtypes.Float64], worst[dtypes.Float32])
 	}()
 	for _, dtype := range []dtypes.DType{dtypes.Float64, dtypes.Float32} {
-		for _, combine := range []Combine{CombineMean, CombineSum, CombineLast} {
+		for _, combine := range []Combine{CombineMean, CombineSum, CombineLast, CombineNormSum} {
 			for _, layers := range []int{0, 1, 3} {
 				for _, g := range []*Bipartite{b, padded} {
 					wantL, wantR := denseLightGCN(b, left, right, d, layers, combine)

@@ -16,6 +16,25 @@ type Report struct {
 	Split   string
 	Overall Result
 	Subsets map[string]Result
+	// ToolRecall is the tool-level recall by whether the tool appears in the training qrels
+	// ("seen", "unseen"); empty when the dataset has no train split or split is "train".
+	ToolRecall map[string]PairRecall
+}
+
+// PairRecall is the share (percent) of (query, relevant tool) pairs whose tool is ranked in
+// the top K, for one group of tools.
+type PairRecall struct {
+	Pairs  int
+	Recall map[int]float64
+}
+
+// MarshalJSON writes {"pairs": n, "recall@3": ...}.
+func (p PairRecall) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"pairs": p.Pairs}
+	for k, v := range p.Recall {
+		m[fmt.Sprintf("recall@%d", k)] = round2(v)
+	}
+	return json.Marshal(m)
 }
 
 // EvaluateSplit evaluates rankings of the split's queries (rankings[i] for
@@ -61,6 +80,9 @@ func EvaluateSplit(d *data.Dataset, split string, rankings []retrieve.Ranking, k
 			}
 		}
 	}
+	if hasTrain && split != "train" {
+		rep.ToolRecall = toolRecall(rankings, rel, seen, rep.Overall.Ks)
+	}
 	for name, idx := range groups {
 		sr := make([]retrieve.Ranking, len(idx))
 		sl := make([][]int, len(idx))
@@ -72,6 +94,50 @@ func EvaluateSplit(d *data.Dataset, split string, rankings []retrieve.Ranking, k
 	return rep, nil
 }
 
+// toolRecall counts, per seen/unseen group, the (query, relevant tool) pairs found in the top K.
+// Duplicates in a ranking are counted once.
+func toolRecall(rankings []retrieve.Ranking, rel [][]int, seen []bool, ks []int) map[string]PairRecall {
+	out := map[string]PairRecall{}
+	for _, g := range []string{"seen", "unseen"} {
+		out[g] = PairRecall{Recall: map[int]float64{}}
+	}
+	for i, r := range rel {
+		pos := map[int]int{} // tool -> best 0-based rank
+		for j, t := range rankings[i].Tools {
+			if _, ok := pos[t]; !ok {
+				pos[t] = j
+			}
+		}
+		for _, t := range r {
+			g := "unseen"
+			if t < len(seen) && seen[t] {
+				g = "seen"
+			}
+			p := out[g]
+			p.Pairs++
+			if j, ok := pos[t]; ok {
+				for _, k := range ks {
+					if j < k {
+						p.Recall[k]++
+					}
+				}
+			}
+			out[g] = p
+		}
+	}
+	for g, p := range out {
+		for _, k := range ks {
+			if p.Pairs > 0 {
+				p.Recall[k] *= 100 / float64(p.Pairs)
+			} else {
+				p.Recall[k] = 0
+			}
+		}
+		out[g] = p
+	}
+	return out
+}
+
 // MarshalJSON writes one object: the overall metrics at top level ("recall@3": 21.5, ...),
 // plus "dataset", "split" and "subsets".
 func (r Report) MarshalJSON() ([]byte, error) {
@@ -81,6 +147,9 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	}
 	if len(r.Subsets) > 0 {
 		m["subsets"] = r.Subsets
+	}
+	if len(r.ToolRecall) > 0 {
+		m["tool_recall"] = r.ToolRecall
 	}
 	return json.Marshal(m)
 }
@@ -96,5 +165,16 @@ func (r Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s / %s\n", r.Dataset, r.Split)
 	b.WriteString(Table(names, results))
+	if len(r.ToolRecall) > 0 {
+		b.WriteString("tool-level recall over (query, relevant tool) pairs:\n")
+		for _, g := range sortedKeys(r.ToolRecall) {
+			p := r.ToolRecall[g]
+			fmt.Fprintf(&b, "  %-7s %6d pairs", g, p.Pairs)
+			for _, k := range r.Overall.Ks {
+				fmt.Fprintf(&b, "  R@%d %6.2f", k, p.Recall[k])
+			}
+			b.WriteByte('\n')
+		}
+	}
 	return b.String()
 }

@@ -1,5 +1,7 @@
 package tokenize
 
+import "sort"
+
 // Single returns [CLS] text [SEP] ids, truncated to maxLen tokens (specials kept; maxLen <= 0
 // means no limit, and maxLen < 2 is treated as 2).
 func (t *Tokenizer) Single(text string, maxLen int) []int32 {
@@ -18,7 +20,8 @@ func (t *Tokenizer) Single(text string, maxLen int) []int32 {
 
 // Pair returns [CLS] a [SEP] b [SEP] ids and token types (0 for the first part, 1 for the
 // second), truncated to maxLen with the longest-first strategy of HF's Python tokenizers:
-// one token at a time from the longer sequence, from the second one on ties.
+// one token at a time from the longer sequence, from the second one on ties (maxLen <= 0
+// means no limit, and maxLen < 3 is treated as 3).
 func (t *Tokenizer) Pair(a, b string, maxLen int) (ids, types []int32) {
 	x, y := t.Encode(a), t.Encode(b)
 	if maxLen > 0 {
@@ -42,39 +45,57 @@ func (t *Tokenizer) Pair(a, b string, maxLen int) (ids, types []int32) {
 	return ids, types
 }
 
-// Batch is a padded batch: IDs, Types and Mask are [len(texts)][Len].
+// Batch is a padded batch, ready for bert.Runner.Run(b.IDs, b.Types, b.Mask): IDs, Types and
+// Mask are [rows][Len] (Mask 1 on real tokens, 0 on padding).
 type Batch struct {
 	IDs, Types, Mask [][]int32
 	Len              int
+	// Index maps rows to the positions of their texts in the input, for batches made by
+	// Batches (nil for EncodeBatch, EncodePairs and Pad, whose rows are in input order).
+	Index []int
 }
 
-// Buckets are the default padded lengths: a batch is padded to the smallest bucket that holds
-// its longest sequence (capped at the max length), so a model compiles once per bucket.
-var Buckets = []int{8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512}
+// DefaultBuckets are the default padded lengths: a batch is padded to the smallest bucket
+// that holds its longest sequence (capped at the max length), so a model with static shapes
+// compiles once per bucket. A Tokenizer's Buckets field overrides them.
+var DefaultBuckets = []int{8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512}
 
-// BucketLen returns the padded length for sequences of length n under maxLen.
-func BucketLen(n, maxLen int) int {
-	for _, b := range Buckets {
-		if b >= n {
-			if maxLen > 0 && b > maxLen {
-				return maxLen
-			}
-			return b
+// Bucket returns the padded length for a longest sequence of n tokens: the smallest of
+// buckets >= n, capped at maxLen when maxLen > 0; n itself (capped) when no bucket fits.
+func Bucket(n, maxLen int, buckets []int) int {
+	l := -1
+	for _, b := range buckets {
+		if b >= n && (l < 0 || b < l) {
+			l = b
 		}
 	}
-	if maxLen > 0 && n > maxLen {
-		return maxLen
+	if l < 0 {
+		l = n
 	}
-	return n
+	if maxLen > 0 && l > maxLen {
+		l = maxLen
+	}
+	return l
 }
 
-// Pad pads sequences (and their token types, which may be nil) into a batch of bucketed length.
+// BucketLen is Bucket with DefaultBuckets.
+func BucketLen(n, maxLen int) int { return Bucket(n, maxLen, DefaultBuckets) }
+
+func (t *Tokenizer) buckets() []int {
+	if t.Buckets != nil {
+		return t.Buckets
+	}
+	return DefaultBuckets
+}
+
+// Pad pads sequences (and their token types, which may be nil) into a batch whose length is
+// the tokenizer's bucket for the longest sequence (capped at maxLen; longer sequences are cut).
 func (t *Tokenizer) Pad(seqs, types [][]int32, maxLen int) Batch {
 	longest := 0
 	for _, s := range seqs {
 		longest = max(longest, len(s))
 	}
-	l := BucketLen(longest, maxLen)
+	l := Bucket(longest, maxLen, t.buckets())
 	b := Batch{Len: l, IDs: make([][]int32, len(seqs)), Types: make([][]int32, len(seqs)), Mask: make([][]int32, len(seqs))}
 	for i, s := range seqs {
 		ids, ty, m := make([]int32, l), make([]int32, l), make([]int32, l)
@@ -84,7 +105,7 @@ func (t *Tokenizer) Pad(seqs, types [][]int32, maxLen int) Batch {
 		copy(ids, s)
 		for j := 0; j < len(s) && j < l; j++ {
 			m[j] = 1
-			if types != nil {
+			if types != nil && j < len(types[i]) {
 				ty[j] = types[i][j]
 			}
 		}
@@ -93,7 +114,7 @@ func (t *Tokenizer) Pad(seqs, types [][]int32, maxLen int) Batch {
 	return b
 }
 
-// EncodeBatch tokenizes texts as single sequences and pads them into a bucketed batch.
+// EncodeBatch tokenizes texts as single sequences and pads them into one bucketed batch.
 func (t *Tokenizer) EncodeBatch(texts []string, maxLen int) Batch {
 	seqs := make([][]int32, len(texts))
 	for i, s := range texts {
@@ -102,12 +123,55 @@ func (t *Tokenizer) EncodeBatch(texts []string, maxLen int) Batch {
 	return t.Pad(seqs, nil, maxLen)
 }
 
-// EncodePairs tokenizes (a[i], b[i]) pairs and pads them into a bucketed batch.
+// EncodePairs tokenizes (a[i], b[i]) pairs and pads them into one bucketed batch. Pairs
+// beyond the shorter of a and b are ignored.
 func (t *Tokenizer) EncodePairs(a, b []string, maxLen int) Batch {
-	seqs := make([][]int32, len(a))
-	types := make([][]int32, len(a))
-	for i := range a {
+	n := min(len(a), len(b))
+	seqs := make([][]int32, n)
+	types := make([][]int32, n)
+	for i := range n {
 		seqs[i], types[i] = t.Pair(a[i], b[i], maxLen)
 	}
 	return t.Pad(seqs, types, maxLen)
+}
+
+// GroupByLength returns the indices of lens grouped into batches of at most size, in order
+// of increasing length (stable), so each batch pads little; size < 1 means one batch.
+func GroupByLength(lens []int, size int) [][]int {
+	order := make([]int, len(lens))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return lens[order[a]] < lens[order[b]] })
+	if size < 1 {
+		size = max(len(order), 1)
+	}
+	var out [][]int
+	for start := 0; start < len(order); start += size {
+		out = append(out, order[start:min(start+size, len(order))])
+	}
+	return out
+}
+
+// Batches tokenizes texts as single sequences (truncated to maxLen) and returns them as
+// bucketed batches of at most size texts of similar length; each batch's Index gives its
+// rows' positions in texts.
+func (t *Tokenizer) Batches(texts []string, maxLen, size int) []Batch {
+	seqs := make([][]int32, len(texts))
+	lens := make([]int, len(texts))
+	for i, s := range texts {
+		seqs[i] = t.Single(s, maxLen)
+		lens[i] = len(seqs[i])
+	}
+	var out []Batch
+	for _, idx := range GroupByLength(lens, size) {
+		sub := make([][]int32, len(idx))
+		for j, i := range idx {
+			sub[j] = seqs[i]
+		}
+		b := t.Pad(sub, nil, maxLen)
+		b.Index = idx
+		out = append(out, b)
+	}
+	return out
 }

@@ -66,6 +66,9 @@ func TestSinglePairPadBucket(t *testing.T) {
 	if !reflect.DeepEqual(ids, []int32{2, 5, 6, 3, 6, 3}) {
 		t.Errorf("Pair tie = %v", ids)
 	}
+	if id, ok := tok.ID("world"); !ok || id != 6 || tok.Token(6) != "world" || tok.Token(99) != "" || tok.MaskID() != 4 {
+		t.Errorf("ID/Token/MaskID: %d %v %q", id, ok, tok.Token(6))
+	}
 	b := tok.EncodeBatch([]string{"hello", "hello world , hello world !"}, 64)
 	if b.Len != 8 || len(b.IDs[0]) != 8 || b.Mask[0][2] != 1 || b.Mask[0][3] != 0 || b.IDs[0][3] != tok.PadID() {
 		t.Errorf("batch %+v", b)
@@ -172,6 +175,22 @@ func FuzzEncode(f *testing.F) {
 		if ids := tok.Single(s, 16); len(ids) > 16 {
 			t.Fatalf("%d ids > 16", len(ids))
 		}
-		tok.Pair(s, s, 8)
+		ids, types := tok.Pair(s, s+"x", 8)
+		if len(ids) > 8 || len(ids) != len(types) || ids[0] != tok.CLSID() || ids[len(ids)-1] != tok.SEPID() {
+			t.Fatalf("Pair: %v %v", ids, types)
+		}
+		for i, ty := range types {
+			if ty != 0 && ty != 1 || i > 0 && ty < types[i-1] {
+				t.Fatalf("Pair types %v", types)
+			}
+		}
+		b := tok.Batches([]string{s, "", s + s}, 16, 2)
+		for _, bb := range b {
+			for _, row := range bb.IDs {
+				if len(row) != bb.Len || bb.Len > 16 {
+					t.Fatalf("batch row %v, Len %d", row, bb.Len)
+				}
+			}
+		}
 	})
 }

@@ -10,18 +10,23 @@ import (
 	"strings"
 )
 
-// Tokenizer is a BERT WordPiece tokenizer. It is safe for concurrent use.
+// Tokenizer is a BERT WordPiece tokenizer. It is safe for concurrent use (once Buckets is set).
 type Tokenizer struct {
+	// Buckets are the padded lengths Pad, EncodeBatch, EncodePairs and Batches use (any
+	// order); nil means DefaultBuckets.
+	Buckets []int
+
 	vocab         map[string]int32
 	inv           []string
 	lower         bool
 	stripAccents  bool
+	cleanText     bool
 	chineseChars  bool
 	prefix        string
 	maxInputChars int
 	unk, cls, sep int32
 	pad, mask     int32
-	specials      []string // special tokens matched literally in raw text
+	specials      []string // added tokens matched literally in raw text (longest first on ties)
 }
 
 // Special token names.
@@ -44,7 +49,7 @@ func newTokenizer(vocab []string, lower bool, src string, lines []int) (*Tokeniz
 		return nil, fmt.Errorf("%s: empty vocabulary", src)
 	}
 	t := &Tokenizer{vocab: make(map[string]int32, len(vocab)), inv: vocab, lower: lower, stripAccents: lower,
-		chineseChars: true, prefix: "##", maxInputChars: 100}
+		cleanText: true, chineseChars: true, prefix: "##", maxInputChars: 100}
 	at := func(i int) string {
 		if lines != nil {
 			return fmt.Sprintf("%s:%d", src, lines[i])
@@ -146,30 +151,42 @@ type jsonModel struct {
 }
 
 // Load reads a tokenizer from a model directory: tokenizer.json if present, else vocab.txt
-// with do_lower_case from tokenizer_config.json (default true).
+// with do_lower_case (default true), strip_accents and tokenize_chinese_chars from
+// tokenizer_config.json.
 func Load(dir string) (*Tokenizer, error) {
 	if b, err := os.ReadFile(filepath.Join(dir, "tokenizer.json")); err == nil {
 		return parseJSON(filepath.Join(dir, "tokenizer.json"), b)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	lower := true
-	if b, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json")); err == nil {
-		var c struct {
-			DoLowerCase *bool `json:"do_lower_case"`
-		}
+	var c struct {
+		DoLowerCase  *bool `json:"do_lower_case"`
+		StripAccents *bool `json:"strip_accents"`
+		Chinese      *bool `json:"tokenize_chinese_chars"`
+	}
+	cfgPath := filepath.Join(dir, "tokenizer_config.json")
+	if b, err := os.ReadFile(cfgPath); err == nil {
 		if err := json.Unmarshal(b, &c); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "tokenizer_config.json"), err)
+			return nil, fmt.Errorf("%s: %w", cfgPath, err)
 		}
-		if c.DoLowerCase != nil {
-			lower = *c.DoLowerCase
-		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
 	}
 	vocab := filepath.Join(dir, "vocab.txt")
 	if _, err := os.Stat(vocab); err != nil {
 		return nil, fmt.Errorf("tokenizer %s: neither tokenizer.json nor vocab.txt found", dir)
 	}
-	return FromVocab(vocab, lower)
+	t, err := FromVocab(vocab, c.DoLowerCase == nil || *c.DoLowerCase)
+	if err != nil {
+		return nil, err
+	}
+	if c.StripAccents != nil {
+		t.stripAccents = *c.StripAccents
+	}
+	if c.Chinese != nil {
+		t.chineseChars = *c.Chinese
+	}
+	return t, nil
 }
 
 func parseJSON(path string, b []byte) (*Tokenizer, error) {
@@ -183,28 +200,60 @@ func parseJSON(path string, b []byte) (*Tokenizer, error) {
 	if j.Normalizer != nil && j.Normalizer.Type != "BertNormalizer" {
 		return nil, fmt.Errorf("%s: normalizer %q is not supported (BertNormalizer only)", path, j.Normalizer.Type)
 	}
-	vocab := make([]string, len(j.Model.Vocab))
-	for tok, id := range j.Model.Vocab {
-		if id < 0 || int(id) >= len(vocab) {
-			return nil, fmt.Errorf("%s: token %q has id %d outside [0, %d)", path, tok, id, len(vocab))
+	if typ, _ := j.PreTokenizer["type"].(string); typ != "BertPreTokenizer" {
+		return nil, fmt.Errorf("%s: pre_tokenizer %q is not supported (BertPreTokenizer only)", path, typ)
+	}
+	n := len(j.Model.Vocab)
+	for _, a := range j.AddedTokens {
+		if _, ok := j.Model.Vocab[a.Content]; !ok {
+			n++ // added tokens outside the model vocabulary follow it
 		}
-		if vocab[id] != "" {
-			return nil, fmt.Errorf("%s: id %d used by %q and %q", path, id, vocab[id], tok)
+	}
+	vocab := make([]string, n)
+	set := func(tok string, id int32) error {
+		if id < 0 || int(id) >= n {
+			return fmt.Errorf("%s: token %q has id %d outside [0, %d)", path, tok, id, n)
+		}
+		if vocab[id] != "" && vocab[id] != tok {
+			return fmt.Errorf("%s: id %d used by %q and %q", path, id, vocab[id], tok)
 		}
 		vocab[id] = tok
+		return nil
 	}
-	lower := true
-	if j.Normalizer != nil {
-		lower = j.Normalizer.Lowercase
+	for tok, id := range j.Model.Vocab {
+		if err := set(tok, id); err != nil {
+			return nil, err
+		}
 	}
-	t, err := newTokenizer(vocab, lower, path, nil)
+	for _, a := range j.AddedTokens {
+		if id, ok := j.Model.Vocab[a.Content]; ok && int(id) != a.ID {
+			return nil, fmt.Errorf("%s: added token %q has id %d, vocab id %d", path, a.Content, a.ID, id)
+		}
+		if err := set(a.Content, int32(a.ID)); err != nil {
+			return nil, err
+		}
+	}
+	for i, tok := range vocab {
+		if tok == "" {
+			return nil, fmt.Errorf("%s: no token has id %d", path, i)
+		}
+	}
+	nm := j.Normalizer
+	t, err := newTokenizer(vocab, nm != nil && nm.Lowercase, path, nil)
 	if err != nil {
 		return nil, err
 	}
-	if j.Normalizer != nil {
-		t.chineseChars = j.Normalizer.HandleChineseChars
-		if j.Normalizer.StripAccents != nil {
-			t.stripAccents = *j.Normalizer.StripAccents
+	t.cleanText, t.chineseChars, t.stripAccents = false, false, false
+	if nm != nil {
+		t.cleanText, t.chineseChars, t.stripAccents = nm.CleanText, nm.HandleChineseChars, nm.Lowercase
+		if nm.StripAccents != nil {
+			t.stripAccents = *nm.StripAccents
+		}
+	}
+	if len(j.AddedTokens) > 0 {
+		t.specials = t.specials[:0]
+		for _, a := range j.AddedTokens {
+			t.specials = append(t.specials, a.Content)
 		}
 	}
 	if j.Model.ContinuingSubwordPrefix != "" {
@@ -220,7 +269,110 @@ func parseJSON(path string, b []byte) (*Tokenizer, error) {
 		}
 		t.unk = id
 	}
+	if err := t.postProcessor(j.PostProcessor); err != nil {
+		return nil, fmt.Errorf("%s: post_processor: %w", path, err)
+	}
 	return t, nil
+}
+
+// postProcessor checks that p adds BERT's [CLS] A [SEP] (B [SEP]) and takes its special ids:
+// BertProcessing, or TemplateProcessing with that template.
+func (t *Tokenizer) postProcessor(p map[string]any) error {
+	typ, _ := p["type"].(string)
+	lookup := func(tok string, id float64, hasID bool) (int32, error) {
+		v, ok := t.vocab[tok]
+		if !ok {
+			return 0, fmt.Errorf("token %q not in the vocabulary", tok)
+		}
+		if hasID && int32(id) != v {
+			return 0, fmt.Errorf("token %q has id %v, vocab id %d", tok, id, v)
+		}
+		return v, nil
+	}
+	switch typ {
+	case "BertProcessing":
+		var ids [2]int32
+		for i, k := range []string{"cls", "sep"} {
+			pair, _ := p[k].([]any)
+			if len(pair) != 2 {
+				return fmt.Errorf("BertProcessing %s: want [token, id], got %v", k, p[k])
+			}
+			tok, _ := pair[0].(string)
+			id, ok := pair[1].(float64)
+			v, err := lookup(tok, id, ok)
+			if err != nil {
+				return err
+			}
+			ids[i] = v
+		}
+		t.cls, t.sep = ids[0], ids[1]
+		return nil
+	case "TemplateProcessing":
+		piece := func(x any) (kind, id string, typeID float64) {
+			m, _ := x.(map[string]any)
+			for k, v := range m {
+				f, _ := v.(map[string]any)
+				id, _ = f["id"].(string)
+				typeID, _ = f["type_id"].(float64)
+				return k, id, typeID
+			}
+			return "", "", 0
+		}
+		tmpl := func(key string, want []string) ([]string, error) {
+			items, _ := p[key].([]any)
+			if len(items) != len(want) {
+				return nil, fmt.Errorf("%s template %v is not BERT's", key, p[key])
+			}
+			var sp []string
+			for i, x := range items {
+				kind, id, ty := piece(x)
+				wantTy := 0.0
+				if key == "pair" && i >= 3 {
+					wantTy = 1
+				}
+				if kind != want[i] || ty != wantTy || (kind == "Sequence" && id != []string{"A", "B"}[min(i/3, 1)]) {
+					return nil, fmt.Errorf("%s template %v is not BERT's", key, p[key])
+				}
+				if kind == "SpecialToken" {
+					sp = append(sp, id)
+				}
+			}
+			return sp, nil
+		}
+		single, err := tmpl("single", []string{"SpecialToken", "Sequence", "SpecialToken"})
+		if err != nil {
+			return err
+		}
+		pair, err := tmpl("pair", []string{"SpecialToken", "Sequence", "SpecialToken", "Sequence", "SpecialToken"})
+		if err != nil {
+			return err
+		}
+		if pair[0] != single[0] || pair[1] != single[1] || pair[2] != single[1] {
+			return fmt.Errorf("pair template specials %v differ from single %v", pair, single)
+		}
+		specials, _ := p["special_tokens"].(map[string]any)
+		var ids [2]int32
+		for i, name := range single {
+			sp, _ := specials[name].(map[string]any)
+			toks, _ := sp["tokens"].([]any)
+			idl, _ := sp["ids"].([]any)
+			if len(toks) != 1 || len(idl) != 1 {
+				return fmt.Errorf("special token %q: want one token and id, got %v", name, specials[name])
+			}
+			tok, _ := toks[0].(string)
+			id, ok := idl[0].(float64)
+			v, err := lookup(tok, id, ok)
+			if err != nil {
+				return err
+			}
+			ids[i] = v
+		}
+		t.cls, t.sep = ids[0], ids[1]
+		return nil
+	case "":
+		return fmt.Errorf("missing (toolret adds [CLS]/[SEP] and needs BertProcessing or TemplateProcessing)")
+	}
+	return fmt.Errorf("type %q is not supported (BertProcessing or TemplateProcessing only)", typ)
 }
 
 // Save writes tokenizer.json (HF format), vocab.txt, tokenizer_config.json and
@@ -234,10 +386,9 @@ func (t *Tokenizer) Save(dir string) error {
 		vocab[tok] = int32(i)
 	}
 	var added []addedToken
-	for _, name := range []string{PAD, UNK, CLS, SEP, MASK} {
-		if id, ok := t.vocab[name]; ok {
-			added = append(added, addedToken{ID: int(id), Content: name, Special: true})
-		}
+	for _, tok := range t.specials {
+		sp := tok == PAD || tok == UNK || tok == CLS || tok == SEP || tok == MASK
+		added = append(added, addedToken{ID: int(t.vocab[tok]), Content: tok, Special: sp})
 	}
 	strip := t.stripAccents
 	var stripPtr *bool
@@ -246,25 +397,25 @@ func (t *Tokenizer) Save(dir string) error {
 	}
 	j := jsonTokenizer{
 		Version: "1.0", AddedTokens: added,
-		Normalizer:   &jsonNormalizer{Type: "BertNormalizer", CleanText: true, HandleChineseChars: t.chineseChars, StripAccents: stripPtr, Lowercase: t.lower},
+		Normalizer:   &jsonNormalizer{Type: "BertNormalizer", CleanText: t.cleanText, HandleChineseChars: t.chineseChars, StripAccents: stripPtr, Lowercase: t.lower},
 		PreTokenizer: map[string]any{"type": "BertPreTokenizer"},
 		PostProcessor: map[string]any{
 			"type": "TemplateProcessing",
 			"single": []any{
-				map[string]any{"SpecialToken": map[string]any{"id": CLS, "type_id": 0}},
+				map[string]any{"SpecialToken": map[string]any{"id": t.inv[t.cls], "type_id": 0}},
 				map[string]any{"Sequence": map[string]any{"id": "A", "type_id": 0}},
-				map[string]any{"SpecialToken": map[string]any{"id": SEP, "type_id": 0}},
+				map[string]any{"SpecialToken": map[string]any{"id": t.inv[t.sep], "type_id": 0}},
 			},
 			"pair": []any{
-				map[string]any{"SpecialToken": map[string]any{"id": CLS, "type_id": 0}},
+				map[string]any{"SpecialToken": map[string]any{"id": t.inv[t.cls], "type_id": 0}},
 				map[string]any{"Sequence": map[string]any{"id": "A", "type_id": 0}},
-				map[string]any{"SpecialToken": map[string]any{"id": SEP, "type_id": 0}},
+				map[string]any{"SpecialToken": map[string]any{"id": t.inv[t.sep], "type_id": 0}},
 				map[string]any{"Sequence": map[string]any{"id": "B", "type_id": 1}},
-				map[string]any{"SpecialToken": map[string]any{"id": SEP, "type_id": 1}},
+				map[string]any{"SpecialToken": map[string]any{"id": t.inv[t.sep], "type_id": 1}},
 			},
 			"special_tokens": map[string]any{
-				CLS: map[string]any{"id": CLS, "ids": []int32{t.cls}, "tokens": []string{CLS}},
-				SEP: map[string]any{"id": SEP, "ids": []int32{t.sep}, "tokens": []string{SEP}},
+				t.inv[t.cls]: map[string]any{"id": t.inv[t.cls], "ids": []int32{t.cls}, "tokens": []string{t.inv[t.cls]}},
+				t.inv[t.sep]: map[string]any{"id": t.inv[t.sep], "ids": []int32{t.sep}, "tokens": []string{t.inv[t.sep]}},
 			},
 		},
 		Decoder: map[string]any{"type": "WordPiece", "prefix": t.prefix, "cleanup": true},
@@ -281,14 +432,19 @@ func (t *Tokenizer) Save(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "vocab.txt"), []byte(strings.Join(t.inv, "\n")+"\n"), 0o644); err != nil {
 		return err
 	}
+	sp := map[string]string{"unk_token": t.inv[t.unk], "sep_token": t.inv[t.sep], "pad_token": t.inv[t.pad], "cls_token": t.inv[t.cls]}
+	if t.mask >= 0 {
+		sp["mask_token"] = t.inv[t.mask]
+	}
 	cfg := map[string]any{"do_lower_case": t.lower, "strip_accents": stripPtr, "tokenize_chinese_chars": t.chineseChars,
-		"tokenizer_class": "BertTokenizer", "model_max_length": 512,
-		"unk_token": t.inv[t.unk], "sep_token": SEP, "pad_token": PAD, "cls_token": CLS, "mask_token": MASK}
+		"tokenizer_class": "BertTokenizer", "model_max_length": 512}
+	for k, v := range sp {
+		cfg[k] = v
+	}
 	b, _ = json.MarshalIndent(cfg, "", "  ")
 	if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), b, 0o644); err != nil {
 		return err
 	}
-	sp := map[string]string{"unk_token": t.inv[t.unk], "sep_token": SEP, "pad_token": PAD, "cls_token": CLS, "mask_token": MASK}
 	b, _ = json.MarshalIndent(sp, "", "  ")
 	return os.WriteFile(filepath.Join(dir, "special_tokens_map.json"), b, 0o644)
 }
@@ -299,8 +455,25 @@ func (t *Tokenizer) VocabSize() int { return len(t.inv) }
 // Vocab returns the tokens in id order (do not modify).
 func (t *Tokenizer) Vocab() []string { return t.inv }
 
-// PadID, CLSID, SEPID and UNKID return the special token ids.
+// PadID is the id of [PAD].
 func (t *Tokenizer) PadID() int32 { return t.pad }
+
+// MaskID is the id of [MASK], -1 if the vocabulary has none.
+func (t *Tokenizer) MaskID() int32 { return t.mask }
+
+// ID returns the id of token tok and whether it is in the vocabulary.
+func (t *Tokenizer) ID(tok string) (int32, bool) {
+	id, ok := t.vocab[tok]
+	return id, ok
+}
+
+// Token returns the token of id, or "" when id is out of range.
+func (t *Tokenizer) Token(id int32) string {
+	if id < 0 || int(id) >= len(t.inv) {
+		return ""
+	}
+	return t.inv[id]
+}
 
 // CLSID is the id of [CLS].
 func (t *Tokenizer) CLSID() int32 { return t.cls }

@@ -2,6 +2,12 @@
 // library does (BertNormalizer, BertPreTokenizer, WordPiece model, BERT post-processing):
 // loaded from a vocab.txt or a tokenizer.json, for single texts and pairs, with truncation,
 // padding and length bucketing; plus a WordPiece vocabulary builder for from-scratch models.
+//
+// The pipeline is written here rather than taken from github.com/sugarme/tokenizer v0.3.0,
+// whose BERT pieces differ from HF's: its clean-text step keeps private-use (Co) and
+// surrogate characters, its lowercasing ignores Final_Sigma and İ's full mapping, and its
+// CJK ranges include U+2B820-U+2B91F. Parity with @huggingface/transformers is checked on
+// a committed fixture (scripts/tokparity).
 package tokenize
 
 import (
@@ -19,9 +25,9 @@ func (t *Tokenizer) normalize(s string) string {
 	b.Grow(len(s) + 8)
 	for _, r := range s {
 		switch {
-		case r == 0 || r == 0xFFFD || isControl(r):
+		case t.cleanText && (r == 0 || r == 0xFFFD || isControl(r)):
 			continue
-		case isWhitespace(r):
+		case t.cleanText && isWhitespace(r):
 			b.WriteByte(' ')
 		case t.chineseChars && isCJK(r):
 			b.WriteByte(' ')
@@ -42,9 +48,61 @@ func (t *Tokenizer) normalize(s string) string {
 		out = sb.String()
 	}
 	if t.lower {
-		out = strings.ToLower(out)
+		out = lower(out)
 	}
 	return out
+}
+
+// lower lowercases s with Unicode's full (unconditional) mappings, as JavaScript's and
+// Python's lower(): U+0130 (İ) becomes "i̇" and Σ becomes ς at the end of a word
+// (Final_Sigma), else σ.
+func lower(s string) string {
+	if !strings.ContainsRune(s, 'Σ') {
+		return strings.ToLower(strings.ReplaceAll(s, "\u0130", "i\u0307"))
+	}
+	rs := []rune(s)
+	var b strings.Builder
+	b.Grow(len(s))
+	for i, r := range rs {
+		switch {
+		case r == 'Σ' && finalSigma(rs, i):
+			b.WriteRune('ς')
+		case r == 0x130:
+			b.WriteString("i\u0307")
+		default:
+			b.WriteRune(unicode.ToLower(r))
+		}
+	}
+	return b.String()
+}
+
+// finalSigma reports whether rs[i] is preceded by a cased letter and not followed by one,
+// skipping case-ignorable characters (Unicode's Final_Sigma condition).
+func finalSigma(rs []rune, i int) bool {
+	j := i - 1
+	for j >= 0 && caseIgnorable(rs[j]) {
+		j--
+	}
+	if j < 0 || !cased(rs[j]) {
+		return false
+	}
+	j = i + 1
+	for j < len(rs) && caseIgnorable(rs[j]) {
+		j++
+	}
+	return j == len(rs) || !cased(rs[j])
+}
+
+func cased(r rune) bool {
+	return unicode.In(r, unicode.Lu, unicode.Ll, unicode.Lt, unicode.Other_Lowercase, unicode.Other_Uppercase)
+}
+
+func caseIgnorable(r rune) bool {
+	switch r {
+	case '\'', '.', ':', '^', '`', 0xB7, 0x387, 0x55F, 0x5F4, 0x2018, 0x2019, 0x2024, 0x2027, 0xFE13, 0xFE52, 0xFE55, 0xFF07, 0xFF0E, 0xFF1A:
+		return true
+	}
+	return unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk)
 }
 
 func isWhitespace(r rune) bool {
@@ -60,7 +118,7 @@ func isControl(r rune) bool {
 
 func isCJK(r rune) bool {
 	return (r >= 0x4E00 && r <= 0x9FFF) || (r >= 0x3400 && r <= 0x4DBF) || (r >= 0x20000 && r <= 0x2A6DF) ||
-		(r >= 0x2A700 && r <= 0x2B73F) || (r >= 0x2B740 && r <= 0x2B81F) || (r >= 0x2B820 && r <= 0x2CEAF) ||
+		(r >= 0x2A700 && r <= 0x2B73F) || (r >= 0x2B740 && r <= 0x2B81F) || (r >= 0x2B920 && r <= 0x2CEAF) ||
 		(r >= 0xF900 && r <= 0xFAFF) || (r >= 0x2F800 && r <= 0x2FA1F)
 }
 

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strconv"
@@ -67,7 +68,7 @@ func methodNames() string {
 
 func main() {
 	flag.Parse()
-	if err := run(); err != nil {
+	if err := run(os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "eval:", err)
 		os.Exit(1)
 	}
@@ -85,7 +86,8 @@ func parseKs(s string) ([]int, error) {
 	return ks, nil
 }
 
-func run() error {
+// run evaluates with the parsed flags and writes the result to w.
+func run(w io.Writer) error {
 	ks, err := parseKs(*ksFlag)
 	if err != nil {
 		return err
@@ -119,17 +121,14 @@ func run() error {
 		return err
 	}
 	ranked := time.Since(start)
-	if *asJSON {
-		if !*subsets {
-			rep.Subsets = nil
-		}
-		return json.NewEncoder(os.Stdout).Encode(rep)
-	}
 	if !*subsets {
-		rep.Subsets = nil
+		rep.Subsets, rep.ToolRecall = nil, nil
 	}
-	fmt.Printf("method %s; loaded in %v, ranked+evaluated %d queries in %v\n", *name, loaded.Round(time.Millisecond), rep.Overall.N, ranked.Round(time.Millisecond))
-	fmt.Print(rep)
+	if *asJSON {
+		return json.NewEncoder(w).Encode(rep)
+	}
+	fmt.Fprintf(w, "method %s; loaded in %v, ranked+evaluated %d queries in %v\n", *name, loaded.Round(time.Millisecond), rep.Overall.N, ranked.Round(time.Millisecond))
+	fmt.Fprint(w, rep)
 	return nil
 }
 

@@ -39,7 +39,8 @@ func ParsePooling(s string) (Pooling, error) {
 
 // variable returns the variable name in scope, created with the given shape and an
 // initializer following HF's _init_weights: normal(0, initializer_range) for matrices, zeros
-// for biases, ones for LayerNorm scales.
+// for biases, ones for LayerNorm scales (lazily, from the store's seed, when a graph first uses
+// a variable that Init or LoadHF did not create).
 func variable(scope *model.Scope, cfg *Config, g *Graph, name string, dims ...int) *Node {
 	var init model.VariableInitializer
 	switch {
@@ -73,7 +74,7 @@ func dropout(scope *model.Scope, x *Node, rate float64) *Node {
 	if rate <= 0 || !scope.IsTraining(x.Graph()) {
 		return x
 	}
-	return layers.DropoutStatic(scope, x, rate)
+	return layers.Dropout(scope, x, Scalar(x.Graph(), x.DType(), rate))
 }
 
 // act maps hidden_act to GoMLX's activation: "gelu" is the exact erf GELU (HF's default),
@@ -90,8 +91,10 @@ func act(cfg *Config) activation.Type {
 
 // Encode runs BERT over a batch: ids and types are int32 [batch, seq] (types may be nil for
 // all zeros), mask is [batch, seq] with 1 for real tokens and 0 for padding (any numeric
-// dtype). It returns the last hidden state [batch, seq, hidden] in cfg.DType (float32 by default). Padding never
-// changes the states of real tokens. Dropout is active only when the scope is training.
+// dtype). It returns the last hidden state [batch, seq, hidden] in cfg.DType (float32 by
+// default). Padding never changes the states of real tokens. Dropout is active only when the
+// scope is training. Graph-building errors panic, as GoMLX graph functions do: Runner and
+// model.Exec turn them into errors.
 func Encode(scope *model.Scope, cfg *Config, ids, types, mask *Node) *Node {
 	g := ids.Graph()
 	batch, seq := ids.Shape().Dimensions[0], ids.Shape().Dimensions[1]

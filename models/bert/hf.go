@@ -3,12 +3,14 @@ package bert
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/safetensors"
@@ -195,8 +197,17 @@ func SaveHF(scope *model.Scope, cfg *Config, dir string, prefix bool) error {
 		if err != nil {
 			return fmt.Errorf("save %s: %q: %w", dir, p.Name, err)
 		}
-		data, err := tensors.CopyFlatData[float32](t)
-		if err != nil {
+		var data []float32
+		if t.DType() == dtypes.Float64 {
+			d64, err := tensors.CopyFlatData[float64](t)
+			if err != nil {
+				return fmt.Errorf("save %s: %q: %w", dir, p.Name, err)
+			}
+			data = make([]float32, len(d64))
+			for i, v := range d64 {
+				data[i] = float32(v)
+			}
+		} else if data, err = tensors.CopyFlatData[float32](t); err != nil {
 			return fmt.Errorf("save %s: %q: %w", dir, p.Name, err)
 		}
 		name := p.Name
@@ -209,4 +220,50 @@ func SaveHF(scope *model.Scope, cfg *Config, dir string, prefix bool) error {
 		return err
 	}
 	return cfg.Save(filepath.Join(dir, "config.json"))
+}
+
+// Init creates (or overwrites) the encoder variables under scope with a from-scratch
+// initialisation following HF's BertPreTrainedModel._init_weights: matrices and embeddings
+// normal(0, initializer_range), biases zero, LayerNorm weights one, and the pad_token_id row
+// of the word embeddings zero. The values depend only on cfg and seed.
+func Init(scope *model.Scope, cfg *Config, seed uint64) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	for _, p := range Params(cfg) {
+		n := 1
+		for _, d := range p.Shape {
+			n *= d
+		}
+		vals := make([]float64, n)
+		switch {
+		case strings.HasSuffix(p.Name, ".bias"):
+		case len(p.Shape) == 1: // LayerNorm weight
+			for i := range vals {
+				vals[i] = 1
+			}
+		default:
+			for i := range vals {
+				vals[i] = rng.NormFloat64() * cfg.InitializerRange
+			}
+			if p.Name == "embeddings.word_embeddings.weight" && cfg.PadTokenID >= 0 && cfg.PadTokenID < cfg.VocabSize {
+				clear(vals[cfg.PadTokenID*cfg.HiddenSize : (cfg.PadTokenID+1)*cfg.HiddenSize])
+			}
+		}
+		var t *tensors.Tensor
+		if cfg.dtype() == dtypes.Float64 {
+			t = tensors.FromFlatDataAndDimensions(vals, p.Shape...)
+		} else {
+			f := make([]float32, n)
+			for i, v := range vals {
+				f[i] = float32(v)
+			}
+			t = tensors.FromFlatDataAndDimensions(f, p.Shape...)
+		}
+		if err := setVariable(scope, p.Name, t); err != nil {
+			return fmt.Errorf("bert init: %w", err)
+		}
+	}
+	return nil
 }

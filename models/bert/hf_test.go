@@ -2,6 +2,7 @@ package bert
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -26,19 +27,62 @@ func tinyConfig() *Config {
 // initTiny creates randomly initialised variables for cfg in a new store.
 func initTiny(t *testing.T, cfg *Config) *model.Store {
 	t.Helper()
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	store := model.NewStore()
-	r, err := NewRunner(be, store, "", cfg, PoolPooler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Run([][]int32{{1, 2}}, [][]int32{{0, 0}}, [][]int32{{1, 1}}); err != nil {
+	if err := Init(store.RootScope(), cfg, 1); err != nil {
 		t.Fatal(err)
 	}
 	return store
+}
+
+func TestInit(t *testing.T) {
+	cfg := tinyConfig()
+	cfg.VocabSize, cfg.HiddenSize, cfg.NumAttentionHeads, cfg.PadTokenID = 500, 32, 4, 3
+	a, b, c := initTiny(t, cfg), initTiny(t, cfg), model.NewStore()
+	if err := Init(c.RootScope(), cfg, 2); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.NumVariables(); n != len(Params(cfg)) {
+		t.Fatalf("%d variables, want %d", n, len(Params(cfg)))
+	}
+	get := func(s *model.Store, p string) []float32 {
+		return tensors.MustCopyFlatData[float32](s.GetVariable(p).MustValue())
+	}
+	words := get(a, "/embeddings/word_embeddings/weight")
+	sum, sq := 0.0, 0.0
+	for i, v := range words {
+		if i/cfg.HiddenSize == cfg.PadTokenID && v != 0 {
+			t.Fatalf("pad row %d not zero", cfg.PadTokenID)
+		}
+		sum, sq = sum+float64(v), sq+float64(v)*float64(v)
+	}
+	n := float64(len(words) - cfg.HiddenSize)
+	if std := math.Sqrt(sq/n - (sum/n)*(sum/n)); math.Abs(std-cfg.InitializerRange) > 0.001 {
+		t.Errorf("word embeddings std %.4f, want %.4f", std, cfg.InitializerRange)
+	}
+	for _, v := range get(a, "/encoder/layer/1/output/LayerNorm/weight") {
+		if v != 1 {
+			t.Fatal("LayerNorm weight not 1")
+		}
+	}
+	for _, v := range get(a, "/encoder/layer/0/attention/self/query/bias") {
+		if v != 0 {
+			t.Fatal("bias not 0")
+		}
+	}
+	same, other := get(b, "/pooler/dense/weight"), get(c, "/pooler/dense/weight")
+	for i, v := range get(a, "/pooler/dense/weight") {
+		if v != same[i] {
+			t.Fatal("same seed, different values")
+		}
+		if v == other[i] {
+			t.Fatal("different seeds, equal values")
+		}
+	}
+	bad := *cfg
+	bad.NumAttentionHeads = 5
+	if err := Init(model.NewStore().RootScope(), &bad, 1); err == nil {
+		t.Fatal("Init accepted an invalid config")
+	}
 }
 
 func encodeAll(t *testing.T, store *model.Store, cfg *Config) []float32 {
@@ -290,4 +334,55 @@ func largest(g []float64, n int) []int {
 	}
 	sort.Slice(idx, func(a, b int) bool { return abs(g[idx[a]]) > abs(g[idx[b]]) })
 	return idx[:min(n, len(idx))]
+}
+
+// TestDropoutTrainingOnly checks dropout changes outputs in training graphs only, and that a
+// training graph with zero dropout equals inference.
+func TestDropoutTrainingOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		hidden, attn float64
+		differ       bool
+	}{
+		{"no dropout", 0, 0, false},
+		{"hidden dropout", 0.1, 0, true},
+		{"attention dropout", 0, 0.3, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tinyConfig()
+			cfg.HiddenDropoutProb, cfg.AttentionProbsDropoutProb = tc.hidden, tc.attn
+			store := initTiny(t, cfg)
+			be, _ := backend.Open("go")
+			exec, err := model.NewExec(be, store, func(s *model.Scope, ids, types, mask *Node) *Node {
+				s.SetTraining(ids.Graph(), true)
+				return Encode(s, cfg, ids, types, mask)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := tensors.FromFlatDataAndDimensions([]int32{1, 5, 7, 2, 1, 9, 2, 0}, 2, 4)
+			types := tensors.FromFlatDataAndDimensions(make([]int32, 8), 2, 4)
+			mask := tensors.FromFlatDataAndDimensions([]int32{1, 1, 1, 1, 1, 1, 1, 0}, 2, 4)
+			train, err := exec.Call1(ids, types, mask)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := NewRunner(be, store, "", cfg, PoolNone)
+			if err != nil {
+				t.Fatal(err)
+			}
+			infer, err := r.Run([][]int32{{1, 5, 7, 2}, {1, 9, 2, 0}}, [][]int32{make([]int32, 4), make([]int32, 4)}, [][]int32{{1, 1, 1, 1}, {1, 1, 1, 0}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b := tensors.MustCopyFlatData[float32](train), tensors.MustCopyFlatData[float32](infer)
+			diff := 0.0
+			for i := range a {
+				diff = max(diff, abs(float64(a[i]-b[i])))
+			}
+			if (diff > 1e-6) != tc.differ {
+				t.Fatalf("training vs inference max difference %.2e, want differ=%v", diff, tc.differ)
+			}
+		})
+	}
 }

@@ -10,9 +10,10 @@
 //
 // Queries outside the training split (dev, test, new queries) are not graph nodes: they keep
 // their stage-1 embedding e_q for both views, so score(q, t) = 2 cos(e_q, e_t^T) — COLT's
-// propagated tool embeddings are what they gain. (With LightGCN's mean over layers, an
-// isolated node's output is its input scaled by 1/(I+1), which cosine ignores, so this is
-// exactly what a graph that included them without edges would compute.)
+// propagated tool embeddings are what they gain. Layers are merged as the reference code
+// does (graph.CombineNormSum: E⁰ plus each propagated layer L2-normalised), so an isolated
+// node's output is exactly its input: this is what a graph that included them without edges
+// would compute.
 package colt
 
 import (
@@ -114,10 +115,10 @@ func (c Config) Propagate(s *model.Scope, g *Graph, nq, nt, ns, d int, qt, qs, s
 		// Scene view only: tools are not propagated over the query-tool graph.
 		eqT, etT = q, t
 	} else {
-		eqT, etT = tgraph.Propagate(q, t, qt, c.Layers, tgraph.CombineMean)
+		eqT, etT = tgraph.Propagate(q, t, qt, c.Layers, tgraph.CombineNormSum)
 	}
 	esT = tgraph.AggregateLeft(etT, st)
-	eqS, esS = tgraph.Propagate(q, sc, qs, c.Layers, tgraph.CombineMean)
+	eqS, esS = tgraph.Propagate(q, sc, qs, c.Layers, tgraph.CombineNormSum)
 	return
 }
 

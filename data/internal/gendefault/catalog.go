@@ -1,7 +1,9 @@
 package main
 
 // api is one endpoint of the catalogue: its description, parameters and the ways a user asks
-// for it. Phrases are imperative clauses with {slot} placeholders filled from slotValues.
+// for it. Phrases are imperative clauses with {slot} placeholders filled from slotValues; a phrase
+// starting with "~" refers back to an earlier clause ("email them the details") and is never
+// used first.
 type api struct {
 	name, desc string
 	required   []param
@@ -137,7 +139,7 @@ var catalog = []tool{
 			[]string{"plan my meals for the week at {calories} calories a day", "make me a {diet} meal plan for seven days", "create a weekly menu for a {diet} diet"}},
 		{"Shopping List", "Aggregate the ingredients of several recipes into a shopping list.",
 			[]param{p("recipe_ids", "ARRAY", "recipe ids")}, nil,
-			[]string{"turn those recipes into a shopping list", "make a grocery list for {dish}", "what do I need to buy to cook {dish}"}},
+			[]string{"~turn those recipes into a shopping list", "make a grocery list for {dish}", "what do I need to buy to cook {dish}"}},
 	}},
 	{"Food", "NutriFacts", []api{
 		{"Nutrition Lookup", "Calories, macronutrients and vitamins of a food or dish.",
@@ -195,10 +197,10 @@ var catalog = []tool{
 			[]string{"what are {artist}'s most popular songs", "play {artist}'s top tracks"}},
 		{"Create Playlist", "Create a playlist and add tracks to it.",
 			[]param{p("name", "STRING", "playlist name"), p("tracks", "ARRAY", "track ids")}, nil,
-			[]string{"make a playlist called {mood} vibes", "create a {mood} playlist with those songs", "put together a playlist for a {mood} evening"}},
+			[]string{"make a playlist called {mood} vibes", "~create a {mood} playlist with those songs", "put together a playlist for a {mood} evening"}},
 		{"Lyrics", "Lyrics of a song.",
 			[]param{p("track", "STRING", "track name")}, nil,
-			[]string{"show me the lyrics of {artist}'s hit song", "get the lyrics for that {artist} track"}},
+			[]string{"show me the lyrics of {artist}'s hit song", "~get the lyrics for that {artist} track"}},
 		{"Concert Dates", "Upcoming concerts of an artist by city.",
 			[]param{p("artist", "STRING", "artist")}, nil,
 			[]string{"is {artist} touring near {city}", "when is {artist} playing in {city}", "list {artist}'s upcoming concert dates"}},
@@ -209,7 +211,7 @@ var catalog = []tool{
 			[]string{"find a good {genre} movie", "search for {genre} films from the nineties", "recommend a highly rated {genre} film"}},
 		{"Streaming Availability", "Which streaming services offer a title in a country.",
 			[]param{p("title", "STRING", "title"), p("country", "STRING", "ISO country")}, nil,
-			[]string{"where can I stream that {genre} movie", "which service has {show} right now", "is {show} available to stream in {country}"}},
+			[]string{"~where can I stream that {genre} movie", "where can I stream a good {genre} movie", "which service has {show} right now", "is {show} available to stream in {country}"}},
 		{"Showtimes", "Cinema showtimes for a film in a city.",
 			[]param{p("city", "STRING", "city")}, []param{p("date", "STRING", "date")},
 			[]string{"what's playing at cinemas in {city} on {day}", "find showtimes near {city} tonight", "when can I see the new {genre} film in {city}"}},
@@ -220,21 +222,21 @@ var catalog = []tool{
 	{"Communication", "PingMail", []api{
 		{"Send Email", "Send an email with subject, body and optional attachments.",
 			[]param{p("to", "STRING", "recipient"), p("subject", "STRING", "subject"), p("body", "STRING", "text")}, nil,
-			[]string{"email {person} the details", "send {person} a message about it", "write an email to {person} with the plan"}},
+			[]string{"~email {person} the details", "~send {person} a message about it", "email {person} that I'll be late", "~write an email to {person} with the plan"}},
 		{"Verify Email Address", "Check that an email address exists and accepts mail.",
 			[]param{p("email", "STRING", "address")}, nil,
 			[]string{"check whether {email} is a valid address", "verify the email {email} before I send anything"}},
 		{"Send SMS", "Send a text message to a phone number.",
 			[]param{p("phone", "STRING", "E.164 number"), p("text", "STRING", "message")}, nil,
-			[]string{"text {person} a reminder", "send an SMS to {person} with the summary", "message {person} on their phone"}},
+			[]string{"text {person} that dinner is at eight", "~send an SMS to {person} with the summary", "message {person} on their phone"}},
 		{"Schedule Reminder", "Create a reminder at a date and time.",
 			[]param{p("when", "STRING", "datetime"), p("text", "STRING", "reminder")}, nil,
-			[]string{"remind me on {day} about it", "set a reminder for {day} morning", "schedule a reminder to follow up on {day}"}},
+			[]string{"~remind me on {day} about it", "remind me on {day} to call {person}", "set a reminder for the morning of {day}", "schedule a reminder to follow up on {day}"}},
 	}},
 	{"Communication", "LinguaBridge Translate", []api{
 		{"Translate Text", "Translate text between languages.",
 			[]param{p("text", "STRING", "text"), p("target", "STRING", "language code")}, nil,
-			[]string{"translate it into {language}", "how do you say 'where is the station' in {language}", "translate my message to {language}"}},
+			[]string{"~translate it into {language}", "translate 'see you tomorrow' into {language}", "how do you say 'where is the station' in {language}", "~translate my message to {language}"}},
 		{"Detect Language", "Detect the language of a text.",
 			[]param{p("text", "STRING", "text")}, nil,
 			[]string{"which language is this sentence written in", "detect the language of the note I got"}},
@@ -265,7 +267,7 @@ var catalog = []tool{
 			[]string{"find news about {ticker}", "search recent articles about {team}", "any news about {artist} lately", "look for news on {topic} in {city}"}},
 		{"Summarize Article", "A short summary of a news article from its URL.",
 			[]param{p("url", "STRING", "article URL")}, nil,
-			[]string{"summarize that article for me", "give me a three-sentence summary of the story"}},
+			[]string{"~summarize that article for me", "~give me a three-sentence summary of the story", "summarize the article at {url}", "give me the gist of this link: {url}"}},
 	}},
 }
 
@@ -282,12 +284,12 @@ var slotValues = map[string][]string{
 	"city":        {"Lisbon", "Tokyo", "Chicago", "Barcelona", "Nairobi", "Seoul", "Toronto", "Berlin", "Mexico City", "Sydney", "Prague", "Istanbul", "Denver", "Hanoi", "Cape Town", "Oslo", "Buenos Aires", "Dublin", "Singapore", "Montreal", "Rome", "Austin", "Edinburgh", "Kyoto"},
 	"city2":       {"Boston", "London", "Paris", "New York", "Madrid", "Amsterdam", "San Francisco", "Frankfurt", "Dubai", "Atlanta", "Zurich", "Vienna"},
 	"coast":       {"Biarritz", "Malibu", "Ericeira", "Bondi Beach", "Santa Cruz", "Hossegor", "Cornwall", "Tofino", "Byron Bay"},
-	"day":         {"Friday", "next Monday", "May 3", "the 14th", "Saturday", "June 21", "tomorrow", "October 2", "this Sunday", "March 9"},
+	"day":         {"Friday", "Monday", "May 3", "the 14th", "Saturday", "June 21", "July 4", "October 2", "Sunday", "March 9", "August 18", "December 12"},
 	"ticker":      {"AAPL", "NVDA", "TSLA", "MSFT", "AMZN", "KO", "JPM", "NFLX", "SAP", "TSM", "ADBE", "PEP"},
 	"period":      {"year", "six months", "five years", "month", "quarter"},
 	"coin":        {"bitcoin", "ethereum", "solana", "dogecoin", "cardano", "litecoin"},
-	"currency":    {"USD", "euros", "yen", "pounds", "CAD", "Swiss francs", "pesos"},
-	"currency2":   {"EUR", "dollars", "GBP", "Australian dollars", "rupees", "won"},
+	"currency":    {"USD", "dollars", "yen", "CAD", "Swiss francs", "pesos", "Brazilian reais"},
+	"currency2":   {"EUR", "euros", "GBP", "pounds", "Australian dollars", "rupees", "won", "baht"},
 	"amount":      {"250", "1,000", "75", "40", "3,500", "120"},
 	"wallet":      {"0x9f3a...e21b", "bc1q8x...4kd", "0x44c1...7a0f"},
 	"flight":      {"BA117", "LH400", "UA901", "AF22", "QF1", "DL48", "KL641"},
@@ -318,5 +320,6 @@ var slotValues = map[string][]string{
 	"person":      {"my sister", "Alex", "the team", "my landlord", "Priya", "my manager", "Grandma", "Tom"},
 	"email":       {"jane.doe@example.com", "sales@acme-widgets.io", "r.gomez@example.org"},
 	"language":    {"Japanese", "Portuguese", "Korean", "German", "Swahili", "Italian", "Turkish", "Vietnamese"},
+	"url":         {"news.example.com/markets-rally", "example.org/climate-deal", "dailybrief.example.net/tech-layoffs", "sportsdesk.example.com/transfer-news"},
 	"topic":       {"technology", "climate", "business", "science", "health", "election"},
 }

@@ -100,6 +100,20 @@ func run() error {
 	for i, r := range refs {
 		id[r.key()] = i
 	}
+	for _, t := range catalog {
+		for _, a := range t.apis {
+			if len(standalone(a.phrases)) == 0 {
+				return fmt.Errorf("catalog %s/%s: every phrase starts with ~", t.name, a.name)
+			}
+			for _, ph := range a.phrases {
+				for _, m := range slotRe.FindAllStringSubmatch(ph, -1) {
+					if len(slotValues[m[1]]) == 0 {
+						return fmt.Errorf("catalog %s/%s: no values for slot {%s} in %q", t.name, a.name, m[1], ph)
+					}
+				}
+			}
+		}
+	}
 	for k := range unseen {
 		if _, ok := id[k]; !ok {
 			return fmt.Errorf("unseen: unknown API %q", k)
@@ -273,13 +287,19 @@ func compose(rng *rand.Rand, set []apiRef) string {
 	clauses := make([]string, len(set))
 	for i, r := range set {
 		ph := catalog[r.tool].apis[r.api].phrases
-		clauses[i] = fill(ph[rng.IntN(len(ph))])
+		if i == 0 {
+			ph = standalone(ph)
+		}
+		clauses[i] = fill(strings.TrimPrefix(ph[rng.IntN(len(ph))], "~"))
 	}
 	// Question-form first clauses ("what's", "is", ...) take no imperative opener.
 	question := questionWords[strings.ToLower(strings.Fields(clauses[0])[0])]
 	opener := ""
 	if !question {
 		opener = openers[rng.IntN(len(openers))]
+		if b.Len() > 0 && strings.HasSuffix(opener, ": ") {
+			opener = "" // no "Planning dinner: quick one: ..."
+		}
 		if f := strings.Fields(clauses[0]); len(f) > 1 && f[1] == "me" && (opener == "Help me " || opener == "I need to " || opener == "I'd like you to ") {
 			opener = "Please " // not "help me give me ..."
 		}
@@ -288,6 +308,9 @@ func compose(rng *rand.Rand, set []apiRef) string {
 		opener = strings.ToLower(opener)
 	}
 	b.WriteString(opener)
+	if strings.HasSuffix(b.String(), ". ") {
+		clauses[0] = upperFirst(clauses[0])
+	}
 	for i, clause := range clauses {
 		if i > 0 {
 			j := joiners[rng.IntN(len(joiners))]
@@ -299,11 +322,26 @@ func compose(rng *rand.Rand, set []apiRef) string {
 		b.WriteString(clause)
 	}
 	s := upperFirst(strings.TrimSpace(b.String()))
+	s = articleRe.ReplaceAllString(s, "${1}n ${2}")
 	lo := strings.ToLower(opener)
 	if question || strings.HasPrefix(lo, "can") || strings.HasPrefix(lo, "could") {
 		return s + "?"
 	}
 	return s + "."
+}
+
+// articleRe finds "a" before a vowel sound among the slot values ("a Italian", "a 8-week").
+var articleRe = regexp.MustCompile(`\b([Aa]) ([AEIOaeio]|8|11\b|18\b)`)
+
+// standalone returns the phrases that do not refer back to an earlier clause.
+func standalone(phrases []string) []string {
+	var out []string
+	for _, p := range phrases {
+		if !strings.HasPrefix(p, "~") {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 var questionWords = map[string]bool{"what": true, "what's": true, "how": true, "is": true, "are": true, "when": true, "which": true, "does": true, "did": true, "has": true, "who": true, "where": true, "will": true}
