@@ -60,7 +60,7 @@ func trainBench(args []string) error {
 		return tensors.FromFlatDataAndDimensions(x, n, l)
 	}
 	fm := tensors.FromFlatDataAndDimensions(make([]bool, *batch**batch), *batch, *batch)
-	inputs := []any{ids(*batch, *qLen), ones(*batch, *qLen), ids(*batch, *tLen), ones(*batch, *tLen), fm}
+	host := []*tensors.Tensor{ids(*batch, *qLen), ones(*batch, *qLen), ids(*batch, *tLen), ones(*batch, *tLen), fm}
 	opt := train.DefaultOptimizer()
 	opt.LR, opt.Schedule = 1e-4, "constant"
 	for _, name := range strings.Split(*backends, ",") {
@@ -68,6 +68,15 @@ func trainBench(args []string) error {
 		if err != nil {
 			fmt.Printf("%-14s %12s (%v)\n", "toolret-"+name, "-", err)
 			continue
+		}
+		// A tensor is bound to the first backend that uses it: each backend gets its own copies.
+		inputs := make([]any, len(host))
+		for i, t := range host {
+			c, err := t.LocalClone()
+			if err != nil {
+				return err
+			}
+			inputs[i] = c
 		}
 		store := model.NewStore()
 		store.SetParam(model.ParamInitialSeed, int64(1))
