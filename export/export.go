@@ -1,0 +1,338 @@
+// Package export turns trained toolret runs into artefacts other programs load:
+//
+//	hf     a HuggingFace BERT directory (config.json, model.safetensors, tokenizer.json,
+//	       vocab.txt, tokenizer_config.json, special_tokens_map.json); bi-encoders also get
+//	       the sentence-transformers files (modules.json, 1_Pooling/, sentence_bert_config.json,
+//	       a Normalize module for cosine models), heads become BertForSequenceClassification.
+//	       Separate-tower bi-encoders are written as two such directories, query/ and tool/.
+//	onnx   a self-contained ONNX model (opset 17, dynamic batch and sequence axes) per tower:
+//	       inputs input_ids, attention_mask, token_type_ids (int64 [batch, sequence]); output
+//	       "embedding" [batch, hidden] (pooled, L2-normalised for cosine models) or, with a
+//	       head, "logits" [batch, labels] and "score" [batch] (sigmoid of the first logit).
+//	index  the tool embeddings of a bi-encoder over a dataset's tool corpus
+//	       (tools.safetensors, tools.jsonl) plus the query tower in hf layout (query/), all a
+//	       server needs to answer queries (see package retriever).
+//
+// Every export writes manifest.json (toolret version, source, model kind, data fingerprint,
+// sha256 of every file). Exports are built in a temporary directory beside the output and
+// renamed into place, so a failed export leaves nothing behind.
+//
+// Model kinds plug in through Register: a kind names its checkpoint configuration file and
+// a loader returning a Model (BERT towers plus an optional classification head).
+package export
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+
+	"github.com/toolret/toolret/data"
+)
+
+// Formats.
+const (
+	FormatHF    = "hf"
+	FormatONNX  = "onnx"
+	FormatIndex = "index"
+)
+
+// ManifestFile is the name of the export manifest.
+const ManifestFile = "manifest.json"
+
+// Options configure an export.
+type Options struct {
+	Format string // hf, onnx or index
+	Out    string // output directory
+	// Force replaces an existing non-empty output directory.
+	Force bool
+	// Data is the dataset whose tools an index export embeds (nil: the embedded default).
+	Data *data.Dataset
+	// DataSource names Data in the manifest (a directory, or "default").
+	DataSource string
+	// Source overrides the source recorded in the manifest (default: Model.Source).
+	Source string
+}
+
+// Manifest describes an export; it is written as manifest.json.
+type Manifest struct {
+	Toolret string `json:"toolret"`
+	Format  string `json:"format"`
+	Kind    string `json:"kind"`
+	Source  string `json:"source,omitempty"`
+	// DataFingerprint is the fingerprint (data.Dataset.Fingerprint) of the data the model
+	// was trained on (from its checkpoint), or for an index, of the dataset indexed.
+	DataFingerprint      string `json:"data_fingerprint,omitempty"`
+	TrainDataFingerprint string `json:"train_data_fingerprint,omitempty"`
+	DataSource           string `json:"data_source,omitempty"`
+	// Towers maps tower names ("model" for a single tower, else query/tool) to their path
+	// inside the export ("." for the top directory).
+	Towers     map[string]string `json:"towers"`
+	Similarity string            `json:"similarity,omitempty"`
+	Labels     []string          `json:"labels,omitempty"`
+	// Index: number of tools and embedding dimension.
+	Tools int `json:"tools,omitempty"`
+	Dim   int `json:"dim,omitempty"`
+	// Files maps every file written (slash-separated path relative to the export) to its
+	// sha256.
+	Files map[string]string `json:"files"`
+}
+
+// Version is toolret's version string: the module version and VCS revision when the binary
+// records them.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "toolret (unknown)"
+	}
+	v := "toolret " + bi.Main.Version
+	if bi.Main.Path != "" && bi.Main.Path != "github.com/toolret/toolret" {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/toolret/toolret" {
+				v = "toolret " + d.Version
+			}
+		}
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v += " " + s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				v += "+dirty"
+			}
+		}
+	}
+	return v
+}
+
+// Export writes m in opts.Format into opts.Out and returns the manifest written. Nothing is
+// written unless the model validates and the output directory is usable; the export is
+// assembled in a temporary directory beside opts.Out and renamed into place.
+func Export(m *Model, opts Options) (*Manifest, error) {
+	switch opts.Format {
+	case FormatHF, FormatONNX, FormatIndex:
+	default:
+		return nil, fmt.Errorf("export: unknown format %q (hf, onnx, index)", opts.Format)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Format == FormatIndex && m.Kind != KindBiEncoder {
+		return nil, fmt.Errorf("export: -format index needs a bi-encoder, %s is a %s", m.Source, m.Kind)
+	}
+	out, err := checkOut(opts.Out, opts.Force)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-")
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	defer os.RemoveAll(tmp) // a no-op after the final rename
+	man := &Manifest{Toolret: Version(), Format: opts.Format, Kind: m.Kind, Source: opts.Source,
+		DataFingerprint: m.Fingerprint, Similarity: m.Similarity, Towers: map[string]string{}}
+	if man.Source == "" {
+		man.Source = m.Source
+	}
+	if m.Head != nil {
+		man.Labels = m.Head.Labels
+	}
+	switch opts.Format {
+	case FormatHF:
+		err = writeHF(m, tmp, man)
+	case FormatONNX:
+		err = writeONNX(m, tmp, man)
+	case FormatIndex:
+		err = writeIndex(m, tmp, man, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if man.Files, err = hashTree(tmp); err != nil {
+		return nil, err
+	}
+	b, err := json.MarshalIndent(man, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, ManifestFile), append(b, '\n'), 0o644); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	if err := install(tmp, out); err != nil {
+		return nil, err
+	}
+	return man, nil
+}
+
+// checkOut cleans the output path and checks it can be (re)placed: absent, an empty
+// directory, or with force a directory. Symbolic links are refused.
+func checkOut(out string, force bool) (string, error) {
+	if strings.TrimSpace(out) == "" {
+		return "", errors.New("export: no output directory")
+	}
+	abs, err := filepath.Abs(filepath.Clean(out))
+	if err != nil {
+		return "", fmt.Errorf("export: output %s: %w", out, err)
+	}
+	if filepath.Dir(abs) == abs {
+		return "", fmt.Errorf("export: output %s is a filesystem root", out)
+	}
+	fi, err := os.Lstat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if pfi, perr := os.Stat(filepath.Dir(abs)); perr != nil || !pfi.IsDir() {
+			return "", fmt.Errorf("export: parent of output %s is not a directory", abs)
+		}
+		return abs, nil
+	case err != nil:
+		return "", fmt.Errorf("export: output %s: %w", abs, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return "", fmt.Errorf("export: output %s is a symbolic link; give the real directory", abs)
+	case !fi.IsDir():
+		return "", fmt.Errorf("export: output %s exists and is not a directory", abs)
+	}
+	ents, err := os.ReadDir(abs)
+	if err != nil {
+		return "", fmt.Errorf("export: output %s: %w", abs, err)
+	}
+	if len(ents) > 0 && !force {
+		return "", fmt.Errorf("export: output directory %s exists and is not empty (use -force to replace it)", abs)
+	}
+	return abs, nil
+}
+
+// install moves the finished export tmp to out, replacing out if it exists.
+func install(tmp, out string) error {
+	if _, err := os.Lstat(out); err == nil {
+		old, err := os.MkdirTemp(filepath.Dir(out), "."+filepath.Base(out)+".old-")
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		os.Remove(old)
+		if err := os.Rename(out, old); err != nil {
+			return fmt.Errorf("export: move the old %s aside: %w", out, err)
+		}
+		if err := os.Rename(tmp, out); err != nil {
+			os.Rename(old, out)
+			return fmt.Errorf("export: %w", err)
+		}
+		return os.RemoveAll(old)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
+}
+
+// hashTree returns the sha256 of every regular file under root (slash paths). Anything else
+// than regular files and directories (a symbolic link) is an error.
+func hashTree(root string) (map[string]string, error) {
+	files := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("export: %s is not a regular file", rel)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			return fmt.Errorf("export: hash %s: %w", rel, err)
+		}
+		files[filepath.ToSlash(rel)] = hex.EncodeToString(h.Sum(nil))
+		return nil
+	})
+	return files, err
+}
+
+// path joins a relative, local name onto root, refusing names that would leave it.
+func path(root, name string) (string, error) {
+	if !filepath.IsLocal(name) {
+		return "", fmt.Errorf("export: refusing to write %q outside the output directory", name)
+	}
+	return filepath.Join(root, name), nil
+}
+
+// writeFile writes b to root/name (parents created); name must stay inside root.
+func writeFile(root, name string, b []byte) error {
+	p, err := path(root, name)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
+}
+
+func writeJSON(root, name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("export: %s: %w", name, err)
+	}
+	return writeFile(root, name, append(b, '\n'))
+}
+
+// ReadManifest reads an export's manifest.json.
+func ReadManifest(dir string) (*Manifest, error) {
+	p := filepath.Join(dir, ManifestFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return &m, nil
+}
+
+// TowerDir returns the directory of a tower within an export directory: the tower named name
+// when the export has it, else its single tower.
+func (m *Manifest) TowerDir(dir, name string) (string, error) {
+	rel, ok := m.Towers[name]
+	if !ok {
+		rel, ok = m.Towers["model"]
+	}
+	if !ok {
+		return "", fmt.Errorf("export %s: no %q tower (towers: %v)", dir, name, keys(m.Towers))
+	}
+	p, err := path(dir, rel)
+	if err != nil && rel != "." {
+		return "", fmt.Errorf("export %s: manifest: %w", dir, err)
+	}
+	return p, nil
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

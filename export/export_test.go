@@ -1,0 +1,472 @@
+package export_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/compute"
+	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/export/exporttest"
+	"github.com/toolret/toolret/models/bert"
+	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/tokenize"
+)
+
+func goBackend(t testing.TB) compute.Backend {
+	t.Helper()
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return be
+}
+
+// sampleTexts returns n texts: ToolLens queries when ../shared is present, else queries and
+// tool texts of the embedded default dataset.
+func sampleTexts(t testing.TB, n int) []string {
+	t.Helper()
+	var texts []string
+	if d, err := data.Load("../../shared/datasets/toollens"); err == nil {
+		for _, q := range d.Queries {
+			texts = append(texts, q.Text)
+		}
+	} else {
+		d, err := data.Default()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; len(texts) < n && i < len(d.Queries); i++ {
+			texts = append(texts, d.Queries[i].Text, d.Tools[i%len(d.Tools)].Text)
+		}
+	}
+	texts = texts[:min(n, len(texts))]
+	texts = append(texts, "", "ünïcödé Straße 東京 weather?!")
+	return texts
+}
+
+func maxDiff(t testing.TB, a, b [][]float32) float64 {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%d vs %d rows", len(a), len(b))
+	}
+	d := 0.0
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			t.Fatalf("row %d: %d vs %d values", i, len(a[i]), len(b[i]))
+		}
+		for k := range a[i] {
+			d = max(d, math.Abs(float64(a[i][k]-b[i][k])))
+		}
+	}
+	return d
+}
+
+func checkManifest(t *testing.T, dir string) *export.Manifest {
+	t.Helper()
+	man, err := export.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(man.Files) == 0 || !strings.HasPrefix(man.Toolret, "toolret") {
+		t.Fatalf("manifest: %+v", man)
+	}
+	seen := 0
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if d.IsDir() || d.Name() == export.ManifestFile {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		b, _ := os.ReadFile(p)
+		sum := sha256.Sum256(b)
+		if man.Files[filepath.ToSlash(rel)] != hex.EncodeToString(sum[:]) {
+			t.Errorf("manifest sha256 of %s: %q", rel, man.Files[filepath.ToSlash(rel)])
+		}
+		seen++
+		return nil
+	})
+	if seen != len(man.Files) {
+		t.Errorf("manifest lists %d files, %d on disk", len(man.Files), seen)
+	}
+	return man
+}
+
+// TestHFRoundTrip exports bi-encoders of every pooling, shared and separate, and checks that
+// the HF directories load back (export.LoadHF, and bert.LoadHF + TextEncoder as cmd/encode
+// does) with embeddings equal to the model's within 1e-6.
+func TestHFRoundTrip(t *testing.T) {
+	be := goBackend(t)
+	texts := sampleTexts(t, 20)
+	for _, tc := range []struct {
+		name  string
+		o     exporttest.Options
+		files []string
+	}{
+		{"shared-mean-cosine", exporttest.Options{}, []string{"config.json", "model.safetensors", "tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json", "modules.json", "1_Pooling/config.json", "sentence_bert_config.json"}},
+		{"separate-cls-dot", exporttest.Options{Pooling: bert.PoolCLS, Similarity: "dot", Separate: true}, []string{"query/config.json", "tool/model.safetensors", "tool/tokenizer.json", "query/1_Pooling/config.json"}},
+		{"shared-pooler-cosine-gelunew", exporttest.Options{Pooling: bert.PoolPooler, Act: "gelu_new"}, []string{"2_Dense/model.safetensors", "2_Dense/config.json"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := exporttest.BiEncoder(tc.o, be, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "hf")
+			if _, err := export.Export(m, export.Options{Format: export.FormatHF, Out: out}); err != nil {
+				t.Fatal(err)
+			}
+			man := checkManifest(t, out)
+			for _, f := range tc.files {
+				if _, ok := man.Files[f]; !ok {
+					t.Errorf("%s not exported (files %v)", f, man.Files)
+				}
+			}
+			for _, tower := range []string{biencoder.QueryTower, biencoder.ToolTower} {
+				want, err := m.Embed(tower, texts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dir, err := man.TowerDir(out, tower)
+				if err != nil {
+					t.Fatal(err)
+				}
+				hm, err := export.LoadHF(dir, be)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ht, _ := hm.Tower("")
+				want2, _ := m.Tower(tower)
+				if ht.Pooling != want2.Pooling || ht.Normalize != want2.Normalize {
+					t.Fatalf("%s: loaded pooling %s normalize %v, want %s %v", tower, ht.Pooling, ht.Normalize, want2.Pooling, want2.Normalize)
+				}
+				maxLen := 32
+				if tower == biencoder.ToolTower {
+					maxLen = 64
+				}
+				ht.MaxLen = maxLen
+				got, err := hm.Embed("", texts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := maxDiff(t, want, got); d > 1e-6 {
+					t.Errorf("%s tower: export.LoadHF embeddings differ by %g", tower, d)
+				}
+				// As cmd/encode -model DIR does.
+				tok, err := tokenize.Load(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				enc, err := bert.NewTextEncoder(be, hm.Store, "", hm.Towers[0].BERT, ht.Pooling, tok, maxLen, 8)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := enc.Encode(texts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = got[:0]
+				for _, r := range res {
+					if ht.Normalize {
+						export.L2Normalize(r.Embedding)
+					}
+					got = append(got, r.Embedding)
+				}
+				d := maxDiff(t, want, got)
+				if d > 1e-6 {
+					t.Errorf("%s tower: TextEncoder embeddings differ by %g", tower, d)
+				}
+				t.Logf("%s tower: max abs diff %.3g", tower, d)
+			}
+		})
+	}
+}
+
+// TestRunRoundTrip exports a run (checkpoint on disk) and compares the HF export with the
+// run's own embedder (biencoder.LoadRun).
+func TestRunRoundTrip(t *testing.T) {
+	be := goBackend(t)
+	run := filepath.Join(t.TempDir(), "run")
+	if err := exporttest.WriteRun(run, exporttest.Options{}, be, 3); err != nil {
+		t.Fatal(err)
+	}
+	m, err := export.LoadModel(run, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Kind != export.KindBiEncoder || m.Fingerprint == "" || !strings.Contains(m.Source, "step-") {
+		t.Fatalf("loaded %s from %s, fingerprint %q", m.Kind, m.Source, m.Fingerprint)
+	}
+	out := filepath.Join(t.TempDir(), "hf")
+	man, err := export.Export(m, export.Options{Format: export.FormatHF, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := data.Default()
+	if man.DataFingerprint != d.Fingerprint() || man.Kind != "biencoder" {
+		t.Fatalf("manifest %+v", man)
+	}
+	e, err := biencoder.LoadRun(run, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := sampleTexts(t, 30)
+	want, err := e.Embed(biencoder.QueryTower, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hm, err := export.LoadHF(out, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hm.Towers[0].MaxLen = e.Cfg.QueryMaxLen
+	got, err := hm.Embed("", texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := maxDiff(t, want, got); diff > 1e-6 {
+		t.Fatalf("run vs HF export: %g", diff)
+	} else {
+		t.Logf("run vs HF export: max abs diff %.3g", diff)
+	}
+	// What cmd/train -init reads.
+	tok, err := tokenize.Load(out)
+	if err != nil || tok.VocabSize() != e.Tok.VocabSize() {
+		t.Fatalf("tokenizer: %v", err)
+	}
+}
+
+func headModel(t *testing.T, be compute.Backend, labels []string) *export.Model {
+	t.Helper()
+	m, err := exporttest.BiEncoder(exporttest.Options{Pooling: bert.PoolPooler}, be, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m.Towers[0].BERT.HiddenSize
+	rng := rand.New(rand.NewPCG(1, 2))
+	head := &export.Head{Labels: labels, Weight: make([]float32, len(labels)*h), Bias: make([]float32, len(labels))}
+	for i := range head.Weight {
+		head.Weight[i] = float32(rng.NormFloat64())
+	}
+	for i := range head.Bias {
+		head.Bias[i] = float32(rng.NormFloat64())
+	}
+	m.Kind, m.Head, m.EmbedFn, m.Similarity = export.KindCrossEncoder, head, nil, ""
+	m.Towers[0].Normalize = false
+	m.Towers[0].MaxLen = 96
+	return m
+}
+
+// TestHFHead exports cross-encoder (one logit) and classifier (three labels) heads as
+// BertForSequenceClassification and loads them back.
+func TestHFHead(t *testing.T) {
+	be := goBackend(t)
+	for _, labels := range [][]string{{"relevant"}, {"a", "b", "c"}} {
+		m := headModel(t, be, labels)
+		out := filepath.Join(t.TempDir(), "ce")
+		if _, err := export.Export(m, export.Options{Format: export.FormatHF, Out: out}); err != nil {
+			t.Fatal(err)
+		}
+		checkManifest(t, out)
+		if _, err := os.Stat(filepath.Join(out, "modules.json")); err == nil {
+			t.Error("sentence-transformers files written for a head model")
+		}
+		hm, err := export.LoadHF(out, be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]string{true: export.KindCrossEncoder, false: export.KindClassifier}[len(labels) == 1]; hm.Kind != want || strings.Join(hm.Head.Labels, ",") != strings.Join(labels, ",") {
+			t.Fatalf("loaded kind %s labels %v", hm.Kind, hm.Head.Labels)
+		}
+		hm.Towers[0].MaxLen = 96
+		a := sampleTexts(t, 10)
+		b := make([]string, len(a))
+		for i := range b {
+			b[i] = a[len(a)-1-i]
+		}
+		want, err := m.Score(a, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := hm.Score(a, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := maxDiff(t, want, got); d > 1e-6 {
+			t.Fatalf("%v: scores differ by %g", labels, d)
+		}
+	}
+}
+
+func listDir(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// TestExportFailures checks that bad models and bad outputs fail with a clear error and
+// leave nothing behind.
+func TestExportFailures(t *testing.T) {
+	be := goBackend(t)
+	other, err := tokenize.New([]string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		edit   func(m *export.Model, parent, out string) string // returns the output path
+		format string
+		force  bool
+		want   string
+	}{
+		{"vocab-mismatch", func(m *export.Model, _, out string) string { m.Tok = other; return out }, "hf", false, "tokenizer has 6 tokens but the encoder tower's vocab_size is"},
+		{"bad-config", func(m *export.Model, _, out string) string {
+			c := *m.Towers[0].BERT
+			c.NumAttentionHeads = 5
+			m.Towers[0].BERT = &c
+			return out
+		}, "onnx", false, "not a multiple of num_attention_heads"},
+		{"max-len", func(m *export.Model, _, out string) string { m.Towers[0].MaxLen = 1000; return out }, "hf", false, "max length 1000"},
+		{"non-empty-out", func(m *export.Model, _, out string) string {
+			os.MkdirAll(out, 0o755)
+			os.WriteFile(filepath.Join(out, "keep.txt"), []byte("mine"), 0o644)
+			return out
+		}, "hf", false, "exists and is not empty (use -force"},
+		{"out-is-file", func(m *export.Model, _, out string) string { os.WriteFile(out, []byte("x"), 0o644); return out }, "hf", true, "is not a directory"},
+		{"out-is-symlink", func(m *export.Model, parent, out string) string {
+			target := filepath.Join(parent, "elsewhere")
+			os.MkdirAll(target, 0o755)
+			os.Symlink(target, out)
+			return out
+		}, "hf", true, "is a symbolic link"},
+		{"no-parent", func(m *export.Model, parent, _ string) string { return filepath.Join(parent, "missing", "out") }, "hf", false, "parent of output"},
+		{"format", func(m *export.Model, _, out string) string { return out }, "tflite", false, `unknown format "tflite"`},
+		{"cls-head-hf", func(m *export.Model, _, out string) string {
+			h := m.Towers[0].BERT.HiddenSize
+			m.Kind, m.Head = export.KindCrossEncoder, &export.Head{Labels: []string{"r"}, Weight: make([]float32, h), Bias: []float32{0}, Pooling: bert.PoolCLS}
+			return out
+		}, "hf", false, "cannot express"},
+		{"head-shape", func(m *export.Model, _, out string) string {
+			m.Kind, m.Head = export.KindCrossEncoder, &export.Head{Labels: []string{"r"}, Weight: make([]float32, 3), Bias: []float32{0}}
+			return out
+		}, "onnx", false, "want weight [1, 32]"},
+		{"index-of-head", func(m *export.Model, _, out string) string {
+			h := m.Towers[0].BERT.HiddenSize
+			m.Kind, m.Head = export.KindCrossEncoder, &export.Head{Labels: []string{"r"}, Weight: make([]float32, h), Bias: []float32{0}}
+			return out
+		}, "index", false, "needs a bi-encoder"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := exporttest.BiEncoder(exporttest.Options{Pooling: bert.PoolPooler}, be, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parent := t.TempDir()
+			out := tc.edit(m, parent, filepath.Join(parent, "out"))
+			before := listDir(t, parent)
+			_, err = export.Export(m, export.Options{Format: tc.format, Out: out, Force: tc.force})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+			if after := listDir(t, parent); strings.Join(after, ",") != strings.Join(before, ",") {
+				t.Fatalf("directory changed: %v -> %v", before, after)
+			}
+			if tc.name == "non-empty-out" {
+				if names := listDir(t, out); len(names) != 1 {
+					t.Fatalf("output changed: %v", names)
+				}
+			}
+		})
+	}
+}
+
+// TestExportForce replaces a non-empty output with -force, and an empty one without.
+func TestExportForce(t *testing.T) {
+	be := goBackend(t)
+	m, err := exporttest.BiEncoder(exporttest.Options{}, be, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := t.TempDir()
+	out := filepath.Join(parent, "out")
+	os.MkdirAll(out, 0o755)
+	if _, err := export.Export(m, export.Options{Format: "hf", Out: out}); err != nil {
+		t.Fatalf("empty existing dir: %v", err)
+	}
+	os.WriteFile(filepath.Join(out, "stale.txt"), []byte("old"), 0o644)
+	if _, err := export.Export(m, export.Options{Format: "onnx", Out: out + "/", Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "stale.txt")); err == nil {
+		t.Fatal("-force kept the old contents")
+	}
+	if _, err := os.Stat(filepath.Join(out, "model.onnx")); err != nil {
+		t.Fatal(err)
+	}
+	if names := listDir(t, parent); len(names) != 1 {
+		t.Fatalf("leftovers beside the output: %v", names)
+	}
+}
+
+// TestIndex exports the tool index of the default dataset and checks it against the model.
+func TestIndex(t *testing.T) {
+	be := goBackend(t)
+	m, err := exporttest.BiEncoder(exporttest.Options{Separate: true}, be, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "index")
+	man, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkManifest(t, out)
+	d, _ := data.Default()
+	recs, flat, dim, meta, err := export.ReadIndexFiles(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != len(d.Tools) || dim != 32 || man.Tools != len(d.Tools) || man.DataFingerprint != d.Fingerprint() || meta["similarity"] != "cosine" {
+		t.Fatalf("%d records, dim %d, manifest %+v, metadata %v", len(recs), dim, man, meta)
+	}
+	if recs[3].ID != d.Tools[3].ID || recs[3].Text != d.Tools[3].Text || recs[3].ToolName != d.Tools[3].ToolName {
+		t.Fatalf("record 3: %+v", recs[3])
+	}
+	want, err := m.Embed(biencoder.ToolTower, []string{d.Tools[3].Text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := maxDiff(t, want, [][]float32{flat[3*dim : 4*dim]}); diff > 1e-6 {
+		t.Fatalf("tool 3 embedding differs by %g", diff)
+	}
+	qdir, err := man.TowerDir(out, biencoder.QueryTower)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qm, err := export.LoadHF(qdir, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := sampleTexts(t, 5)
+	want, _ = m.Embed(biencoder.QueryTower, texts)
+	got, err := qm.Embed("", texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := maxDiff(t, want, got); diff > 1e-6 {
+		t.Fatalf("query tower differs by %g", diff)
+	}
+}

@@ -1,0 +1,115 @@
+// Package exporttest builds tiny randomly initialised bi-encoders (and the runs training would
+// leave) for tests, examples and benchmarks of package export and its users.
+package exporttest
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/gomlx/compute"
+	"github.com/toolret/toolret/checkpoints"
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/models/bert"
+	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/tokenize"
+)
+
+var tokOnce = sync.OnceValues(func() (*tokenize.Tokenizer, error) {
+	d, err := data.Default()
+	if err != nil {
+		return nil, err
+	}
+	var texts []string
+	for _, t := range d.Tools {
+		texts = append(texts, t.Text)
+	}
+	for _, q := range d.Queries {
+		texts = append(texts, q.Text)
+	}
+	vocab, err := tokenize.BuildVocab(texts, 600, 2, true)
+	if err != nil {
+		return nil, err
+	}
+	return tokenize.New(vocab, true)
+})
+
+// Tokenizer returns a small WordPiece tokenizer (600 tokens) trained on the embedded default
+// dataset. It is shared: do not modify it.
+func Tokenizer() (*tokenize.Tokenizer, error) { return tokOnce() }
+
+// Options shape a tiny bi-encoder.
+type Options struct {
+	Hidden, Layers, Heads int          // default 32, 2, 4
+	Pooling               bert.Pooling // default mean
+	Similarity            string       // default cosine
+	Separate              bool         // separate query and tool towers
+	Act                   string       // hidden_act, default gelu
+}
+
+// Config returns the bi-encoder configuration for o and a vocabulary of vocabSize tokens.
+func Config(o Options, vocabSize int) *biencoder.Config {
+	bc := bert.Default()
+	bc.VocabSize = vocabSize
+	bc.HiddenSize, bc.NumHiddenLayers, bc.NumAttentionHeads = 32, 2, 4
+	if o.Hidden > 0 {
+		bc.HiddenSize = o.Hidden
+	}
+	if o.Layers > 0 {
+		bc.NumHiddenLayers = o.Layers
+	}
+	if o.Heads > 0 {
+		bc.NumAttentionHeads = o.Heads
+	}
+	bc.IntermediateSize = 2 * bc.HiddenSize
+	bc.MaxPositionEmbeddings = 128
+	bc.InitializerRange = 0.2 // larger than BERT's so that random models separate texts
+	if o.Act != "" {
+		bc.HiddenAct = o.Act
+	}
+	c := &biencoder.Config{BERT: bc, Pooling: o.Pooling, Shared: !o.Separate, QueryMaxLen: 32, ToolMaxLen: 64,
+		Similarity: o.Similarity, Temperature: 0.05}
+	if c.Pooling == "" {
+		c.Pooling = bert.PoolMean
+	}
+	if c.Similarity == "" {
+		c.Similarity = "cosine"
+	}
+	return c
+}
+
+// BiEncoder returns a tiny bi-encoder with random weights (deterministic in seed).
+func BiEncoder(o Options, be compute.Backend, seed uint64) (*export.Model, error) {
+	tok, err := Tokenizer()
+	if err != nil {
+		return nil, err
+	}
+	return export.NewBiEncoder(Config(o, tok.VocabSize()), tok, be, seed)
+}
+
+// WriteRun writes m (a bi-encoder from BiEncoder) as a training run with one checkpoint, as
+// cmd/train leaves it, so that biencoder.LoadRun and export.LoadModel read it.
+func WriteRun(runDir string, o Options, be compute.Backend, seed uint64) error {
+	tok, err := Tokenizer()
+	if err != nil {
+		return err
+	}
+	cfg := Config(o, tok.VocabSize())
+	m, err := export.NewBiEncoder(cfg, tok, be, seed)
+	if err != nil {
+		return err
+	}
+	files, err := biencoder.WriteRunFiles(runDir, cfg, tok)
+	if err != nil {
+		return err
+	}
+	d, err := data.Default()
+	if err != nil {
+		return err
+	}
+	man := checkpoints.Manifest{Step: 1, Seed: seed, Fingerprint: d.Fingerprint(), Extra: map[string]any{"best": map[string]any{"step": 1}}}
+	if _, err := checkpoints.Save(runDir, m.Store, man, files); err != nil {
+		return fmt.Errorf("exporttest: %w", err)
+	}
+	return nil
+}

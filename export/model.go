@@ -1,0 +1,432 @@
+package export
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/checkpoints"
+	"github.com/toolret/toolret/models/bert"
+	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/tokenize"
+)
+
+// Model kinds.
+const (
+	KindBiEncoder    = "biencoder"
+	KindCrossEncoder = "crossencoder"
+	KindClassifier   = "classifier"
+)
+
+// Model is a trained BERT-based model in the form every export format needs: one or two BERT
+// towers whose variables live in Store, the tokenizer, and for rerankers and classifiers a
+// classification head over the pooled [CLS] state.
+type Model struct {
+	Kind    string
+	Tok     *tokenize.Tokenizer
+	Store   *model.Store
+	Backend compute.Backend
+	// Towers: one for shared bi-encoders, cross-encoders and classifiers; two (QueryTower
+	// and ToolTower) for bi-encoders with separate towers.
+	Towers []Tower
+	// Head is the classification head (nil for bi-encoders).
+	Head *Head
+	// Similarity of a bi-encoder ("cosine" or "dot"); empty otherwise.
+	Similarity string
+	// QueryMaxLen and ToolMaxLen are a bi-encoder's per-side length limits (a shared tower's
+	// MaxLen is the larger one).
+	QueryMaxLen, ToolMaxLen int
+	// Source is the checkpoint directory the model came from, and Fingerprint the training
+	// data fingerprint recorded in it (both may be empty for models built in memory).
+	Source      string
+	Fingerprint string
+	// EmbedFn, when set, embeds texts with a tower exactly as the training code does (the
+	// index export uses it); otherwise Embed runs the tower's BERT with its pooling.
+	EmbedFn func(tower string, texts []string) ([][]float32, error)
+
+	mu      sync.Mutex
+	runners map[string]*bert.Runner
+}
+
+// Tower is one BERT encoder of a model.
+type Tower struct {
+	// Name is "" for a single (shared) tower, else biencoder.QueryTower or ToolTower; it
+	// is also the subdirectory the tower is exported into.
+	Name string
+	// Base is the scope path of the tower's BERT variables in Model.Store ("" = root).
+	Base    string
+	BERT    *bert.Config
+	Pooling bert.Pooling
+	// Normalize L2-normalises the pooled vector (cosine bi-encoders).
+	Normalize bool
+	// MaxLen is the maximum number of tokens per text, [CLS] and [SEP] included.
+	MaxLen int
+}
+
+// Head is a sequence-classification head: logits = W·pooled + b, with W [labels, hidden].
+// It reads the pooler output (BERT's dense+tanh over [CLS]), as HF's
+// BertForSequenceClassification does, or the raw [CLS] state with Pooling PoolCLS.
+type Head struct {
+	Weight  []float32 // [len(Labels), hidden], row-major
+	Bias    []float32 // [len(Labels)]
+	Labels  []string
+	Pooling bert.Pooling // bert.PoolPooler (default) or bert.PoolCLS
+}
+
+func (h *Head) pooling() bert.Pooling {
+	if h.Pooling == "" {
+		return bert.PoolPooler
+	}
+	return h.Pooling
+}
+
+// Logits applies the head to pooled vectors [n][hidden].
+func (h *Head) Logits(pooled [][]float32) [][]float32 {
+	n := len(h.Labels)
+	out := make([][]float32, len(pooled))
+	for i, p := range pooled {
+		out[i] = make([]float32, n)
+		for l := 0; l < n; l++ {
+			s := h.Bias[l]
+			w := h.Weight[l*len(p) : (l+1)*len(p)]
+			for k, v := range p {
+				s += w[k] * v
+			}
+			out[i][l] = s
+		}
+	}
+	return out
+}
+
+// Sigmoid is 1 / (1 + e^-x), the score of a one-logit reranker.
+func Sigmoid(x float32) float32 { return float32(1 / (1 + math.Exp(-float64(x)))) }
+
+// Tower returns the tower named name ("" finds the single tower of a shared model).
+func (m *Model) Tower(name string) (*Tower, error) {
+	for i := range m.Towers {
+		if m.Towers[i].Name == name || len(m.Towers) == 1 {
+			return &m.Towers[i], nil
+		}
+	}
+	return nil, fmt.Errorf("model has no %q tower", name)
+}
+
+// Validate checks that the model is exportable: valid BERT configs, a tokenizer whose
+// vocabulary matches every tower, lengths within the position table and a consistent head.
+func (m *Model) Validate() error {
+	if m.Tok == nil || m.Store == nil {
+		return fmt.Errorf("export: model has no tokenizer or no variables")
+	}
+	if len(m.Towers) == 0 || len(m.Towers) > 2 {
+		return fmt.Errorf("export: model has %d towers, want 1 or 2", len(m.Towers))
+	}
+	for _, t := range m.Towers {
+		name := t.Name
+		if name == "" {
+			name = "encoder"
+		}
+		if t.BERT == nil {
+			return fmt.Errorf("export: %s tower has no BERT config", name)
+		}
+		if err := t.BERT.Validate(); err != nil {
+			return fmt.Errorf("export: %s tower: %w", name, err)
+		}
+		if m.Tok.VocabSize() != t.BERT.VocabSize {
+			return fmt.Errorf("export: tokenizer has %d tokens but the %s tower's vocab_size is %d", m.Tok.VocabSize(), name, t.BERT.VocabSize)
+		}
+		if t.MaxLen < 2 || t.MaxLen > t.BERT.MaxPositionEmbeddings {
+			return fmt.Errorf("export: %s tower max length %d outside [2, %d]", name, t.MaxLen, t.BERT.MaxPositionEmbeddings)
+		}
+		switch t.Pooling {
+		case bert.PoolCLS, bert.PoolMean:
+		case bert.PoolPooler:
+			if !t.BERT.HasPooler() {
+				return fmt.Errorf("export: %s tower pools with the pooler but has no pooler weights", name)
+			}
+		default:
+			return fmt.Errorf("export: %s tower pooling %q not exportable (cls, mean, pooler)", name, t.Pooling)
+		}
+		if t.Name != "" && t.Name != biencoder.QueryTower && t.Name != biencoder.ToolTower {
+			return fmt.Errorf("export: tower name %q (want %q or %q)", t.Name, biencoder.QueryTower, biencoder.ToolTower)
+		}
+	}
+	if len(m.Towers) == 2 && (m.Towers[0].Name == m.Towers[1].Name || m.Towers[0].Name == "" || m.Towers[1].Name == "") {
+		return fmt.Errorf("export: two towers need distinct names %q and %q", biencoder.QueryTower, biencoder.ToolTower)
+	}
+	if h := m.Head; h != nil {
+		if len(m.Towers) != 1 {
+			return fmt.Errorf("export: a classification head needs exactly one tower")
+		}
+		hid := m.Towers[0].BERT.HiddenSize
+		n := len(h.Labels)
+		if n == 0 || len(h.Weight) != n*hid || len(h.Bias) != n {
+			return fmt.Errorf("export: head has %d labels, %d weights and %d biases; want weight [%d, %d] and bias [%d]", n, len(h.Weight), len(h.Bias), n, hid, n)
+		}
+		seen := map[string]bool{}
+		for _, l := range h.Labels {
+			if l == "" || seen[l] {
+				return fmt.Errorf("export: head labels %q must be non-empty and distinct", h.Labels)
+			}
+			seen[l] = true
+		}
+		if p := h.pooling(); p != bert.PoolPooler && p != bert.PoolCLS {
+			return fmt.Errorf("export: head pooling %q (want pooler or cls)", p)
+		}
+		if h.pooling() == bert.PoolPooler && !m.Towers[0].BERT.HasPooler() {
+			return fmt.Errorf("export: head reads the pooler but the model has no pooler weights")
+		}
+	}
+	return nil
+}
+
+func (m *Model) runner(base string, cfg *bert.Config, p bert.Pooling) (*bert.Runner, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := base + "|" + string(p)
+	if r := m.runners[key]; r != nil {
+		return r, nil
+	}
+	r, err := bert.NewRunner(m.Backend, m.Store, base, cfg, p)
+	if err != nil {
+		return nil, err
+	}
+	if m.runners == nil {
+		m.runners = map[string]*bert.Runner{}
+	}
+	m.runners[key] = r
+	return r, nil
+}
+
+// run encodes padded sequences (ids, types) with the tower's BERT and pooling p, batch by batch.
+func (m *Model) run(t *Tower, p bert.Pooling, ids, types [][]int32) ([][]float32, error) {
+	r, err := m.runner(t.Base, t.BERT, p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]float32, 0, len(ids))
+	const batch = 32
+	for start := 0; start < len(ids); start += batch {
+		end := min(start+batch, len(ids))
+		b := m.Tok.Pad(ids[start:end], types[start:end], t.MaxLen)
+		res, err := r.Run(b.IDs, b.Types, b.Mask)
+		if err != nil {
+			return nil, err
+		}
+		flat, err := tensors.CopyFlatData[float32](res)
+		if err != nil {
+			return nil, err
+		}
+		d := res.Shape().Dimensions[1]
+		for j := 0; j < end-start; j++ {
+			out = append(out, flat[j*d:(j+1)*d])
+		}
+	}
+	return out, nil
+}
+
+// Embed returns the pooled (and, with Normalize, L2-normalised) embedding of each text with
+// the named tower, computed by the BERT graph on the model's backend: the reference the
+// exported formats are checked against.
+func (m *Model) Embed(tower string, texts []string) ([][]float32, error) {
+	if m.EmbedFn != nil {
+		return m.EmbedFn(tower, texts)
+	}
+	t, err := m.Tower(tower)
+	if err != nil {
+		return nil, err
+	}
+	maxLen := t.MaxLen
+	switch {
+	case tower == biencoder.QueryTower && m.QueryMaxLen > 0:
+		maxLen = min(maxLen, m.QueryMaxLen)
+	case tower == biencoder.ToolTower && m.ToolMaxLen > 0:
+		maxLen = min(maxLen, m.ToolMaxLen)
+	}
+	ids := make([][]int32, len(texts))
+	types := make([][]int32, len(texts))
+	for i, s := range texts {
+		ids[i] = m.Tok.Single(s, maxLen)
+		types[i] = make([]int32, len(ids[i]))
+	}
+	out, err := m.run(t, t.Pooling, ids, types)
+	if err != nil {
+		return nil, err
+	}
+	if t.Normalize {
+		for _, v := range out {
+			L2Normalize(v)
+		}
+	}
+	return out, nil
+}
+
+// Score returns the head's logits for each (a, b) text pair (b may be nil for single texts).
+func (m *Model) Score(a, b []string) ([][]float32, error) {
+	if m.Head == nil {
+		return nil, fmt.Errorf("model %s has no classification head", m.Kind)
+	}
+	t := &m.Towers[0]
+	ids := make([][]int32, len(a))
+	types := make([][]int32, len(a))
+	for i := range a {
+		if b == nil {
+			ids[i] = m.Tok.Single(a[i], t.MaxLen)
+			types[i] = make([]int32, len(ids[i]))
+		} else {
+			ids[i], types[i] = m.Tok.Pair(a[i], b[i], t.MaxLen)
+		}
+	}
+	pooled, err := m.run(t, m.Head.pooling(), ids, types)
+	if err != nil {
+		return nil, err
+	}
+	return m.Head.Logits(pooled), nil
+}
+
+// L2Normalize scales v to unit length in place (as losses.Normalize: norm clamped at 1e-12).
+func L2Normalize(v []float32) {
+	s := 0.0
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	n := float32(math.Sqrt(max(s, 1e-24)))
+	for i := range v {
+		v[i] /= n
+	}
+}
+
+// Loader loads one kind of trained model from a checkpoint directory.
+type Loader struct {
+	Kind string
+	// ConfigFile is the model configuration file stored in the kind's checkpoints; its
+	// presence identifies the kind.
+	ConfigFile string
+	Load       func(checkpointDir string, be compute.Backend) (*Model, error)
+}
+
+var (
+	loadersMu sync.Mutex
+	loaders   = map[string]Loader{}
+)
+
+// Register makes a model kind exportable. Kinds identify themselves by their checkpoint's
+// configuration file (biencoder.json, ...).
+func Register(l Loader) {
+	loadersMu.Lock()
+	defer loadersMu.Unlock()
+	loaders[l.Kind] = l
+}
+
+func init() {
+	Register(Loader{Kind: KindBiEncoder, ConfigFile: biencoder.ConfigFile, Load: loadBiEncoder})
+}
+
+// LoadModel loads the model of a run directory (its best checkpoint) or of one checkpoint
+// directory, whatever its registered kind.
+func LoadModel(path string, be compute.Backend) (*Model, error) {
+	dir := path
+	if _, err := os.Stat(filepath.Join(path, "state.json")); err != nil {
+		var err error
+		if dir, err = biencoder.BestCheckpoint(path); err != nil {
+			return nil, err
+		}
+	}
+	loadersMu.Lock()
+	var ls []Loader
+	for _, l := range loaders {
+		ls = append(ls, l)
+	}
+	loadersMu.Unlock()
+	sort.Slice(ls, func(i, j int) bool { return ls[i].Kind < ls[j].Kind })
+	var kinds []string
+	for _, l := range ls {
+		kinds = append(kinds, l.Kind)
+		if _, err := os.Stat(filepath.Join(dir, l.ConfigFile)); err == nil {
+			m, err := l.Load(dir, be)
+			if err != nil {
+				return nil, err
+			}
+			if m.Kind == "" {
+				m.Kind = l.Kind
+			}
+			if m.Source == "" {
+				m.Source = dir
+			}
+			if m.Fingerprint == "" {
+				m.Fingerprint = checkpointFingerprint(dir)
+			}
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: not an exportable checkpoint (exportable kinds: %v)", dir, kinds)
+}
+
+func checkpointFingerprint(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if err != nil {
+		return ""
+	}
+	var m checkpoints.Manifest
+	if json.Unmarshal(b, &m) != nil {
+		return ""
+	}
+	return m.Fingerprint
+}
+
+func loadBiEncoder(dir string, be compute.Backend) (*Model, error) {
+	e, err := biencoder.LoadRun(dir, be)
+	if err != nil {
+		return nil, err
+	}
+	return FromEmbedder(e), nil
+}
+
+// FromEmbedder describes a loaded bi-encoder as an exportable Model; embeddings come from the
+// embedder itself.
+func FromEmbedder(e *biencoder.Embedder) *Model {
+	c := e.Cfg
+	cos := c.Similarity == "cosine" || c.Similarity == "cos"
+	tower := func(name string, maxLen int) Tower {
+		return Tower{Name: name, Base: c.TowerBase(name), BERT: c.BERT, Pooling: c.Pooling, Normalize: cos, MaxLen: maxLen}
+	}
+	m := &Model{Kind: KindBiEncoder, Tok: e.Tok, Store: e.Store, Backend: e.Backend, Similarity: c.Similarity,
+		QueryMaxLen: c.QueryMaxLen, ToolMaxLen: c.ToolMaxLen, EmbedFn: e.Embed}
+	if c.Shared {
+		t := tower("", max(c.QueryMaxLen, c.ToolMaxLen))
+		m.Towers = []Tower{t}
+	} else {
+		m.Towers = []Tower{tower(biencoder.QueryTower, c.QueryMaxLen), tower(biencoder.ToolTower, c.ToolMaxLen)}
+	}
+	return m
+}
+
+// NewBiEncoder builds a bi-encoder Model with freshly initialised weights (bert.Init with
+// seed), for tests, examples and benchmarks.
+func NewBiEncoder(cfg *biencoder.Config, tok *tokenize.Tokenizer, be compute.Backend, seed uint64) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if tok == nil {
+		return nil, errors.New("export: no tokenizer")
+	}
+	store := model.NewStore()
+	bases := []string{""}
+	if !cfg.Shared {
+		bases = []string{cfg.TowerBase(biencoder.QueryTower), cfg.TowerBase(biencoder.ToolTower)}
+	}
+	for i, b := range bases {
+		if err := bert.Init(bert.In(store.RootScope(), b), cfg.BERT, seed+uint64(i)); err != nil {
+			return nil, err
+		}
+	}
+	e := &biencoder.Embedder{Cfg: cfg, Tok: tok, Backend: be, Store: store, Batch: 32}
+	return FromEmbedder(e), nil
+}
