@@ -3,6 +3,8 @@ package export_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -11,12 +13,16 @@ import (
 	"testing"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/checkpoints"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/models/bert"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/safetensors"
 	"github.com/toolret/toolret/tokenize"
 )
 
@@ -242,7 +248,7 @@ func TestRunRoundTrip(t *testing.T) {
 	}
 }
 
-func headModel(t *testing.T, be compute.Backend, labels []string) *export.Model {
+func headModel(t *testing.T, be compute.Backend, labels []string, pool bert.Pooling, act string) *export.Model {
 	t.Helper()
 	m, err := exporttest.BiEncoder(exporttest.Options{Pooling: bert.PoolPooler}, be, 11)
 	if err != nil {
@@ -250,7 +256,7 @@ func headModel(t *testing.T, be compute.Backend, labels []string) *export.Model 
 	}
 	h := m.Towers[0].BERT.HiddenSize
 	rng := rand.New(rand.NewPCG(1, 2))
-	head := &export.Head{Labels: labels, Weight: make([]float32, len(labels)*h), Bias: make([]float32, len(labels))}
+	head := &export.Head{Labels: labels, Weight: make([]float32, len(labels)*h), Bias: make([]float32, len(labels)), Pooling: pool, Activation: act}
 	for i := range head.Weight {
 		head.Weight[i] = float32(rng.NormFloat64())
 	}
@@ -263,44 +269,154 @@ func headModel(t *testing.T, be compute.Backend, labels []string) *export.Model 
 	return m
 }
 
-// TestHFHead exports cross-encoder (one logit) and classifier (three labels) heads as
-// BertForSequenceClassification and loads them back.
+// TestHFHead exports heads as BertForSequenceClassification and loads them back: over the
+// pooler or over [CLS] (the cross-encoder's head; HF applies a scaled identity pooler), one
+// logit (a reranker) or several labels.
 func TestHFHead(t *testing.T) {
 	be := goBackend(t)
-	for _, labels := range [][]string{{"relevant"}, {"a", "b", "c"}} {
-		m := headModel(t, be, labels)
-		out := filepath.Join(t.TempDir(), "ce")
-		if _, err := export.Export(m, export.Options{Format: export.FormatHF, Out: out}); err != nil {
-			t.Fatal(err)
-		}
-		checkManifest(t, out)
-		if _, err := os.Stat(filepath.Join(out, "modules.json")); err == nil {
-			t.Error("sentence-transformers files written for a head model")
-		}
-		hm, err := export.LoadHF(out, be)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := map[bool]string{true: export.KindCrossEncoder, false: export.KindClassifier}[len(labels) == 1]; hm.Kind != want || strings.Join(hm.Head.Labels, ",") != strings.Join(labels, ",") {
-			t.Fatalf("loaded kind %s labels %v", hm.Kind, hm.Head.Labels)
-		}
-		hm.Towers[0].MaxLen = 96
-		a := sampleTexts(t, 10)
-		b := make([]string, len(a))
-		for i := range b {
-			b[i] = a[len(a)-1-i]
-		}
-		want, err := m.Score(a, b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := hm.Score(a, b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := maxDiff(t, want, got); d > 1e-6 {
-			t.Fatalf("%v: scores differ by %g", labels, d)
-		}
+	for _, tc := range []struct {
+		labels []string
+		pool   bert.Pooling
+		act    string
+	}{
+		{[]string{"relevant"}, bert.PoolPooler, ""},
+		{[]string{"a", "b", "c"}, bert.PoolPooler, "softmax"},
+		{[]string{"relevant"}, bert.PoolCLS, "sigmoid"},
+		{[]string{"x", "y"}, bert.PoolCLS, "sigmoid"},
+	} {
+		name := fmt.Sprintf("%d-%s-%s", len(tc.labels), tc.pool, tc.act)
+		t.Run(name, func(t *testing.T) {
+			m := headModel(t, be, tc.labels, tc.pool, tc.act)
+			out := filepath.Join(t.TempDir(), "ce")
+			if _, err := export.Export(m, export.Options{Format: export.FormatHF, Out: out}); err != nil {
+				t.Fatal(err)
+			}
+			checkManifest(t, out)
+			if _, err := os.Stat(filepath.Join(out, "modules.json")); err == nil {
+				t.Error("sentence-transformers files written for a head model")
+			}
+			hm, err := export.LoadHF(out, be)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]string{true: export.KindCrossEncoder, false: export.KindClassifier}[len(tc.labels) == 1]; hm.Kind != want || strings.Join(hm.Head.Labels, ",") != strings.Join(tc.labels, ",") {
+				t.Fatalf("loaded kind %s labels %v", hm.Kind, hm.Head.Labels)
+			}
+			if hm.Head.Pooling != tc.pool || (len(tc.labels) > 1 && hm.Head.Activation != map[string]string{"": "softmax"}[tc.act]+tc.act) {
+				t.Fatalf("loaded head pooling %s activation %s", hm.Head.Pooling, hm.Head.Activation)
+			}
+			hm.Towers[0].MaxLen = 96
+			a := sampleTexts(t, 10)
+			b := make([]string, len(a))
+			for i := range b {
+				b[i] = a[len(a)-1-i]
+			}
+			want, err := m.Score(a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := hm.Score(a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := maxDiff(t, want, got); d > 1e-6 {
+				t.Fatalf("scores differ by %g", d)
+			}
+			if tc.pool == bert.PoolCLS {
+				// What transformers computes, in float64 (an accurate tanh, as PyTorch's):
+				// the exported pooler (scaled identity + tanh), then the exported classifier.
+				f, err := safetensors.Open(filepath.Join(out, "model.safetensors"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				pw, _, _ := f.Float32("bert.pooler.dense.weight")
+				cw, _, _ := f.Float32("classifier.weight")
+				cb, _, _ := f.Float32("classifier.bias")
+				cls, err := hm.Pooled(a, b, bert.PoolCLS)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h, n := len(cls[0]), len(tc.labels)
+				got := make([][]float32, len(cls))
+				for i, x := range cls {
+					got[i] = make([]float32, n)
+					for l := 0; l < n; l++ {
+						s := float64(cb[l])
+						for k := range x {
+							s += float64(cw[l*h+k]) * math.Tanh(float64(pw[k*h+k])*float64(x[k]))
+						}
+						got[i][l] = float32(s)
+					}
+				}
+				d := maxDiff(t, want, got)
+				t.Logf("HF pooler route: max abs logit diff %.3g", d)
+				if d > 1e-4 {
+					t.Fatalf("HF pooler route differs by %g", d)
+				}
+			}
+		})
+	}
+}
+
+// TestHeadCheckpoint loads a cross-encoder checkpoint (BERT + /classifier over [CLS],
+// crossencoder.json) through the registry.
+func TestHeadCheckpoint(t *testing.T) {
+	be := goBackend(t)
+	tok, err := exporttest.Tokenizer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := exporttest.Config(exporttest.Options{}, tok.VocabSize()).BERT
+	store := model.NewStore()
+	if err := bert.Init(store.RootScope(), cfg, 4); err != nil {
+		t.Fatal(err)
+	}
+	w := make([]float32, cfg.HiddenSize)
+	for i := range w {
+		w[i] = float32(i%7) / 10
+	}
+	if _, err := store.Scope("/classifier").CreateVariable("weight", tensors.FromFlatDataAndDimensions(w, 1, cfg.HiddenSize)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Scope("/classifier").CreateVariable("bias", tensors.FromFlatDataAndDimensions([]float32{0.5}, 1)); err != nil {
+		t.Fatal(err)
+	}
+	run := t.TempDir()
+	tokDir := t.TempDir()
+	tok.Save(tokDir)
+	files := map[string][]byte{}
+	for _, f := range []string{"tokenizer.json", "vocab.txt", "tokenizer_config.json"} {
+		files[f], _ = os.ReadFile(filepath.Join(tokDir, f))
+	}
+	cb, _ := json.Marshal(map[string]any{"bert": cfg, "max_len": 80, "loss": "bce"})
+	files["crossencoder.json"] = cb
+	if _, err := checkpoints.Save(run, store, checkpoints.Manifest{Step: 2}, files); err != nil {
+		t.Fatal(err)
+	}
+	m, err := export.LoadModel(run, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Kind != export.KindCrossEncoder || m.Head == nil || m.Head.Pooling != bert.PoolCLS || m.Towers[0].MaxLen != 80 || m.Head.Labels[0] != "relevant" {
+		t.Fatalf("loaded %+v", m)
+	}
+	out := filepath.Join(t.TempDir(), "ce")
+	if _, err := export.Export(m, export.Options{Format: export.FormatHF, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	hm, err := export.LoadHF(out, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hm.Towers[0].MaxLen = 80
+	q, d := []string{"weather in paris", "book a flight"}, []string{"get the weather forecast", "flight search api"}
+	want, _ := m.Score(q, d)
+	got, err := hm.Score(q, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := maxDiff(t, want, got); diff > 1e-6 {
+		t.Fatalf("scores differ by %g", diff)
 	}
 }
 
@@ -354,11 +470,11 @@ func TestExportFailures(t *testing.T) {
 		}, "hf", true, "is a symbolic link"},
 		{"no-parent", func(m *export.Model, parent, _ string) string { return filepath.Join(parent, "missing", "out") }, "hf", false, "parent of output"},
 		{"format", func(m *export.Model, _, out string) string { return out }, "tflite", false, `unknown format "tflite"`},
-		{"cls-head-hf", func(m *export.Model, _, out string) string {
+		{"head-activation", func(m *export.Model, _, out string) string {
 			h := m.Towers[0].BERT.HiddenSize
-			m.Kind, m.Head = export.KindCrossEncoder, &export.Head{Labels: []string{"r"}, Weight: make([]float32, h), Bias: []float32{0}, Pooling: bert.PoolCLS}
+			m.Kind, m.Head = export.KindCrossEncoder, &export.Head{Labels: []string{"r"}, Weight: make([]float32, h), Bias: []float32{0}, Activation: "relu"}
 			return out
-		}, "hf", false, "cannot express"},
+		}, "hf", false, `head activation "relu"`},
 		{"head-shape", func(m *export.Model, _, out string) string {
 			m.Kind, m.Head = export.KindCrossEncoder, &export.Head{Labels: []string{"r"}, Weight: make([]float32, 3), Bias: []float32{0}}
 			return out

@@ -105,9 +105,6 @@ func hfConfig(cfg *bert.Config, head *Head) (map[string]any, error) {
 // sentence-transformers modules.
 func writeTowerHF(m *Model, t *Tower, dir string, maxLen int) error {
 	head := m.Head
-	if head != nil && head.pooling() != bert.PoolPooler {
-		return fmt.Errorf("export: the head reads [CLS] directly, which HF's BertForSequenceClassification cannot express (it applies the pooler); use -format onnx")
-	}
 	scope := bert.In(m.Store.RootScope(), t.Base)
 	if err := bert.SaveHF(scope, t.BERT, dir, head != nil); err != nil {
 		return fmt.Errorf("export: %w", err)
@@ -116,30 +113,13 @@ func writeTowerHF(m *Model, t *Tower, dir string, maxLen int) error {
 	if err != nil {
 		return fmt.Errorf("export: config.json: %w", err)
 	}
+	if head != nil {
+		if err := addHead(t, head, dir, cfg); err != nil {
+			return err
+		}
+	}
 	if err := writeJSON(dir, "config.json", cfg); err != nil {
 		return err
-	}
-	if head != nil {
-		// Add the classifier to model.safetensors (BertForSequenceClassification names).
-		st := filepath.Join(dir, "model.safetensors")
-		f, err := safetensors.Open(st)
-		if err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-		var ts []safetensors.Tensor
-		for _, n := range f.Names() {
-			d, shape, err := f.Float32(n)
-			if err != nil {
-				return fmt.Errorf("export: %w", err)
-			}
-			ts = append(ts, safetensors.Tensor{Name: n, Shape: shape, Data: d})
-		}
-		ts = append(ts,
-			safetensors.Tensor{Name: "classifier.weight", Shape: []int{len(head.Labels), t.BERT.HiddenSize}, Data: head.Weight},
-			safetensors.Tensor{Name: "classifier.bias", Shape: []int{len(head.Labels)}, Data: head.Bias})
-		if err := safetensors.Write(st, ts, map[string]string{"format": "pt"}); err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
 	}
 	if err := m.Tok.Save(dir); err != nil {
 		return fmt.Errorf("export: tokenizer: %w", err)
@@ -148,6 +128,60 @@ func writeTowerHF(m *Model, t *Tower, dir string, maxLen int) error {
 		return nil
 	}
 	return writeSentenceTransformers(m, t, dir, maxLen)
+}
+
+// clsPoolerScale is the pooler of a head that reads [CLS] directly: HF's
+// BertForSequenceClassification always applies the pooler, so the export sets it to
+// clsPoolerScale·I (bias 0) and divides the classifier by clsPoolerScale. tanh(εx)/ε equals x
+// within ε²x²/3 relative (5e-7 at |x| = 20); ε is a power of two, so toolret reads the head
+// back exactly.
+const clsPoolerScale = 1.0 / (1 << 14)
+
+// addHead adds the classifier (and, for a [CLS] head, the scaled identity pooler) to
+// model.safetensors (BertForSequenceClassification names) and cfg.
+func addHead(t *Tower, head *Head, dir string, cfg map[string]any) error {
+	h, n := t.BERT.HiddenSize, len(head.Labels)
+	st := filepath.Join(dir, "model.safetensors")
+	f, err := safetensors.Open(st)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	cls := head.pooling() == bert.PoolCLS
+	var ts []safetensors.Tensor
+	for _, name := range f.Names() {
+		if cls && (name == "bert.pooler.dense.weight" || name == "bert.pooler.dense.bias") {
+			continue
+		}
+		d, shape, err := f.Float32(name)
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		ts = append(ts, safetensors.Tensor{Name: name, Shape: shape, Data: d})
+	}
+	w := head.Weight
+	if cls {
+		pw := make([]float32, h*h)
+		for i := 0; i < h; i++ {
+			pw[i*h+i] = clsPoolerScale
+		}
+		ts = append(ts, safetensors.Tensor{Name: "bert.pooler.dense.weight", Shape: []int{h, h}, Data: pw},
+			safetensors.Tensor{Name: "bert.pooler.dense.bias", Shape: []int{h}, Data: make([]float32, h)})
+		w = make([]float32, len(head.Weight))
+		for i, v := range head.Weight {
+			w[i] = v / clsPoolerScale
+		}
+		cfg["toolret_head"] = map[string]any{"pooling": "cls", "pooler_scale": clsPoolerScale}
+	}
+	if act := head.activation(); n > 1 && act == "sigmoid" {
+		cfg["problem_type"] = "multi_label_classification"
+	}
+	ts = append(ts,
+		safetensors.Tensor{Name: "classifier.weight", Shape: []int{n, h}, Data: w},
+		safetensors.Tensor{Name: "classifier.bias", Shape: []int{n}, Data: head.Bias})
+	if err := safetensors.Write(st, ts, map[string]string{"format": "pt"}); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
 }
 
 func writeSentenceTransformers(m *Model, t *Tower, dir string, maxLen int) error {
@@ -382,6 +416,11 @@ func readHead(dir string, cfg *bert.Config) (*Head, error) {
 	var c struct {
 		Architectures []string          `json:"architectures"`
 		ID2Label      map[string]string `json:"id2label"`
+		ProblemType   string            `json:"problem_type"`
+		ToolretHead   struct {
+			Pooling     string  `json:"pooling"`
+			PoolerScale float64 `json:"pooler_scale"`
+		} `json:"toolret_head"`
 	}
 	if _, err := readJSONFile(filepath.Join(dir, "config.json"), &c); err != nil {
 		return nil, err
@@ -415,5 +454,16 @@ func readHead(dir string, cfg *bert.Config) (*Head, error) {
 	if !cfg.HasPooler() {
 		return nil, fmt.Errorf("%s: BertForSequenceClassification needs the pooler weights", p)
 	}
-	return &Head{Weight: w, Bias: b, Labels: labels, Pooling: bert.PoolPooler}, nil
+	head := &Head{Weight: w, Bias: b, Labels: labels, Pooling: bert.PoolPooler, Activation: "softmax"}
+	if c.ProblemType == "multi_label_classification" {
+		head.Activation = "sigmoid"
+	}
+	if c.ToolretHead.Pooling == "cls" {
+		// Undo the scaled identity pooler (see clsPoolerScale): exact, ε is a power of two.
+		head.Pooling = bert.PoolCLS
+		for i := range head.Weight {
+			head.Weight[i] *= float32(c.ToolretHead.PoolerScale)
+		}
+	}
+	return head, nil
 }

@@ -79,6 +79,16 @@ type Head struct {
 	Bias    []float32 // [len(Labels)]
 	Labels  []string
 	Pooling bert.Pooling // bert.PoolPooler (default) or bert.PoolCLS
+	// Activation turns several logits into probabilities: "softmax" (default) or "sigmoid"
+	// (independent labels). A single logit always gets a sigmoid (the reranker score).
+	Activation string
+}
+
+func (h *Head) activation() string {
+	if h.Activation == "" {
+		return "softmax"
+	}
+	return h.Activation
 }
 
 func (h *Head) pooling() bert.Pooling {
@@ -177,6 +187,9 @@ func (m *Model) Validate() error {
 			}
 			seen[l] = true
 		}
+		if a := h.activation(); a != "softmax" && a != "sigmoid" {
+			return fmt.Errorf("export: head activation %q (want softmax or sigmoid)", a)
+		}
 		if p := h.pooling(); p != bert.PoolPooler && p != bert.PoolCLS {
 			return fmt.Errorf("export: head pooling %q (want pooler or cls)", p)
 		}
@@ -273,6 +286,17 @@ func (m *Model) Score(a, b []string) ([][]float32, error) {
 	if m.Head == nil {
 		return nil, fmt.Errorf("model %s has no classification head", m.Kind)
 	}
+	pooled, err := m.Pooled(a, b, m.Head.pooling())
+	if err != nil {
+		return nil, err
+	}
+	return m.Head.Logits(pooled), nil
+}
+
+// Pooled returns the pooled states of the first tower for each (a, b) text pair (b may be
+// nil for single texts), tokenized as the head's input: [CLS] a [SEP] b [SEP] with token
+// types 0 then 1, truncated to the tower's MaxLen.
+func (m *Model) Pooled(a, b []string, p bert.Pooling) ([][]float32, error) {
 	t := &m.Towers[0]
 	ids := make([][]int32, len(a))
 	types := make([][]int32, len(a))
@@ -284,11 +308,7 @@ func (m *Model) Score(a, b []string) ([][]float32, error) {
 			ids[i], types[i] = m.Tok.Pair(a[i], b[i], t.MaxLen)
 		}
 	}
-	pooled, err := m.run(t, m.Head.pooling(), ids, types)
-	if err != nil {
-		return nil, err
-	}
-	return m.Head.Logits(pooled), nil
+	return m.run(t, p, ids, types)
 }
 
 // L2Normalize scales v to unit length in place (as losses.Normalize: norm clamped at 1e-12).
@@ -327,6 +347,92 @@ func Register(l Loader) {
 
 func init() {
 	Register(Loader{Kind: KindBiEncoder, ConfigFile: biencoder.ConfigFile, Load: loadBiEncoder})
+	Register(Loader{Kind: KindCrossEncoder, ConfigFile: "crossencoder.json", Load: HeadLoader(KindCrossEncoder, "crossencoder.json", []string{"relevant"})})
+	Register(Loader{Kind: KindClassifier, ConfigFile: "classifier.json", Load: HeadLoader(KindClassifier, "classifier.json", nil)})
+}
+
+// HeadLoader returns a loader for checkpoints of BERT + classification head models (the
+// cross-encoder and the classifiers): BERT at the store root, the head's variables
+// /classifier/weight [n, hidden] and /classifier/bias [n] over the [CLS] state, and a
+// configuration file with "bert", "max_len", optional "labels" (else defaultLabels, else
+// LABEL_i) and "loss" ("ce" means softmax probabilities, anything else sigmoid).
+func HeadLoader(kind, configFile string, defaultLabels []string) func(dir string, be compute.Backend) (*Model, error) {
+	return func(dir string, be compute.Backend) (*Model, error) {
+		c, err := checkpoints.Load(dir)
+		if err != nil {
+			return nil, err
+		}
+		cb, err := c.File(configFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s is not a %s checkpoint: %w", dir, kind, err)
+		}
+		var cfg struct {
+			BERT   *bert.Config `json:"bert"`
+			MaxLen int          `json:"max_len"`
+			Labels []string     `json:"labels"`
+			Loss   string       `json:"loss"`
+		}
+		if err := json.Unmarshal(cb, &cfg); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", dir, configFile, err)
+		}
+		if cfg.BERT == nil {
+			return nil, fmt.Errorf("%s: %s has no bert config", dir, configFile)
+		}
+		tok, err := tokenize.Load(dir)
+		if err != nil {
+			return nil, err
+		}
+		store := model.NewStore()
+		if err := c.Restore(store, be); err != nil {
+			return nil, err
+		}
+		hasPooler := store.GetVariable("/pooler/dense/weight") != nil
+		cfg.BERT.Pooler = &hasPooler
+		read := func(name string) ([]float32, []int, error) {
+			v := store.GetVariable(name)
+			if v == nil {
+				return nil, nil, fmt.Errorf("%s: no variable %s (not a BERT + classification head checkpoint)", dir, name)
+			}
+			t, err := v.Value()
+			if err != nil {
+				return nil, nil, err
+			}
+			d, err := tensors.CopyFlatData[float32](t)
+			return d, t.Shape().Dimensions, err
+		}
+		w, ws, err := read("/classifier/weight")
+		if err != nil {
+			return nil, err
+		}
+		b, _, err := read("/classifier/bias")
+		if err != nil {
+			return nil, err
+		}
+		labels := cfg.Labels
+		if len(labels) == 0 {
+			labels = defaultLabels
+		}
+		if len(ws) == 2 && ws[0] == 1 && len(labels) == 2 {
+			labels = labels[1:] // one sigmoid logit for the second (positive) class
+		}
+		if len(ws) == 2 && len(labels) != ws[0] {
+			labels = make([]string, ws[0])
+			for i := range labels {
+				labels[i] = fmt.Sprintf("LABEL_%d", i)
+			}
+		}
+		act := "sigmoid"
+		if cfg.Loss == "ce" {
+			act = "softmax"
+		}
+		maxLen := cfg.MaxLen
+		if maxLen <= 0 {
+			maxLen = cfg.BERT.MaxPositionEmbeddings
+		}
+		return &Model{Kind: kind, Tok: tok, Store: store, Backend: be, Source: dir,
+			Towers: []Tower{{BERT: cfg.BERT, Pooling: bert.PoolCLS, MaxLen: maxLen}},
+			Head:   &Head{Weight: w, Bias: b, Labels: labels, Pooling: bert.PoolCLS, Activation: act}}, nil
+	}
 }
 
 // LoadModel loads the model of a run directory (its best checkpoint) or of one checkpoint

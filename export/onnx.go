@@ -264,7 +264,11 @@ func ONNX(m *Model, t *Tower) ([]byte, error) {
 			b.rename(OutScore)
 			b.g.Output = append(b.g.Output, valueInfo(OutScore, protos.TensorProto_FLOAT, "batch"))
 		} else {
-			b.op("Softmax", []string{OutLogits}, attrInt("axis", -1))
+			if hd.activation() == "sigmoid" {
+				b.op("Sigmoid", []string{OutLogits})
+			} else {
+				b.op("Softmax", []string{OutLogits}, attrInt("axis", -1))
+			}
 			b.rename(OutProbs)
 			b.g.Output = append(b.g.Output, valueInfo(OutProbs, protos.TensorProto_FLOAT, "batch", n))
 		}
