@@ -3,6 +3,8 @@
 //	train [biencoder] [flags]   train a bi-encoder tool retriever (the default)
 //	train mine -run RUN [flags] mine hard negatives with a trained retriever
 //	train colt -init-embeddings RUN [flags]  COLT's LightGCN stage on a trained bi-encoder
+//	train crossencoder -retriever RUN [flags]  ToolRerank's cross-encoder reranker
+//	train classifier -kind querytype|mlc [flags]  query-type or multi-label tool classifier
 //
 // With no flags it trains a small bi-encoder from scratch on the embedded default dataset and
 // prints its test metrics. See `train biencoder -h` and `train mine -h`.
@@ -27,8 +29,12 @@ func main() {
 		err = mineCmd(args)
 	case "colt":
 		err = coltCmd(args)
+	case "crossencoder":
+		err = crossencoderCmd(args)
+	case "classifier":
+		err = classifierCmd(args)
 	default:
-		err = fmt.Errorf("unknown command %q (biencoder, mine, colt)", cmd)
+		err = fmt.Errorf("unknown command %q (biencoder, mine, colt, crossencoder, classifier)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "train:", err)

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/metrics"
+	"github.com/toolret/toolret/models/classifier"
+	"github.com/toolret/toolret/tokenize"
+	"github.com/toolret/toolret/train"
+)
+
+func classifierCmd(args []string) error {
+	fs := flag.NewFlagSet("classifier", flag.ContinueOnError)
+	kind := fs.String("kind", classifier.KindQueryType, "querytype (single- vs multi-tool query) or mlc (multi-label over all tools: a retriever)")
+	loss := fs.String("loss", "", "querytype: ce (2-way softmax, default) or bce (one logit); mlc: bce")
+	h := addHeadFlags(fs, 32, 32, 4, "")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *loss == "" {
+		*loss = "ce"
+		if *kind == classifier.KindMLC {
+			*loss = "bce"
+		}
+	}
+	if *h.metric == "" {
+		*h.metric = "accuracy"
+		if *kind == classifier.KindMLC {
+			*h.metric = "ndcg@5"
+		}
+	}
+	d, bk, tr, dev, sp, err := h.setup(*kind)
+	if err != nil {
+		return err
+	}
+	store := model.NewStore()
+	store.SetParam(model.ParamInitialSeed, int64(sp.Seed))
+	var cfg *classifier.Config
+	var tok *tokenize.Tokenizer
+	if *h.resume {
+		var b []byte
+		if b, tok, err = loadResume(*h.runDir, classifier.ConfigFile); err != nil {
+			return err
+		}
+		if cfg, err = classifier.Unmarshal(b); err != nil {
+			return err
+		}
+	} else {
+		bc, t, err := h.encoder(store, d, tr)
+		if err != nil {
+			return err
+		}
+		tok = t
+		cfg = &classifier.Config{Kind: *kind, BERT: bc, MaxLen: *h.maxLen, LossKind: *loss}
+		if *kind == classifier.KindMLC {
+			cfg.Labels = classifier.ToolLabels(d)
+		} else {
+			cfg.Labels = []string{classifier.LabelSingle, classifier.LabelMulti}
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	files, err := classifier.WriteRunFiles(*h.runDir, classifier.ConfigFile, cfg.Marshal(), tok)
+	if err != nil {
+		return err
+	}
+	if err := classifier.WriteSplit(*h.runDir, sp); err != nil {
+		return err
+	}
+	task := &classifier.Task{Cfg: cfg, Data: d, Train: tr, Dev: dev, Tok: tok, Backend: bk, BatchSize: *h.batch, Seed: sp.Seed, ExtraFiles: files}
+	if err := task.Prepare(); err != nil {
+		return err
+	}
+	tc, steps := h.trainConfig(d, task, sp.Seed)
+	multi := 0
+	for _, m := range classifier.QueryTypes(d, tr) {
+		if m {
+			multi++
+		}
+	}
+	fmt.Fprintf(os.Stderr, "%s\nclassifier %s: %d layers, hidden %d, vocab %d, %d outputs, %s loss, %d train queries (%d multi-tool), %d dev, %d steps -> %s\n",
+		d.Stats(), cfg.Kind, cfg.BERT.NumHiddenLayers, cfg.BERT.HiddenSize, cfg.BERT.VocabSize, cfg.Outputs(), cfg.LossKind,
+		len(tr.Judged()), multi, len(dev.Queries), steps, *h.runDir)
+	sum, err := train.Run(bk, store, task, tc, *h.resume)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "trained %d steps in %.0fs; best dev %s %.2f at step %d\n", sum.Steps, sum.Seconds, *h.metric, sum.BestMetrics[*h.metric], sum.BestStep)
+	if *h.testSplit == "" {
+		return nil
+	}
+	mod, err := classifier.LoadRun(*h.runDir, bk)
+	if err != nil {
+		return err
+	}
+	var out any
+	if cfg.Kind == classifier.KindMLC {
+		r, err := classifier.NewRanker(mod, d)
+		if err != nil {
+			return err
+		}
+		rep, err := metrics.Run(context.Background(), d, *h.testSplit, r, metrics.DefaultKs)
+		if err != nil {
+			return err
+		}
+		rep.Dataset = d.Name + " (mlc)"
+		fmt.Print(rep)
+		out = rep
+	} else {
+		ts, err := d.Split(*h.testSplit)
+		if err != nil {
+			return err
+		}
+		res, err := classifier.EvaluateOn(mod, d, ts)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s / %s: query-type accuracy %.2f (balanced %.2f; single-tool %.2f of %.0f, multi-tool %.2f of %.0f)\n", d.Name, *h.testSplit,
+			res["accuracy"], res["balanced_accuracy"], res["acc_single"], res["n_single"], res["acc_multi"], res["n_multi"])
+		out = res
+	}
+	b, _ := json.MarshalIndent(out, "", "  ")
+	return os.WriteFile(filepath.Join(*h.runDir, "test_metrics.json"), append(b, '\n'), 0o644)
+}

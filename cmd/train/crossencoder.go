@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/models/bert"
+	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/models/classifier"
+	"github.com/toolret/toolret/models/crossencoder"
+	"github.com/toolret/toolret/tokenize"
+	"github.com/toolret/toolret/train"
+)
+
+// headFlags are the flags shared by the cross-encoder and classifier commands.
+type headFlags struct {
+	dataDir, runDir, retriever, initDir, be, metric, schedule, testSplit            *string
+	layers, hidden, heads, inter, maxLen, batch, epochs, evalEvery, patience, accum *int
+	lr, wd, warmup, clip, devFrac                                                   *float64
+	seed                                                                            *uint64
+	resume, quiet                                                                   *bool
+}
+
+func addHeadFlags(fs *flag.FlagSet, maxLen, batch, epochs int, metric string) *headFlags {
+	return &headFlags{
+		dataDir:   fs.String("data", "", "dataset directory (default: the embedded default dataset)"),
+		runDir:    fs.String("run", "", "run directory (default runs/<command>-<time>)"),
+		retriever: fs.String("retriever", "", "trained bi-encoder run: its tokenizer (from scratch) and its dev split"),
+		initDir:   fs.String("init", "", "initialise the encoder from a HuggingFace BERT directory (else from scratch)"),
+		layers:    fs.Int("layers", 2, "from scratch: layers"),
+		hidden:    fs.Int("hidden", 128, "from scratch: hidden size"),
+		heads:     fs.Int("heads", 4, "from scratch: attention heads"),
+		inter:     fs.Int("intermediate", 0, "from scratch: intermediate size (default 4*hidden)"),
+		maxLen:    fs.Int("max-len", maxLen, "max tokens per input (specials included)"),
+		batch:     fs.Int("batch", batch, "examples per batch"),
+		epochs:    fs.Int("epochs", epochs, "epochs"),
+		lr:        fs.Float64("lr", 5e-4, "peak learning rate (5e-4 from scratch; ~2e-5 with -init)"),
+		wd:        fs.Float64("weight-decay", 0.01, "AdamW weight decay"),
+		warmup:    fs.Float64("warmup", 0.1, "warmup fraction of the steps"),
+		schedule:  fs.String("schedule", "linear", "linear, cosine or constant"),
+		clip:      fs.Float64("clip", 1, "global gradient-norm clipping (0: off)"),
+		accum:     fs.Int("accumulate", 1, "micro-batches per optimizer step"),
+		devFrac:   fs.Float64("dev", 0, "dev fraction carved from the training queries (default: the retriever run's, else 0.1)"),
+		seed:      fs.Uint64("seed", 0, "random seed, also of the dev split (default: the retriever run's, else 1)"),
+		evalEvery: fs.Int("eval-every", 0, "optimizer steps between dev evaluations (0: each epoch)"),
+		metric:    fs.String("metric", metric, "dev metric selecting the best checkpoint"),
+		patience:  fs.Int("patience", 0, "stop after this many evaluations without improvement (0: never)"),
+		be:        fs.String("backend", "", "go (default), onnx, xla:cpu, xla:cuda"),
+		testSplit: fs.String("test", "test", "split evaluated at the end (empty: none)"),
+		resume:    fs.Bool("resume", false, "continue the run in -run from its newest checkpoint"),
+		quiet:     fs.Bool("quiet", false, "no progress bar"),
+	}
+}
+
+// setup resolves the data, backend, dev split (the retriever's when given) and run directory.
+func (h *headFlags) setup(cmd string) (*data.Dataset, compute.Backend, *data.Split, *data.Split, classifier.DataSplit, error) {
+	var sp classifier.DataSplit
+	d, err := loadData(*h.dataDir)
+	if err != nil {
+		return nil, nil, nil, nil, sp, err
+	}
+	sp = classifier.DataSplit{DevFraction: 0.1, Seed: 1}
+	if *h.retriever != "" {
+		if sp, err = classifier.ReadSplit(*h.retriever, 0.1); err != nil {
+			return nil, nil, nil, nil, sp, err
+		}
+	}
+	if *h.devFrac > 0 {
+		sp.DevFraction = *h.devFrac
+	}
+	if *h.seed > 0 {
+		sp.Seed = *h.seed
+	}
+	if *h.runDir == "" {
+		if *h.resume {
+			return nil, nil, nil, nil, sp, fmt.Errorf("-resume needs -run")
+		}
+		*h.runDir = filepath.Join("runs", cmd+"-"+time.Now().Format("20060102-150405"))
+	}
+	bk, err := backend.Open(backend.Name(*h.be))
+	if err != nil {
+		return nil, nil, nil, nil, sp, err
+	}
+	tr, dev, err := d.CarveDev("train", sp.DevFraction, int64(sp.Seed))
+	if err != nil {
+		return nil, nil, nil, nil, sp, err
+	}
+	return d, bk, tr, dev, sp, nil
+}
+
+// encoder returns the BERT config and tokenizer of a new model: from -init (weights loaded
+// into store), or from scratch with the retriever run's tokenizer (or a vocabulary built
+// from the training texts when no retriever is given).
+func (h *headFlags) encoder(store *model.Store, d *data.Dataset, tr *data.Split) (*bert.Config, *tokenize.Tokenizer, error) {
+	if *h.initDir != "" {
+		bc, err := bert.LoadHF(bert.In(store.RootScope(), ""), *h.initDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		tok, err := tokenize.Load(*h.initDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		if *h.maxLen > bc.MaxPositionEmbeddings {
+			return nil, nil, fmt.Errorf("-max-len %d exceeds the checkpoint's max_position_embeddings %d", *h.maxLen, bc.MaxPositionEmbeddings)
+		}
+		return bc, tok, nil
+	}
+	var tok *tokenize.Tokenizer
+	var err error
+	if *h.retriever != "" {
+		tok, err = tokenize.Load(*h.retriever)
+	} else {
+		var texts []string
+		for _, t := range d.Tools {
+			texts = append(texts, t.Text)
+		}
+		for _, q := range tr.Queries {
+			texts = append(texts, d.Queries[q].Text)
+		}
+		var vocab []string
+		if vocab, err = tokenize.BuildVocab(texts, 8000, 2, true); err == nil {
+			tok, err = tokenize.New(vocab, true)
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	bc := bert.Default()
+	bc.VocabSize, bc.NumHiddenLayers, bc.HiddenSize, bc.NumAttentionHeads = tok.VocabSize(), *h.layers, *h.hidden, *h.heads
+	bc.IntermediateSize = *h.inter
+	if bc.IntermediateSize == 0 {
+		bc.IntermediateSize = 4 * *h.hidden
+	}
+	bc.MaxPositionEmbeddings = *h.maxLen
+	return bc, tok, nil
+}
+
+// loadResume returns the stored config bytes and tokenizer of a run being resumed.
+func loadResume(runDir, configFile string) ([]byte, *tokenize.Tokenizer, error) {
+	b, err := os.ReadFile(filepath.Join(runDir, configFile))
+	if err != nil {
+		return nil, nil, fmt.Errorf("resume: %w", err)
+	}
+	tok, err := tokenize.Load(runDir)
+	return b, tok, err
+}
+
+// trainConfig builds the trainer configuration.
+func (h *headFlags) trainConfig(d *data.Dataset, task train.Task, seed uint64) (train.Config, int) {
+	opt := train.DefaultOptimizer()
+	opt.LR, opt.WeightDecay, opt.Schedule, opt.ClipNorm, opt.Accumulate = *h.lr, *h.wd, *h.schedule, *h.clip, *h.accum
+	steps := 0
+	for e := 0; e < *h.epochs; e++ {
+		steps += task.Batches(e) / max(*h.accum, 1)
+	}
+	opt.Warmup = int(*h.warmup * float64(steps))
+	return train.Config{RunDir: *h.runDir, Seed: seed, Epochs: *h.epochs, EvalEvery: *h.evalEvery, Metric: *h.metric,
+		Patience: *h.patience, KeepLast: 2, Optimizer: opt, Fingerprint: d.Fingerprint(), Quiet: *h.quiet}, steps
+}
+
+// retrieverCandidates ranks the given queries with a bi-encoder run and returns each one's
+// top m tools.
+func retrieverCandidates(run string, bk compute.Backend, d *data.Dataset, queries []int, m int) (map[int][]int, error) {
+	emb, err := biencoder.LoadRun(run, bk)
+	if err != nil {
+		return nil, err
+	}
+	r, err := emb.Retriever(d, "text", "")
+	if err != nil {
+		return nil, err
+	}
+	texts := make([]string, len(queries))
+	for i, q := range queries {
+		texts[i] = d.Queries[q].Text
+	}
+	rk, err := r.RankTexts(texts, m)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int][]int, len(queries))
+	for i, q := range queries {
+		out[q] = rk[i].Tools
+	}
+	return out, nil
+}
+
+func crossencoderCmd(args []string) error {
+	fs := flag.NewFlagSet("crossencoder", flag.ContinueOnError)
+	h := addHeadFlags(fs, 128, 8, 2, "ndcg@5")
+	m := fs.Int("m", 30, "hard negatives are drawn from the retriever's top m (also the dev reranking depth)")
+	negs := fs.Int("negatives-per-positive", 3, "negatives per positive pair")
+	loss := fs.String("loss", "bce", "bce (per pair) or listwise (softmax CE over positive + negatives)")
+	devMax := fs.Int("dev-max", 0, "evaluate on at most this many dev queries during training (0: all)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *h.retriever == "" {
+		return fmt.Errorf("crossencoder needs -retriever RUN (a trained bi-encoder: hard negatives and dev candidates)")
+	}
+	d, bk, tr, dev, sp, err := h.setup("crossencoder")
+	if err != nil {
+		return err
+	}
+	store := model.NewStore()
+	store.SetParam(model.ParamInitialSeed, int64(sp.Seed))
+	var cfg *crossencoder.Config
+	var tok *tokenize.Tokenizer
+	if *h.resume {
+		var b []byte
+		if b, tok, err = loadResume(*h.runDir, crossencoder.ConfigFile); err != nil {
+			return err
+		}
+		if cfg, err = crossencoder.Unmarshal(b); err != nil {
+			return err
+		}
+	} else {
+		bc, t, err := h.encoder(store, d, tr)
+		if err != nil {
+			return err
+		}
+		tok = t
+		cfg = &crossencoder.Config{BERT: bc, MaxLen: *h.maxLen, LossKind: *loss}
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	files, err := classifier.WriteRunFiles(*h.runDir, crossencoder.ConfigFile, cfg.Marshal(), tok)
+	if err != nil {
+		return err
+	}
+	if err := classifier.WriteSplit(*h.runDir, sp); err != nil {
+		return err
+	}
+	evalDev := dev
+	if *devMax > 0 && len(dev.Queries) > *devMax {
+		evalDev = &data.Split{Name: dev.Name, Queries: dev.Queries[:*devMax], Relevant: dev.Relevant}
+	}
+	start := time.Now()
+	cands, err := retrieverCandidates(*h.retriever, bk, d, append(append([]int(nil), tr.Queries...), evalDev.Queries...), *m)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "retriever top-%d for %d queries in %.0fs\n", *m, len(cands), time.Since(start).Seconds())
+	task := &crossencoder.Task{Cfg: cfg, Data: d, Train: tr, Dev: evalDev, Tok: tok, Candidates: cands, Negatives: *negs,
+		BatchSize: *h.batch, Backend: bk, Seed: sp.Seed, ExtraFiles: files}
+	if err := task.Prepare(); err != nil {
+		return err
+	}
+	tc, steps := h.trainConfig(d, task, sp.Seed)
+	fmt.Fprintf(os.Stderr, "%s\ncross-encoder: %d layers, hidden %d, vocab %d, max len %d, %s loss, %d train pairs x (1+%d), %d dev queries, %d steps -> %s\n",
+		d.Stats(), cfg.BERT.NumHiddenLayers, cfg.BERT.HiddenSize, cfg.BERT.VocabSize, cfg.MaxLen, cfg.LossKind, len(tr.Pairs()), *negs, len(evalDev.Queries), steps, *h.runDir)
+	sum, err := train.Run(bk, store, task, tc, *h.resume)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "trained %d steps in %.0fs; best dev %s %.2f at step %d\n", sum.Steps, sum.Seconds, *h.metric, sum.BestMetrics[*h.metric], sum.BestStep)
+	if *h.testSplit == "" {
+		return nil
+	}
+	ts, err := d.Split(*h.testSplit)
+	if err != nil {
+		return err
+	}
+	texts := make([]string, len(d.Tools))
+	for i, t := range d.Tools {
+		texts[i] = t.Text
+	}
+	mod, err := crossencoder.LoadRun(*h.runDir, bk, texts)
+	if err != nil {
+		return err
+	}
+	tc2, err := retrieverCandidates(*h.retriever, bk, d, ts.Judged(), *m)
+	if err != nil {
+		return err
+	}
+	res, err := crossencoder.EvaluateRerank(context.Background(), mod, d, ts, tc2)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s / %s: cross-encoder reranking of the retriever's top %d: R@5 %.2f N@5 %.2f C@5 %.2f\n",
+		d.Name, *h.testSplit, *m, res["recall@5"], res["ndcg@5"], res["comp@5"])
+	b, _ := json.MarshalIndent(map[string]any{fmt.Sprintf("rerank-%d", *m): res}, "", "  ")
+	return os.WriteFile(filepath.Join(*h.runDir, "test_metrics.json"), append(b, '\n'), 0o644)
+}

@@ -1,0 +1,155 @@
+// Package classifier is the BERT sequence classifier used by ToolRerank and as a retriever:
+// [CLS] state → dropout → linear → n logits (HF BertForSequenceClassification's head, variables
+// "classifier.weight" [n, hidden] and "classifier.bias" [n] beside the encoder at the root).
+//
+// One head type serves several uses:
+//
+//   - querytype: does a query need a single tool or several (the hierarchy level above the
+//     API: ToolLens tool_name)? Softmax cross-entropy over 2 classes (or one logit with BCE);
+//     ToolRerank picks its hierarchy-aware algorithm with it.
+//   - mlc: multi-label classification over every API of the library (hidden × T head), one
+//     BCE per API; at inference the sigmoid scores rank all APIs, so it is a retriever.
+//
+// The cross-encoder (models/crossencoder) is the same head with one logit over a text pair.
+package classifier
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/layers"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/model/initializer"
+	"github.com/gomlx/gomlx/ml/nn"
+	"github.com/toolret/toolret/losses"
+	"github.com/toolret/toolret/models/bert"
+)
+
+// ConfigFile is the name of the classifier configuration in runs and checkpoints.
+const ConfigFile = "classifier.json"
+
+// Kinds of classifier.
+const (
+	KindQueryType = "querytype"
+	KindMLC       = "mlc"
+)
+
+// Query-type labels.
+const (
+	LabelSingle = "single-tool"
+	LabelMulti  = "multi-tool"
+)
+
+// Config defines a classifier.
+type Config struct {
+	Kind   string       `json:"kind"`
+	BERT   *bert.Config `json:"bert"`
+	MaxLen int          `json:"max_len"`
+	// Labels names the classes: querytype [single-tool, multi-tool]; mlc the tool (API) ids.
+	Labels []string `json:"labels"`
+	// Loss: "ce" (softmax cross-entropy, single-label) or "bce" (one sigmoid per output; for
+	// querytype a single logit for multi-tool).
+	LossKind string `json:"loss"`
+}
+
+// Outputs is the number of logits of the head.
+func (c *Config) Outputs() int {
+	if c.Kind == KindQueryType && c.LossKind == "bce" {
+		return 1
+	}
+	return len(c.Labels)
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	if c.BERT == nil {
+		return fmt.Errorf("classifier: no bert config")
+	}
+	if err := c.BERT.Validate(); err != nil {
+		return err
+	}
+	switch c.Kind {
+	case KindQueryType:
+		if len(c.Labels) != 2 {
+			return fmt.Errorf("classifier querytype: want 2 labels, have %d", len(c.Labels))
+		}
+		if c.LossKind != "ce" && c.LossKind != "bce" {
+			return fmt.Errorf("classifier querytype: loss %q: want ce or bce", c.LossKind)
+		}
+	case KindMLC:
+		if len(c.Labels) == 0 {
+			return fmt.Errorf("classifier mlc: no labels")
+		}
+		if c.LossKind != "bce" {
+			return fmt.Errorf("classifier mlc: loss %q: want bce", c.LossKind)
+		}
+	default:
+		return fmt.Errorf("classifier: kind %q: want querytype or mlc", c.Kind)
+	}
+	if c.MaxLen < 2 || c.MaxLen > c.BERT.MaxPositionEmbeddings {
+		return fmt.Errorf("classifier: max length %d must be in [2, %d]", c.MaxLen, c.BERT.MaxPositionEmbeddings)
+	}
+	return nil
+}
+
+// Marshal returns the JSON form stored in runs and checkpoints.
+func (c *Config) Marshal() []byte {
+	b, _ := json.MarshalIndent(c, "", "  ")
+	return append(b, '\n')
+}
+
+// Unmarshal parses a stored configuration.
+func Unmarshal(b []byte) (*Config, error) {
+	var c Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("classifier config: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Head is the classification head over BERT states: the [CLS] state of hidden
+// [B, S, H], dropout (training only, hidden_dropout_prob), then a linear layer to n logits
+// [B, n], with variables under root/classifier (HF layout: weight [n, H], bias [n]).
+func Head(root *model.Scope, cfg *bert.Config, hidden, mask *Node, n int) *Node {
+	g := hidden.Graph()
+	cls := bert.Pool(root, cfg, hidden, mask, bert.PoolCLS)
+	if cfg.HiddenDropoutProb > 0 && root.IsTraining(g) {
+		cls = layers.Dropout(root, cls, Scalar(g, cls.DType(), cfg.HiddenDropoutProb))
+	}
+	s := root.At("classifier")
+	h := cls.Shape().Dimensions[1]
+	w := s.WithInitializer(initializer.RandomNormalFn(s, cfg.InitializerRange)).
+		VariableWithShape("weight", shapes.Make(cls.DType(), n, h)).NodeValue(g)
+	b := s.WithInitializer(initializer.Zero).VariableWithShape("bias", shapes.Make(cls.DType(), n)).NodeValue(g)
+	return nn.Dense(cls, w, b, compute.DenseLayoutOutputsInput)
+}
+
+// Logits runs the model: ids and mask [B, S] (types may be nil) -> logits [B, Outputs()].
+func (c *Config) Logits(root *model.Scope, ids, types, mask *Node) *Node {
+	h := bert.Encode(root, c.BERT, ids, types, mask)
+	return Head(root, c.BERT, h, mask, c.Outputs())
+}
+
+// Probabilities turns logits into per-output probabilities: softmax for "ce", sigmoid for "bce".
+func (c *Config) Probabilities(logits *Node) *Node {
+	if c.LossKind == "ce" {
+		return Softmax(logits, -1)
+	}
+	return Sigmoid(logits)
+}
+
+// Loss is the training loss of one batch: inputs ids and mask [B, S] and the targets
+// [B, Outputs()] (one-hot for "ce", 0/1 per output for "bce").
+func (c *Config) Loss(root *model.Scope, in []*Node) *Node {
+	logits := c.Logits(root, in[0], nil, in[1])
+	if c.LossKind == "ce" {
+		return losses.ListwiseCE(logits, in[2], nil) // softmax CE with a one-hot target
+	}
+	return losses.BCEWithLogits(logits, in[2], nil)
+}

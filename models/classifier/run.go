@@ -1,0 +1,225 @@
+package classifier
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/gomlx/compute"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/checkpoints"
+	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/tokenize"
+)
+
+// SplitFile records, in a run directory, how the dev split was carved from the training
+// queries, so that later stages (reranker, classifiers, grid search) use the same one.
+const SplitFile = "data_split.json"
+
+// DataSplit is the content of SplitFile.
+type DataSplit struct {
+	DevFraction float64 `json:"dev_fraction"`
+	Seed        uint64  `json:"seed"`
+}
+
+// WriteSplit stores the dev-split parameters of a run.
+func WriteSplit(runDir string, s DataSplit) error {
+	b, _ := json.MarshalIndent(s, "", "  ")
+	return os.WriteFile(filepath.Join(runDir, SplitFile), append(b, '\n'), 0o644)
+}
+
+// ReadSplit returns the dev-split parameters of a run: its SplitFile when present, else the
+// seed of its train_config.json with devDefault as the fraction (bi-encoder runs record
+// only the seed; their -dev default is 0.1).
+func ReadSplit(runDir string, devDefault float64) (DataSplit, error) {
+	if b, err := os.ReadFile(filepath.Join(runDir, SplitFile)); err == nil {
+		var s DataSplit
+		if err := json.Unmarshal(b, &s); err != nil {
+			return s, fmt.Errorf("%s: %w", filepath.Join(runDir, SplitFile), err)
+		}
+		return s, nil
+	}
+	b, err := os.ReadFile(filepath.Join(runDir, "train_config.json"))
+	if err != nil {
+		return DataSplit{}, fmt.Errorf("run %s: cannot tell how its dev split was carved: %w", runDir, err)
+	}
+	var tc struct {
+		Seed uint64 `json:"seed"`
+	}
+	if err := json.Unmarshal(b, &tc); err != nil {
+		return DataSplit{}, fmt.Errorf("%s: %w", filepath.Join(runDir, "train_config.json"), err)
+	}
+	return DataSplit{DevFraction: devDefault, Seed: tc.Seed}, nil
+}
+
+// WriteRunFiles stores a model configuration (as name) and the tokenizer at the top of a run
+// directory and returns the files to keep in every checkpoint.
+func WriteRunFiles(runDir, name string, cfg []byte, tok *tokenize.Tokenizer) (map[string][]byte, error) {
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := tok.Save(runDir); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(runDir, name), cfg, 0o644); err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{name: cfg}
+	for _, f := range []string{"tokenizer.json", "vocab.txt", "tokenizer_config.json"} {
+		b, err := os.ReadFile(filepath.Join(runDir, f))
+		if err != nil {
+			return nil, err
+		}
+		files[f] = b
+	}
+	return files, nil
+}
+
+// LoadCheckpoint loads the best checkpoint of a run directory (or the checkpoint directory
+// given), returning it with the named config file's content and the tokenizer.
+func LoadCheckpoint(path, configFile string) (*checkpoints.Checkpoint, []byte, *tokenize.Tokenizer, error) {
+	dir := path
+	if _, err := os.Stat(filepath.Join(path, "state.json")); err != nil {
+		if dir, err = biencoder.BestCheckpoint(path); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	c, err := checkpoints.Load(dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cb, err := c.File(configFile)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s has no %s: %w", dir, configFile, err)
+	}
+	tok, err := tokenize.Load(dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return c, cb, tok, nil
+}
+
+// Model runs a trained classifier. Build it after the weights are final.
+type Model struct {
+	Cfg     *Config
+	Tok     *tokenize.Tokenizer
+	Backend compute.Backend
+	Store   *model.Store
+	Batch   int
+
+	mu   sync.Mutex
+	exec *model.Exec
+}
+
+// LoadRun loads a trained classifier from a run directory (best checkpoint) or checkpoint.
+func LoadRun(path string, be compute.Backend) (*Model, error) {
+	c, cb, tok, err := LoadCheckpoint(path, ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := Unmarshal(cb)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Dir, err)
+	}
+	if tok.VocabSize() != cfg.BERT.VocabSize {
+		return nil, fmt.Errorf("%s: tokenizer has %d tokens, model vocab_size %d", c.Dir, tok.VocabSize(), cfg.BERT.VocabSize)
+	}
+	store := model.NewStore()
+	if err := c.Restore(store, be); err != nil {
+		return nil, err
+	}
+	return &Model{Cfg: cfg, Tok: tok, Backend: be, Store: store, Batch: 64}, nil
+}
+
+// Probabilities returns, per text, the probability of each output (softmax or sigmoid).
+func (m *Model) Probabilities(texts []string) ([][]float32, error) {
+	m.mu.Lock()
+	if m.exec == nil {
+		exec, err := model.NewExec(m.Backend, m.Store, func(root *model.Scope, ids, mask *Node) *Node {
+			return m.Cfg.Probabilities(m.Cfg.Logits(root, ids, nil, mask))
+		})
+		if err != nil {
+			m.mu.Unlock()
+			return nil, err
+		}
+		m.exec = exec
+	}
+	exec := m.exec
+	m.mu.Unlock()
+	seqs := make([][]int32, len(texts))
+	for i, s := range texts {
+		seqs[i] = m.Tok.Single(s, m.Cfg.MaxLen)
+	}
+	return RunSorted(m.Tok, seqs, nil, m.Cfg.MaxLen, m.Batch, func(ids, types, mask *tensors.Tensor) (*tensors.Tensor, error) {
+		return exec.Call1(ids, mask)
+	})
+}
+
+// PMulti returns, per query, the probability that it needs several tools (querytype models).
+func (m *Model) PMulti(texts []string) ([]float32, error) {
+	if m.Cfg.Kind != KindQueryType {
+		return nil, fmt.Errorf("classifier: PMulti needs a querytype model, this one is %s", m.Cfg.Kind)
+	}
+	p, err := m.Probabilities(texts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, len(p))
+	for i, row := range p {
+		out[i] = row[len(row)-1] // ce: [single, multi]; bce: [multi]
+	}
+	return out, nil
+}
+
+// RunSorted runs call over seqs (token ids, with optional token types) in length-sorted,
+// bucket-padded batches of at most batch rows and returns the rows of the [B, n] results in
+// input order.
+func RunSorted(tok *tokenize.Tokenizer, seqs, types [][]int32, maxLen, batch int, call func(ids, types, mask *tensors.Tensor) (*tensors.Tensor, error)) ([][]float32, error) {
+	order := make([]int, len(seqs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return len(seqs[order[a]]) < len(seqs[order[b]]) })
+	batch = max(batch, 1)
+	out := make([][]float32, len(seqs))
+	for start := 0; start < len(order); start += batch {
+		idx := order[start:min(start+batch, len(order))]
+		sub := make([][]int32, len(idx))
+		var subT [][]int32
+		if types != nil {
+			subT = make([][]int32, len(idx))
+		}
+		for j, i := range idx {
+			sub[j] = seqs[i]
+			if types != nil {
+				subT[j] = types[i]
+			}
+		}
+		b := tok.Pad(sub, subT, maxLen)
+		ids := make([]int32, 0, len(idx)*b.Len)
+		ty := make([]int32, 0, len(idx)*b.Len)
+		mask := make([]int32, 0, len(idx)*b.Len)
+		for j := range b.IDs {
+			ids = append(ids, b.IDs[j]...)
+			ty = append(ty, b.Types[j]...)
+			mask = append(mask, b.Mask[j]...)
+		}
+		res, err := call(tensors.FromFlatDataAndDimensions(ids, len(idx), b.Len),
+			tensors.FromFlatDataAndDimensions(ty, len(idx), b.Len),
+			tensors.FromFlatDataAndDimensions(mask, len(idx), b.Len))
+		if err != nil {
+			return nil, err
+		}
+		flat := tensors.MustCopyFlatData[float32](res)
+		n := len(flat) / len(idx)
+		for j, i := range idx {
+			out[i] = flat[j*n : (j+1)*n]
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,193 @@
+package classifier
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/gomlx/compute"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/metrics"
+	"github.com/toolret/toolret/tokenize"
+	"github.com/toolret/toolret/train"
+)
+
+// Task trains a classifier on the judged queries of a split (it implements train.Task).
+type Task struct {
+	Cfg       *Config
+	Data      *data.Dataset
+	Train     *data.Split
+	Dev       *data.Split
+	Tok       *tokenize.Tokenizer
+	Backend   compute.Backend
+	BatchSize int
+	Seed      uint64
+	// ExtraFiles are stored with every checkpoint.
+	ExtraFiles map[string][]byte
+
+	queries []int
+	seqs    map[int][]int32
+	targets map[int][]float32
+	devT    map[int][]float32
+	order   map[int][]int
+}
+
+// Prepare tokenizes the queries and derives the targets.
+func (t *Task) Prepare() error {
+	if err := t.Cfg.Validate(); err != nil {
+		return err
+	}
+	if t.Tok.VocabSize() != t.Cfg.BERT.VocabSize {
+		return fmt.Errorf("classifier: tokenizer has %d tokens, model vocab_size is %d", t.Tok.VocabSize(), t.Cfg.BERT.VocabSize)
+	}
+	if t.BatchSize < 1 {
+		return fmt.Errorf("classifier: batch size %d", t.BatchSize)
+	}
+	var err error
+	if t.targets, err = Targets(t.Cfg, t.Data, t.Train); err != nil {
+		return err
+	}
+	if t.Dev != nil {
+		if t.devT, err = Targets(t.Cfg, t.Data, t.Dev); err != nil {
+			return err
+		}
+	}
+	t.queries = t.Train.Judged()
+	if len(t.queries) == 0 {
+		return fmt.Errorf("classifier: split %s has no judged queries", t.Train.Name)
+	}
+	t.seqs = map[int][]int32{}
+	for _, q := range t.queries {
+		t.seqs[q] = t.Tok.Single(t.Data.Queries[q].Text, t.Cfg.MaxLen)
+	}
+	t.order = map[int][]int{}
+	return nil
+}
+
+func (t *Task) epochOrder(epoch int) []int {
+	if o, ok := t.order[epoch]; ok {
+		return o
+	}
+	o := append([]int(nil), t.queries...)
+	r := rand.New(rand.NewPCG(t.Seed, uint64(epoch)+0x636c6173))
+	r.Shuffle(len(o), func(i, j int) { o[i], o[j] = o[j], o[i] })
+	t.order = map[int][]int{epoch: o}
+	return o
+}
+
+// Batches implements train.Task (a trailing partial batch is dropped).
+func (t *Task) Batches(int) int { return max(len(t.queries)/t.BatchSize, 1) }
+
+// Loss implements train.Task.
+func (t *Task) Loss(s *model.Scope, in []*Node) *Node { return t.Cfg.Loss(s, in) }
+
+// Batch implements train.Task.
+func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
+	o := t.epochOrder(epoch)
+	lo, hi := i*t.BatchSize, min((i+1)*t.BatchSize, len(o))
+	if lo >= hi {
+		return nil, 0, fmt.Errorf("batch %d of epoch %d out of range", i, epoch)
+	}
+	qs := o[lo:hi]
+	seqs := make([][]int32, len(qs))
+	n := t.Cfg.Outputs()
+	y := make([]float32, 0, len(qs)*n)
+	for j, q := range qs {
+		seqs[j] = t.seqs[q]
+		y = append(y, t.targets[q]...)
+	}
+	b := t.Tok.Pad(seqs, nil, t.Cfg.MaxLen)
+	ids := make([]int32, 0, len(qs)*b.Len)
+	mask := make([]int32, 0, len(qs)*b.Len)
+	for j := range b.IDs {
+		ids = append(ids, b.IDs[j]...)
+		mask = append(mask, b.Mask[j]...)
+	}
+	return []*tensors.Tensor{
+		tensors.FromFlatDataAndDimensions(ids, len(qs), b.Len),
+		tensors.FromFlatDataAndDimensions(mask, len(qs), b.Len),
+		tensors.FromFlatDataAndDimensions(y, len(qs), n),
+	}, len(qs), nil
+}
+
+// Evaluate implements train.Task. querytype: accuracy, balanced accuracy and per-class
+// accuracy (percent); mlc: the ranking metrics of its sigmoid scores.
+func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
+	if t.Dev == nil {
+		return map[string]float64{}, nil
+	}
+	m := &Model{Cfg: t.Cfg, Tok: t.Tok, Backend: t.Backend, Store: store, Batch: 64}
+	return EvaluateOn(m, t.Data, t.Dev)
+}
+
+// EvaluateOn evaluates a model on the judged queries of a split.
+func EvaluateOn(m *Model, d *data.Dataset, s *data.Split) (map[string]float64, error) {
+	qs := s.Judged()
+	texts := make([]string, len(qs))
+	for i, q := range qs {
+		texts[i] = d.Queries[q].Text
+	}
+	switch m.Cfg.Kind {
+	case KindQueryType:
+		p, err := m.PMulti(texts)
+		if err != nil {
+			return nil, err
+		}
+		types := QueryTypes(d, s)
+		return TypeAccuracy(p, qs, types), nil
+	default:
+		r, err := NewRanker(m, d)
+		if err != nil {
+			return nil, err
+		}
+		rk, err := r.Rank(context.Background(), texts, 10)
+		if err != nil {
+			return nil, err
+		}
+		rel := make([][]int, len(qs))
+		for i, q := range qs {
+			rel[i] = s.Relevant[q]
+		}
+		return metrics.Evaluate(rk, rel, []int{1, 3, 5, 10}).Map(), nil
+	}
+}
+
+// TypeAccuracy scores P(multi) predictions (threshold 0.5) against labels: accuracy,
+// balanced_accuracy, acc_single, acc_multi (percent) and the class sizes.
+func TypeAccuracy(pMulti []float32, qs []int, multi map[int]bool) map[string]float64 {
+	var ok, n [2]float64
+	for i, q := range qs {
+		c := 0
+		if multi[q] {
+			c = 1
+		}
+		n[c]++
+		if (pMulti[i] > 0.5) == (c == 1) {
+			ok[c]++
+		}
+	}
+	out := map[string]float64{"n_single": n[0], "n_multi": n[1]}
+	if n[0]+n[1] > 0 {
+		out["accuracy"] = 100 * (ok[0] + ok[1]) / (n[0] + n[1])
+	}
+	bal, classes := 0.0, 0.0
+	for c, name := range []string{"acc_single", "acc_multi"} {
+		if n[c] > 0 {
+			out[name] = 100 * ok[c] / n[c]
+			bal += out[name]
+			classes++
+		}
+	}
+	if classes > 0 {
+		out["balanced_accuracy"] = bal / classes
+	}
+	return out
+}
+
+// Files implements train.Task.
+func (t *Task) Files() (map[string][]byte, error) { return t.ExtraFiles, nil }
+
+var _ train.Task = (*Task)(nil)

@@ -1,0 +1,91 @@
+// Package crossencoder is ToolRerank's reranker: BERT over "[CLS] query [SEP] tool text [SEP]"
+// (token types 0 then 1, longest-first truncation), the [CLS] state → linear → one logit,
+// score = sigmoid(logit). It is trained on (query, positive API) pairs with hard negatives
+// drawn from a retriever's top-m (binary cross-entropy, or list-wise softmax cross-entropy
+// over [positive + negatives]) and scores rerank.Scorer pairs at inference.
+package crossencoder
+
+import (
+	"encoding/json"
+	"fmt"
+
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/losses"
+	"github.com/toolret/toolret/models/bert"
+	"github.com/toolret/toolret/models/classifier"
+)
+
+// ConfigFile is the name of the cross-encoder configuration in runs and checkpoints.
+const ConfigFile = "crossencoder.json"
+
+// Losses.
+const (
+	LossBCE      = "bce"
+	LossListwise = "listwise"
+)
+
+// Config defines a cross-encoder.
+type Config struct {
+	BERT     *bert.Config `json:"bert"`
+	MaxLen   int          `json:"max_len"` // tokens of the pair, specials included
+	LossKind string       `json:"loss"`
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	if c.BERT == nil {
+		return fmt.Errorf("crossencoder: no bert config")
+	}
+	if err := c.BERT.Validate(); err != nil {
+		return err
+	}
+	if c.BERT.TypeVocabSize < 2 {
+		return fmt.Errorf("crossencoder: type_vocab_size %d: pairs need 2 token types", c.BERT.TypeVocabSize)
+	}
+	if c.MaxLen < 3 || c.MaxLen > c.BERT.MaxPositionEmbeddings {
+		return fmt.Errorf("crossencoder: max length %d must be in [3, %d]", c.MaxLen, c.BERT.MaxPositionEmbeddings)
+	}
+	if c.LossKind != LossBCE && c.LossKind != LossListwise {
+		return fmt.Errorf("crossencoder: loss %q: want bce or listwise", c.LossKind)
+	}
+	return nil
+}
+
+// Marshal returns the JSON form stored in runs and checkpoints.
+func (c *Config) Marshal() []byte {
+	b, _ := json.MarshalIndent(c, "", "  ")
+	return append(b, '\n')
+}
+
+// Unmarshal parses a stored configuration.
+func Unmarshal(b []byte) (*Config, error) {
+	var c Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("crossencoder config: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Logits scores pairs: ids, types and mask [B, S] -> logits [B].
+func (c *Config) Logits(root *model.Scope, ids, types, mask *Node) *Node {
+	h := bert.Encode(root, c.BERT, ids, types, mask)
+	l := classifier.Head(root, c.BERT, h, mask, 1)
+	return Reshape(l, l.Shape().Dimensions[0])
+}
+
+// Loss is the training loss of one batch of G groups, each a positive pair followed by k
+// negative pairs: ids, types, mask [G*(1+k), S] and labels [G, 1+k] (1 for the positive).
+// BCE averages over every pair; listwise is the softmax cross-entropy of each group.
+func (c *Config) Loss(root *model.Scope, in []*Node) *Node {
+	logits := c.Logits(root, in[0], in[1], in[2])
+	labels := in[3]
+	logits = Reshape(logits, labels.Shape().Dimensions...)
+	if c.LossKind == LossListwise {
+		return losses.ListwiseCE(logits, labels, nil)
+	}
+	return losses.BCEWithLogits(logits, labels, nil)
+}

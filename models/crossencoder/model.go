@@ -1,0 +1,156 @@
+package crossencoder
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/gomlx/compute"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/models/classifier"
+	"github.com/toolret/toolret/rerank"
+	"github.com/toolret/toolret/tokenize"
+)
+
+// PairIDs builds "[CLS] a [SEP] b [SEP]" from the wordpiece ids of a and b (no specials),
+// truncated to maxLen longest-first exactly as tokenize.Tokenizer.Pair does.
+func PairIDs(tok *tokenize.Tokenizer, a, b []int32, maxLen int) (ids, types []int32) {
+	x, y := a, b
+	if maxLen > 0 {
+		maxLen = max(maxLen, 3)
+		for len(x)+len(y) > maxLen-3 {
+			if len(x) > len(y) {
+				x = x[:len(x)-1]
+			} else {
+				y = y[:len(y)-1]
+			}
+		}
+	}
+	ids = make([]int32, 0, len(x)+len(y)+3)
+	ids = append(append(append(ids, tok.CLSID()), x...), tok.SEPID())
+	n := len(ids)
+	ids = append(append(ids, y...), tok.SEPID())
+	types = make([]int32, len(ids))
+	for i := n; i < len(types); i++ {
+		types[i] = 1
+	}
+	return ids, types
+}
+
+// Model scores (query, tool) pairs with a trained cross-encoder; it implements rerank.Scorer.
+// Tool texts are tokenized once. Build it after the weights are final.
+type Model struct {
+	Cfg     *Config
+	Tok     *tokenize.Tokenizer
+	Backend compute.Backend
+	Store   *model.Store
+	Batch   int
+
+	tools [][]int32 // wordpiece ids of each tool text (no specials)
+	mu    sync.Mutex
+	exec  *model.Exec
+}
+
+// NewModel prepares scoring against the given tool texts (dataset order).
+func NewModel(cfg *Config, tok *tokenize.Tokenizer, be compute.Backend, store *model.Store, toolTexts []string) *Model {
+	m := &Model{Cfg: cfg, Tok: tok, Backend: be, Store: store, Batch: 64, tools: make([][]int32, len(toolTexts))}
+	for i, s := range toolTexts {
+		ids := tok.Encode(s)
+		m.tools[i] = ids[:min(len(ids), cfg.MaxLen)]
+	}
+	return m
+}
+
+// LoadRun loads a trained cross-encoder from a run directory (best checkpoint) or checkpoint.
+func LoadRun(path string, be compute.Backend, toolTexts []string) (*Model, error) {
+	c, cb, tok, err := classifier.LoadCheckpoint(path, ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := Unmarshal(cb)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Dir, err)
+	}
+	if tok.VocabSize() != cfg.BERT.VocabSize {
+		return nil, fmt.Errorf("%s: tokenizer has %d tokens, model vocab_size %d", c.Dir, tok.VocabSize(), cfg.BERT.VocabSize)
+	}
+	store := model.NewStore()
+	if err := c.Restore(store, be); err != nil {
+		return nil, err
+	}
+	return NewModel(cfg, tok, be, store, toolTexts), nil
+}
+
+func (m *Model) getExec() (*model.Exec, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.exec == nil {
+		exec, err := model.NewExec(m.Backend, m.Store, func(root *model.Scope, ids, types, mask *Node) *Node {
+			return InsertAxes(Sigmoid(m.Cfg.Logits(root, ids, types, mask)), -1)
+		})
+		if err != nil {
+			return nil, err
+		}
+		m.exec = exec
+	}
+	return m.exec, nil
+}
+
+// Pair is one (query, tool) pair to score: an index into the query texts and a tool index.
+type Pair struct {
+	Query int
+	Tool  int
+}
+
+// ScorePairs scores pairs of queries[p.Query] and tool p.Tool, batched across queries.
+func (m *Model) ScorePairs(ctx context.Context, queries []string, pairs []Pair) ([]float32, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	exec, err := m.getExec()
+	if err != nil {
+		return nil, err
+	}
+	qIDs := make(map[int][]int32)
+	seqs := make([][]int32, len(pairs))
+	types := make([][]int32, len(pairs))
+	for i, p := range pairs {
+		if p.Tool < 0 || p.Tool >= len(m.tools) {
+			return nil, fmt.Errorf("crossencoder: tool index %d out of range (%d tools)", p.Tool, len(m.tools))
+		}
+		q, ok := qIDs[p.Query]
+		if !ok {
+			q = m.Tok.Encode(queries[p.Query])
+			q = q[:min(len(q), m.Cfg.MaxLen)]
+			qIDs[p.Query] = q
+		}
+		seqs[i], types[i] = PairIDs(m.Tok, q, m.tools[p.Tool], m.Cfg.MaxLen)
+	}
+	rows, err := classifier.RunSorted(m.Tok, seqs, types, m.Cfg.MaxLen, m.Batch, func(ids, ty, mask *tensors.Tensor) (*tensors.Tensor, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return exec.Call1(ids, ty, mask)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("crossencoder: %w", err)
+	}
+	out := make([]float32, len(rows))
+	for i, r := range rows {
+		out[i] = r[0]
+	}
+	return out, nil
+}
+
+// Score implements rerank.Scorer: sigmoid scores of (query, api) for each api.
+func (m *Model) Score(ctx context.Context, query string, apis []int) ([]float32, error) {
+	pairs := make([]Pair, len(apis))
+	for i, a := range apis {
+		pairs[i] = Pair{0, a}
+	}
+	return m.ScorePairs(ctx, []string{query}, pairs)
+}
+
+var _ rerank.Scorer = (*Model)(nil)

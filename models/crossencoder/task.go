@@ -1,0 +1,221 @@
+package crossencoder
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/gomlx/compute"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/metrics"
+	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/tokenize"
+	"github.com/toolret/toolret/train"
+)
+
+// Task trains a cross-encoder (it implements train.Task). Every training example is a group:
+// a (query, positive API) pair of the training qrels followed by Negatives pairs of the same
+// query with APIs sampled from the retriever's top-m (Candidates) that are not positives.
+type Task struct {
+	Cfg   *Config
+	Data  *data.Dataset
+	Train *data.Split
+	Dev   *data.Split
+	Tok   *tokenize.Tokenizer
+	// Candidates maps a query (training and dev) to the retriever's top-m APIs, best first.
+	Candidates map[int][]int
+	Negatives  int // negatives per positive
+	BatchSize  int // groups per batch
+	Backend    compute.Backend
+	Seed       uint64
+	ExtraFiles map[string][]byte
+
+	pairs []train.Pair
+	qIDs  map[int][]int32
+	tools [][]int32
+	order map[int][]train.Pair
+}
+
+// Prepare tokenizes the texts once and checks the configuration.
+func (t *Task) Prepare() error {
+	if err := t.Cfg.Validate(); err != nil {
+		return err
+	}
+	if t.Tok.VocabSize() != t.Cfg.BERT.VocabSize {
+		return fmt.Errorf("crossencoder: tokenizer has %d tokens, model vocab_size is %d", t.Tok.VocabSize(), t.Cfg.BERT.VocabSize)
+	}
+	if t.BatchSize < 1 || t.Negatives < 1 {
+		return fmt.Errorf("crossencoder: batch %d and negatives per positive %d must be >= 1", t.BatchSize, t.Negatives)
+	}
+	if len(t.Data.Tools) <= 1 {
+		return fmt.Errorf("crossencoder: need more than one tool")
+	}
+	t.pairs = nil
+	for _, p := range t.Train.Pairs() {
+		t.pairs = append(t.pairs, train.Pair{Query: p[0], Tool: p[1]})
+	}
+	if len(t.pairs) == 0 {
+		return fmt.Errorf("crossencoder: split %s has no (query, tool) pairs", t.Train.Name)
+	}
+	t.qIDs = map[int][]int32{}
+	for _, q := range t.Train.Queries {
+		ids := t.Tok.Encode(t.Data.Queries[q].Text)
+		t.qIDs[q] = ids[:min(len(ids), t.Cfg.MaxLen)]
+	}
+	t.tools = make([][]int32, len(t.Data.Tools))
+	for i, tool := range t.Data.Tools {
+		ids := t.Tok.Encode(tool.Text)
+		t.tools[i] = ids[:min(len(ids), t.Cfg.MaxLen)]
+	}
+	t.order = map[int][]train.Pair{}
+	return nil
+}
+
+func (t *Task) epochPairs(epoch int) []train.Pair {
+	if o, ok := t.order[epoch]; ok {
+		return o
+	}
+	o := append([]train.Pair(nil), t.pairs...)
+	r := rand.New(rand.NewPCG(t.Seed, uint64(epoch)+0x63726f73))
+	r.Shuffle(len(o), func(i, j int) { o[i], o[j] = o[j], o[i] })
+	t.order = map[int][]train.Pair{epoch: o}
+	return o
+}
+
+// Batches implements train.Task (a trailing partial batch is dropped).
+func (t *Task) Batches(int) int { return max(len(t.pairs)/t.BatchSize, 1) }
+
+// Loss implements train.Task.
+func (t *Task) Loss(s *model.Scope, in []*Node) *Node { return t.Cfg.Loss(s, in) }
+
+// SampleNegatives draws k distinct non-positive APIs for query q: from cands (the retriever's
+// top-m) when it has enough, topped up uniformly from the rest of the library.
+func SampleNegatives(r *rand.Rand, cands []int, positive func(int) bool, nTools, k int) []int {
+	var pool []int
+	for _, c := range cands {
+		if !positive(c) {
+			pool = append(pool, c)
+		}
+	}
+	out := make([]int, 0, k)
+	taken := map[int]bool{}
+	for len(out) < k && len(pool) > 0 {
+		i := r.IntN(len(pool))
+		out = append(out, pool[i])
+		taken[pool[i]] = true
+		pool[i] = pool[len(pool)-1]
+		pool = pool[:len(pool)-1]
+	}
+	for tries := 0; len(out) < k && tries < 100*k; tries++ {
+		n := r.IntN(nTools)
+		if !taken[n] && !positive(n) {
+			taken[n] = true
+			out = append(out, n)
+		}
+	}
+	for len(out) < k { // a query relevant to (almost) everything: repeat what we have
+		out = append(out, out[len(out)%max(len(out), 1)])
+	}
+	return out
+}
+
+// Batch implements train.Task: G groups of 1+k pairs and labels [G, 1+k].
+func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
+	o := t.epochPairs(epoch)
+	lo, hi := i*t.BatchSize, min((i+1)*t.BatchSize, len(o))
+	if lo >= hi {
+		return nil, 0, fmt.Errorf("batch %d of epoch %d out of range", i, epoch)
+	}
+	r := rand.New(rand.NewPCG(t.Seed^0x6e6567, uint64(epoch)<<32|uint64(i)))
+	k := t.Negatives
+	var seqs, types [][]int32
+	labels := make([]float32, 0, (hi-lo)*(1+k))
+	for _, p := range o[lo:hi] {
+		rel := t.Train.Relevant[p.Query]
+		isPos := func(a int) bool {
+			j := sort.SearchInts(rel, a)
+			return j < len(rel) && rel[j] == a
+		}
+		negs := SampleNegatives(r, t.Candidates[p.Query], isPos, len(t.tools), k)
+		for j, a := range append([]int{p.Tool}, negs...) {
+			ids, ty := PairIDs(t.Tok, t.qIDs[p.Query], t.tools[a], t.Cfg.MaxLen)
+			seqs, types = append(seqs, ids), append(types, ty)
+			if j == 0 {
+				labels = append(labels, 1)
+			} else {
+				labels = append(labels, 0)
+			}
+		}
+	}
+	b := t.Tok.Pad(seqs, types, t.Cfg.MaxLen)
+	n := len(seqs)
+	ids := make([]int32, 0, n*b.Len)
+	ty := make([]int32, 0, n*b.Len)
+	mask := make([]int32, 0, n*b.Len)
+	for j := range b.IDs {
+		ids = append(ids, b.IDs[j]...)
+		ty = append(ty, b.Types[j]...)
+		mask = append(mask, b.Mask[j]...)
+	}
+	return []*tensors.Tensor{
+		tensors.FromFlatDataAndDimensions(ids, n, b.Len),
+		tensors.FromFlatDataAndDimensions(ty, n, b.Len),
+		tensors.FromFlatDataAndDimensions(mask, n, b.Len),
+		tensors.FromFlatDataAndDimensions(labels, hi-lo, 1+k),
+	}, hi - lo, nil
+}
+
+// Evaluate implements train.Task: the dev metrics of reranking each dev query's candidates.
+func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
+	if t.Dev == nil {
+		return map[string]float64{}, nil
+	}
+	texts := make([]string, len(t.Data.Tools))
+	for i, tool := range t.Data.Tools {
+		texts[i] = tool.Text
+	}
+	m := NewModel(t.Cfg, t.Tok, t.Backend, store, texts)
+	return EvaluateRerank(context.Background(), m, t.Data, t.Dev, t.Candidates)
+}
+
+// EvaluateRerank reranks each judged query's candidates of split s with m and returns the
+// ranking metrics at 1, 3, 5, 10.
+func EvaluateRerank(ctx context.Context, m *Model, d *data.Dataset, s *data.Split, cands map[int][]int) (map[string]float64, error) {
+	qs := s.Judged()
+	texts := make([]string, len(qs))
+	var pairs []Pair
+	for i, q := range qs {
+		texts[i] = d.Queries[q].Text
+		for _, a := range cands[q] {
+			pairs = append(pairs, Pair{i, a})
+		}
+	}
+	scores, err := m.ScorePairs(ctx, texts, pairs)
+	if err != nil {
+		return nil, err
+	}
+	rk := make([]retrieve.Ranking, len(qs))
+	rel := make([][]int, len(qs))
+	off := 0
+	for i, q := range qs {
+		c := cands[q]
+		r := retrieve.TopK(scores[off:off+len(c)], 0)
+		tools := make([]int, len(c))
+		for j, pos := range r.Tools {
+			tools[j] = c[pos]
+		}
+		rk[i] = retrieve.Ranking{Tools: tools, Scores: r.Scores}
+		rel[i] = s.Relevant[q]
+		off += len(c)
+	}
+	return metrics.Evaluate(rk, rel, []int{1, 3, 5, 10}).Map(), nil
+}
+
+// Files implements train.Task.
+func (t *Task) Files() (map[string][]byte, error) { return t.ExtraFiles, nil }
+
+var _ train.Task = (*Task)(nil)
