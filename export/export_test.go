@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -584,5 +585,40 @@ func TestIndex(t *testing.T) {
 	}
 	if diff := maxDiff(t, want, got); diff > 1e-6 {
 		t.Fatalf("query tower differs by %g", diff)
+	}
+}
+
+// TestCheckSafetensorsPython runs scripts/export/check_safetensors.py (numpy + json only) on
+// exported bi-encoder and cross-encoder directories, when /usr/bin/python3 has numpy.
+func TestCheckSafetensorsPython(t *testing.T) {
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import numpy").Run(); err != nil {
+		t.Skipf("%s with numpy not available (apt-get install python3-numpy): %v", py, err)
+	}
+	be := goBackend(t)
+	bi, err := exporttest.BiEncoder(exporttest.Options{Pooling: bert.PoolPooler}, be, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*export.Model{bi, headModel(t, be, []string{"relevant"}, bert.PoolCLS, "sigmoid"), headModel(t, be, []string{"a", "b"}, bert.PoolPooler, "")} {
+		out := filepath.Join(t.TempDir(), "hf")
+		if _, err := export.Export(m, export.Options{Format: export.FormatHF, Out: out}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := exec.Command(py, "../scripts/export/check_safetensors.py", out).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", m.Kind, err, res)
+		}
+		t.Logf("%s: %s", m.Kind, strings.TrimSpace(string(res)))
+	}
+	// A broken file must be reported.
+	out := filepath.Join(t.TempDir(), "hf")
+	if _, err := export.Export(bi, export.Options{Format: export.FormatHF, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := os.ReadFile(filepath.Join(out, "config.json"))
+	os.WriteFile(filepath.Join(out, "config.json"), []byte(strings.Replace(string(cfg), `"intermediate_size": 64`, `"intermediate_size": 65`, 1)), 0o644)
+	if res, err := exec.Command(py, "../scripts/export/check_safetensors.py", out).CombinedOutput(); err == nil || !strings.Contains(string(res), "intermediate.dense.weight: shape") {
+		t.Fatalf("mismatch not reported: %v\n%s", err, res)
 	}
 }

@@ -1,0 +1,82 @@
+// Command export writes a trained run in a format other programs load.
+//
+//	export -run RUN -format hf|onnx|index -out DIR [-force] [-data DIR] [-backend go]
+//
+// RUN is a run directory (its best checkpoint is exported) or one checkpoint directory, of
+// any kind package export knows (bi-encoder, cross-encoder, classifier).
+//
+//	hf     HuggingFace BERT directory (+ sentence-transformers files for bi-encoders,
+//	       BertForSequenceClassification for heads); separate towers go to query/ and tool/.
+//	onnx   model.onnx (or query.onnx and tool.onnx): opset 17, dynamic batch and sequence
+//	       axes, int64 inputs input_ids, attention_mask, token_type_ids; outputs "embedding"
+//	       (pooled, normalised for cosine models) or "logits" and "score"/"probabilities".
+//	index  a bi-encoder's tool embeddings over the tools of -data (default: the embedded
+//	       dataset): tools.safetensors, tools.jsonl and the query tower (query/, hf layout),
+//	       loadable with package retriever.
+//
+// Every export has a manifest.json (toolret version, source, kind, data fingerprint, sha256 of
+// every file). DIR must be absent or empty unless -force; the export is written beside it
+// and renamed into place, so a failure leaves nothing behind.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/export"
+)
+
+func main() {
+	run := flag.String("run", "", "run directory or checkpoint directory (required)")
+	format := flag.String("format", "hf", "hf, onnx or index")
+	out := flag.String("out", "", "output directory (required)")
+	force := flag.Bool("force", false, "replace a non-empty output directory")
+	dataDir := flag.String("data", "", "dataset whose tools -format index embeds (default: the embedded dataset)")
+	be := flag.String("backend", "", "compute backend: go (default), onnx, xla:cpu")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "export: unexpected arguments %q\n", flag.Args())
+		os.Exit(2)
+	}
+	man, err := runExport(*run, *format, *out, *force, *dataDir, *be)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "export:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "exported %s %s (%s) to %s: %d files\n", man.Kind, man.Source, man.Format, *out, len(man.Files)+1)
+}
+
+func runExport(run, format, out string, force bool, dataDir, beName string) (*export.Manifest, error) {
+	if run == "" || out == "" {
+		return nil, fmt.Errorf("-run and -out are required")
+	}
+	switch format {
+	case export.FormatHF, export.FormatONNX, export.FormatIndex:
+	default:
+		return nil, fmt.Errorf("unknown -format %q (hf, onnx, index)", format)
+	}
+	if dataDir != "" && format != export.FormatIndex {
+		return nil, fmt.Errorf("-data is only used by -format index")
+	}
+	opts := export.Options{Format: format, Out: out, Force: force}
+	if dataDir != "" {
+		d, err := data.Load(dataDir)
+		if err != nil {
+			return nil, err
+		}
+		opts.Data, opts.DataSource = d, dataDir
+	}
+	be, err := backend.Open(backend.Name(beName))
+	if err != nil {
+		return nil, err
+	}
+	m, err := export.LoadModel(run, be)
+	if err != nil {
+		return nil, err
+	}
+	opts.Source = run
+	return export.Export(m, opts)
+}
