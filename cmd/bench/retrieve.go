@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/export/exporttest"
+	"github.com/toolret/toolret/retriever"
+)
+
+// retrieveBench measures retriever.Retrieve latency (one query per call, k tools) over the
+// tools of a dataset (ToolLens: 464) and over a synthetic index of -synthetic random tools.
+//
+//	bench retrieve [-run RUN] [-data DIR] [-n 200] [-k 10] [-synthetic 100000]
+//
+// Without -run the model is a random bi-encoder of -layers/-hidden/-heads.
+func retrieveBench(args []string) error {
+	fs := flag.NewFlagSet("retrieve", flag.ExitOnError)
+	run := fs.String("run", "", "bi-encoder run to export (default: a random model)")
+	dataDir := fs.String("data", "../shared/datasets/toollens", "dataset whose tools are indexed and whose queries are timed (embedded dataset if absent)")
+	n := fs.Int("n", 200, "queries timed")
+	k := fs.Int("k", 10, "tools returned per query")
+	synthetic := fs.Int("synthetic", 100000, "tools of the synthetic index (0: skip)")
+	layers := fs.Int("layers", 4, "random model: layers")
+	hidden := fs.Int("hidden", 256, "random model: hidden size")
+	heads := fs.Int("heads", 4, "random model: attention heads")
+	beName := fs.String("backend", "", "compute backend")
+	fs.Parse(args)
+
+	be, err := backend.Open(backend.Name(*beName))
+	if err != nil {
+		return err
+	}
+	d, err := data.Load(*dataDir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v; using the embedded dataset\n", err)
+		if d, err = data.Default(); err != nil {
+			return err
+		}
+		*dataDir = "default"
+	}
+	var m *export.Model
+	what := ""
+	if *run != "" {
+		if m, err = export.LoadModel(*run, be); err != nil {
+			return err
+		}
+		what = "run " + *run
+	} else {
+		o := exporttest.Options{Hidden: *hidden, Layers: *layers, Heads: *heads}
+		if m, err = exporttest.BiEncoder(o, be, 1); err != nil {
+			return err
+		}
+		what = fmt.Sprintf("random bi-encoder (%d layers, hidden %d)", *layers, *hidden)
+	}
+	tmp, err := os.MkdirTemp("", "toolret-bench-retrieve-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	dir := filepath.Join(tmp, "index")
+	start := time.Now()
+	if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: dir, Data: d, DataSource: *dataDir}); err != nil {
+		return err
+	}
+	fmt.Printf("retrieve: %s, %d tools of %s indexed in %v; %d queries, k=%d, backend %s\n", what, len(d.Tools), d.Name, time.Since(start).Round(time.Millisecond), *n, *k, backend.Name(*beName))
+	queries := make([]string, 0, *n)
+	for i := 0; len(queries) < *n; i++ {
+		queries = append(queries, d.Queries[i%len(d.Queries)].Text)
+	}
+	measure := func(label string, opts ...retriever.Option) error {
+		r, err := retriever.Load(dir, opts...)
+		if err != nil {
+			return err
+		}
+		ctx := context.Background()
+		for _, q := range queries[:min(len(queries), 50)] { // warm up: compile every length bucket
+			if _, err := r.Retrieve(ctx, q, *k); err != nil {
+				return err
+			}
+		}
+		lat := make([]time.Duration, len(queries))
+		for i, q := range queries {
+			t0 := time.Now()
+			if _, err := r.Retrieve(ctx, q, *k); err != nil {
+				return err
+			}
+			lat[i] = time.Since(t0)
+		}
+		sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
+		pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
+		fmt.Printf("  %-22s p50 %8.2f ms   p95 %8.2f ms   max %8.2f ms\n", label, ms(pct(0.50)), ms(pct(0.95)), ms(lat[len(lat)-1]))
+		return nil
+	}
+	if err := measure(fmt.Sprintf("%d tools", len(d.Tools))); err != nil {
+		return err
+	}
+	if *synthetic > 0 {
+		// Same query model, random unit tool vectors.
+		dim := m.Towers[0].BERT.HiddenSize
+		rng := rand.New(rand.NewPCG(1, 2))
+		emb := make([][]float32, *synthetic)
+		recs := make([]export.ToolRecord, *synthetic)
+		for i := range emb {
+			emb[i] = make([]float32, dim)
+			for j := range emb[i] {
+				emb[i][j] = float32(rng.NormFloat64())
+			}
+			export.L2Normalize(emb[i])
+			recs[i] = export.ToolRecord{ID: fmt.Sprintf("synthetic-%d", i), Text: d.Tools[i%len(d.Tools)].Text}
+		}
+		if err := export.WriteIndexFiles(dir, recs, emb, nil); err != nil {
+			return err
+		}
+		if err := measure(fmt.Sprintf("%d tools (synthetic)", *synthetic), retriever.WithoutVerify()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
