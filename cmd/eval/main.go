@@ -2,6 +2,10 @@
 // NDCG@K and COMP@K (percent), overall and per subset.
 //
 //	eval [-data DIR] [-split test] [-method bm25 | -run RUN [-tool-vectors text|usage]] [-k 1,3,5,10] [-json] [-subsets]
+//	eval -method rerank -retriever RUN -reranker RUN -classifier RUN [-grid] [-m-seen 10 -m-unseen 30 -tau-s 0.8 -tau-m 0.8 -n 2]
+//	eval -method rerank-m -retriever RUN -reranker RUN -m 30
+//
+// -run accepts bi-encoder runs and mlc classifier runs (the kind is read from the run's files).
 //
 // Without -data it uses the embedded default dataset.
 package main
@@ -137,6 +141,9 @@ func buildRun(d *data.Dataset) (retrieve.Ranker, error) {
 	be, err := backend.Open(backend.Name(*beName))
 	if err != nil {
 		return nil, err
+	}
+	if loader := runLoader(*runDir); loader != nil {
+		return loader(*runDir, be, d)
 	}
 	emb, err := biencoder.LoadRun(*runDir, be)
 	if err != nil {

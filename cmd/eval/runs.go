@@ -1,0 +1,33 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/gomlx/compute"
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/models/classifier"
+	"github.com/toolret/toolret/retrieve"
+)
+
+// runLoaders maps a configuration file found in a run (or checkpoint) directory to the loader
+// of that kind of run as a ranker; bi-encoder runs (biencoder.json) are the fallback.
+var runLoaders = map[string]func(dir string, be compute.Backend, d *data.Dataset) (retrieve.Ranker, error){
+	classifier.ConfigFile: func(dir string, be compute.Backend, d *data.Dataset) (retrieve.Ranker, error) {
+		m, err := classifier.LoadRun(dir, be)
+		if err != nil {
+			return nil, err
+		}
+		return classifier.NewRanker(m, d)
+	},
+}
+
+// runLoader returns the loader for the kind of run in dir, or nil.
+func runLoader(dir string) func(string, compute.Backend, *data.Dataset) (retrieve.Ranker, error) {
+	for file, l := range runLoaders {
+		if _, err := os.Stat(filepath.Join(dir, file)); err == nil {
+			return l
+		}
+	}
+	return nil
+}
