@@ -31,6 +31,7 @@ var (
 	tauM          = flag.Float64("tau-m", float64(rerank.DefaultParams.TauM), "rerank: Alg. 2 retriever-cosine threshold (tau_m)")
 	nPer          = flag.Int("n", rerank.DefaultParams.N, "rerank: Alg. 2 results kept per connected component (n)")
 	gridFlag      = flag.Bool("grid", false, "rerank: grid-search m_s<m_u in {10,30,50}, tau_s, tau_m in {0.6..0.9}, n in {2,3,4} on the dev split, then evaluate with the best")
+	gridM         = flag.String("grid-m", "10:30,10:50,30:50", "rerank: the (m_s:m_u) pairs the grid search tries")
 	gridMetric    = flag.String("grid-metric", "ndcg@5", "rerank: dev metric the grid search maximises (recall@K, ndcg@K or comp@K)")
 	noHierarchy   = flag.Bool("no-hierarchy", false, "rerank ablation: truncation + cross-encoder only")
 	onlyAlg       = flag.String("only", "", "rerank ablation: single or multi: use one algorithm for every query")
@@ -108,6 +109,21 @@ func metricFn(name string) (func(ranked, rel []int) float64, error) {
 		}
 		return c
 	}, nil
+}
+
+// parseGridM parses "10:30,10:50" into (m_s, m_u) pairs with m_s < m_u.
+func parseGridM(s string) ([][2]int, error) {
+	var out [][2]int
+	for _, f := range strings.Split(s, ",") {
+		a, b, ok := strings.Cut(strings.TrimSpace(f), ":")
+		ms, err1 := strconv.Atoi(a)
+		mu, err2 := strconv.Atoi(b)
+		if !ok || err1 != nil || err2 != nil || ms <= 0 || mu <= ms {
+			return nil, fmt.Errorf("-grid-m %q: want m_s:m_u pairs with 0 < m_s < m_u, separated by commas", s)
+		}
+		out = append(out, [2]int{ms, mu})
+	}
+	return out, nil
 }
 
 // cosineMatrix returns the cosine similarity of every pair of vectors.
@@ -242,6 +258,9 @@ func buildRerank(d *data.Dataset) (retrieve.Ranker, error) {
 	}
 	pl := rerank.Pipeline{Lib: lib, Scorer: cache, Sim: func(a, b int) float32 { return sim[a][b] }, Params: params, Mode: mode}
 	grid := rerank.DefaultGrid()
+	if grid.M, err = parseGridM(*gridM); err != nil {
+		return nil, err
+	}
 	depth := func() int {
 		m := max(params.MS, params.MU)
 		if *gridFlag && !plain {
@@ -269,7 +288,11 @@ func buildRerank(d *data.Dataset) (retrieve.Ranker, error) {
 		var pairs []crossencoder.Pair
 		for i, q := range qs {
 			out[i] = rerank.Query{Text: texts[i], Coarse: coarse[i].Tools, Relevant: s.Relevant[q]}
-			for _, a := range rerank.Needed(lib, coarse[i].Tools, depth) {
+			need := coarse[i].Tools[:min(depth, len(coarse[i].Tools))]
+			if mode == rerank.ModeAuto || mode == rerank.ModeSingle { // Alg. 1 may add unseen tools' APIs
+				need = rerank.Needed(lib, coarse[i].Tools, depth)
+			}
+			for _, a := range need {
 				pairs = append(pairs, crossencoder.Pair{Query: i, Tool: a})
 			}
 		}
