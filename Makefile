@@ -9,7 +9,7 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin
 
-.PHONY: train eval test vet build install-onnx fuzz bench-encode
+.PHONY: train eval test vet build install-onnx fuzz bench-encode export bench-retrieve
 
 ## train: train a bi-encoder from scratch on the embedded default dataset; prints test metrics.
 train:
@@ -51,3 +51,11 @@ bench-encode:
 ## bench-train: bi-encoder training throughput vs PyTorch (needs python3-torch, make install-onnx).
 bench-train:
 	$(GO) run -tags onnx ./cmd/bench train $(ARGS)
+
+## export: export a run, e.g. ARGS="-run runs/x -format onnx -out exports/x-onnx".
+export:
+	$(GO) run ./cmd/export $(ARGS)
+
+## bench-retrieve: retriever.Retrieve latency over ToolLens's tools and a synthetic 100k index.
+bench-retrieve:
+	$(GO) run ./cmd/bench retrieve $(ARGS)
