@@ -386,8 +386,7 @@ func HeadLoader(kind, configFile string, defaultLabels []string) func(dir string
 		if err := c.Restore(store, be); err != nil {
 			return nil, err
 		}
-		hasPooler := store.GetVariable("/pooler/dense/weight") != nil
-		cfg.BERT.Pooler = &hasPooler
+		cfg.BERT = withPooler(cfg.BERT, store, "")
 		read := func(name string) ([]float32, []int, error) {
 			v := store.GetVariable(name)
 			if v == nil {
@@ -501,7 +500,8 @@ func FromEmbedder(e *biencoder.Embedder) *Model {
 	c := e.Cfg
 	cos := c.Similarity == "cosine" || c.Similarity == "cos"
 	tower := func(name string, maxLen int) Tower {
-		return Tower{Name: name, Base: c.TowerBase(name), BERT: c.BERT, Pooling: c.Pooling, Normalize: cos, MaxLen: maxLen}
+		base := c.TowerBase(name)
+		return Tower{Name: name, Base: base, BERT: withPooler(c.BERT, e.Store, base), Pooling: c.Pooling, Normalize: cos, MaxLen: maxLen}
 	}
 	m := &Model{Kind: KindBiEncoder, Tok: e.Tok, Store: e.Store, Backend: e.Backend, Similarity: c.Similarity,
 		QueryMaxLen: c.QueryMaxLen, ToolMaxLen: c.ToolMaxLen, EmbedFn: e.Embed}
@@ -514,6 +514,16 @@ func FromEmbedder(e *biencoder.Embedder) *Model {
 	return m
 }
 
+// withPooler returns a copy of cfg whose Pooler records whether the BERT under base in store
+// has pooler weights (training creates them only when the pooling uses them).
+func withPooler(cfg *bert.Config, store *model.Store, base string) *bert.Config {
+	c := *cfg
+	sc, vn := bert.VariablePath(bert.In(store.RootScope(), base).Scope(), "pooler.dense.weight")
+	has := store.GetVariable(model.JoinPath(sc, vn)) != nil
+	c.Pooler = &has
+	return &c
+}
+
 // NewBiEncoder builds a bi-encoder Model with freshly initialised weights (bert.Init with
 // seed), for tests, examples and benchmarks.
 func NewBiEncoder(cfg *biencoder.Config, tok *tokenize.Tokenizer, be compute.Backend, seed uint64) (*Model, error) {
@@ -522,6 +532,14 @@ func NewBiEncoder(cfg *biencoder.Config, tok *tokenize.Tokenizer, be compute.Bac
 	}
 	if tok == nil {
 		return nil, errors.New("export: no tokenizer")
+	}
+	if cfg.Pooling != bert.PoolPooler {
+		// As training leaves it: no pooler weights when the pooling does not use them.
+		c, b := *cfg, *cfg.BERT
+		no := false
+		b.Pooler = &no
+		c.BERT = &b
+		cfg = &c
 	}
 	store := model.NewStore()
 	bases := []string{""}
