@@ -194,6 +194,31 @@ func retrieverCandidates(run string, bk compute.Backend, d *data.Dataset, querie
 	return out, nil
 }
 
+// warmStart loads the encoder weights of a bi-encoder run (its query tower) into store, at
+// the root in HF layout, and returns its BERT config and tokenizer.
+func warmStart(run string, bk compute.Backend, store *model.Store) (*bert.Config, *tokenize.Tokenizer, error) {
+	emb, err := biencoder.LoadRun(run, bk)
+	if err != nil {
+		return nil, nil, err
+	}
+	bc := *emb.Cfg.BERT
+	noPooler := false
+	bc.Pooler = &noPooler // the bi-encoder pools itself; no pooler weights to carry over
+	tmp, err := os.MkdirTemp("", "toolret-warm-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := bert.SaveHF(bert.In(emb.Store.RootScope(), emb.Cfg.TowerBase(biencoder.QueryTower)), &bc, tmp, false); err != nil {
+		return nil, nil, fmt.Errorf("warm start: %w", err)
+	}
+	loaded, err := bert.LoadHF(store.RootScope(), tmp)
+	if err != nil {
+		return nil, nil, fmt.Errorf("warm start: %w", err)
+	}
+	return loaded, emb.Tok, nil
+}
+
 func crossencoderCmd(args []string) error {
 	fs := flag.NewFlagSet("crossencoder", flag.ContinueOnError)
 	h := addHeadFlags(fs, 128, 8, 2, "ndcg@5")
@@ -201,6 +226,7 @@ func crossencoderCmd(args []string) error {
 	negs := fs.Int("negatives-per-positive", 3, "negatives per positive pair")
 	loss := fs.String("loss", "bce", "bce (per pair) or listwise (softmax CE over positive + negatives)")
 	devMax := fs.Int("dev-max", 0, "evaluate on at most this many dev queries during training (0: all)")
+	warm := fs.Bool("warm-start", false, "initialise the encoder with the retriever's trained weights (its sizes and vocabulary; -max-len is capped at its max_position_embeddings)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -224,11 +250,21 @@ func crossencoderCmd(args []string) error {
 			return err
 		}
 	} else {
-		bc, t, err := h.encoder(store, d, tr)
-		if err != nil {
+		var bc *bert.Config
+		if *warm {
+			if *h.initDir != "" {
+				return fmt.Errorf("-warm-start and -init are exclusive")
+			}
+			if bc, tok, err = warmStart(*h.retriever, bk, store); err != nil {
+				return err
+			}
+			if *h.maxLen > bc.MaxPositionEmbeddings {
+				fmt.Fprintf(os.Stderr, "warm start: -max-len %d capped at the retriever's max_position_embeddings %d\n", *h.maxLen, bc.MaxPositionEmbeddings)
+				*h.maxLen = bc.MaxPositionEmbeddings
+			}
+		} else if bc, tok, err = h.encoder(store, d, tr); err != nil {
 			return err
 		}
-		tok = t
 		cfg = &crossencoder.Config{BERT: bc, MaxLen: *h.maxLen, LossKind: *loss}
 	}
 	if err := cfg.Validate(); err != nil {
