@@ -4,6 +4,7 @@
 //	bench train [-backends go,onnx] [-layers 4 -hidden 256] [-batch 32 -query-len 32 -tool-len 64]
 //	bench colt [-data DIR] [-scale 10] [-dim 192]
 //	bench retrieve [-run RUN] [-data DIR] [-n 200] [-synthetic 100000]
+//	bench rerank -retriever RUN -reranker RUN [-classifier RUN] [-backends go,onnx] [-m 50] [-n 200]
 //
 // encode: texts/second encoding n ToolLens queries (../shared/datasets/toollens, or -data)
 // with a randomly initialised BERT, on each toolret backend, next to PyTorch 1.13 (Debian's
@@ -31,13 +32,16 @@ import (
 )
 
 func main() {
-	if len(os.Args) >= 2 && (os.Args[1] == "train" || os.Args[1] == "colt" || os.Args[1] == "retrieve") {
+	if len(os.Args) >= 2 && (os.Args[1] == "train" || os.Args[1] == "colt" || os.Args[1] == "retrieve" || os.Args[1] == "rerank") {
 		run := trainBench
 		if os.Args[1] == "colt" {
 			run = coltBench
 		}
 		if os.Args[1] == "retrieve" {
 			run = retrieveBench
+		}
+		if os.Args[1] == "rerank" {
+			run = rerankBench
 		}
 		if err := run(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -46,7 +50,7 @@ func main() {
 		return
 	}
 	if len(os.Args) < 2 || os.Args[1] != "encode" {
-		fmt.Fprintln(os.Stderr, "usage: bench encode|train|colt|retrieve [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench encode|train|colt|retrieve|rerank [flags]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("encode", flag.ExitOnError)
