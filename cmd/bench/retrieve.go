@@ -98,7 +98,7 @@ func retrieveBench(args []string) error {
 		}
 		sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
 		pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
-		fmt.Printf("  %-22s p50 %8.2f ms   p95 %8.2f ms   max %8.2f ms\n", label, ms(pct(0.50)), ms(pct(0.95)), ms(lat[len(lat)-1]))
+		fmt.Printf("  %-26s p50 %8.2f ms   p95 %8.2f ms   max %8.2f ms\n", label, ms(pct(0.50)), ms(pct(0.95)), ms(lat[len(lat)-1]))
 		return nil
 	}
 	if err := measure(fmt.Sprintf("%d tools", len(d.Tools))); err != nil {
