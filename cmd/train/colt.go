@@ -37,6 +37,7 @@ func coltCmd(args []string) error {
 	dropout := fs.Float64("edge-dropout", def.EdgeDropout, "edge dropout, re-sampled every epoch")
 	pairwise := fs.Bool("pairwise", false, "ablation: pairwise (BPR) loss instead of list-wise")
 	noContrast := fs.Bool("no-contrast", false, "ablation: no cross-view contrastive loss")
+	freezeQ := fs.Bool("freeze-queries", false, "keep query nodes at their stage-1 embeddings (train tools and scenes only)")
 	views := fs.String("views", "both", "both, scene (scene view only) or tool (tool view only)")
 	epochs := fs.Int("epochs", 60, "epochs")
 	batch := fs.Int("batch", 2048, "queries per batch")
@@ -70,7 +71,7 @@ func coltCmd(args []string) error {
 		return err
 	}
 	cfg := colt.Config{Layers: *layers, Lambda: *lambda, Tau: *tau, ListLen: *listLen, EdgeDropout: *dropout,
-		Pairwise: *pairwise, NoContrast: *noContrast, Views: *views}
+		Pairwise: *pairwise, NoContrast: *noContrast, Views: *views, FreezeQueries: *freezeQ}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

@@ -43,6 +43,10 @@ type Config struct {
 	Pairwise   bool   `json:"pairwise"`    // BPR-style pairwise loss instead of list-wise
 	NoContrast bool   `json:"no_contrast"` // drop the cross-view losses
 	Views      string `json:"views"`       // "both", "scene" (scene view only) or "tool" (tool view only)
+	// FreezeQueries keeps the query node inputs at their stage-1 embeddings (only tools and
+	// scenes are trained), so that the learned tools stay in the space of the stage-1 query
+	// encoder, which is what queries outside the graph (test, new queries) are embedded with.
+	FreezeQueries bool `json:"freeze_queries"`
 }
 
 // Default returns the COLT paper's ToolLens settings.
@@ -109,6 +113,9 @@ func table(s *model.Scope, g *Graph, path string, n, d int) *Node {
 // scene-tool graph averages a scene's tools.
 func (c Config) Propagate(s *model.Scope, g *Graph, nq, nt, ns, d int, qt, qs, st tgraph.Edges) (eqT, etT, esT, eqS, esS *Node) {
 	q := table(s, g, QueryVar, nq, d)
+	if c.FreezeQueries {
+		q = StopGradient(q)
+	}
 	t := table(s, g, ToolVar, nt, d)
 	sc := table(s, g, SceneVar, ns, d)
 	if c.Views == "scene" {
