@@ -52,7 +52,7 @@ func classifierCmd(args []string) error {
 			return err
 		}
 	} else {
-		bc, t, err := h.encoder(store, d, tr)
+		bc, t, err := h.encoder(store, bk, d, tr)
 		if err != nil {
 			return err
 		}

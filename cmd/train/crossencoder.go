@@ -27,7 +27,7 @@ type headFlags struct {
 	layers, hidden, heads, inter, maxLen, batch, epochs, evalEvery, patience, accum *int
 	lr, wd, warmup, clip, devFrac                                                   *float64
 	seed                                                                            *uint64
-	resume, quiet                                                                   *bool
+	resume, quiet, warm                                                             *bool
 }
 
 func addHeadFlags(fs *flag.FlagSet, maxLen, batch, epochs int, metric string) *headFlags {
@@ -58,6 +58,7 @@ func addHeadFlags(fs *flag.FlagSet, maxLen, batch, epochs int, metric string) *h
 		testSplit: fs.String("test", "test", "split evaluated at the end (empty: none)"),
 		resume:    fs.Bool("resume", false, "continue the run in -run from its newest checkpoint"),
 		quiet:     fs.Bool("quiet", false, "no progress bar"),
+		warm:      fs.Bool("warm-start", false, "initialise the encoder with the -retriever run's trained weights (its sizes and vocabulary; -max-len is capped at its max_position_embeddings)"),
 	}
 }
 
@@ -98,9 +99,26 @@ func (h *headFlags) setup(cmd string) (*data.Dataset, compute.Backend, *data.Spl
 }
 
 // encoder returns the BERT config and tokenizer of a new model: from -init (weights loaded
-// into store), or from scratch with the retriever run's tokenizer (or a vocabulary built
+// into store), from the -retriever run's encoder with -warm-start, or from scratch with the retriever run's tokenizer (or a vocabulary built
 // from the training texts when no retriever is given).
-func (h *headFlags) encoder(store *model.Store, d *data.Dataset, tr *data.Split) (*bert.Config, *tokenize.Tokenizer, error) {
+func (h *headFlags) encoder(store *model.Store, bk compute.Backend, d *data.Dataset, tr *data.Split) (*bert.Config, *tokenize.Tokenizer, error) {
+	if *h.warm {
+		if *h.initDir != "" {
+			return nil, nil, fmt.Errorf("-warm-start and -init are exclusive")
+		}
+		if *h.retriever == "" {
+			return nil, nil, fmt.Errorf("-warm-start needs -retriever RUN")
+		}
+		bc, tok, err := warmStart(*h.retriever, bk, store)
+		if err != nil {
+			return nil, nil, err
+		}
+		if *h.maxLen > bc.MaxPositionEmbeddings {
+			fmt.Fprintf(os.Stderr, "warm start: -max-len %d capped at the retriever's max_position_embeddings %d\n", *h.maxLen, bc.MaxPositionEmbeddings)
+			*h.maxLen = bc.MaxPositionEmbeddings
+		}
+		return bc, tok, nil
+	}
 	if *h.initDir != "" {
 		bc, err := bert.LoadHF(bert.In(store.RootScope(), ""), *h.initDir)
 		if err != nil {
@@ -226,7 +244,6 @@ func crossencoderCmd(args []string) error {
 	negs := fs.Int("negatives-per-positive", 3, "negatives per positive pair")
 	loss := fs.String("loss", "bce", "bce (per pair) or listwise (softmax CE over positive + negatives)")
 	devMax := fs.Int("dev-max", 0, "evaluate on at most this many dev queries during training (0: all)")
-	warm := fs.Bool("warm-start", false, "initialise the encoder with the retriever's trained weights (its sizes and vocabulary; -max-len is capped at its max_position_embeddings)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -250,21 +267,11 @@ func crossencoderCmd(args []string) error {
 			return err
 		}
 	} else {
-		var bc *bert.Config
-		if *warm {
-			if *h.initDir != "" {
-				return fmt.Errorf("-warm-start and -init are exclusive")
-			}
-			if bc, tok, err = warmStart(*h.retriever, bk, store); err != nil {
-				return err
-			}
-			if *h.maxLen > bc.MaxPositionEmbeddings {
-				fmt.Fprintf(os.Stderr, "warm start: -max-len %d capped at the retriever's max_position_embeddings %d\n", *h.maxLen, bc.MaxPositionEmbeddings)
-				*h.maxLen = bc.MaxPositionEmbeddings
-			}
-		} else if bc, tok, err = h.encoder(store, d, tr); err != nil {
+		bc, t, err := h.encoder(store, bk, d, tr)
+		if err != nil {
 			return err
 		}
+		tok = t
 		cfg = &crossencoder.Config{BERT: bc, MaxLen: *h.maxLen, LossKind: *loss}
 	}
 	if err := cfg.Validate(); err != nil {

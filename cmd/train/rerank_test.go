@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/toolret/toolret/models/classifier"
@@ -77,6 +78,7 @@ func TestRerankStages(t *testing.T) {
 		{"crossencoder-listwise-warm", []string{"crossencoder", "-m", "10", "-warm-start", "-loss", "listwise", "-negatives-per-positive", "2", "-batch", "8", "-epochs", "4", "-lr", "2e-3", "-dev-max", "20", "-test", ""}, 0.97},
 		{"querytype", []string{"classifier", "-kind", "querytype", "-batch", "16", "-epochs", "12", "-lr", "2e-3", "-test", ""}, 0.95},
 		{"mlc", []string{"classifier", "-kind", "mlc", "-batch", "16", "-epochs", "3", "-lr", "2e-3"}, 0.6},
+		{"mlc-warm", []string{"classifier", "-kind", "mlc", "-warm-start", "-batch", "16", "-epochs", "3", "-lr", "2e-3", "-test", ""}, 0.6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := filepath.Join(dir, tc.name)
@@ -123,6 +125,9 @@ func TestRerankStages(t *testing.T) {
 	}
 	if err := crossencoderCmd([]string{"-run", filepath.Join(dir, "x")}); err == nil {
 		t.Error("crossencoder without -retriever must fail")
+	}
+	if err := classifierCmd([]string{"-kind", "mlc", "-warm-start", "-run", filepath.Join(dir, "z")}); err == nil || !strings.Contains(err.Error(), "-retriever") {
+		t.Errorf("-warm-start without -retriever: %v", err)
 	}
 	if err := classifierCmd([]string{"-kind", "nope", "-run", filepath.Join(dir, "y")}); err == nil {
 		t.Error("unknown classifier kind must fail")
