@@ -115,6 +115,9 @@ func run(w io.Writer) error {
 		return err
 	}
 	loaded := time.Since(start)
+	if *ablations {
+		return runAblations(w, d, ks)
+	}
 	r, err := m.build(d)
 	if err != nil {
 		return err

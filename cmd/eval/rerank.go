@@ -171,9 +171,66 @@ func checkSplit(run string, sp classifier.DataSplit) {
 	}
 }
 
+// rerankEnv is what every ToolRerank variant shares: the loaded models, the pipeline with
+// the flags' parameters and mode, the splits, and prep, which ranks, types and scores a
+// split's queries once (memoised by split name).
+type rerankEnv struct {
+	d         *data.Dataset
+	ret       *biencoder.Retriever
+	pl        rerank.Pipeline
+	grid      rerank.Grid
+	dev, eval *data.Split
+	prep      func(split *data.Split) ([]rerank.Query, error)
+}
+
 // buildRerank loads the runs, prepares the pipeline and, with -grid, tunes it on dev.
 func buildRerank(d *data.Dataset) (retrieve.Ranker, error) {
 	plain := *name == "rerank-m"
+	env, err := setupRerank(d, plain)
+	if err != nil {
+		return nil, err
+	}
+	pl, prep, dev, evalSplit, grid, mode := env.pl, env.prep, env.dev, env.eval, env.grid, env.pl.Mode
+	desc := "ToolRerank"
+	switch {
+	case plain:
+		desc = fmt.Sprintf("Rerank-%d", *mPlain)
+	case mode == rerank.ModeNone:
+		desc += " without hierarchy"
+	case mode == rerank.ModeSingle:
+		desc += " (Alg. 1 only)"
+	case mode == rerank.ModeMulti:
+		desc += " (Alg. 2 only)"
+	}
+	if *oracleType && mode == rerank.ModeAuto {
+		desc += " with oracle query types"
+	}
+	if *gridFlag && !plain {
+		score, err := metricFn(*gridMetric)
+		if err != nil {
+			return nil, err
+		}
+		qs, err := prep(dev)
+		if err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		best, val, err := rerank.Search(context.Background(), pl, qs, grid, score)
+		if err != nil {
+			return nil, err
+		}
+		pl.Params = best
+		fmt.Fprintf(os.Stderr, "rerank: grid search (%d points) on %d dev queries in %v: best %s, dev %s %.2f\n",
+			grid.Size(), len(qs), time.Since(start).Round(time.Millisecond), best, *gridMetric, 100*val)
+		desc += " (grid-searched on dev)"
+	}
+	*name = desc
+	return &rerankRanker{d: d, split: evalSplit, prep: prep, pl: pl, report: desc}, nil
+}
+
+// setupRerank loads the runs named by the flags and builds the shared environment. plain is
+// Rerank-m (no truncation by seen/unseen, no hierarchy step).
+func setupRerank(d *data.Dataset, plain bool) (*rerankEnv, error) {
 	if *retrieverRun == "" || *rerankerRun == "" {
 		return nil, fmt.Errorf("-method %s needs -retriever RUN and -reranker RUN", *name)
 	}
@@ -263,9 +320,14 @@ func buildRerank(d *data.Dataset) (retrieve.Ranker, error) {
 	}
 	depth := func() int {
 		m := max(params.MS, params.MU)
-		if *gridFlag && !plain {
+		if (*gridFlag || *ablations) && !plain {
 			for _, g := range grid.M {
 				m = max(m, g[0], g[1])
+			}
+		}
+		if *ablations {
+			for _, v := range rerankVariants {
+				m = max(m, v.plainM)
 			}
 		}
 		return m
@@ -324,39 +386,17 @@ func buildRerank(d *data.Dataset) (retrieve.Ranker, error) {
 		}
 		return out, nil
 	}
-	desc := "ToolRerank"
-	switch {
-	case plain:
-		desc = fmt.Sprintf("Rerank-%d", *mPlain)
-	case mode == rerank.ModeNone:
-		desc += " without hierarchy"
-	case mode == rerank.ModeSingle:
-		desc += " (Alg. 1 only)"
-	case mode == rerank.ModeMulti:
-		desc += " (Alg. 2 only)"
-	}
-	if *oracleType && mode == rerank.ModeAuto {
-		desc += " with oracle query types"
-	}
-	if *gridFlag && !plain {
-		score, err := metricFn(*gridMetric)
-		if err != nil {
-			return nil, err
+	memo := map[string][]rerank.Query{}
+	env := &rerankEnv{d: d, ret: ret, pl: pl, grid: grid, dev: dev, eval: evalSplit}
+	env.prep = func(s *data.Split) ([]rerank.Query, error) {
+		if qs, ok := memo[s.Name]; ok {
+			return qs, nil
 		}
-		qs, err := prep(dev)
-		if err != nil {
-			return nil, err
+		qs, err := prep(s)
+		if err == nil {
+			memo[s.Name] = qs
 		}
-		start := time.Now()
-		best, val, err := rerank.Search(context.Background(), pl, qs, grid, score)
-		if err != nil {
-			return nil, err
-		}
-		pl.Params = best
-		fmt.Fprintf(os.Stderr, "rerank: grid search (%d points) on %d dev queries in %v: best %s, dev %s %.2f\n",
-			grid.Size(), len(qs), time.Since(start).Round(time.Millisecond), best, *gridMetric, 100*val)
-		desc += " (grid-searched on dev)"
+		return qs, err
 	}
-	*name = desc
-	return &rerankRanker{d: d, split: evalSplit, prep: prep, pl: pl, report: desc}, nil
+	return env, nil
 }

@@ -209,6 +209,68 @@ func TestRerankMethods(t *testing.T) {
 	}
 }
 
+// TestRerankAblations checks rows of the -ablations table (scores computed once for all
+// variants) against the same variants run one by one.
+func TestRerankAblations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs models")
+	}
+	r := tinyRuns(t)
+	base := func() map[string]string {
+		return map[string]string{"retriever": r.be, "reranker": r.ce, "k": "1,5,10", "grid-m": "2:4,3:8"}
+	}
+	kv := base()
+	kv["method"], kv["classifier"], kv["ablations"], kv["json"] = "rerank", r.qt, "true", "true"
+	setFlags(t, kv)
+	var out bytes.Buffer
+	if err := run(&out); err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct {
+		Name    string
+		Params  string
+		Metrics map[string]any
+	}
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatalf("decode %q: %v", out.String(), err)
+	}
+	if len(rows) != len(rerankVariants)+1 {
+		t.Fatalf("%d rows, want %d", len(rows), len(rerankVariants)+1)
+	}
+	byName := map[string]map[string]any{}
+	for _, row := range rows {
+		byName[row.Name] = row.Metrics
+	}
+	single := map[string]map[string]string{
+		"bi-encoder alone":    {"run": r.be},
+		"Rerank-10":           {"method": "rerank-m", "m": "10"},
+		"ToolRerank":          {"method": "rerank", "classifier": r.qt, "grid": "true"},
+		"- oracle query type": {"method": "rerank", "oracle-type": "true", "grid": "true"},
+	}
+	for row, extra := range single {
+		// Every flag a previous call set is reset: setFlags restores only at the end.
+		kv := base()
+		for k, v := range map[string]string{"ablations": "false", "grid": "false", "oracle-type": "false", "classifier": "", "run": "", "method": "bm25"} {
+			kv[k] = v
+		}
+		for k, v := range extra {
+			kv[k] = v
+		}
+		want := runJSON(t, kv)
+		for _, k := range []string{"recall@1", "recall@5", "ndcg@10", "comp@10"} {
+			if byName[row][k] != want[k] {
+				t.Errorf("%s %s: table %v, alone %v", row, k, byName[row][k], want[k])
+			}
+		}
+	}
+	kv = base()
+	kv["method"], kv["ablations"], kv["only"] = "rerank", "true", "single"
+	setFlags(t, kv)
+	if err := run(&bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "-ablations") {
+		t.Errorf("-ablations with -only: %v", err)
+	}
+}
+
 func TestRerankErrors(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs models")

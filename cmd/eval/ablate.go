@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/metrics"
+	"github.com/toolret/toolret/models/classifier"
+	"github.com/toolret/toolret/rerank"
+	"github.com/toolret/toolret/retrieve"
+)
+
+var ablations = flag.Bool("ablations", false, "rerank: one table, with cross-encoder scores computed once: the bi-encoder alone, Rerank-10/30/50, ToolRerank and its ablations (no hierarchy, Alg. 1 only, Alg. 2 only, oracle query type), each ToolRerank row grid-searched on dev")
+
+// rerankVariant is one row of the -ablations table.
+type rerankVariant struct {
+	name   string
+	mode   rerank.Mode
+	oracle bool // query type from the qrels instead of the classifier
+	plainM int  // > 0: Rerank-m with m = plainM (no grid search)
+}
+
+var rerankVariants = []rerankVariant{
+	{name: "Rerank-10", mode: rerank.ModeNone, plainM: 10},
+	{name: "Rerank-30", mode: rerank.ModeNone, plainM: 30},
+	{name: "Rerank-50", mode: rerank.ModeNone, plainM: 50},
+	{name: "ToolRerank", mode: rerank.ModeAuto},
+	{name: "- without hierarchy", mode: rerank.ModeNone},
+	{name: "- Alg. 1 only (single)", mode: rerank.ModeSingle},
+	{name: "- Alg. 2 only (multi)", mode: rerank.ModeMulti},
+	{name: "- oracle query type", mode: rerank.ModeAuto, oracle: true},
+}
+
+// runAblations evaluates every variant on the -split queries and writes one table.
+func runAblations(w io.Writer, d *data.Dataset, ks []int) error {
+	if *name != "rerank" || *noHierarchy || *onlyAlg != "" || *oracleType {
+		return fmt.Errorf("-ablations needs -method rerank without -no-hierarchy, -only or -oracle-type (it runs them all)")
+	}
+	score, err := metricFn(*gridMetric)
+	if err != nil {
+		return err
+	}
+	env, err := setupRerank(d, false)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	devQs, err := env.prep(env.dev)
+	if err != nil {
+		return err
+	}
+	evalQs, err := env.prep(env.eval)
+	if err != nil {
+		return err
+	}
+	names := []string{"bi-encoder alone"}
+	var results []metrics.Result
+	params := []string{"retriever ranking"}
+	base := make([]retrieve.Ranking, len(evalQs))
+	for i, q := range evalQs {
+		base[i] = retrieve.Ranking{Tools: q.Coarse}
+	}
+	rep, err := metrics.EvaluateSplit(d, env.eval.Name, base, ks)
+	if err != nil {
+		return err
+	}
+	results = append(results, rep.Overall)
+	for _, v := range rerankVariants {
+		start := time.Now()
+		pl := env.pl
+		pl.Mode = v.mode
+		dq, eq := devQs, evalQs
+		if v.oracle {
+			dq, eq = withOracleTypes(d, env.dev, devQs), withOracleTypes(d, env.eval, evalQs)
+		}
+		desc := ""
+		if v.plainM > 0 {
+			pl.Params.MS, pl.Params.MU = v.plainM, v.plainM
+			desc = fmt.Sprintf("m=%d", v.plainM)
+		} else {
+			best, val, err := rerank.Search(ctx, pl, dq, env.grid, score)
+			if err != nil {
+				return fmt.Errorf("%s: %w", v.name, err)
+			}
+			pl.Params = best
+			desc = fmt.Sprintf("%s (dev %s %.2f)", best, *gridMetric, 100*val)
+		}
+		rk, err := pl.RunAll(ctx, eq)
+		if err != nil {
+			return fmt.Errorf("%s: %w", v.name, err)
+		}
+		rankings := make([]retrieve.Ranking, len(rk))
+		for i, tools := range rk {
+			rankings[i] = retrieve.Ranking{Tools: tools}
+		}
+		rep, err := metrics.EvaluateSplit(d, env.eval.Name, rankings, ks)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "rerank: %s: %s in %v\n", v.name, desc, time.Since(start).Round(time.Millisecond))
+		names = append(names, v.name)
+		results = append(results, rep.Overall)
+		params = append(params, desc)
+	}
+	if *asJSON {
+		rows := make([]map[string]any, len(names))
+		for i := range names {
+			rows[i] = map[string]any{"name": names[i], "params": params[i], "metrics": results[i]}
+		}
+		return json.NewEncoder(w).Encode(rows)
+	}
+	fmt.Fprintf(w, "%s / %s: ToolRerank variants (grid metric %s on %d dev queries)\n", d.Name, env.eval.Name, *gridMetric, len(devQs))
+	fmt.Fprint(w, metrics.Table(names, results))
+	for i := range names {
+		fmt.Fprintf(w, "  %-24s %s\n", names[i], params[i])
+	}
+	return nil
+}
+
+// withOracleTypes returns a copy of qs whose query types come from the split's qrels.
+func withOracleTypes(d *data.Dataset, s *data.Split, qs []rerank.Query) []rerank.Query {
+	types := classifier.QueryTypes(d, s)
+	out := make([]rerank.Query, len(qs))
+	copy(out, qs)
+	for i, q := range s.Queries {
+		out[i].Multi = types[q]
+	}
+	return out
+}
