@@ -260,12 +260,12 @@ func sharedDir(t testing.TB, rel string) string {
 
 func TestToolLens(t *testing.T) {
 	dir := sharedDir(t, "datasets/toollens")
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	d, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	beir := time.Since(start)
+	beir, beirCPU := time.Since(start), cpuTime()-cpu0
 	tr, _ := d.Split("train")
 	te, _ := d.Split("test")
 	if len(d.Tools) != 464 || len(d.Queries) != 18770 || len(tr.Queries) != 16893 || len(te.Queries) != 1877 || len(d.Scenes) != 463 {
@@ -280,18 +280,24 @@ func TestToolLens(t *testing.T) {
 	if err := WriteParquet(d, pq); err != nil {
 		t.Fatal(err)
 	}
-	start = time.Now()
+	start, cpu0 = time.Now(), cpuTime()
 	d2, err := Load(pq)
 	if err != nil {
 		t.Fatal(err)
 	}
-	parquetTime := time.Since(start)
+	parquetTime, parquetCPU := time.Since(start), cpuTime()-cpu0
 	if d2.Fingerprint() != d.Fingerprint() {
 		t.Fatal("Parquet copy differs")
 	}
-	t.Logf("ToolLens load: BEIR %v, Parquet %v; %s", beir, parquetTime, d.Stats())
-	if beir > 2*time.Second || parquetTime > 2*time.Second {
-		t.Fatalf("loading too slow: BEIR %v, Parquet %v (limit 2s)", beir, parquetTime)
+	t.Logf("ToolLens load: BEIR %v (CPU %v), Parquet %v (CPU %v); %s", beir, beirCPU, parquetTime, parquetCPU, d.Stats())
+	// The limit is on CPU time where it can be measured (a loaded machine stretches wall
+	// time, not the work done); all cores' CPU time counts, so it is stricter than wall time
+	// on an idle machine.
+	if beirCPU == 0 {
+		beirCPU, parquetCPU = beir, parquetTime
+	}
+	if beirCPU > 2*time.Second || parquetCPU > 2*time.Second {
+		t.Fatalf("loading too slow: BEIR %v, Parquet %v CPU time (limit 2s)", beirCPU, parquetCPU)
 	}
 }
 
