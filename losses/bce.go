@@ -10,8 +10,8 @@ import (
 //
 //	-[y log σ(x) + (1-y) log(1-σ(x))] = softplus(x) - x·y
 //
-// computed without overflow for any x (GoMLX's Softplus is max(x,0) + log1p(e^-|x|), whose
-// autodiff gradient is the exact σ(x) - y, also at x = 0). logits is any float shape; labels has its dimensions (float in
+// computed without overflow for any x (softplus(x) = max(x,0) + log1p(e^-|x|), whose
+// autodiff gradient is σ(x) - y). logits is any float shape; labels has its dimensions (float in
 // [0, 1], or bool); mask (bool, or numeric with non-zero = keep) has its dimensions or is nil
 // for all entries. With nothing selected the loss is 0.
 func BCEWithLogits(logits, labels, mask *Node) *Node {
@@ -25,8 +25,14 @@ func BCEWithLogits(logits, labels, mask *Node) *Node {
 	checkMask(fn, "labels", labels, logits)
 	checkMask(fn, "mask", mask, logits)
 	y := labelsAs(labels, logits.DType())
-	per := Sub(Softplus(logits), Mul(logits, y))
+	per := Sub(softplus(logits), Mul(logits, y))
 	return maskedMean(per, toBool(mask))
+}
+
+// softplus is log(1 + e^x) as max(x,0) + log1p(e^-|x|): stable for any x, and built from ops
+// every backend has (GoMLX's Softplus goes through IsFinite, which ONNX Runtime lacks).
+func softplus(x *Node) *Node {
+	return Add(Max(x, ZerosLike(x)), Log1p(Exp(Neg(Abs(x)))))
 }
 
 // maskedMean is the mean of x over the entries where mask is true (all when mask is nil);
