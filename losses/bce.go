@@ -25,13 +25,13 @@ func BCEWithLogits(logits, labels, mask *Node) *Node {
 	checkMask(fn, "labels", labels, logits)
 	checkMask(fn, "mask", mask, logits)
 	y := labelsAs(labels, logits.DType())
-	per := Sub(softplus(logits), Mul(logits, y))
+	per := Sub(StableSoftplus(logits), Mul(logits, y))
 	return maskedMean(per, toBool(mask))
 }
 
-// softplus is log(1 + e^x) as max(x,0) + log1p(e^-|x|): stable for any x, and built from ops
+// StableSoftplus is log(1 + e^x) as max(x,0) + log1p(e^-|x|): stable for any x, and built from ops
 // every backend has (GoMLX's Softplus goes through IsFinite, which ONNX Runtime lacks).
-func softplus(x *Node) *Node {
+func StableSoftplus(x *Node) *Node {
 	return Add(Max(x, ZerosLike(x)), Log1p(Exp(Neg(Abs(x)))))
 }
 

@@ -162,7 +162,7 @@ func (c Config) Loss(s *model.Scope, in []*Node, nq, nt, ns, d int, st tgraph.Ed
 		pos := ConvertDType(labels, dtypes.Float32)
 		diff := Sub(InsertAxes(scores, 2), InsertAxes(scores, 1)) // [B, L, L]: s_i - s_j
 		w := Mul(InsertAxes(pos, 2), InsertAxes(OneMinus(pos), 1))
-		bpr := Softplus(Neg(diff)) // -log sigmoid(diff)
+		bpr := losses.StableSoftplus(Neg(diff)) // -log sigmoid(diff)
 		loss = Div(ReduceAllSum(Mul(bpr, w)), Max(ReduceAllSum(w), ScalarOne(g, dtypes.Float32)))
 	} else {
 		// COLT's scores are in [-2, 2]; the list-wise softmax uses them directly as logits, as
