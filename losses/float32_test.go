@@ -14,26 +14,11 @@ import (
 // TestFloat32 checks every loss runs in float32 (the training dtype), returns a float32
 // scalar and agrees with the float64 value.
 func TestFloat32(t *testing.T) {
-	rng := rand.New(rand.NewPCG(15, 16))
 	b, err := backend.Open("go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	labels := [][]float64{{1, 0, 1, 0}, {0, 1, 0, 0}, {0, 0, 0, 1}}
-	listMask := [][]bool{{true, true, true, true}, {true, true, false, false}, {true, true, true, true}}
-	mask := randMask(rng, 3, 9)
-	for _, tc := range []struct {
-		name string
-		f    lossGraph
-		in   []arr
-	}{
-		{"InfoNCE", infoNCEGraph(mask, InfoNCEConfig{Temperature: 0.05, Symmetric: true}), []arr{randArr(rng, 3, 4), randArr(rng, 3, 4), randArr(rng, 3, 2, 4)}},
-		{"Triplet", tripletGraph(0.5, DistEuclidean), []arr{randArr(rng, 3, 4), randArr(rng, 3, 4), randArr(rng, 3, 4)}},
-		{"BCEWithLogits", bceGraph([]float64{1, 0, 1, 0}, nil), []arr{randArr(rng, 4)}},
-		{"ListwiseCE", listGraph(ListwiseCE, labels, listMask), []arr{randArr(rng, 3, 4)}},
-		{"COLTListwise", listGraph(COLTListwise, labels, listMask), []arr{randArr(rng, 3, 4)}},
-		{"CrossViewInfoNCE", crossViewGraph(0.1, false), []arr{randArr(rng, 3, 4), randArr(rng, 3, 4)}},
-	} {
+	for _, tc := range lossCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			want := mustLoss(t, tc.f, tc.in...)
 			args := make([]any, len(tc.in))
@@ -57,4 +42,40 @@ func TestFloat32(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lossCase is one loss on fixed random inputs.
+type lossCase struct {
+	name string
+	f    lossGraph
+	in   []arr
+}
+
+// lossCases covers every loss of the package.
+func lossCases() []lossCase {
+	rng := rand.New(rand.NewPCG(15, 16))
+	labels := [][]float64{{1, 0, 1, 0}, {0, 1, 0, 0}, {0, 0, 0, 1}}
+	listMask := [][]bool{{true, true, true, true}, {true, true, false, false}, {true, true, true, true}}
+	mask := randMask(rng, 3, 9)
+	return []lossCase{
+		{"InfoNCE", infoNCEGraph(mask, InfoNCEConfig{Temperature: 0.05, Symmetric: true}), []arr{randArr(rng, 3, 4), randArr(rng, 3, 4), randArr(rng, 3, 2, 4)}},
+		{"Triplet", tripletGraph(0.5, DistEuclidean), []arr{randArr(rng, 3, 4), randArr(rng, 3, 4), randArr(rng, 3, 4)}},
+		{"BCEWithLogits", bceGraph([]float64{1, 0, 1, 0}, nil), []arr{randArr(rng, 4)}},
+		{"ListwiseCE", listGraph(ListwiseCE, labels, listMask), []arr{randArr(rng, 3, 4)}},
+		{"COLTListwise", listGraph(COLTListwise, labels, listMask), []arr{randArr(rng, 3, 4)}},
+		{"CrossViewInfoNCE", crossViewGraph(0.1, false), []arr{randArr(rng, 3, 4), randArr(rng, 3, 4)}},
+	}
+}
+
+// float32Args converts test inputs to float32 tensors.
+func float32Args(in []arr) []any {
+	args := make([]any, len(in))
+	for i, a := range in {
+		f32 := make([]float32, len(a.data))
+		for j, v := range a.data {
+			f32[j] = float32(v)
+		}
+		args[i] = tensors.FromFlatDataAndDimensions(f32, a.dims...)
+	}
+	return args
 }
