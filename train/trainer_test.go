@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -18,13 +20,16 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/checkpoints"
 )
 
 // toyTask fits y = x·w* with a hidden layer and dropout (so the RNG state matters).
 type toyTask struct {
 	seed    uint64
 	batches int
-	nanAt   int // epoch*batches+i at which the loss becomes NaN (0 = never)
+	nanAt   int           // epoch*batches+i at which the loss becomes NaN (0 = never)
+	delay   time.Duration // sleep per batch, so a child process can be killed mid-run
+	calls   int           // Batch calls
 }
 
 func (t *toyTask) Loss(s *model.Scope, in []*Node) *Node {
@@ -42,6 +47,8 @@ func (t *toyTask) Loss(s *model.Scope, in []*Node) *Node {
 func (t *toyTask) Batches(int) int { return t.batches }
 
 func (t *toyTask) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
+	time.Sleep(t.delay)
+	t.calls++
 	r := rand.New(rand.NewPCG(t.seed, uint64(epoch*1000+i)))
 	x := make([]float32, 16*4)
 	y := make([]float32, 16)
@@ -134,6 +141,79 @@ func TestKillResumeBitIdentical(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
 		if n := strings.Count(string(b), "\n"); n != 30 {
 			t.Fatalf("metrics.jsonl has %d records, want 30", n)
+		}
+	}
+}
+
+// TestSIGKILLResume trains the toy task in a child process (this test binary), kills it with
+// SIGKILL at several moments (mid-step, just after a dev evaluation, around checkpoint
+// writes), resumes the run in-process and checks the weights equal an uninterrupted run's.
+func TestSIGKILLResume(t *testing.T) {
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir := os.Getenv("TOOLRET_KILL_CHILD_DIR"); dir != "" {
+		Run(be, newToyStore(), &toyTask{seed: 5, batches: 10, delay: 20 * time.Millisecond}, toyConfig(dir), false)
+		return
+	}
+	if testing.Short() {
+		t.Skip("runs child processes")
+	}
+	ref := newToyStore()
+	if _, err := Run(be, ref, &toyTask{seed: 5, batches: 10}, toyConfig(filepath.Join(t.TempDir(), "ref")), false); err != nil {
+		t.Fatal(err)
+	}
+	want := weightsBytes(t, ref)
+	for _, after := range []int{5, 8, 12, 17, 25} {
+		dir := filepath.Join(t.TempDir(), "run")
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSIGKILLResume$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "TOOLRET_KILL_CHILD_DIR="+dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			b, _ := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+			if strings.Count(string(b), "\n") >= after {
+				break
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("child did not reach step %d", after)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if err := cmd.Process.Kill(); err != nil { // SIGKILL on unix
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		b, _ := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+		if n := strings.Count(string(b), "\n"); n >= 30 {
+			t.Fatalf("killed after %d steps but the child finished (%d records): kill came too late", after, n)
+		}
+		ck, err := checkpoints.List(dir)
+		if err != nil || len(ck) == 0 {
+			t.Fatalf("SIGKILL at step >= %d: no checkpoint to resume from (%v)", after, err)
+		}
+		from := ck[len(ck)-1]
+		resumed, task := model.NewStore(), &toyTask{seed: 5, batches: 10}
+		if _, err := Run(be, resumed, task, toyConfig(dir), true); err != nil {
+			t.Fatalf("resume after SIGKILL at step >= %d: %v", after, err)
+		}
+		if task.calls != 30-from {
+			t.Fatalf("resumed from the step-%d checkpoint but trained %d steps, want %d", from, task.calls, 30-from)
+		}
+		t.Logf("killed at step >= %d, resumed from step %d", after, from)
+		got := weightsBytes(t, resumed)
+		for p, w := range want {
+			if !bytes.Equal(got[p], w) {
+				t.Fatalf("SIGKILL at step >= %d and resume: variable %s differs from the uninterrupted run", after, p)
+			}
+		}
+		b, _ = os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+		if n := strings.Count(string(b), "\n"); n != 30 {
+			t.Fatalf("SIGKILL at step >= %d: metrics.jsonl has %d records, want 30", after, n)
 		}
 	}
 }
