@@ -21,15 +21,7 @@ func TestFloat32(t *testing.T) {
 	for _, tc := range lossCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			want := mustLoss(t, tc.f, tc.in...)
-			args := make([]any, len(tc.in))
-			for i, a := range tc.in {
-				f32 := make([]float32, len(a.data))
-				for j, v := range a.data {
-					f32[j] = float32(v)
-				}
-				args[i] = tensors.FromFlatDataAndDimensions(f32, a.dims...)
-			}
-			out, err := ExecOnce(b, (func([]*Node) *Node)(tc.f), args...)
+			out, err := ExecOnce(b, (func([]*Node) *Node)(tc.f), float32Args(tc.in)...)
 			if err != nil {
 				t.Fatal(err)
 			}
