@@ -201,41 +201,25 @@ func RunSorted(tok *tokenize.Tokenizer, seqs, types [][]int32, maxLen, batch int
 			}
 		}
 		b := tok.Pad(sub, subT, maxLen)
-		// Rows are padded to a power of two (copies of row 0, whose outputs are dropped) so
-		// that calls with varying numbers of inputs reuse a few compiled graphs.
-		rows := rowBucket(len(idx), batch)
-		ids := make([]int32, 0, rows*b.Len)
-		ty := make([]int32, 0, rows*b.Len)
-		mask := make([]int32, 0, rows*b.Len)
-		for r := range rows {
-			j := r
-			if r >= len(idx) {
-				j = 0
-			}
+		ids := make([]int32, 0, len(idx)*b.Len)
+		ty := make([]int32, 0, len(idx)*b.Len)
+		mask := make([]int32, 0, len(idx)*b.Len)
+		for j := range b.IDs {
 			ids = append(ids, b.IDs[j]...)
 			ty = append(ty, b.Types[j]...)
 			mask = append(mask, b.Mask[j]...)
 		}
-		res, err := call(tensors.FromFlatDataAndDimensions(ids, rows, b.Len),
-			tensors.FromFlatDataAndDimensions(ty, rows, b.Len),
-			tensors.FromFlatDataAndDimensions(mask, rows, b.Len))
+		res, err := call(tensors.FromFlatDataAndDimensions(ids, len(idx), b.Len),
+			tensors.FromFlatDataAndDimensions(ty, len(idx), b.Len),
+			tensors.FromFlatDataAndDimensions(mask, len(idx), b.Len))
 		if err != nil {
 			return nil, err
 		}
 		flat := tensors.MustCopyFlatData[float32](res)
-		n := len(flat) / rows
+		n := len(flat) / len(idx)
 		for j, i := range idx {
 			out[i] = flat[j*n : (j+1)*n]
 		}
 	}
 	return out, nil
-}
-
-// rowBucket is the smallest power of two >= n, capped at max(n, batch).
-func rowBucket(n, batch int) int {
-	r := 1
-	for r < n {
-		r *= 2
-	}
-	return min(r, max(n, batch))
 }
