@@ -99,8 +99,9 @@ func (h *headFlags) setup(cmd string) (*data.Dataset, compute.Backend, *data.Spl
 }
 
 // encoder returns the BERT config and tokenizer of a new model: from -init (weights loaded
-// into store), from the -retriever run's encoder with -warm-start, or from scratch with the retriever run's tokenizer (or a vocabulary built
-// from the training texts when no retriever is given).
+// into store), from the -retriever run's encoder with -warm-start, or from scratch with the
+// retriever run's tokenizer (or a vocabulary built from the training texts when no retriever
+// is given).
 func (h *headFlags) encoder(store *model.Store, bk compute.Backend, d *data.Dataset, tr *data.Split) (*bert.Config, *tokenize.Tokenizer, error) {
 	if *h.warm {
 		if *h.initDir != "" {
