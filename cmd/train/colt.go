@@ -38,6 +38,11 @@ func coltCmd(args []string) error {
 	pairwise := fs.Bool("pairwise", false, "ablation: pairwise (BPR) loss instead of list-wise")
 	noContrast := fs.Bool("no-contrast", false, "ablation: no cross-view contrastive loss")
 	freezeQ := fs.Bool("freeze-queries", false, "keep query nodes at their stage-1 embeddings (train tools and scenes only)")
+	holdOut := fs.Bool("hold-out", false, "remove the batch's queries from the graphs for the step, so training queries are scored as test queries are")
+	inductive := fs.Bool("inductive", def.Inductive, "attach queries outside the graph (dev, test, new) to the training scenes by soft edges, and train the batch held out and attached the same way")
+	attachTemp := fs.Float64("attach-temp", def.AttachTemp, "temperature of the soft query-scene edges of -inductive")
+	toolW := fs.Float64("tool-layer-weight", def.ToolWeight, "weight of the propagated layers in the tool view (1: reference)")
+	sceneW := fs.Float64("scene-layer-weight", def.SceneWeight, "weight of the propagated layers in the scene view (1: reference)")
 	views := fs.String("views", "both", "both, scene (scene view only) or tool (tool view only)")
 	epochs := fs.Int("epochs", 60, "epochs")
 	batch := fs.Int("batch", 2048, "queries per batch")
@@ -71,7 +76,8 @@ func coltCmd(args []string) error {
 		return err
 	}
 	cfg := colt.Config{Layers: *layers, Lambda: *lambda, Tau: *tau, ListLen: *listLen, EdgeDropout: *dropout,
-		Pairwise: *pairwise, NoContrast: *noContrast, Views: *views, FreezeQueries: *freezeQ}
+		Pairwise: *pairwise, NoContrast: *noContrast, Views: *views, FreezeQueries: *freezeQ, HoldOut: *holdOut,
+		Inductive: *inductive, AttachTemp: *attachTemp, ToolWeight: *toolW, SceneWeight: *sceneW}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -141,7 +147,7 @@ func coltCmd(args []string) error {
 	if err := c.Restore(fresh, bk); err != nil {
 		return err
 	}
-	coltTools, err := task.ToolEmbeddings(fresh)
+	scorer, err := task.Scorer(fresh)
 	if err != nil {
 		return err
 	}
@@ -153,7 +159,7 @@ func coltCmd(args []string) error {
 	for _, m := range []struct {
 		name string
 		r    retrieve.Ranker
-	}{{"stage-1 bi-encoder", s1}, {"+ COLT", &colt.Retriever{Stage1: stage1, Tools: coltTools}}} {
+	}{{"stage-1 bi-encoder", s1}, {"+ COLT", &colt.Retriever{Stage1: stage1, Scorer: scorer}}} {
 		rep, err := metrics.Run(context.Background(), d, "test", m.r, metrics.DefaultKs)
 		if err != nil {
 			return err

@@ -47,11 +47,29 @@ type Config struct {
 	// scenes are trained), so that the learned tools stay in the space of the stage-1 query
 	// encoder, which is what queries outside the graph (test, new queries) are embedded with.
 	FreezeQueries bool `json:"freeze_queries"`
+	// HoldOut removes the batch's queries from both graphs for the step (their edges get
+	// weight 0), so that a training query is scored exactly as a test query is: isolated,
+	// with its own embedding in both views, against tools propagated from the other queries.
+	HoldOut bool `json:"hold_out"`
+	// Inductive gives queries outside the graphs (dev, test, new queries) a scene view: such a
+	// query joins the query-scene graph through soft edges to the training scenes, weighted
+	// softmax_s(cos(e_q, e_s^S) / AttachTemp), and takes one LightGCN step over them:
+	// e_q^S = e_q + SceneWeight · normalize(Σ_s w_s e_s). Training scores its batch the same way
+	// (the batch's queries are held out of both graphs and attached), so training queries are
+	// scored exactly as test queries are. Off, an outside query keeps e_q in both views (the
+	// reference code's behaviour: its test queries are isolated graph nodes).
+	Inductive  bool    `json:"inductive"`
+	AttachTemp float64 `json:"attach_temp"`
+	// ToolWeight and SceneWeight scale the propagated layers of the tool and scene views:
+	// e = e⁰ + α Σ_k normalize(E^k) (LightGCN's layer weights; 1 in the reference code).
+	ToolWeight  float64 `json:"tool_layer_weight"`
+	SceneWeight float64 `json:"scene_layer_weight"`
 }
 
 // Default returns the COLT paper's ToolLens settings.
 func Default() Config {
-	return Config{Layers: 1, Lambda: 0.04, Tau: 0.1, ListLen: 10, EdgeDropout: 0.2, Views: "both"}
+	return Config{Layers: 1, Lambda: 0.04, Tau: 0.1, ListLen: 10, EdgeDropout: 0.2, Views: "both",
+		AttachTemp: 0.05, ToolWeight: 1, SceneWeight: 1}
 }
 
 // Validate checks the configuration.
@@ -59,6 +77,10 @@ func (c Config) Validate() error {
 	switch {
 	case c.Layers < 0:
 		return fmt.Errorf("colt: layers %d < 0", c.Layers)
+	case c.Inductive && c.AttachTemp <= 0:
+		return fmt.Errorf("colt: attach temperature %v must be > 0", c.AttachTemp)
+	case c.ToolWeight < 0 || c.SceneWeight < 0:
+		return fmt.Errorf("colt: layer weights %v, %v must be >= 0", c.ToolWeight, c.SceneWeight)
 	case c.Tau <= 0:
 		return fmt.Errorf("colt: tau %v must be > 0", c.Tau)
 	case c.ListLen < 2:
@@ -108,25 +130,53 @@ func table(s *model.Scope, g *Graph, path string, n, d int) *Node {
 	return v.NodeValue(g)
 }
 
-// Propagate computes the propagated embeddings: tool view (eqT, etT, esT) and scene view
-// (eqS, esS). Edges of the query-tool and query-scene graphs may be drop-out samples; the
-// scene-tool graph averages a scene's tools.
-func (c Config) Propagate(s *model.Scope, g *Graph, nq, nt, ns, d int, qt, qs, st tgraph.Edges) (eqT, etT, esT, eqS, esS *Node) {
+// Views holds the propagated embeddings: tool view (QT, TT, ST) and scene view (QS, SS), and
+// the scene inputs S0 (what an attached query receives from its scenes).
+type Views struct {
+	QT, TT, ST, QS, SS, S0 *Node
+}
+
+// Propagate computes the propagated embeddings of both views. Edges of the query-tool and
+// query-scene graphs may be drop-out samples; the scene-tool graph averages a scene's tools.
+func (c Config) Propagate(s *model.Scope, g *Graph, nq, nt, ns, d int, qt, qs, st tgraph.Edges) Views {
 	q := table(s, g, QueryVar, nq, d)
 	if c.FreezeQueries {
 		q = StopGradient(q)
 	}
 	t := table(s, g, ToolVar, nt, d)
 	sc := table(s, g, SceneVar, ns, d)
+	var v Views
 	if c.Views == "scene" {
 		// Scene view only: tools are not propagated over the query-tool graph.
-		eqT, etT = q, t
+		v.QT, v.TT = q, t
 	} else {
-		eqT, etT = tgraph.Propagate(q, t, qt, c.Layers, tgraph.CombineNormSum)
+		v.QT, v.TT = tgraph.Propagate(q, t, qt, c.Layers, tgraph.CombineNormSum)
+		v.QT, v.TT = weigh(q, v.QT, c.ToolWeight), weigh(t, v.TT, c.ToolWeight)
 	}
-	esT = tgraph.AggregateLeft(etT, st)
-	eqS, esS = tgraph.Propagate(q, sc, qs, c.Layers, tgraph.CombineNormSum)
-	return
+	v.ST = tgraph.AggregateLeft(v.TT, st)
+	v.QS, v.SS = tgraph.Propagate(q, sc, qs, c.Layers, tgraph.CombineNormSum)
+	v.QS, v.SS = weigh(q, v.QS, c.SceneWeight), weigh(sc, v.SS, c.SceneWeight)
+	v.S0 = sc
+	return v
+}
+
+// weigh returns x0 + α (out - x0): out's propagated layers scaled by α.
+func weigh(x0, out *Node, alpha float64) *Node {
+	if alpha == 1 {
+		return out
+	}
+	return Add(x0, MulScalar(Sub(out, x0), alpha))
+}
+
+// Attach returns the scene-view embeddings [B, D] of queries q [B, D] that are not graph nodes
+// (Config.Inductive): soft edges to the scenes allowed by known [NS] (true for scenes of
+// training queries), w = softmax(cos(q, ss) / AttachTemp), and one propagation step over them.
+func (c Config) Attach(q, ss, s0, known *Node) *Node {
+	sim := DivScalar(MatMul(losses.Normalize(q), Transpose(losses.Normalize(ss), 0, 1)), c.AttachTemp) // [B, NS]
+	known = BroadcastToDims(InsertAxes(known, 0), sim.Shape().Dimensions...)
+	sim = Where(known, sim, BroadcastToDims(Scalar(q.Graph(), sim.DType(), -1e9), sim.Shape().Dimensions...))
+	m := MatMul(Softmax(sim, -1), s0) // [B, D]
+	return Add(q, MulScalar(losses.Normalize(m), c.SceneWeight))
 }
 
 // score is cos(a, b) over the last axis for [.., D] nodes of equal shape.
@@ -136,17 +186,27 @@ func cos(a, b *Node) *Node {
 
 // Loss is the training loss of a batch. in: query-tool edges (left, right, weight), query-
 // scene edges (left, right, weight), batch query indices [B], list tools [B, L], list labels
-// [B, L] (1 for positives), batch scene indices [B].
-func (c Config) Loss(s *model.Scope, in []*Node, nq, nt, ns, d int, st tgraph.Edges) *Node {
+// [B, L] (1 for positives), batch scene indices [B]. known [NS] marks the scenes a query may
+// be attached to (Inductive).
+func (c Config) Loss(s *model.Scope, in []*Node, nq, nt, ns, d int, st tgraph.Edges, known *Node) *Node {
 	g := in[0].Graph()
 	qt := tgraph.Edges{NLeft: nq, NRight: nt, Left: in[0], Right: in[1], Weight: in[2]}
 	qs := tgraph.Edges{NLeft: nq, NRight: ns, Left: in[3], Right: in[4], Weight: in[5]}
 	bq, list, labels, bs := in[6], in[7], in[8], in[9]
-	eqT, etT, esT, eqS, esS := c.Propagate(s, g, nq, nt, ns, d, qt, qs, st)
+	if c.HoldOut || c.Inductive {
+		qt, qs = holdOut(qt, bq), holdOut(qs, bq)
+	}
+	v := c.Propagate(s, g, nq, nt, ns, d, qt, qs, st)
+	eqT, etT, esT, eqS, esS := v.QT, v.TT, v.ST, v.QS, v.SS
 	b, l := list.Shape().Dimensions[0], list.Shape().Dimensions[1]
 	tl := Reshape(Gather(etT, InsertAxes(Reshape(list, b*l), -1)), b, l, d) // [B, L, D]
-	qT := InsertAxes(Gather(eqT, InsertAxes(bq, -1)), 1)                    // [B, 1, D]
-	qS := InsertAxes(Gather(eqS, InsertAxes(bq, -1)), 1)
+	bqT := Gather(eqT, InsertAxes(bq, -1))                                  // [B, D]
+	bqS := Gather(eqS, InsertAxes(bq, -1))
+	if c.Inductive {
+		// The batch is held out of the graphs: attach it to the scenes as test queries are.
+		bqS = c.Attach(bqS, esS, v.S0, known)
+	}
+	qT, qS := InsertAxes(bqT, 1), InsertAxes(bqS, 1) // [B, 1, D]
 	var scores *Node
 	switch c.Views {
 	case "scene":
@@ -170,11 +230,20 @@ func (c Config) Loss(s *model.Scope, in []*Node, nq, nt, ns, d int, st tgraph.Ed
 		loss = losses.COLTListwise(scores, labels, nil)
 	}
 	if !c.NoContrast && c.Views == "both" {
-		lq := losses.CrossViewInfoNCE(Gather(eqS, InsertAxes(bq, -1)), Gather(eqT, InsertAxes(bq, -1)), c.Tau, false)
+		lq := losses.CrossViewInfoNCE(bqS, bqT, c.Tau, false)
 		ls := losses.CrossViewInfoNCE(Gather(esS, InsertAxes(bs, -1)), Gather(esT, InsertAxes(bs, -1)), c.Tau, false)
 		loss = Add(loss, MulScalar(Add(lq, ls), c.Lambda))
 	}
 	return loss
+}
+
+// holdOut zeroes the weights of e's edges whose left (query) node is in the batch bq.
+func holdOut(e tgraph.Edges, bq *Node) tgraph.Edges {
+	w := e.Weight
+	in := Scatter(InsertAxes(bq, -1), OnesLike(ConvertDType(bq, w.DType())), shapes.Make(w.DType(), e.NLeft), false, false)
+	in = MinScalar(in, 1) // a query listed twice in the batch
+	e.Weight = Mul(w, OneMinus(Gather(in, InsertAxes(e.Left, -1))))
+	return e
 }
 
 // NormalizeRows L2-normalises rows in place (host side).

@@ -11,6 +11,8 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/metrics"
+	"github.com/toolret/toolret/retrieve"
 	tgraph "github.com/toolret/toolret/graph"
 	"github.com/toolret/toolret/train"
 )
@@ -27,18 +29,34 @@ func randomRows(r *rand.Rand, n, d int) [][]float32 {
 	return rows
 }
 
-// weakStage1 mimics a weak stage-1 retriever: random tool vectors, and each query the mean of
-// its relevant tools buried in noise (so dev queries, which are not graph nodes, carry some
-// signal that COLT's propagated tool vectors can sharpen).
-func weakStage1(r *rand.Rand, d *data.Dataset, dim int, noise float64) (queries, tools, scenes [][]float32) {
-	tools = randomRows(r, len(d.Tools), dim)
-	queries = randomRows(r, len(d.Queries), dim)
+// weakStage1 mimics a weak stage-1 retriever, the setting COLT is for: hidden true tool vectors
+// z_t; each query is the mean of its relevant tools' z plus noise of norm ≈ qNoise, and each
+// stage-1 tool vector is z_t plus noise of norm ≈ tNoise (poor tool texts), so the training
+// queries around a tool (its usage) locate it better than its own embedding does.
+func weakStage1(r *rand.Rand, d *data.Dataset, dim int, qNoise, tNoise float64) (queries, tools, scenes [][]float32) {
+	z := randomRows(r, len(d.Tools), dim)
+	noise := func(n int, scale float64) [][]float32 {
+		rows := randomRows(r, n, dim)
+		for _, row := range rows {
+			for k := range row {
+				row[k] *= float32(scale)
+			}
+		}
+		return rows
+	}
+	tools = noise(len(d.Tools), tNoise)
+	for i := range tools {
+		for k := range tools[i] {
+			tools[i][k] += z[i][k]
+		}
+	}
+	NormalizeRows(tools)
+	queries = noise(len(d.Queries), qNoise)
 	for _, sp := range d.Splits {
 		for q, rel := range sp.Relevant {
-			for k := range queries[q] {
-				queries[q][k] *= float32(noise)
-				for _, t := range rel {
-					queries[q][k] += tools[t][k] / float32(len(rel))
+			for _, t := range rel {
+				for k := range queries[q] {
+					queries[q][k] += z[t][k] / float32(len(rel))
 				}
 			}
 		}
@@ -53,13 +71,25 @@ func weakStage1(r *rand.Rand, d *data.Dataset, dim int, noise float64) (queries,
 			}
 		}
 	}
-	NormalizeRows(scenes)
 	return queries, tools, scenes
 }
 
+// stage1Dev returns the dev metrics of the stage-1 embeddings alone (cosine ranking).
+func stage1Dev(d *data.Dataset, dev *data.Split, queries, tools [][]float32) map[string]float64 {
+	sc := &Scorer{Tools: tools}
+	var rankings []retrieve.Ranking
+	var rel [][]int
+	for _, q := range dev.Queries {
+		rankings = append(rankings, retrieve.TopK(sc.Scores(queries[q]), 10))
+		rel = append(rel, dev.Relevant[q])
+	}
+	return metrics.Evaluate(rankings, rel, []int{1, 3, 5, 10}).Map()
+}
+
 // TestTrainsEveryVariant trains COLT for a few epochs on the embedded dataset from weak noisy
-// "stage-1" embeddings, for the full model and each ablation, and checks that the loss goes
-// down and dev metrics improve over the stage-1 start.
+// "stage-1" embeddings, for the full model and each ablation (inductive, as recommended), the
+// reference code's isolated test queries and hold-out training alone, and checks that the loss
+// goes down and that dev R@5 beats the stage-1 embeddings' own by 10 points.
 func TestTrainsEveryVariant(t *testing.T) {
 	d, err := data.Default()
 	if err != nil {
@@ -82,17 +112,21 @@ func TestTrainsEveryVariant(t *testing.T) {
 		name string
 		mod  func(*Config)
 	}{
+		{"reference", func(c *Config) { c.Inductive = false }},
+		{"hold-out", func(c *Config) { c.Inductive, c.HoldOut = false, true }},
 		{"full", func(*Config) {}},
 		{"pairwise", func(c *Config) { c.Pairwise = true }},
 		{"no-contrast", func(c *Config) { c.NoContrast = true }},
 		{"scene-only", func(c *Config) { c.Views = "scene" }},
 		{"tool-only", func(c *Config) { c.Views = "tool" }},
+		{"layer-weights", func(c *Config) { c.ToolWeight, c.SceneWeight, c.AttachTemp = 0, 4, 0.02 }},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			cfg := Default()
+			cfg.Inductive = true
 			v.mod(&cfg)
 			r := rand.New(rand.NewPCG(1, 2))
-			queries, tools, scenes := weakStage1(r, d, dim, 1.5)
+			queries, tools, scenes := weakStage1(r, d, dim, 0.7, 1.5)
 			store := model.NewStore()
 			if err := InitVariables(store, be, queries, tools, scenes); err != nil {
 				t.Fatal(err)
@@ -101,10 +135,7 @@ func TestTrainsEveryVariant(t *testing.T) {
 			if err := task.Prepare(); err != nil {
 				t.Fatal(err)
 			}
-			before, err := task.Evaluate(store)
-			if err != nil {
-				t.Fatal(err)
-			}
+			before := stage1Dev(d, dev, queries, tools)
 			opt := train.DefaultOptimizer()
 			opt.LR, opt.Schedule, opt.ClipNorm = 0.01, "constant", 0
 			run := filepath.Join(t.TempDir(), "run")
@@ -121,8 +152,10 @@ func TestTrainsEveryVariant(t *testing.T) {
 			if !(last.Loss < first.Loss) {
 				t.Errorf("loss did not decrease: %.4f -> %.4f", first.Loss, last.Loss)
 			}
-			if sum.BestMetrics["recall@5"] <= before["recall@5"] {
-				t.Errorf("dev R@5 did not improve over stage 1: %.1f -> %.1f", before["recall@5"], sum.BestMetrics["recall@5"])
+			// The tool embeddings are poor and the query usage is informative: the graph stage
+			// must recover much of the gap.
+			if sum.BestMetrics["recall@5"] < before["recall@5"]+10 {
+				t.Errorf("dev R@5 did not improve by 10 points over stage 1: %.1f -> %.1f", before["recall@5"], sum.BestMetrics["recall@5"])
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package colt
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/gomlx/compute"
@@ -58,8 +59,10 @@ func (t *Task) Batches(int) int { return (len(t.trainQ) + t.BatchSize - 1) / t.B
 
 // Loss implements train.Task.
 func (t *Task) Loss(s *model.Scope, in []*Node) *Node {
-	st := t.Graphs.SceneTool.Const(in[0].Graph())
-	return t.Cfg.Loss(s, in, len(t.Data.Queries), len(t.Data.Tools), len(t.Data.Scenes), t.Dim, st)
+	g := in[0].Graph()
+	st := t.Graphs.SceneTool.Const(g)
+	known := Const(g, KnownScenes(t.Graphs))
+	return t.Cfg.Loss(s, in, len(t.Data.Queries), len(t.Data.Tools), len(t.Data.Scenes), t.Dim, st, known)
 }
 
 // edges returns the epoch's drop-out graphs, padded to the full edge count (fixed shapes).
@@ -101,7 +104,8 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 		return nil, 0, fmt.Errorf("colt: batch %d of epoch %d out of range", i, epoch)
 	}
 	r := rand.New(rand.NewPCG(t.Seed^0x636f6c74, uint64(epoch)<<32|uint64(i)))
-	L, nt := t.Cfg.ListLen, len(t.Data.Tools)
+	nt := len(t.Data.Tools)
+	L := min(t.Cfg.ListLen, nt)
 	n := hi - lo
 	bq := make([]int32, n)
 	bs := make([]int32, n)
@@ -110,21 +114,27 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	for j, q := range order[lo:hi] {
 		bq[j] = int32(q)
 		bs[j] = int32(t.Train.Scene[q])
-		rel := t.Train.Relevant[q]
-		isRel := map[int]bool{}
-		for k, tool := range rel {
-			isRel[tool] = true
+		inList := map[int]bool{}
+		for k, tool := range t.Train.Relevant[q] {
+			inList[tool] = true
 			if k < L-1 {
 				list = append(list, int32(tool))
 				labels = append(labels, 1)
 			}
 		}
-		for len(list) < (j+1)*L {
-			tool := r.IntN(nt)
-			if !isRel[tool] {
+		// Negatives: distinct non-relevant tools, uniformly at random (all of them when the
+		// list is as long as the catalogue).
+		for _, tool := range r.Perm(nt) {
+			if len(list) == (j+1)*L {
+				break
+			}
+			if !inList[tool] {
 				list = append(list, int32(tool))
 				labels = append(labels, 0)
 			}
+		}
+		if len(list) != (j+1)*L {
+			return nil, 0, fmt.Errorf("colt: query %d: %d relevant tools leave fewer than %d negatives among %d tools", q, len(t.Train.Relevant[q]), L, nt)
 		}
 	}
 	ql, qr, qw := qt.Tensors()
@@ -136,37 +146,67 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 		tensors.FromFlatDataAndDimensions(bs, n)}, n, nil
 }
 
-// ToolEmbeddings returns the propagated tool embeddings e_t^T (unit norm) for the current
-// weights, on the full (no dropout) graphs.
-func (t *Task) ToolEmbeddings(store *model.Store) ([][]float32, error) {
+// KnownScenes marks the scenes that have a training query (edges in the query-scene graph):
+// the only scenes a query outside the graph may be attached to.
+func KnownScenes(g *tgraph.COLTGraphs) []bool {
+	known := make([]bool, g.QueryScene.NRight)
+	for e, r := range g.QueryScene.Right {
+		if g.QueryScene.Weight[e] != 0 {
+			known[r] = true
+		}
+	}
+	return known
+}
+
+// Scorer returns the scorer of queries outside the graph for the current weights, propagated
+// over the full (no dropout) graphs.
+func (t *Task) Scorer(store *model.Store) (*Scorer, error) {
 	nq, nt, ns := len(t.Data.Queries), len(t.Data.Tools), len(t.Data.Scenes)
-	out, err := model.CallOnce(t.Backend, store, func(s *model.Scope, g *Graph) *Node {
-		_, etT, _, _, _ := t.Cfg.Propagate(s, g, nq, nt, ns, t.Dim, t.Graphs.QueryTool.Const(g), t.Graphs.QueryScene.Const(g), t.Graphs.SceneTool.Const(g))
-		return etT
+	outs, err := model.CallOnceN(t.Backend, store, func(s *model.Scope, g *Graph) []*Node {
+		v := t.Cfg.Propagate(s, g, nq, nt, ns, t.Dim, t.Graphs.QueryTool.Const(g), t.Graphs.QueryScene.Const(g), t.Graphs.SceneTool.Const(g))
+		return []*Node{v.TT, v.SS, v.S0}
 	})
 	if err != nil {
 		return nil, err
 	}
-	flat := tensors.MustCopyFlatData[float32](out)
-	rows := make([][]float32, nt)
-	for i := range rows {
-		rows[i] = flat[i*t.Dim : (i+1)*t.Dim]
+	sc := &Scorer{Tools: t.rows(outs[0])}
+	NormalizeRows(sc.Tools)
+	if t.Cfg.Inductive && t.Cfg.Views != "tool" {
+		known := KnownScenes(t.Graphs)
+		keys, vals := t.rows(outs[1]), t.rows(outs[2])
+		NormalizeRows(keys)
+		for i := range known {
+			if known[i] {
+				sc.SceneKeys = append(sc.SceneKeys, keys[i])
+				sc.SceneVals = append(sc.SceneVals, vals[i])
+			}
+		}
+		sc.Temp, sc.Weight = t.Cfg.AttachTemp, t.Cfg.SceneWeight
 	}
-	NormalizeRows(rows)
-	return rows, nil
+	sc.ToolOnly = t.Cfg.Views == "tool"
+	return sc, nil
 }
 
-// Evaluate implements train.Task: dev metrics with stage-1 query embeddings against the
-// propagated tools.
+func (t *Task) rows(x *tensors.Tensor) [][]float32 {
+	flat := tensors.MustCopyFlatData[float32](x)
+	out := make([][]float32, len(flat)/t.Dim)
+	for i := range out {
+		out[i] = flat[i*t.Dim : (i+1)*t.Dim]
+	}
+	return out
+}
+
+// Evaluate implements train.Task: dev metrics of the dev queries (outside the graph, stage-1
+// embeddings) against the propagated tools.
 func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
-	tools, err := t.ToolEmbeddings(store)
+	sc, err := t.Scorer(store)
 	if err != nil {
 		return nil, err
 	}
 	var rankings []retrieve.Ranking
 	var rel [][]int
 	for _, q := range t.Dev.Queries {
-		rankings = append(rankings, rank(t.Queries[q], tools, 10))
+		rankings = append(rankings, retrieve.TopK(sc.Scores(t.Queries[q]), 10))
 		rel = append(rel, t.Dev.Relevant[q])
 	}
 	return metrics.Evaluate(rankings, rel, []int{1, 3, 5, 10}).Map(), nil
@@ -175,22 +215,64 @@ func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 // Files implements train.Task.
 func (t *Task) Files() (map[string][]byte, error) { return t.Files_, nil }
 
-func rank(q []float32, tools [][]float32, k int) retrieve.Ranking {
-	scores := make([]float32, len(tools))
-	for i, v := range tools {
-		s := float32(0)
-		for d := range q {
-			s += q[d] * v[d]
-		}
-		scores[i] = s
-	}
-	return retrieve.TopK(scores, k)
+// Scorer scores tools for a query that is not a graph node, from its stage-1 embedding e_q
+// (unit norm): score(q, t) = cos(e_q^S, e_t^T) + cos(e_q, e_t^T), where e_q^S = e_q without
+// scenes (Config.Inductive off) or e_q + Weight · normalize(Σ_s w_s SceneVals[s]),
+// w = softmax(cos(e_q, SceneKeys[s]) / Temp), with scenes.
+type Scorer struct {
+	Tools        [][]float32 // e_t^T, unit norm
+	SceneKeys    [][]float32 // e_s^S of the training scenes, unit norm; nil without Inductive
+	SceneVals    [][]float32 // their inputs e_s (what an attached query receives)
+	Temp, Weight float64
+	ToolOnly     bool // tool view only: score = cos(e_q, e_t^T)
 }
 
-// Retriever ranks tools for query texts: stage-1 query embeddings against COLT's tools.
+func dot(a, b []float32) float32 {
+	s := float32(0)
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// Scores returns the score of every tool for a unit-norm query embedding q.
+func (sc *Scorer) Scores(q []float32) []float32 {
+	out := make([]float32, len(sc.Tools))
+	for i, v := range sc.Tools {
+		out[i] = 2 * dot(q, v)
+	}
+	if sc.ToolOnly || len(sc.SceneKeys) == 0 {
+		return out
+	}
+	w := make([]float64, len(sc.SceneKeys))
+	best := math.Inf(-1)
+	for s, k := range sc.SceneKeys {
+		w[s] = float64(dot(q, k)) / sc.Temp
+		best = max(best, w[s])
+	}
+	m := make([]float32, len(q))
+	for s := range w {
+		w[s] = math.Exp(w[s] - best)
+		for d, x := range sc.SceneVals[s] {
+			m[d] += float32(w[s]) * x
+		}
+	}
+	NormalizeRows([][]float32{m})
+	qs := make([]float32, len(q))
+	for d := range q {
+		qs[d] = q[d] + float32(sc.Weight)*m[d]
+	}
+	NormalizeRows([][]float32{qs})
+	for i, v := range sc.Tools {
+		out[i] = dot(qs, v) + dot(q, v)
+	}
+	return out
+}
+
+// Retriever ranks tools for query texts: stage-1 query embeddings scored by COLT.
 type Retriever struct {
 	Stage1 *biencoder.Embedder
-	Tools  [][]float32
+	Scorer *Scorer
 }
 
 // Rank implements retrieve.Ranker.
@@ -202,7 +284,7 @@ func (r *Retriever) Rank(ctx context.Context, queries []string, k int) ([]retrie
 	NormalizeRows(qe)
 	out := make([]retrieve.Ranking, len(qe))
 	for i, q := range qe {
-		out[i] = rank(q, r.Tools, k)
+		out[i] = retrieve.TopK(r.Scorer.Scores(q), k)
 	}
 	return out, ctx.Err()
 }
