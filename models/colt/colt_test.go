@@ -11,9 +11,9 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
+	tgraph "github.com/toolret/toolret/graph"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/retrieve"
-	tgraph "github.com/toolret/toolret/graph"
 	"github.com/toolret/toolret/train"
 )
 
