@@ -9,7 +9,7 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin
 
-.PHONY: train eval test vet build install-onnx fuzz bench-encode export bench-retrieve
+.PHONY: train eval test vet build install-onnx fuzz bench-encode export bench-retrieve bench-colt
 
 ## train: train a bi-encoder from scratch on the embedded default dataset; prints test metrics.
 train:
@@ -55,6 +55,10 @@ bench-train:
 ## export: export a run, e.g. ARGS="-run runs/x -format onnx -out exports/x-onnx".
 export:
 	$(GO) run ./cmd/export $(ARGS)
+
+## bench-colt: epoch time of COLT's graph stage on ToolLens and on a synthetic copy 10x larger.
+bench-colt:
+	$(GO) run ./cmd/bench colt $(ARGS)
 
 ## bench-retrieve: retriever.Retrieve latency over ToolLens's tools and a synthetic 100k index.
 bench-retrieve:

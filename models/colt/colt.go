@@ -8,12 +8,14 @@
 // e_t^T; a scene's e_s^T is the mean of its tools' e_t^T) and scene-centric (Q-S graph ->
 // e_q^S, e_s^S). score(q, t) = cos(e_q^S, e_t^T) + cos(e_q^T, e_t^T).
 //
-// Queries outside the training split (dev, test, new queries) are not graph nodes: they keep
-// their stage-1 embedding e_q for both views, so score(q, t) = 2 cos(e_q, e_t^T) — COLT's
-// propagated tool embeddings are what they gain. Layers are merged as the reference code
-// does (graph.CombineNormSum: E⁰ plus each propagated layer L2-normalised), so an isolated
-// node's output is exactly its input: this is what a graph that included them without edges
-// would compute.
+// Queries outside the training split (dev, test, new queries) are not graph nodes; their input
+// is their stage-1 embedding e_q. By default (Config.Inductive) they join the scene view through
+// soft edges to the training scenes and take one propagation step over them, and training
+// scores its batch the same way (held out of the graphs, then attached), so that what is
+// trained is what is tested. With Inductive off they keep e_q in both views, as in the
+// reference code (isolated nodes), and score(q, t) = 2 cos(e_q, e_t^T). Layers are merged as
+// the reference code does (graph.CombineNormSum: E⁰ plus each propagated layer L2-normalised,
+// scaled by the view's layer weight), so an isolated node's output is exactly its input.
 package colt
 
 import (
@@ -66,10 +68,11 @@ type Config struct {
 	SceneWeight float64 `json:"scene_layer_weight"`
 }
 
-// Default returns the COLT paper's ToolLens settings.
+// Default returns the COLT paper's ToolLens settings, with queries outside the graph attached
+// to the scenes (Inductive; the reference code leaves them isolated).
 func Default() Config {
 	return Config{Layers: 1, Lambda: 0.04, Tau: 0.1, ListLen: 10, EdgeDropout: 0.2, Views: "both",
-		AttachTemp: 0.05, ToolWeight: 1, SceneWeight: 1}
+		Inductive: true, AttachTemp: 0.05, ToolWeight: 1, SceneWeight: 1}
 }
 
 // Validate checks the configuration.
