@@ -51,7 +51,8 @@ func coltCmd(args []string) error {
 	patience := fs.Int("patience", 10, "early stopping: epochs without dev improvement")
 	metric := fs.String("metric", "ndcg@5", "dev metric for model selection")
 	devFrac := fs.Float64("dev", 0.1, "dev fraction carved from training queries (use the stage-1 value)")
-	seed := fs.Uint64("seed", 1, "random seed (use the stage-1 value so the dev split is the same)")
+	seed := fs.Uint64("seed", 1, "random seed of the graph stage (negatives, order, edge dropout)")
+	splitSeed := fs.Int64("split-seed", -1, "seed of the dev split: use the stage-1 run's -seed so dev queries were not stage-1 training queries (default: -seed)")
 	be := fs.String("backend", "", "compute backend")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := fs.Parse(args); err != nil {
@@ -71,7 +72,10 @@ func coltCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	trainSplit, dev, err := d.CarveDev("train", *devFrac, int64(*seed))
+	if *splitSeed < 0 {
+		*splitSeed = int64(*seed)
+	}
+	trainSplit, dev, err := d.CarveDev("train", *devFrac, *splitSeed)
 	if err != nil {
 		return err
 	}
