@@ -72,18 +72,23 @@ func TestAttachMatchesScorer(t *testing.T) {
 	}
 	known := []bool{true, false, true, true, false}
 	for _, cfg := range []Config{
-		{AttachTemp: 0.05, SceneWeight: 1},
-		{AttachTemp: 0.5, SceneWeight: 3},
+		{AttachTemp: 0.05, SceneWeight: 1, Views: "both"},
+		{AttachTemp: 0.5, SceneWeight: 3, Views: "both"},
+		{AttachTemp: 0.1, SceneWeight: 2, Views: "scene"},
 	} {
 		out, err := ExecOnce(be, func(q, tl, ss, s0, kn *Node) *Node {
 			qs := cfg.Attach(q, ss, s0, kn)
-			return Add(cos(InsertAxes(qs, 1), InsertAxes(tl, 0)), cos(InsertAxes(q, 1), InsertAxes(tl, 0))) // [B, T]
+			sS := cos(InsertAxes(qs, 1), InsertAxes(tl, 0)) // [B, T]
+			if cfg.Views == "scene" {
+				return MulScalar(sS, 2)
+			}
+			return Add(sS, cos(InsertAxes(q, 1), InsertAxes(tl, 0)))
 		}, flat(queries), flat(tools), flat(keys), flat(vals), tensors.FromValue(known))
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := tensors.MustCopyFlatData[float32](out)
-		sc := &Scorer{Tools: tools, Temp: cfg.AttachTemp, Weight: cfg.SceneWeight}
+		sc := &Scorer{Tools: tools, Temp: cfg.AttachTemp, Weight: cfg.SceneWeight, Views: cfg.Views}
 		for s := range known {
 			if known[s] {
 				sc.SceneKeys = append(sc.SceneKeys, keys[s])

@@ -183,7 +183,7 @@ func (t *Task) Scorer(store *model.Store) (*Scorer, error) {
 		}
 		sc.Temp, sc.Weight = t.Cfg.AttachTemp, t.Cfg.SceneWeight
 	}
-	sc.ToolOnly = t.Cfg.Views == "tool"
+	sc.Views = t.Cfg.Views
 	return sc, nil
 }
 
@@ -224,7 +224,9 @@ type Scorer struct {
 	SceneKeys    [][]float32 // e_s^S of the training scenes, unit norm; nil without Inductive
 	SceneVals    [][]float32 // their inputs e_s (what an attached query receives)
 	Temp, Weight float64
-	ToolOnly     bool // tool view only: score = cos(e_q, e_t^T)
+	// Views is Config.Views: "both" (or ""), "scene" (score = 2 cos(e_q^S, e_t^T)) or "tool"
+	// (score = 2 cos(e_q, e_t^T); the scenes are not used).
+	Views string
 }
 
 func dot(a, b []float32) float32 {
@@ -241,7 +243,7 @@ func (sc *Scorer) Scores(q []float32) []float32 {
 	for i, v := range sc.Tools {
 		out[i] = 2 * dot(q, v)
 	}
-	if sc.ToolOnly || len(sc.SceneKeys) == 0 {
+	if sc.Views == "tool" || len(sc.SceneKeys) == 0 {
 		return out
 	}
 	w := make([]float64, len(sc.SceneKeys))
@@ -264,7 +266,11 @@ func (sc *Scorer) Scores(q []float32) []float32 {
 	}
 	NormalizeRows([][]float32{qs})
 	for i, v := range sc.Tools {
-		out[i] = dot(qs, v) + dot(q, v)
+		if sc.Views == "scene" {
+			out[i] = 2 * dot(qs, v)
+		} else {
+			out[i] = dot(qs, v) + dot(q, v)
+		}
 	}
 	return out
 }
