@@ -8,6 +8,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/data"
 	tgraph "github.com/toolret/toolret/graph"
 )
 
@@ -118,5 +119,70 @@ func TestAttachMatchesScorer(t *testing.T) {
 	plain := (&Scorer{Tools: sc.Tools}).Scores(q)
 	if plain[0] != 2 || plain[1] != 0 {
 		t.Errorf("no scenes: %v, want [2 0]", plain)
+	}
+}
+
+// TestBatchLists checks the list-wise batches: each row holds the query's positives first
+// (label 1), then distinct non-relevant tools (label 0), for short lists (rejection sampling)
+// and lists as long as the catalogue (permutation).
+func TestBatchLists(t *testing.T) {
+	d, err := data.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, dev, err := d.CarveDev("train", 0.1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	graphs, err := tgraph.FromSplit(d, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nt := len(d.Tools)
+	for _, L := range []int{10, nt / 2, nt - 5, nt + 3} {
+		cfg := Default()
+		cfg.ListLen = L
+		task := &Task{Cfg: cfg, Data: d, Train: tr, Dev: dev, Graphs: graphs, Queries: make([][]float32, len(d.Queries)), Dim: 4, BatchSize: 64, Seed: 1}
+		if err := task.Prepare(); err != nil {
+			t.Fatal(err)
+		}
+		in, n, err := task.Batch(0, 1)
+		if err != nil {
+			t.Fatalf("L=%d: %v", L, err)
+		}
+		bq := tensors.MustCopyFlatData[int32](in[6])
+		list := tensors.MustCopyFlatData[int32](in[7])
+		labels := tensors.MustCopyFlatData[float32](in[8])
+		width := in[7].Shape().Dim(1)
+		if width != min(L, nt) {
+			t.Fatalf("L=%d: list width %d", L, width)
+		}
+		for j := range n {
+			rel := map[int32]bool{}
+			for _, x := range tr.Relevant[int(bq[j])] {
+				rel[int32(x)] = true
+			}
+			seen := map[int32]bool{}
+			npos := 0
+			for k := range width {
+				tool, lab := list[j*width+k], labels[j*width+k]
+				if seen[tool] {
+					t.Errorf("L=%d query %d: tool %d twice", L, bq[j], tool)
+				}
+				seen[tool] = true
+				if (lab == 1) != rel[tool] {
+					t.Errorf("L=%d query %d: tool %d label %v, relevant %v", L, bq[j], tool, lab, rel[tool])
+				}
+				if lab == 1 {
+					if k != npos {
+						t.Errorf("L=%d query %d: positive at %d after a negative", L, bq[j], k)
+					}
+					npos++
+				}
+			}
+			if want := min(len(rel), width-1); npos != want {
+				t.Errorf("L=%d query %d: %d positives, want %d", L, bq[j], npos, want)
+			}
+		}
 	}
 }

@@ -122,19 +122,29 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 				labels = append(labels, 1)
 			}
 		}
-		// Negatives: distinct non-relevant tools, uniformly at random (all of them when the
-		// list is as long as the catalogue).
-		for _, tool := range r.Perm(nt) {
-			if len(list) == (j+1)*L {
-				break
-			}
-			if !inList[tool] {
-				list = append(list, int32(tool))
-				labels = append(labels, 0)
-			}
+		// Negatives: distinct non-relevant tools, uniformly at random: by rejection when the
+		// list is short next to the catalogue, else from a permutation.
+		if need := (j+1)*L - len(list); nt-len(inList) < need {
+			return nil, 0, fmt.Errorf("colt: query %d: %d relevant tools leave fewer than %d negatives among %d tools", q, len(t.Train.Relevant[q]), need, nt)
 		}
-		if len(list) != (j+1)*L {
-			return nil, 0, fmt.Errorf("colt: query %d: %d relevant tools leave fewer than %d negatives among %d tools", q, len(t.Train.Relevant[q]), L, nt)
+		if 2*L <= nt {
+			for len(list) < (j+1)*L {
+				if tool := r.IntN(nt); !inList[tool] {
+					inList[tool] = true
+					list = append(list, int32(tool))
+					labels = append(labels, 0)
+				}
+			}
+		} else {
+			for _, tool := range r.Perm(nt) {
+				if len(list) == (j+1)*L {
+					break
+				}
+				if !inList[tool] {
+					list = append(list, int32(tool))
+					labels = append(labels, 0)
+				}
+			}
 		}
 	}
 	ql, qr, qw := qt.Tensors()
