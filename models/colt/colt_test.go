@@ -74,6 +74,25 @@ func weakStage1(r *rand.Rand, d *data.Dataset, dim int, qNoise, tNoise float64) 
 	return queries, tools, scenes
 }
 
+// embedded returns the embedded dataset, its training split less a 10% dev split, the dev
+// split, and COLT's graphs of the training split.
+func embedded(t *testing.T) (*data.Dataset, *data.Split, *data.Split, *tgraph.COLTGraphs) {
+	t.Helper()
+	d, err := data.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, dev, err := d.CarveDev("train", 0.1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	graphs, err := tgraph.FromSplit(d, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, tr, dev, graphs
+}
+
 // stage1Dev returns the dev metrics of the stage-1 embeddings alone (cosine ranking).
 func stage1Dev(d *data.Dataset, dev *data.Split, queries, tools [][]float32) map[string]float64 {
 	sc := &Scorer{Tools: tools}
@@ -91,18 +110,7 @@ func stage1Dev(d *data.Dataset, dev *data.Split, queries, tools [][]float32) map
 // reference code's isolated test queries and hold-out training alone, and checks that the loss
 // goes down and that dev R@5 beats the stage-1 embeddings' own by 10 points.
 func TestTrainsEveryVariant(t *testing.T) {
-	d, err := data.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, dev, err := d.CarveDev("train", 0.1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	graphs, err := tgraph.FromSplit(d, tr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, tr, dev, graphs := embedded(t)
 	be, err := backend.Open("go")
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/toolret/toolret/backend"
-	"github.com/toolret/toolret/data"
 	tgraph "github.com/toolret/toolret/graph"
 )
 
@@ -126,18 +125,7 @@ func TestAttachMatchesScorer(t *testing.T) {
 // (label 1), then distinct non-relevant tools (label 0), for short lists (rejection sampling)
 // and lists as long as the catalogue (permutation).
 func TestBatchLists(t *testing.T) {
-	d, err := data.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, dev, err := d.CarveDev("train", 0.1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	graphs, err := tgraph.FromSplit(d, tr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, tr, dev, graphs := embedded(t)
 	nt := len(d.Tools)
 	for _, L := range []int{10, nt / 2, nt - 5, nt + 3} {
 		cfg := Default()
