@@ -240,7 +240,10 @@ func (c Config) Loss(s *model.Scope, in []*Node, nq, nt, ns, d int, st tgraph.Ed
 	return loss
 }
 
-// holdOut zeroes the weights of e's edges whose left (query) node is in the batch bq.
+// holdOut zeroes the weights of e's edges whose left (query) node is in the batch bq. The other
+// weights keep the full graph's degrees: every propagated layer is L2-normalised per node
+// (CombineNormSum), so a tool's aggregate is what renormalising would give; a query's
+// aggregate weighs its tools by their full-graph degrees (1/√d_t) rather than the held-out ones.
 func holdOut(e tgraph.Edges, bq *Node) tgraph.Edges {
 	w := e.Weight
 	in := Scatter(InsertAxes(bq, -1), OnesLike(ConvertDType(bq, w.DType())), shapes.Make(w.DType(), e.NLeft), false, false)
