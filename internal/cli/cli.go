@@ -1,0 +1,201 @@
+// Package cli is toolret's one command-line vocabulary: every command registers the flags
+// shared across commands through these functions, so the same concept has the same name,
+// default and help everywhere. The vocabulary (README, "Command-line vocabulary"):
+//
+//	-data DIR          dataset (BEIR or Parquet); empty: the embedded default dataset
+//	-run DIR           the run directory a command trains into or reads
+//	-retriever DIR     the stage-1 bi-encoder run a later stage builds on
+//	-backend NAME      compute backend: go (default), onnx, xla:cpu, xla:cuda
+//	-seed N            random seed (default 1)
+//	-dev F             dev fraction carved from the training queries (default 0.1); later
+//	                   stages take their retriever's recorded dev split
+//	-split NAME        the split a command evaluates or reads (eval: test)
+//	-k N               how many tools a query gets back (top-k)
+//	-cutoffs LIST      the metric cutoffs K of Recall/NDCG/COMP@K
+//	-vocab FILE        a vocab.txt;  -vocab-size N  the size of a vocabulary to build
+//	-query-len, -tool-len, -max-len   token limits (bi-encoder towers; single-sequence and pair models)
+//	-temperature T     softmax temperature of a contrastive or list-wise loss
+//	-batch N, -epochs N, -lr F, -weight-decay F, -warmup F, -metric NAME, -patience N
+//	-resume            continue -run from its newest checkpoint with the run's recorded flags
+//	-quiet             no progress bar
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/toolret/toolret/metrics"
+	"github.com/toolret/toolret/rundir"
+)
+
+// Defaults shared by every command.
+const (
+	DefaultSeed = 1
+	DefaultDev  = 0.1
+)
+
+// Data registers -data.
+func Data(fs *flag.FlagSet) *string {
+	return fs.String("data", "", "dataset directory (BEIR or Parquet layout); default: the embedded default dataset")
+}
+
+// Run registers -run with a command-specific help text.
+func Run(fs *flag.FlagSet, help string) *string { return fs.String("run", "", help) }
+
+// Retriever registers -retriever: the stage-1 bi-encoder run.
+func Retriever(fs *flag.FlagSet) *string {
+	return fs.String("retriever", "", "stage-1 bi-encoder run (train biencoder); its recorded dev split is used")
+}
+
+// Backend registers -backend.
+func Backend(fs *flag.FlagSet) *string {
+	return fs.String("backend", "", "compute backend: go (default), onnx, xla:cpu, xla:cuda")
+}
+
+// Seed registers -seed.
+func Seed(fs *flag.FlagSet) *uint64 { return fs.Uint64("seed", DefaultSeed, "random seed") }
+
+// Dev registers -dev.
+func Dev(fs *flag.FlagSet) *float64 {
+	return fs.Float64("dev", DefaultDev, "fraction of the training queries held out as the dev split (model selection)")
+}
+
+// Quiet registers -quiet.
+func Quiet(fs *flag.FlagSet) *bool { return fs.Bool("quiet", false, "no progress bar") }
+
+// Resume registers -resume.
+func Resume(fs *flag.FlagSet) *bool {
+	return fs.Bool("resume", false, "continue the run in -run from its newest checkpoint, with the flags recorded in the run")
+}
+
+// Cutoffs registers -cutoffs.
+func Cutoffs(fs *flag.FlagSet) *string {
+	return fs.String("cutoffs", "1,3,5,10", "metric cutoffs K (Recall/NDCG/COMP@K), comma-separated")
+}
+
+// Metric registers -metric, the dev metric that selects the best checkpoint.
+func Metric(fs *flag.FlagSet, def string) *string {
+	return fs.String("metric", def, "dev metric selecting the best checkpoint: recall@K, ndcg@K or comp@K with K in 1,3,5,10")
+}
+
+// DevKs are the cutoffs of every dev evaluation during training.
+var DevKs = []int{1, 3, 5, 10}
+
+// CheckMetric reports an error unless name is a metric the dev evaluation computes.
+func CheckMetric(name string) error {
+	var valid []string
+	for _, m := range []string{"recall", "ndcg", "comp"} {
+		for _, k := range DevKs {
+			n := fmt.Sprintf("%s@%d", m, k)
+			if n == name {
+				return nil
+			}
+			valid = append(valid, n)
+		}
+	}
+	return fmt.Errorf("-metric %q: want one of %s", name, strings.Join(valid, ", "))
+}
+
+// ParseCutoffs parses a -cutoffs list: positive integers, comma-separated.
+func ParseCutoffs(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return metrics.DefaultKs, nil
+	}
+	var ks []int
+	for _, f := range strings.Split(s, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || k <= 0 {
+			return nil, fmt.Errorf("-cutoffs %q: %q is not a positive integer", s, f)
+		}
+		ks = append(ks, k)
+	}
+	return ks, nil
+}
+
+// Args returns the value of every flag of fs, by name.
+func Args(fs *flag.FlagSet) map[string]string {
+	out := map[string]string{}
+	fs.VisitAll(func(f *flag.Flag) { out[f.Name] = f.Value.String() })
+	return out
+}
+
+// Set returns the names of the flags given on the command line.
+func Set(fs *flag.FlagSet) map[string]bool {
+	out := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { out[f.Name] = true })
+	return out
+}
+
+// Operational flags may differ between a run and its resumption.
+var operational = []string{"resume", "run", "quiet", "backend"}
+
+// ApplyRecorded makes fs continue a run: flags given on the command line must equal the
+// run's recorded values (an error names each that differs); flags not given take the
+// recorded values. Operational flags (-resume, -run, -quiet, -backend) are exempt.
+func ApplyRecorded(fs *flag.FlagSet, dir string, recorded map[string]string) error {
+	given := map[string]string{}
+	set := Set(fs)
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] {
+			given[f.Name] = f.Value.String()
+		}
+	})
+	if err := rundir.DiffError(dir, rundir.Differences(recorded, given, operational...)); err != nil {
+		return err
+	}
+	skip := map[string]bool{}
+	for _, n := range operational {
+		skip[n] = true
+	}
+	names := make([]string, 0, len(recorded))
+	for n := range recorded {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if set[n] || skip[n] || fs.Lookup(n) == nil {
+			continue
+		}
+		if err := fs.Set(n, recorded[n]); err != nil {
+			return fmt.Errorf("resume %s: recorded -%s %q: %w", dir, n, recorded[n], err)
+		}
+	}
+	return nil
+}
+
+// Positive returns an error naming the flag when v <= 0.
+func Positive[T int | int64 | uint64 | float64](name string, v T) error {
+	if v <= 0 {
+		return fmt.Errorf("-%s %v: must be > 0", name, v)
+	}
+	return nil
+}
+
+// NonNegative returns an error naming the flag when v < 0.
+func NonNegative[T int | int64 | float64](name string, v T) error {
+	if v < 0 {
+		return fmt.Errorf("-%s %v: must be >= 0", name, v)
+	}
+	return nil
+}
+
+// Fraction returns an error naming the flag unless 0 < v < 1.
+func Fraction(name string, v float64) error {
+	if !(v > 0 && v < 1) {
+		return fmt.Errorf("-%s %v: must be in (0, 1)", name, v)
+	}
+	return nil
+}
+
+// First returns the first non-nil error.
+func First(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}

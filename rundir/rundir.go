@@ -1,0 +1,263 @@
+// Package rundir is the one place that writes and reads a run directory: what kind of model
+// the run trains, the data it was trained on (fingerprint), the dev split it selects on
+// (fraction, seed and the query ids themselves), the run it derives from, and every argument
+// of the command that made it. Later stages read their parent's split from here, so a
+// cross-encoder, a classifier, COLT or a rerank grid never tunes on a stage-1 training query.
+//
+// Layout of a run directory:
+//
+//	run.json              Meta (this package)
+//	train_config.json     the trainer's configuration (train.Config)
+//	<kind config>.json    the model configuration (biencoder.json, crossencoder.json, ...)
+//	tokenizer files       tokenizer.json, vocab.txt, tokenizer_config.json
+//	checkpoints/step-N/   checkpoints (package checkpoints)
+//	metrics.jsonl         one record per optimizer step, dev metrics at evaluations
+//	metrics.svg           the loss and dev-metric plot
+//	summary.json          the end-of-training summary
+//	test_metrics.json     the end-of-training test report, when a test split is evaluated
+//
+// Every write is atomic (temporary file, fsync, rename) and checked.
+package rundir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/toolret/toolret/data"
+)
+
+// MetaFile is the name of the run description in a run directory.
+const MetaFile = "run.json"
+
+// Format is the version of MetaFile this package writes.
+const Format = 1
+
+// Split records how a run's dev split was carved from a training split.
+type Split struct {
+	// From is the dataset split the dev queries were carved from (normally "train").
+	From        string  `json:"from"`
+	DevFraction float64 `json:"dev_fraction"`
+	Seed        int64   `json:"seed"`
+	// DevIDs are the dataset's ids of the dev queries, in split order.
+	DevIDs []string `json:"dev_query_ids"`
+}
+
+// Meta describes a run directory.
+type Meta struct {
+	Format int `json:"format"`
+	// Kind is the model kind: biencoder, crossencoder, classifier, colt.
+	Kind string `json:"kind"`
+	// Dataset and Fingerprint identify the data the run was trained on.
+	Dataset     string `json:"dataset"`
+	Fingerprint string `json:"data_fingerprint"`
+	Split       Split  `json:"split"`
+	// Parent is the run this one derives from (a stage-1 retriever), or empty.
+	Parent string `json:"parent,omitempty"`
+	// Args are the values of every flag of the command that made the run.
+	Args    map[string]string `json:"args,omitempty"`
+	Created string            `json:"created,omitempty"`
+}
+
+// ErrNoMeta is returned by Read for a directory without MetaFile.
+var ErrNoMeta = errors.New("no " + MetaFile)
+
+// Carve splits the judged queries of d's split from into (train, dev) with frac and seed and
+// returns the split's record with them.
+func Carve(d *data.Dataset, from string, frac float64, seed int64) (Split, *data.Split, *data.Split, error) {
+	train, dev, err := d.CarveDev(from, frac, seed)
+	if err != nil {
+		return Split{}, nil, nil, err
+	}
+	s := Split{From: from, DevFraction: frac, Seed: seed, DevIDs: make([]string, len(dev.Queries))}
+	for i, q := range dev.Queries {
+		s.DevIDs[i] = d.Queries[q].ID
+	}
+	return s, train, dev, nil
+}
+
+// Apply rebuilds the (train, dev) splits of d that s records: dev holds exactly the recorded
+// query ids (an id d does not have, or one not judged in s.From, is an error), train the rest
+// of s.From's judged queries.
+func (s Split) Apply(d *data.Dataset) (train, dev *data.Split, err error) {
+	src, err := d.Split(s.From)
+	if err != nil {
+		return nil, nil, err
+	}
+	byID := make(map[string]int, len(d.Queries))
+	for i, q := range d.Queries {
+		byID[q.ID] = i
+	}
+	isDev := make(map[int]bool, len(s.DevIDs))
+	for _, id := range s.DevIDs {
+		q, ok := byID[id]
+		if !ok {
+			return nil, nil, fmt.Errorf("dev split: query id %q is not in dataset %s", id, d.Name)
+		}
+		if len(src.Relevant[q]) == 0 {
+			return nil, nil, fmt.Errorf("dev split: query id %q has no relevant tool in split %q of dataset %s", id, s.From, d.Name)
+		}
+		isDev[q] = true
+	}
+	if len(isDev) == 0 {
+		return nil, nil, fmt.Errorf("dev split of %s: no dev query recorded", d.Name)
+	}
+	train = &data.Split{Name: s.From + "-train", Relevant: map[int][]int{}}
+	dev = &data.Split{Name: s.From + "-dev", Relevant: map[int][]int{}}
+	for _, q := range src.Judged() {
+		dst := train
+		if isDev[q] {
+			dst = dev
+		}
+		dst.Queries = append(dst.Queries, q)
+		dst.Relevant[q] = src.Relevant[q]
+		if sc, ok := src.Scene[q]; ok {
+			if dst.Scene == nil {
+				dst.Scene = map[int]int{}
+			}
+			dst.Scene[q] = sc
+		}
+	}
+	return train, dev, nil
+}
+
+// Splits returns the (train, dev) splits the run at dir was trained and selected on, after
+// checking that d is the data it was trained on.
+func Splits(dir string, d *data.Dataset) (train, dev *data.Split, m *Meta, err error) {
+	if m, err = Read(dir); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := m.CheckData(d); err != nil {
+		return nil, nil, nil, err
+	}
+	train, dev, err = m.Split.Apply(d)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("run %s: %w", dir, err)
+	}
+	return train, dev, m, nil
+}
+
+// CheckData reports an error when d is not the data the run was trained on.
+func (m *Meta) CheckData(d *data.Dataset) error {
+	if fp := d.Fingerprint(); m.Fingerprint != "" && fp != m.Fingerprint {
+		return fmt.Errorf("run was trained on other data (dataset %s, fingerprint %.12s; this data: %s, %.12s)", m.Dataset, m.Fingerprint, d.Name, fp)
+	}
+	return nil
+}
+
+// Create writes m to dir/MetaFile (creating dir), filling Format and Created.
+func Create(dir string, m *Meta) error {
+	m.Format = Format
+	if m.Created == "" {
+		m.Created = time.Now().UTC().Format(time.RFC3339)
+	}
+	return WriteJSON(dir, MetaFile, m)
+}
+
+// Read reads dir/MetaFile. A run directory made before run.json existed gives an error that
+// says how to migrate it.
+func Read(dir string) (*Meta, error) {
+	p := filepath.Join(dir, MetaFile)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		if _, err2 := os.Stat(dir); err2 != nil {
+			return nil, fmt.Errorf("run %s: %w", dir, err2)
+		}
+		return nil, fmt.Errorf("run %s: %w (made before toolret recorded dev splits): run `train migrate -run %s -data DIR -dev FRACTION -seed SEED` with the -dev and -seed it was trained with: %w",
+			dir, ErrNoMeta, dir, ErrNoMeta)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", dir, err)
+	}
+	var m Meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if m.Format < 1 || m.Format > Format {
+		return nil, fmt.Errorf("%s: format %d: this toolret reads formats 1..%d", p, m.Format, Format)
+	}
+	if m.Kind == "" {
+		return nil, fmt.Errorf("%s: no kind", p)
+	}
+	return &m, nil
+}
+
+// WriteJSON writes v as indented JSON to dir/name, atomically.
+func WriteJSON(dir, name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
+	}
+	return WriteFile(filepath.Join(dir, name), append(b, '\n'))
+}
+
+// WriteFile writes b to path atomically: a temporary file in the same directory, synced,
+// then renamed over path. The directory is created if needed.
+func WriteFile(path string, b []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(b); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// Differences lists, sorted, the arguments whose values differ between a run's recorded args
+// and given ones, as "-name: run has X, given Y". Names in ignore are not compared.
+func Differences(recorded, given map[string]string, ignore ...string) []string {
+	skip := map[string]bool{}
+	for _, n := range ignore {
+		skip[n] = true
+	}
+	var out []string
+	for n, v := range given {
+		if skip[n] {
+			continue
+		}
+		if r, ok := recorded[n]; ok && r != v {
+			out = append(out, fmt.Sprintf("-%s: run has %q, given %q", n, r, v))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// DiffError formats Differences as one error, or returns nil when there are none.
+func DiffError(dir string, diffs []string) error {
+	if len(diffs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("resume %s: refused, flags differ from the run's (omit them to use the run's values):\n  %s", dir, strings.Join(diffs, "\n  "))
+}
