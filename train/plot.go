@@ -9,15 +9,16 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/toolret/toolret/rundir"
 )
 
 // writePlot renders RUN/metrics.jsonl as RUN/plot.html: self-contained SVG charts of the
-// training loss and of every dev metric against the step. Errors are ignored: the plot is a
-// convenience, metrics.jsonl is the record.
-func writePlot(runDir string) {
+// training loss and of every dev metric against the step, written atomically.
+func writePlot(runDir string) error {
 	f, err := os.Open(filepath.Join(runDir, "metrics.jsonl"))
 	if err != nil {
-		return
+		return fmt.Errorf("plot: %w", err)
 	}
 	defer f.Close()
 	series := map[string][][2]float64{}
@@ -46,7 +47,7 @@ func writePlot(runDir string) {
 	for _, n := range names {
 		b.WriteString(chart(n, series[n]))
 	}
-	os.WriteFile(filepath.Join(runDir, "plot.html"), []byte(b.String()), 0o644)
+	return rundir.WriteFile(filepath.Join(runDir, "plot.html"), []byte(b.String()))
 }
 
 func chart(name string, pts [][2]float64) string {

@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/gomlx/compute"
@@ -15,6 +17,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/checkpoints"
+	"github.com/toolret/toolret/rundir"
 )
 
 // Task is what a model kind gives the trainer.
@@ -73,8 +76,11 @@ type best struct {
 // be empty; the model's variables are restored from the checkpoint.
 func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume bool) (*Summary, error) {
 	start := time.Now()
-	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
 	}
 	acc := max(cfg.Optimizer.Accumulate, 1)
 	// Batches per epoch (rounded down to whole optimizer steps) and the total step count.
@@ -113,6 +119,9 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 		if err != nil {
 			return nil, fmt.Errorf("resume: %w", err)
 		}
+		if err := checkRecorded(cfg); err != nil {
+			return nil, err
+		}
 		if c.Manifest.Fingerprint != cfg.Fingerprint {
 			return nil, fmt.Errorf("resume %s: checkpoint was trained on other data (fingerprint %.12s, this data %.12s)", c.Dir, c.Manifest.Fingerprint, cfg.Fingerprint)
 		}
@@ -121,8 +130,13 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 		}
 		step, epoch, pos = c.Manifest.Step, c.Manifest.Epoch, c.Manifest.Position
 		if raw, ok := c.Manifest.Extra["best"]; ok {
-			bb, _ := json.Marshal(raw)
-			json.Unmarshal(bb, &b)
+			bb, err := json.Marshal(raw)
+			if err == nil {
+				err = json.Unmarshal(bb, &b)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("resume %s: best-checkpoint record: %w", c.Dir, err)
+			}
 		}
 		if err := truncateMetrics(filepath.Join(cfg.RunDir, "metrics.jsonl"), step); err != nil {
 			return nil, err
@@ -130,8 +144,10 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 	} else if steps, _ := checkpoints.List(cfg.RunDir); len(steps) > 0 {
 		return nil, fmt.Errorf("run directory %s already has checkpoints: use -resume, or another -run", cfg.RunDir)
 	}
-	if b, err := json.MarshalIndent(cfg, "", "  "); err == nil {
-		os.WriteFile(filepath.Join(cfg.RunDir, "train_config.json"), append(b, '\n'), 0o644)
+	if !resume {
+		if err := rundir.WriteJSON(cfg.RunDir, ConfigFile, cfg); err != nil {
+			return nil, err
+		}
 	}
 	files, err := task.Files()
 	if err != nil {
@@ -151,7 +167,7 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 	}
 	mf, err := os.OpenFile(filepath.Join(cfg.RunDir, "metrics.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("train: %w", err)
 	}
 	defer mf.Close()
 	mw := bufio.NewWriter(mf)
@@ -213,6 +229,9 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 				return nil, fmt.Errorf("train: evaluation at step %d: %w", step, err)
 			}
 			last = metrics
+			if _, ok := metrics[cfg.Metric]; cfg.Metric != "" && !ok {
+				return nil, fmt.Errorf("train: -metric %q is not a dev metric this model reports (have %s)", cfg.Metric, strings.Join(sortedKeys(metrics), ", "))
+			}
 			for k, v := range metrics {
 				rec["dev_"+k] = v
 			}
@@ -223,9 +242,14 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 			}
 			bar.note(fmt.Sprintf("step %d dev %s %.2f (best %.2f at %d)", step, cfg.Metric, metrics[cfg.Metric], b.Metrics[cfg.Metric], b.Step))
 		}
-		line, _ := json.Marshal(rec)
+		line, err := json.Marshal(rec)
+		if err != nil {
+			return nil, fmt.Errorf("train: metrics record at step %d: %w", step, err)
+		}
 		mw.Write(append(line, '\n'))
-		mw.Flush()
+		if err := mw.Flush(); err != nil {
+			return nil, fmt.Errorf("train: write %s: %w", mf.Name(), err)
+		}
 		if evalNow {
 			if pos >= perEpoch[epoch] && step < total {
 				// Checkpoints at epoch ends point at the next epoch's start.
@@ -234,7 +258,9 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 			if err := save(last); err != nil {
 				return nil, err
 			}
-			writePlot(cfg.RunDir)
+			if err := writePlot(cfg.RunDir); err != nil {
+				return nil, err
+			}
 			if cfg.Patience > 0 && b.Bad >= cfg.Patience {
 				stopped = fmt.Sprintf("early stopping: %d evaluations without improvement", b.Bad)
 				break
@@ -248,10 +274,12 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 	bar.finish()
 	sum := &Summary{Steps: step, Epochs: epoch + 1, BestStep: b.Step, BestMetrics: b.Metrics, Final: last,
 		Seconds: time.Since(start).Seconds(), Stopped: stopped}
-	if sb, err := json.MarshalIndent(sum, "", "  "); err == nil {
-		os.WriteFile(filepath.Join(cfg.RunDir, "summary.json"), append(sb, '\n'), 0o644)
+	if err := rundir.WriteJSON(cfg.RunDir, "summary.json", sum); err != nil {
+		return nil, err
 	}
-	writePlot(cfg.RunDir)
+	if err := writePlot(cfg.RunDir); err != nil {
+		return nil, err
+	}
 	return sum, nil
 }
 
@@ -275,5 +303,90 @@ func truncateMetrics(path string, step int) error {
 			keep = append(append(keep, sc.Bytes()...), '\n')
 		}
 	}
-	return os.WriteFile(path, keep, 0o644)
+	return rundir.WriteFile(path, keep)
+}
+
+// ConfigFile is the name of the trainer's configuration in a run directory.
+const ConfigFile = "train_config.json"
+
+// Validate checks a training configuration.
+func (c Config) Validate() error {
+	switch {
+	case c.RunDir == "":
+		return fmt.Errorf("train: no run directory")
+	case c.Epochs < 1:
+		return fmt.Errorf("train: -epochs %d: must be >= 1", c.Epochs)
+	case c.EvalEvery < 0:
+		return fmt.Errorf("train: -eval-every %d: must be >= 0", c.EvalEvery)
+	case c.Patience < 0:
+		return fmt.Errorf("train: -patience %d: must be >= 0", c.Patience)
+	case c.KeepLast < 0:
+		return fmt.Errorf("train: keep-last %d: must be >= 0", c.KeepLast)
+	}
+	return nil
+}
+
+// checkRecorded refuses to resume a run with a training configuration other than the one it
+// was started with, naming each field that differs.
+func checkRecorded(cfg Config) error {
+	p := filepath.Join(cfg.RunDir, ConfigFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return fmt.Errorf("resume: %s: %w", p, err)
+	}
+	nb, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	var now map[string]any
+	if err := json.Unmarshal(nb, &now); err != nil {
+		return err
+	}
+	var diffs []string
+	flatDiff("", rec, now, &diffs)
+	if len(diffs) == 0 {
+		return nil
+	}
+	sort.Strings(diffs)
+	return fmt.Errorf("resume %s: refused, the training configuration differs from the run's %s:\n  %s", cfg.RunDir, ConfigFile, strings.Join(diffs, "\n  "))
+}
+
+func flatDiff(prefix string, a, b map[string]any, out *[]string) {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	for k := range keys {
+		if prefix == "" && (k == "run_dir" || k == "data_fingerprint") { // the checkpoint checks the data
+			continue
+		}
+		name := prefix + k
+		am, aok := a[k].(map[string]any)
+		bm, bok := b[k].(map[string]any)
+		if aok && bok {
+			flatDiff(name+".", am, bm, out)
+			continue
+		}
+		ab, _ := json.Marshal(a[k])
+		bb, _ := json.Marshal(b[k])
+		if string(ab) != string(bb) {
+			*out = append(*out, fmt.Sprintf("%s: run has %s, given %s", name, ab, bb))
+		}
+	}
+}
+
+func sortedKeys(m map[string]float64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

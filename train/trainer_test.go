@@ -252,3 +252,52 @@ func TestRunArtifactsAndErrors(t *testing.T) {
 		t.Errorf("want NaN error at step 6, got %v", err)
 	}
 }
+
+// TestResumeRefusesChangedConfig: a run resumed with another training configuration is
+// refused with a message naming every field that differs; bad configurations and an unknown
+// dev metric are errors, not panics.
+func TestResumeRefusesChangedConfig(t *testing.T) {
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	cfg := toyConfig(dir)
+	cfg.StopAfter = 8
+	if _, err := Run(be, newToyStore(), &toyTask{seed: 1, batches: 8}, cfg, false); !errors.Is(err, ErrStopped) {
+		t.Fatalf("want ErrStopped, got %v", err)
+	}
+	changed := toyConfig(dir)
+	changed.Seed++
+	changed.Optimizer.LR *= 2
+	_, err = Run(be, model.NewStore(), &toyTask{seed: 1, batches: 8}, changed, true)
+	if err == nil || !strings.Contains(err.Error(), "seed: run has") || !strings.Contains(err.Error(), "optimizer.lr: run has") {
+		t.Fatalf("want refusal naming seed and optimizer.lr, got %v", err)
+	}
+	// The recorded configuration is not rewritten by a refused resume.
+	same := toyConfig(dir)
+	same.Optimizer.TotalSteps = 24 // as Run fills it: 3 epochs of 8 batches
+	if err := checkRecorded(same); err != nil {
+		t.Fatalf("recorded configuration changed: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"zero epochs", func(c *Config) { c.Epochs = 0 }, "-epochs 0"},
+		{"negative epochs", func(c *Config) { c.Epochs = -2 }, "-epochs -2"},
+		{"negative patience", func(c *Config) { c.Patience = -1 }, "-patience -1"},
+		{"negative eval-every", func(c *Config) { c.EvalEvery = -1 }, "-eval-every -1"},
+		{"unknown metric", func(c *Config) { c.Metric = "ndcg@20" }, `-metric "ndcg@20" is not a dev metric`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := toyConfig(filepath.Join(t.TempDir(), "run"))
+			tc.edit(&c)
+			_, err := Run(be, newToyStore(), &toyTask{seed: 1, batches: 8}, c, false)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want error containing %q, got %v", tc.want, err)
+			}
+		})
+	}
+}
