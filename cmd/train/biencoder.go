@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -11,10 +10,13 @@ import (
 
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/checkpoints"
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/bert"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
@@ -26,11 +28,29 @@ func loadData(dir string) (*data.Dataset, error) {
 	return data.Load(dir)
 }
 
+// checkNewRun refuses to start a new run in a directory that already holds one.
+func checkNewRun(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, rundir.MetaFile)); err == nil {
+		return fmt.Errorf("run directory %s already holds a run: use -resume, or another -run", dir)
+	}
+	if steps, err := checkpoints.List(dir); err == nil && len(steps) > 0 {
+		return fmt.Errorf("run directory %s already has checkpoints: use -resume, or another -run", dir)
+	}
+	return nil
+}
+
+func checkWarmup(w float64) error {
+	if !(w >= 0 && w < 1) {
+		return fmt.Errorf("-warmup %v: a fraction of the steps, must be in [0, 1)", w)
+	}
+	return nil
+}
+
 func biencoderCmd(args []string) error {
 	fs := flag.NewFlagSet("biencoder", flag.ContinueOnError)
-	dataDir := fs.String("data", "", "dataset directory (default: the embedded default dataset)")
-	runDir := fs.String("run", "", "run directory (default runs/biencoder-<time>)")
-	resume := fs.Bool("resume", false, "continue the run in -run from its newest checkpoint")
+	dataDir := cli.Data(fs)
+	runDir := cli.Run(fs, "run directory (default runs/biencoder-<time>)")
+	resume := cli.Resume(fs)
 	initDir := fs.String("init", "", "initialise from a HuggingFace BERT directory (else from scratch)")
 	vocabPath := fs.String("vocab", "", "from scratch: a vocab.txt (default: build a WordPiece vocab from the training texts)")
 	vocabSize := fs.Int("vocab-size", 8000, "from scratch: size of the built vocabulary")
@@ -57,20 +77,19 @@ func biencoderCmd(args []string) error {
 	noMask := fs.Bool("no-fn-mask", false, "ablation: no false-negative masking")
 	hardNeg := fs.Int("hard-negatives", 0, "mined hard negatives per example (needs -negatives)")
 	negFile := fs.String("negatives", "", "mined negatives file (train mine)")
-	devFrac := fs.Float64("dev", 0.1, "fraction of training queries held out as dev")
+	devFrac := cli.Dev(fs)
 	evalEvery := fs.Int("eval-every", 0, "optimizer steps between dev evaluations (0: each epoch)")
-	metric := fs.String("metric", "ndcg@5", "dev metric selecting the best checkpoint")
+	metric := cli.Metric(fs, "ndcg@5")
 	patience := fs.Int("patience", 0, "stop after this many evaluations without improvement (0: never)")
-	seed := fs.Uint64("seed", 1, "random seed")
-	be := fs.String("backend", "", "go (default), onnx, xla:cpu, xla:cuda")
+	seed := cli.Seed(fs)
+	be := cli.Backend(fs)
 	testSplit := fs.String("test", "test", "split evaluated at the end (empty: none)")
-	quiet := fs.Bool("quiet", false, "no progress bar")
+	quiet := cli.Quiet(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	d, err := loadData(*dataDir)
-	if err != nil {
-		return err
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *runDir == "" {
 		if *resume {
@@ -78,13 +97,62 @@ func biencoderCmd(args []string) error {
 		}
 		*runDir = filepath.Join("runs", "biencoder-"+time.Now().Format("20060102-150405"))
 	}
+	var meta *rundir.Meta
+	if *resume {
+		var err error
+		if meta, err = rundir.Read(*runDir); err != nil {
+			return err
+		}
+		if meta.Kind != "biencoder" {
+			return fmt.Errorf("resume %s: a %s run, not a bi-encoder run", *runDir, meta.Kind)
+		}
+		if err := cli.ApplyRecorded(fs, *runDir, meta.Args); err != nil {
+			return err
+		}
+	} else if err := checkNewRun(*runDir); err != nil {
+		return err
+	}
+	if err := cli.First(cli.Positive("batch", *batch), cli.Positive("epochs", *epochs), cli.Positive("lr", *lr),
+		cli.Positive("temperature", *temp), cli.Positive("accumulate", *accum), cli.Fraction("dev", *devFrac),
+		cli.NonNegative("weight-decay", *wd), cli.NonNegative("clip", *clip), cli.NonNegative("hard-negatives", *hardNeg),
+		cli.NonNegative("eval-every", *evalEvery), cli.NonNegative("patience", *patience), cli.CheckMetric(*metric),
+		checkWarmup(*warmup)); err != nil {
+		return err
+	}
+	if *initDir == "" {
+		if err := cli.First(cli.Positive("layers", *layers), cli.Positive("hidden", *hidden), cli.Positive("heads", *heads),
+			cli.NonNegative("intermediate", *inter), cli.Positive("vocab-size", *vocabSize)); err != nil {
+			return err
+		}
+	}
+	if *qLen < 2 || *tLen < 2 {
+		return fmt.Errorf("-query-len %d, -tool-len %d: each must be >= 2 ([CLS] and [SEP])", *qLen, *tLen)
+	}
+	if *hardNeg > 0 && *negFile == "" {
+		return fmt.Errorf("-hard-negatives %d needs -negatives FILE (train mine)", *hardNeg)
+	}
+	d, err := loadData(*dataDir)
+	if err != nil {
+		return err
+	}
 	bk, err := backend.Open(backend.Name(*be))
 	if err != nil {
 		return err
 	}
-	trainSplit, dev, err := d.CarveDev("train", *devFrac, int64(*seed))
-	if err != nil {
-		return err
+	var trainSplit, dev *data.Split
+	if meta != nil {
+		if trainSplit, dev, _, err = rundir.Splits(*runDir, d); err != nil {
+			return err
+		}
+	} else {
+		var sp rundir.Split
+		if sp, trainSplit, dev, err = rundir.Carve(d, "train", *devFrac, int64(*seed)); err != nil {
+			return err
+		}
+		meta = &rundir.Meta{Kind: "biencoder", Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: sp, Args: cli.Args(fs)}
+		if err := rundir.Create(*runDir, meta); err != nil {
+			return err
+		}
 	}
 	store := model.NewStore()
 	store.SetParam(model.ParamInitialSeed, int64(*seed))
@@ -195,6 +263,5 @@ func biencoderCmd(args []string) error {
 		fmt.Print(rep)
 		out[vec] = rep
 	}
-	b, _ := json.MarshalIndent(out, "", "  ")
-	return os.WriteFile(filepath.Join(*runDir, "test_metrics.json"), append(b, '\n'), 0o644)
+	return rundir.WriteJSON(*runDir, "test_metrics.json", out)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/classifier"
 	"github.com/toolret/toolret/tokenize"
+	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/train"
 )
 
@@ -35,12 +36,12 @@ func classifierCmd(args []string) error {
 			*h.metric = "ndcg@5"
 		}
 	}
-	d, bk, tr, dev, sp, err := h.setup(*kind)
+	d, bk, tr, dev, err := h.setup(*kind, "classifier")
 	if err != nil {
 		return err
 	}
 	store := model.NewStore()
-	store.SetParam(model.ParamInitialSeed, int64(sp.Seed))
+	store.SetParam(model.ParamInitialSeed, int64(*h.seed))
 	var cfg *classifier.Config
 	var tok *tokenize.Tokenizer
 	if *h.resume {
@@ -67,18 +68,15 @@ func classifierCmd(args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	files, err := classifier.WriteRunFiles(*h.runDir, classifier.ConfigFile, cfg.Marshal(), tok)
+	files, err := rundir.WriteModelFiles(*h.runDir, classifier.ConfigFile, cfg.Marshal(), tok)
 	if err != nil {
 		return err
 	}
-	if err := classifier.WriteSplit(*h.runDir, sp); err != nil {
-		return err
-	}
-	task := &classifier.Task{Cfg: cfg, Data: d, Train: tr, Dev: dev, Tok: tok, Backend: bk, BatchSize: *h.batch, Seed: sp.Seed, ExtraFiles: files}
+	task := &classifier.Task{Cfg: cfg, Data: d, Train: tr, Dev: dev, Tok: tok, Backend: bk, BatchSize: *h.batch, Seed: *h.seed, ExtraFiles: files}
 	if err := task.Prepare(); err != nil {
 		return err
 	}
-	tc, steps := h.trainConfig(d, task, sp.Seed)
+	tc, steps := h.trainConfig(d, task, *h.seed)
 	multi := 0
 	for _, m := range classifier.QueryTypes(d, tr) {
 		if m {

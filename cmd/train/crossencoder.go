@@ -13,16 +13,18 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/bert"
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/models/classifier"
 	"github.com/toolret/toolret/models/crossencoder"
 	"github.com/toolret/toolret/tokenize"
+	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/train"
 )
 
 // headFlags are the flags shared by the cross-encoder and classifier commands.
 type headFlags struct {
+	fs                                                                              *flag.FlagSet
 	dataDir, runDir, retriever, initDir, be, metric, schedule, testSplit            *string
 	layers, hidden, heads, inter, maxLen, batch, epochs, evalEvery, patience, accum *int
 	lr, wd, warmup, clip, devFrac                                                   *float64
@@ -32,9 +34,10 @@ type headFlags struct {
 
 func addHeadFlags(fs *flag.FlagSet, maxLen, batch, epochs int, metric string) *headFlags {
 	return &headFlags{
-		dataDir:   fs.String("data", "", "dataset directory (default: the embedded default dataset)"),
-		runDir:    fs.String("run", "", "run directory (default runs/<command>-<time>)"),
-		retriever: fs.String("retriever", "", "trained bi-encoder run: its tokenizer (from scratch) and its dev split"),
+		fs:        fs,
+		dataDir:   cli.Data(fs),
+		runDir:    cli.Run(fs, "run directory (default runs/<command>-<time>)"),
+		retriever: cli.Retriever(fs),
 		initDir:   fs.String("init", "", "initialise the encoder from a HuggingFace BERT directory (else from scratch)"),
 		layers:    fs.Int("layers", 2, "from scratch: layers"),
 		hidden:    fs.Int("hidden", 128, "from scratch: hidden size"),
@@ -49,53 +52,94 @@ func addHeadFlags(fs *flag.FlagSet, maxLen, batch, epochs int, metric string) *h
 		schedule:  fs.String("schedule", "linear", "linear, cosine or constant"),
 		clip:      fs.Float64("clip", 1, "global gradient-norm clipping (0: off)"),
 		accum:     fs.Int("accumulate", 1, "micro-batches per optimizer step"),
-		devFrac:   fs.Float64("dev", 0, "dev fraction carved from the training queries (default: the retriever run's, else 0.1)"),
-		seed:      fs.Uint64("seed", 0, "random seed, also of the dev split (default: the retriever run's, else 1)"),
+		devFrac:   fs.Float64("dev", cli.DefaultDev, "without -retriever: fraction of the training queries held out as dev (with -retriever its recorded dev split is used)"),
+		seed:      cli.Seed(fs),
 		evalEvery: fs.Int("eval-every", 0, "optimizer steps between dev evaluations (0: each epoch)"),
-		metric:    fs.String("metric", metric, "dev metric selecting the best checkpoint"),
+		metric:    cli.Metric(fs, metric),
 		patience:  fs.Int("patience", 0, "stop after this many evaluations without improvement (0: never)"),
-		be:        fs.String("backend", "", "go (default), onnx, xla:cpu, xla:cuda"),
+		be:        cli.Backend(fs),
 		testSplit: fs.String("test", "test", "split evaluated at the end (empty: none)"),
-		resume:    fs.Bool("resume", false, "continue the run in -run from its newest checkpoint"),
-		quiet:     fs.Bool("quiet", false, "no progress bar"),
+		resume:    cli.Resume(fs),
+		quiet:     cli.Quiet(fs),
 		warm:      fs.Bool("warm-start", false, "initialise the encoder with the -retriever run's trained weights (its sizes and vocabulary; -max-len is capped at its max_position_embeddings)"),
 	}
 }
 
-// setup resolves the data, backend, dev split (the retriever's when given) and run directory.
-func (h *headFlags) setup(cmd string) (*data.Dataset, compute.Backend, *data.Split, *data.Split, classifier.DataSplit, error) {
-	var sp classifier.DataSplit
-	d, err := loadData(*h.dataDir)
-	if err != nil {
-		return nil, nil, nil, nil, sp, err
-	}
-	sp = classifier.DataSplit{DevFraction: 0.1, Seed: 1}
-	if *h.retriever != "" {
-		if sp, err = classifier.ReadSplit(*h.retriever, 0.1); err != nil {
-			return nil, nil, nil, nil, sp, err
-		}
-	}
-	if *h.devFrac > 0 {
-		sp.DevFraction = *h.devFrac
-	}
-	if *h.seed > 0 {
-		sp.Seed = *h.seed
+// setup validates the flags (taking a resumed run's recorded ones), resolves the data,
+// backend and run directory, and the dev split: the resumed run's, else the -retriever run's
+// recorded one, else one carved with -dev and -seed. A new run's run.json is written.
+func (h *headFlags) setup(cmd, kind string) (*data.Dataset, compute.Backend, *data.Split, *data.Split, error) {
+	if h.fs.NArg() > 0 {
+		return nil, nil, nil, nil, fmt.Errorf("unexpected arguments %q", h.fs.Args())
 	}
 	if *h.runDir == "" {
 		if *h.resume {
-			return nil, nil, nil, nil, sp, fmt.Errorf("-resume needs -run")
+			return nil, nil, nil, nil, fmt.Errorf("-resume needs -run")
 		}
 		*h.runDir = filepath.Join("runs", cmd+"-"+time.Now().Format("20060102-150405"))
 	}
+	var meta *rundir.Meta
+	if *h.resume {
+		var err error
+		if meta, err = rundir.Read(*h.runDir); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		if meta.Kind != kind {
+			return nil, nil, nil, nil, fmt.Errorf("resume %s: a %s run, not a %s run", *h.runDir, meta.Kind, kind)
+		}
+		if err := cli.ApplyRecorded(h.fs, *h.runDir, meta.Args); err != nil {
+			return nil, nil, nil, nil, err
+		}
+	} else if err := checkNewRun(*h.runDir); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if err := cli.First(cli.Positive("batch", *h.batch), cli.Positive("epochs", *h.epochs), cli.Positive("lr", *h.lr),
+		cli.Positive("accumulate", *h.accum), cli.Positive("max-len", *h.maxLen), cli.Fraction("dev", *h.devFrac),
+		cli.NonNegative("weight-decay", *h.wd), cli.NonNegative("clip", *h.clip), cli.NonNegative("eval-every", *h.evalEvery),
+		cli.NonNegative("patience", *h.patience), checkWarmup(*h.warmup)); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if *h.initDir == "" && !*h.warm {
+		if err := cli.First(cli.Positive("layers", *h.layers), cli.Positive("hidden", *h.hidden), cli.Positive("heads", *h.heads),
+			cli.NonNegative("intermediate", *h.inter)); err != nil {
+			return nil, nil, nil, nil, err
+		}
+	}
+	d, err := loadData(*h.dataDir)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
 	bk, err := backend.Open(backend.Name(*h.be))
 	if err != nil {
-		return nil, nil, nil, nil, sp, err
+		return nil, nil, nil, nil, err
 	}
-	tr, dev, err := d.CarveDev("train", sp.DevFraction, int64(sp.Seed))
+	var tr, dev *data.Split
+	switch {
+	case meta != nil:
+		tr, dev, _, err = rundir.Splits(*h.runDir, d)
+	case *h.retriever != "":
+		var parent *rundir.Meta
+		if tr, dev, parent, err = rundir.Splits(*h.retriever, d); err != nil {
+			break
+		}
+		if cli.Set(h.fs)["dev"] && *h.devFrac != parent.Split.DevFraction {
+			err = fmt.Errorf("-dev %v: the dev split is the -retriever run's (%s: dev %v, seed %d); omit -dev", *h.devFrac, *h.retriever, parent.Split.DevFraction, parent.Split.Seed)
+			break
+		}
+		meta = &rundir.Meta{Kind: kind, Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: parent.Split, Parent: *h.retriever, Args: cli.Args(h.fs)}
+		err = rundir.Create(*h.runDir, meta)
+	default:
+		var sp rundir.Split
+		if sp, tr, dev, err = rundir.Carve(d, "train", *h.devFrac, int64(*h.seed)); err != nil {
+			break
+		}
+		meta = &rundir.Meta{Kind: kind, Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: sp, Args: cli.Args(h.fs)}
+		err = rundir.Create(*h.runDir, meta)
+	}
 	if err != nil {
-		return nil, nil, nil, nil, sp, err
+		return nil, nil, nil, nil, err
 	}
-	return d, bk, tr, dev, sp, nil
+	return d, bk, tr, dev, nil
 }
 
 // encoder returns the BERT config and tokenizer of a new model: from -init (weights loaded
@@ -251,12 +295,12 @@ func crossencoderCmd(args []string) error {
 	if *h.retriever == "" {
 		return fmt.Errorf("crossencoder needs -retriever RUN (a trained bi-encoder: hard negatives and dev candidates)")
 	}
-	d, bk, tr, dev, sp, err := h.setup("crossencoder")
+	d, bk, tr, dev, err := h.setup("crossencoder", "crossencoder")
 	if err != nil {
 		return err
 	}
 	store := model.NewStore()
-	store.SetParam(model.ParamInitialSeed, int64(sp.Seed))
+	store.SetParam(model.ParamInitialSeed, int64(*h.seed))
 	var cfg *crossencoder.Config
 	var tok *tokenize.Tokenizer
 	if *h.resume {
@@ -278,11 +322,8 @@ func crossencoderCmd(args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	files, err := classifier.WriteRunFiles(*h.runDir, crossencoder.ConfigFile, cfg.Marshal(), tok)
+	files, err := rundir.WriteModelFiles(*h.runDir, crossencoder.ConfigFile, cfg.Marshal(), tok)
 	if err != nil {
-		return err
-	}
-	if err := classifier.WriteSplit(*h.runDir, sp); err != nil {
 		return err
 	}
 	evalDev := dev
@@ -296,11 +337,11 @@ func crossencoderCmd(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "retriever top-%d for %d queries in %.0fs\n", *m, len(cands), time.Since(start).Seconds())
 	task := &crossencoder.Task{Cfg: cfg, Data: d, Train: tr, Dev: evalDev, Tok: tok, Candidates: cands, Negatives: *negs,
-		BatchSize: *h.batch, Backend: bk, Seed: sp.Seed, ExtraFiles: files}
+		BatchSize: *h.batch, Backend: bk, Seed: *h.seed, ExtraFiles: files}
 	if err := task.Prepare(); err != nil {
 		return err
 	}
-	tc, steps := h.trainConfig(d, task, sp.Seed)
+	tc, steps := h.trainConfig(d, task, *h.seed)
 	fmt.Fprintf(os.Stderr, "%s\ncross-encoder: %d layers, hidden %d, vocab %d, max len %d, %s loss, %d train pairs x (1+%d), %d dev queries, %d steps -> %s\n",
 		d.Stats(), cfg.BERT.NumHiddenLayers, cfg.BERT.HiddenSize, cfg.BERT.VocabSize, cfg.MaxLen, cfg.LossKind, len(tr.Pairs()), *negs, len(evalDev.Queries), steps, *h.runDir)
 	sum, err := train.Run(bk, store, task, tc, *h.resume)

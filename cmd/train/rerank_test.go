@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/models/classifier"
+	"github.com/toolret/toolret/rundir"
+	"github.com/toolret/toolret/train"
 )
 
 // losses reads the training losses of a run's metrics.jsonl.
@@ -55,19 +59,44 @@ func checkLossFalls(t *testing.T, run string, frac float64) {
 	}
 }
 
-// TestRerankStages trains, on the embedded dataset with a small training part (-dev 0.9 keeps
-// ~200 training queries), a tiny bi-encoder, then a cross-encoder on its negatives (from
-// scratch and warm-started), a query-type classifier and an mlc classifier, and checks the
-// run files, that the losses fall and that the dev/test evaluations ran.
+// TestRerankStages trains, on the embedded dataset with a small training part (stage 1 with
+// -dev 0.85 -seed 7, not the defaults, keeps ~290 training queries), a tiny bi-encoder, then a
+// cross-encoder on its negatives (from scratch and warm-started), a query-type classifier and
+// an mlc classifier, given no -dev or -seed, and checks that every later stage recorded and
+// used exactly the stage-1 dev query ids, the run files, that the losses fall and that the
+// dev/test evaluations ran; then that resuming with a changed flag is refused, naming it.
 func TestRerankStages(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains models")
 	}
 	dir := t.TempDir()
 	be := filepath.Join(dir, "be")
-	tiny := []string{"-layers", "1", "-hidden", "32", "-heads", "2", "-quiet", "-dev", "0.9"}
-	if err := biencoderCmd(append([]string{"-run", be, "-epochs", "1", "-batch", "16", "-vocab-size", "1200", "-test", ""}, tiny...)); err != nil {
+	tiny := []string{"-layers", "1", "-hidden", "32", "-heads", "2", "-quiet"}
+	if err := biencoderCmd(append([]string{"-run", be, "-epochs", "1", "-batch", "16", "-vocab-size", "1200", "-test", "", "-dev", "0.85", "-seed", "7"}, tiny...)); err != nil {
 		t.Fatal(err)
+	}
+	stage1, err := rundir.Read(be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stage1.Split.DevFraction != 0.85 || stage1.Split.Seed != 7 || stage1.Kind != "biencoder" {
+		t.Fatalf("stage 1 recorded %+v", stage1.Split)
+	}
+	d, err := data.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, wantDev, err := d.CarveDev("train", 0.85, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stage1.Split.DevIDs) != len(wantDev.Queries) {
+		t.Fatalf("stage 1 recorded %d dev ids, carving gives %d", len(stage1.Split.DevIDs), len(wantDev.Queries))
+	}
+	for i, q := range wantDev.Queries {
+		if stage1.Split.DevIDs[i] != d.Queries[q].ID {
+			t.Fatalf("stage 1 dev id %d: %s, want %s", i, stage1.Split.DevIDs[i], d.Queries[q].ID)
+		}
 	}
 	for _, tc := range []struct {
 		name string
@@ -97,14 +126,25 @@ func TestRerankStages(t *testing.T) {
 			if args[0] == "crossencoder" {
 				cfgFile = "crossencoder.json"
 			}
-			for _, f := range []string{cfgFile, "tokenizer.json", "vocab.txt", "metrics.jsonl", "plot.html", "summary.json", classifier.SplitFile} {
+			for _, f := range []string{cfgFile, "tokenizer.json", "vocab.txt", "metrics.jsonl", "plot.html", "summary.json", rundir.MetaFile, train.ConfigFile} {
 				if _, err := os.Stat(filepath.Join(run, f)); err != nil {
 					t.Errorf("run lacks %s", f)
 				}
 			}
-			sp, err := classifier.ReadSplit(run, 0)
-			if err != nil || sp.DevFraction != 0.9 || sp.Seed != 1 {
-				t.Errorf("recorded split %+v, %v", sp, err)
+			m, err := rundir.Read(run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Parent != be || !slices.Equal(m.Split.DevIDs, stage1.Split.DevIDs) || m.Split.Seed != 7 || m.Split.DevFraction != 0.85 {
+				t.Errorf("%s recorded parent %s, split (dev %v, seed %d, %d ids): not stage 1's", tc.name, m.Parent, m.Split.DevFraction, m.Split.Seed, len(m.Split.DevIDs))
+			}
+			// The splits the stage trains and selects on are rebuilt from those ids.
+			tr, dev, _, err := rundir.Splits(run, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(dev.Queries, wantDev.Queries) || len(tr.Queries)+len(dev.Queries) != len(d.Splits["train"].Judged()) {
+				t.Errorf("%s: dev split is not stage 1's", tc.name)
 			}
 			var sum struct {
 				Best map[string]float64 `json:"best_metrics"`
@@ -122,6 +162,26 @@ func TestRerankStages(t *testing.T) {
 				}
 			}
 		})
+	}
+	// A later stage given another -dev than its retriever's is refused.
+	if err := classifierCmd(append([]string{"-kind", "mlc", "-retriever", be, "-run", filepath.Join(dir, "dev"), "-dev", "0.2"}, tiny...)); err == nil || !strings.Contains(err.Error(), "-dev 0.2") {
+		t.Errorf("-dev differing from the retriever's: %v", err)
+	}
+	// Resuming with changed flags is refused, each named; the recorded flags are kept.
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"-lr", "0.1"}, []string{"-lr: run has"}},
+		{[]string{"-dev", "0.5", "-seed", "3"}, []string{"-dev: run has \"0.85\", given \"0.5\"", "-seed: run has \"7\", given \"3\""}},
+		{[]string{"-epochs", "3"}, []string{"-epochs: run has"}},
+	} {
+		err := biencoderCmd(append([]string{"-run", be, "-resume", "-quiet"}, tc.args...))
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("resume with %v: want error containing %q, got %v", tc.args, w, err)
+			}
+		}
 	}
 	if err := crossencoderCmd([]string{"-run", filepath.Join(dir, "x")}); err == nil {
 		t.Error("crossencoder without -retriever must fail")

@@ -1,7 +1,6 @@
 package classifier
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,69 +15,6 @@ import (
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/tokenize"
 )
-
-// SplitFile records, in a run directory, how the dev split was carved from the training
-// queries, so that later stages (reranker, classifiers, grid search) use the same one.
-const SplitFile = "data_split.json"
-
-// DataSplit is the content of SplitFile.
-type DataSplit struct {
-	DevFraction float64 `json:"dev_fraction"`
-	Seed        uint64  `json:"seed"`
-}
-
-// WriteSplit stores the dev-split parameters of a run.
-func WriteSplit(runDir string, s DataSplit) error {
-	b, _ := json.MarshalIndent(s, "", "  ")
-	return os.WriteFile(filepath.Join(runDir, SplitFile), append(b, '\n'), 0o644)
-}
-
-// ReadSplit returns the dev-split parameters of a run: its SplitFile when present, else the
-// seed of its train_config.json with devDefault as the fraction (bi-encoder runs record
-// only the seed; their -dev default is 0.1).
-func ReadSplit(runDir string, devDefault float64) (DataSplit, error) {
-	if b, err := os.ReadFile(filepath.Join(runDir, SplitFile)); err == nil {
-		var s DataSplit
-		if err := json.Unmarshal(b, &s); err != nil {
-			return s, fmt.Errorf("%s: %w", filepath.Join(runDir, SplitFile), err)
-		}
-		return s, nil
-	}
-	b, err := os.ReadFile(filepath.Join(runDir, "train_config.json"))
-	if err != nil {
-		return DataSplit{}, fmt.Errorf("run %s: cannot tell how its dev split was carved: %w", runDir, err)
-	}
-	var tc struct {
-		Seed uint64 `json:"seed"`
-	}
-	if err := json.Unmarshal(b, &tc); err != nil {
-		return DataSplit{}, fmt.Errorf("%s: %w", filepath.Join(runDir, "train_config.json"), err)
-	}
-	return DataSplit{DevFraction: devDefault, Seed: tc.Seed}, nil
-}
-
-// WriteRunFiles stores a model configuration (as name) and the tokenizer at the top of a run
-// directory and returns the files to keep in every checkpoint.
-func WriteRunFiles(runDir, name string, cfg []byte, tok *tokenize.Tokenizer) (map[string][]byte, error) {
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
-		return nil, err
-	}
-	if err := tok.Save(runDir); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(runDir, name), cfg, 0o644); err != nil {
-		return nil, err
-	}
-	files := map[string][]byte{name: cfg}
-	for _, f := range []string{"tokenizer.json", "vocab.txt", "tokenizer_config.json"} {
-		b, err := os.ReadFile(filepath.Join(runDir, f))
-		if err != nil {
-			return nil, err
-		}
-		files[f] = b
-	}
-	return files, nil
-}
 
 // LoadCheckpoint loads the best checkpoint of a run directory (or the checkpoint directory
 // given), returning it with the named config file's content and the tokenizer.
