@@ -136,7 +136,9 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 				if len(cands) > 0 {
 					n = cands[r.IntN(len(cands))]
 				} else { // no mined list for this query: a random non-positive tool
-					for n = r.IntN(len(t.tools)); t.rel(p.Query, n); n = r.IntN(len(t.tools)) {
+					var err error
+					if n, err = t.randomNegative(r, p.Query); err != nil {
+						return nil, 0, err
 					}
 				}
 				negs[j] = append(negs[j], n)
@@ -166,6 +168,27 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 		in = append(in, ni, nm)
 	}
 	return in, len(b), nil
+}
+
+// randomNegative returns a tool drawn uniformly from those not relevant to query q, or an
+// error when q is relevant to every tool.
+func (t *Task) randomNegative(r *rand.Rand, q int) (int, error) {
+	n := len(t.tools)
+	for range 64 { // rejection sampling: fast unless nearly every tool is relevant
+		if c := r.IntN(max(n, 1)); n > 0 && !t.rel(q, c) {
+			return c, nil
+		}
+	}
+	var pool []int
+	for c := range n {
+		if !t.rel(q, c) {
+			pool = append(pool, c)
+		}
+	}
+	if len(pool) == 0 {
+		return 0, fmt.Errorf("biencoder: query %q is relevant to all %d tools and has no mined negatives: no hard negative to sample", t.Data.Queries[q].ID, n)
+	}
+	return pool[r.IntN(len(pool))], nil
 }
 
 // Evaluate implements train.Task: dev Recall/NDCG/COMP@K with text tool vectors.

@@ -92,35 +92,59 @@ func (t *Task) Batches(int) int { return max(len(t.pairs)/t.BatchSize, 1) }
 // Loss implements train.Task.
 func (t *Task) Loss(s *model.Scope, in []*Node) *Node { return t.Cfg.Loss(s, in) }
 
-// SampleNegatives draws k distinct non-positive APIs for query q: from cands (the retriever's
-// top-m) when it has enough, topped up uniformly from the rest of the library.
-func SampleNegatives(r *rand.Rand, cands []int, positive func(int) bool, nTools, k int) []int {
+// SampleNegatives draws k non-positive APIs of the nTools in the library for one query:
+// distinct ones from cands (the retriever's top-m) first, then uniformly from the rest of the
+// library. When fewer than k non-positive APIs exist the ones found repeat, so a group always
+// has k negatives; when none exists (the query is relevant to every API) it returns an error.
+func SampleNegatives(r *rand.Rand, cands []int, positive func(int) bool, nTools, k int) ([]int, error) {
+	if k <= 0 {
+		return nil, nil
+	}
+	taken := map[int]bool{}
 	var pool []int
 	for _, c := range cands {
-		if !positive(c) {
+		if c >= 0 && c < nTools && !positive(c) && !taken[c] {
+			taken[c] = true
 			pool = append(pool, c)
 		}
 	}
+	clear(taken)
 	out := make([]int, 0, k)
-	taken := map[int]bool{}
-	for len(out) < k && len(pool) > 0 {
+	draw := func() {
 		i := r.IntN(len(pool))
 		out = append(out, pool[i])
 		taken[pool[i]] = true
 		pool[i] = pool[len(pool)-1]
 		pool = pool[:len(pool)-1]
 	}
-	for tries := 0; len(out) < k && tries < 100*k; tries++ {
+	for len(out) < k && len(pool) > 0 {
+		draw()
+	}
+	for tries := 0; len(out) < k && tries < 100*k && nTools > 0; tries++ {
 		n := r.IntN(nTools)
 		if !taken[n] && !positive(n) {
 			taken[n] = true
 			out = append(out, n)
 		}
 	}
-	for len(out) < k { // a query relevant to (almost) everything: repeat what we have
-		out = append(out, out[len(out)%max(len(out), 1)])
+	if len(out) < k { // few non-positives left: draw from all of them
+		pool = pool[:0]
+		for n := range nTools {
+			if !taken[n] && !positive(n) {
+				pool = append(pool, n)
+			}
+		}
+		for len(out) < k && len(pool) > 0 {
+			draw()
+		}
 	}
-	return out
+	if len(out) == 0 {
+		return nil, fmt.Errorf("crossencoder: no negative to sample: the query is relevant to all %d APIs", nTools)
+	}
+	for i := 0; len(out) < k; i++ { // fewer than k non-positive APIs: repeat them
+		out = append(out, out[i])
+	}
+	return out, nil
 }
 
 // Batch implements train.Task: G groups of 1+k pairs and labels [G, 1+k].
@@ -140,7 +164,10 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 			j := sort.SearchInts(rel, a)
 			return j < len(rel) && rel[j] == a
 		}
-		negs := SampleNegatives(r, t.Candidates[p.Query], isPos, len(t.tools), k)
+		negs, err := SampleNegatives(r, t.Candidates[p.Query], isPos, len(t.tools), k)
+		if err != nil {
+			return nil, 0, fmt.Errorf("query %q: %w", t.Data.Queries[p.Query].ID, err)
+		}
 		for j, a := range append([]int{p.Tool}, negs...) {
 			ids, ty := PairIDs(t.Tok, t.qIDs[p.Query], t.tools[a], t.Cfg.MaxLen)
 			seqs, types = append(seqs, ids), append(types, ty)
