@@ -82,6 +82,11 @@ func fixtureDir(t *testing.T) string {
 	return dir
 }
 
+// parityTol bounds the max abs difference from PyTorch's float32 BertModel on the fixture
+// (README, "Encoding"). Measured: go 1.31e-6, onnx 1.43e-6 (last_hidden_state), onnx vs go
+// 1.25e-6.
+const parityTol = 2e-6
+
 // checkParity loads the fixture checkpoint and compares every pooling with PyTorch.
 func checkParity(t *testing.T, backendName string) map[Pooling][]float32 {
 	be, err := backend.Open(backendName)
@@ -110,8 +115,8 @@ func checkParity(t *testing.T, backendName string) map[Pooling][]float32 {
 		got := tensors.MustCopyFlatData[float32](res)
 		d := maxDiff(got, tc.want)
 		t.Logf("%s/%s: max |%s - torch| = %.2e", backendName, tc.p, backendName, d)
-		if d > 1e-4 {
-			t.Errorf("%s pooling %s differs from PyTorch by %.2e (> 1e-4)", backendName, tc.p, d)
+		if d > parityTol {
+			t.Errorf("%s pooling %s differs from PyTorch by %.2e (> %.0e)", backendName, tc.p, d, parityTol)
 		}
 		out[tc.p] = got
 	}
@@ -128,8 +133,10 @@ func checkParity(t *testing.T, backendName string) map[Pooling][]float32 {
 		}
 		alone := tensors.MustCopyFlatData[float32](res)
 		want := e.Hidden[i*seq*h : i*seq*h+n*h]
-		if d := maxDiff(alone, want); d > 1e-4 {
-			t.Errorf("text %d alone differs from its padded batch row by %.2e", i, d)
+		d := maxDiff(alone, want)
+		t.Logf("%s: text %d alone, unpadded: max |%s - torch| = %.2e", backendName, i, backendName, d)
+		if d > parityTol {
+			t.Errorf("text %d alone differs from PyTorch's padded batch row by %.2e (> %.0e)", i, d, parityTol)
 		}
 	}
 	return out
