@@ -100,6 +100,20 @@ type Retriever struct {
 // query tower; tools without training queries keep their text vector). trainSplit names the
 // split whose qrels define usage.
 func (e *Embedder) Retriever(d *data.Dataset, vectors, trainSplit string) (*Retriever, error) {
+	var train *data.Split
+	if vectors == "usage" {
+		var err error
+		if train, err = d.Split(trainSplit); err != nil {
+			return nil, err
+		}
+	}
+	return e.RetrieverFrom(d, vectors, train)
+}
+
+// RetrieverFrom is Retriever with the training queries given as a split of d, such as the
+// training part of a run's recorded dev split (rundir.Split.Apply): with "usage" vectors only
+// train's qrels define usage, so no dev query leaks into the tool vectors.
+func (e *Embedder) RetrieverFrom(d *data.Dataset, vectors string, train *data.Split) (*Retriever, error) {
 	texts := make([]string, len(d.Tools))
 	for i, t := range d.Tools {
 		texts[i] = t.Text
@@ -111,9 +125,9 @@ func (e *Embedder) Retriever(d *data.Dataset, vectors, trainSplit string) (*Retr
 	switch vectors {
 	case "text", "":
 	case "usage":
-		s, err := d.Split(trainSplit)
-		if err != nil {
-			return nil, err
+		s := train
+		if s == nil {
+			return nil, fmt.Errorf("biencoder: usage tool vectors need a training split")
 		}
 		qs := s.Judged()
 		qt := make([]string, len(qs))
