@@ -2,9 +2,10 @@
 //
 //	train [biencoder] [flags]   train a bi-encoder tool retriever (the default)
 //	train mine -run RUN [flags] mine hard negatives with a trained retriever
-//	train colt -init-embeddings RUN [flags]  COLT's LightGCN stage on a trained bi-encoder
+//	train colt -retriever RUN [flags]  COLT's LightGCN stage on a trained bi-encoder
 //	train crossencoder -retriever RUN [flags]  ToolRerank's cross-encoder reranker
 //	train classifier -kind querytype|mlc [flags]  query-type or multi-label tool classifier
+//	train migrate -run RUN [-data DIR] [-dev F -seed N]  write run.json for a run made before it existed
 //
 // With no flags it trains a small bi-encoder from scratch on the embedded default dataset and
 // prints its test metrics. See `train biencoder -h` and `train mine -h`.
@@ -33,8 +34,10 @@ func main() {
 		err = crossencoderCmd(args)
 	case "classifier":
 		err = classifierCmd(args)
+	case "migrate":
+		err = migrateCmd(args)
 	default:
-		err = fmt.Errorf("unknown command %q (biencoder, mine, colt, crossencoder, classifier)", cmd)
+		err = fmt.Errorf("unknown command %q (biencoder, mine, colt, crossencoder, classifier, migrate)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "train:", err)

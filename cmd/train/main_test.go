@@ -38,7 +38,7 @@ func TestTrainMineRetrain(t *testing.T) {
 		t.Errorf("training into an existing run: %v", err)
 	}
 	negs := filepath.Join(dir, "negs.jsonl")
-	if err := mineCmd([]string{"-run", run, "-k", "5", "-out", negs}); err != nil {
+	if err := mineCmd([]string{"-run", run, "-per-query", "5", "-out", negs}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ = os.ReadFile(negs)

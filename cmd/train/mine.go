@@ -7,29 +7,42 @@ import (
 	"path/filepath"
 
 	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/rundir"
 )
 
 // mineCmd ranks every training query with a trained retriever and keeps, per query, the tools
 // at ranks [skip, skip+k) that are not relevant: hard negatives for the next training round.
 func mineCmd(args []string) error {
 	fs := flag.NewFlagSet("mine", flag.ContinueOnError)
-	dataDir := fs.String("data", "", "dataset directory (default: embedded)")
-	run := fs.String("run", "", "trained bi-encoder run (or checkpoint) directory")
+	dataDir := cli.Data(fs)
+	run := cli.Run(fs, "trained bi-encoder run (or checkpoint) directory")
 	split := fs.String("split", "train", "split whose queries get negatives")
-	k := fs.Int("k", 20, "negatives kept per query")
+	perQuery := fs.Int("per-query", 20, "negatives kept per query")
 	skip := fs.Int("skip", 0, "ignore the top-ranked non-relevant tools (possible unlabelled positives)")
 	out := fs.String("out", "", "output file (default RUN/negatives-<split>.jsonl)")
-	be := fs.String("backend", "", "compute backend")
+	be := cli.Backend(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *run == "" {
 		return fmt.Errorf("mine: -run is required")
 	}
+	if err := cli.First(cli.Positive("per-query", *perQuery), cli.NonNegative("skip", *skip)); err != nil {
+		return err
+	}
 	d, err := loadData(*dataDir)
 	if err != nil {
 		return err
+	}
+	if m, err := rundir.Read(*run); err == nil {
+		if err := m.CheckData(d); err != nil {
+			return fmt.Errorf("mine %s: %w", *run, err)
+		}
 	}
 	s, err := d.Split(*split)
 	if err != nil {
@@ -52,7 +65,11 @@ func mineCmd(args []string) error {
 	for i, q := range qs {
 		texts[i] = d.Queries[q].Text
 	}
-	depth := *skip + *k + 4
+	depth := *skip + *perQuery
+	for _, q := range qs {
+		depth = max(depth, *skip+*perQuery+len(s.Relevant[q]))
+	}
+	depth = min(depth, len(d.Tools))
 	rankings, err := r.RankTexts(texts, depth)
 	if err != nil {
 		return err
@@ -68,7 +85,7 @@ func mineCmd(args []string) error {
 			if rel[t] {
 				continue
 			}
-			if rank >= *skip && len(negs[q]) < *k {
+			if rank >= *skip && len(negs[q]) < *perQuery {
 				negs[q] = append(negs[q], t)
 			}
 			rank++
@@ -80,6 +97,6 @@ func mineCmd(args []string) error {
 	if err := biencoder.WriteNegatives(*out, d, negs, qs); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "mined %d negatives for %d queries -> %s\n", *k, len(qs), *out)
+	fmt.Fprintf(os.Stderr, "mined up to %d negatives for each of %d queries -> %s\n", *perQuery, len(qs), *out)
 	return nil
 }

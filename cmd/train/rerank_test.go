@@ -193,3 +193,44 @@ func TestRerankStages(t *testing.T) {
 		t.Error("unknown classifier kind must fail")
 	}
 }
+
+// TestMigrate: a run directory made before run.json existed is refused by later stages with a
+// message saying how to migrate it; `train migrate` then records the split it was trained with.
+func TestMigrate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model")
+	}
+	dir := t.TempDir()
+	be := filepath.Join(dir, "be")
+	if err := biencoderCmd([]string{"-run", be, "-epochs", "1", "-batch", "16", "-vocab-size", "1200", "-test", "", "-dev", "0.85", "-seed", "3",
+		"-layers", "1", "-hidden", "32", "-heads", "2", "-quiet"}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := rundir.Read(be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(be, rundir.MetaFile)); err != nil { // as an old run
+		t.Fatal(err)
+	}
+	err = classifierCmd([]string{"-kind", "mlc", "-retriever", be, "-run", filepath.Join(dir, "mlc"), "-quiet"})
+	if err == nil || !strings.Contains(err.Error(), "train migrate -run "+be) {
+		t.Fatalf("stage 2 on an old run: want the migration message, got %v", err)
+	}
+	if err := migrateCmd([]string{"-run", be, "-dev", "0.85"}); err != nil { // seed from train_config.json
+		t.Fatal(err)
+	}
+	got, err := rundir.Read(be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Kind != "biencoder" || !slices.Equal(got.Split.DevIDs, want.Split.DevIDs) {
+		t.Errorf("migrated run: kind %s, %d dev ids; want biencoder and the %d ids it was trained with", got.Kind, len(got.Split.DevIDs), len(want.Split.DevIDs))
+	}
+	if err := migrateCmd([]string{"-run", be}); err == nil {
+		t.Error("migrating twice must fail")
+	}
+	if err := migrateCmd([]string{"-run", dir}); err == nil || !strings.Contains(err.Error(), "not a toolret run") {
+		t.Errorf("migrating a non-run: %v", err)
+	}
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/rundir"
+	"github.com/toolret/toolret/train"
+)
+
+// kindFiles maps the model configuration file of a run to its kind.
+var kindFiles = []struct{ file, kind string }{
+	{"biencoder.json", "biencoder"},
+	{"crossencoder.json", "crossencoder"},
+	{"classifier.json", "classifier"},
+	{"colt.json", "colt"},
+}
+
+// migrateCmd writes run.json for a run directory made before toolret recorded dev splits:
+// the split is carved again with the -dev and -seed the run was trained with (its
+// data_split.json when it has one), and the kind is read from its model configuration.
+func migrateCmd(args []string) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	dataDir := cli.Data(fs)
+	runDir := cli.Run(fs, "the run directory to migrate (required)")
+	devFrac := fs.Float64("dev", 0, "the -dev the run was trained with (default: its data_split.json, else 0.1)")
+	seed := fs.Int64("seed", -1, "the -seed the run was trained with (default: its data_split.json, else its train_config.json)")
+	parent := cli.Retriever(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *runDir == "" {
+		return fmt.Errorf("migrate needs -run DIR")
+	}
+	if _, err := os.Stat(filepath.Join(*runDir, rundir.MetaFile)); err == nil {
+		return fmt.Errorf("%s already has %s", *runDir, rundir.MetaFile)
+	}
+	kind := ""
+	for _, k := range kindFiles {
+		if _, err := os.Stat(filepath.Join(*runDir, k.file)); err == nil {
+			kind = k.kind
+			break
+		}
+	}
+	if kind == "" {
+		return fmt.Errorf("%s: not a toolret run directory (none of biencoder.json, crossencoder.json, classifier.json, colt.json)", *runDir)
+	}
+	frac, sd := cli.DefaultDev, int64(-1)
+	if b, err := os.ReadFile(filepath.Join(*runDir, "data_split.json")); err == nil {
+		var old struct {
+			DevFraction float64 `json:"dev_fraction"`
+			Seed        int64   `json:"seed"`
+		}
+		if err := json.Unmarshal(b, &old); err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(*runDir, "data_split.json"), err)
+		}
+		frac, sd = old.DevFraction, old.Seed
+	} else if b, err := os.ReadFile(filepath.Join(*runDir, train.ConfigFile)); err == nil {
+		var tc struct {
+			Seed int64 `json:"seed"`
+		}
+		if err := json.Unmarshal(b, &tc); err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(*runDir, train.ConfigFile), err)
+		}
+		sd = tc.Seed
+	}
+	if *devFrac != 0 {
+		frac = *devFrac
+	}
+	if *seed >= 0 {
+		sd = *seed
+	}
+	if sd < 0 {
+		return fmt.Errorf("%s: cannot tell the seed of its dev split: give -seed", *runDir)
+	}
+	if err := cli.Fraction("dev", frac); err != nil {
+		return err
+	}
+	d, err := loadData(*dataDir)
+	if err != nil {
+		return err
+	}
+	if steps, err := os.ReadDir(filepath.Join(*runDir, "checkpoints")); err == nil && len(steps) > 0 {
+		if dir, err := rundir.BestCheckpoint(*runDir); err == nil {
+			if b, err := os.ReadFile(filepath.Join(dir, "state.json")); err == nil {
+				var m struct {
+					Fingerprint string `json:"data_fingerprint"`
+				}
+				if json.Unmarshal(b, &m) == nil && m.Fingerprint != "" && m.Fingerprint != d.Fingerprint() {
+					return fmt.Errorf("%s was trained on other data than %s (fingerprint %.12s, this data %.12s): give its -data", *runDir, d.Name, m.Fingerprint, d.Fingerprint())
+				}
+			}
+		}
+	}
+	sp, _, _, err := rundir.Carve(d, "train", frac, sd)
+	if err != nil {
+		return err
+	}
+	m := &rundir.Meta{Kind: kind, Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: sp, Parent: *parent,
+		Args: map[string]string{"dev": fmt.Sprint(frac), "seed": fmt.Sprint(sd)}}
+	if err := rundir.Create(*runDir, m); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%s: wrote %s (%s run, dev %v seed %d: %d dev queries)\n", *runDir, rundir.MetaFile, kind, frac, sd, len(sp.DevIDs))
+	return nil
+}
