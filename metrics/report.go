@@ -37,50 +37,46 @@ func (p PairRecall) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// EvaluateSplit evaluates rankings of the split's queries (rankings[i] for
-// split.Queries[i]). A query is "unseen" when at least one of its relevant tools never
-// appears in the training qrels ("train" split, if any).
-func EvaluateSplit(d *data.Dataset, split string, rankings []retrieve.Ranking, ks []int) (Report, error) {
-	s, err := d.Split(split)
-	if err != nil {
-		return Report{}, err
-	}
-	if len(rankings) != len(s.Queries) {
-		return Report{}, fmt.Errorf("evaluate %s/%s: %d rankings for %d queries", d.Name, split, len(rankings), len(s.Queries))
-	}
-	rel := make([][]int, len(s.Queries))
-	for i, q := range s.Queries {
+// report evaluates rankings[i] of query qs[i] of split s (the judged queries). A query is
+// "unseen" when at least one of its relevant tools never appears in the training qrels (d's
+// "train" split); the seen/unseen subsets and ToolRecall are left out when d has no train
+// split or when every query of s is a training query (the train split itself, or a dev
+// split carved from it).
+func report(d *data.Dataset, s *data.Split, qs []int, rankings []retrieve.Ranking, ks []int) Report {
+	rel := make([][]int, len(qs))
+	for i, q := range qs {
 		rel[i] = s.Relevant[q]
 	}
-	rep := Report{Dataset: d.Name, Split: split, Overall: Evaluate(rankings, rel, ks), Subsets: map[string]Result{}}
+	rep := Report{Dataset: d.Name, Split: s.Name, Overall: Evaluate(rankings, rel, ks), Subsets: map[string]Result{}}
 
-	groups := map[string][]int{}
-	_, hasTrain := d.Splits["train"]
-	seen := d.Seen("train")
-	for i, r := range rel {
-		if len(r) == 0 {
-			continue
+	train, byTool := d.Splits["train"], false
+	if train != nil {
+		for _, q := range qs {
+			if len(train.Relevant[q]) == 0 {
+				byTool = true // s has queries outside the training split
+				break
+			}
 		}
+	}
+	seen := d.Seen("train")
+	groups := map[string][]int{}
+	for i, r := range rel {
 		n := fmt.Sprintf("relevant=%d", len(r))
 		if len(r) >= 4 {
 			n = "relevant=4+"
 		}
 		groups[n] = append(groups[n], i)
-		if hasTrain && split != "train" {
-			unseen := false
+		if byTool {
+			g := "seen-tools"
 			for _, t := range r {
-				if !seen[t] {
-					unseen = true
+				if t >= len(seen) || !seen[t] {
+					g = "unseen-tools"
 				}
 			}
-			if unseen {
-				groups["unseen-tools"] = append(groups["unseen-tools"], i)
-			} else {
-				groups["seen-tools"] = append(groups["seen-tools"], i)
-			}
+			groups[g] = append(groups[g], i)
 		}
 	}
-	if hasTrain && split != "train" {
+	if byTool {
 		rep.ToolRecall = toolRecall(rankings, rel, seen, rep.Overall.Ks)
 	}
 	for name, idx := range groups {
@@ -91,8 +87,12 @@ func EvaluateSplit(d *data.Dataset, split string, rankings []retrieve.Ranking, k
 		}
 		rep.Subsets[name] = Evaluate(sr, sl, ks)
 	}
-	return rep, nil
+	return rep
 }
+
+// Map returns the overall metrics keyed "recall@3", "ndcg@5", "comp@3", ... (percent): what
+// training's dev evaluation records.
+func (r Report) Map() map[string]float64 { return r.Overall.Map() }
 
 // toolRecall counts, per seen/unseen group, the (query, relevant tool) pairs found in the top K.
 // Duplicates in a ranking are counted once.

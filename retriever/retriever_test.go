@@ -3,9 +3,11 @@ package retriever_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -85,22 +87,41 @@ func TestRetrieve(t *testing.T) {
 		texts[i] = tl.Text
 	}
 	te, _ := m.Embed(biencoder.ToolTower, texts)
-	batch, err := r.RetrieveBatch(context.Background(), queries, 5)
+	const k = 5
+	batch, err := r.RetrieveBatch(context.Background(), queries, k)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, res := range batch {
-		if len(res) != 5 {
+		if len(res) != k {
 			t.Fatalf("query %d: %d results", i, len(res))
 		}
-		for _, x := range res {
-			s := float32(0)
-			for k := range qe[i] {
-				s += qe[i][k] * te[x.Index][k]
+		// Brute force: every tool's score, all tools sorted best first (ties to the lower index).
+		scores := make([]float32, len(te))
+		order := make([]int, len(te))
+		for tool, v := range te {
+			for j := range qe[i] {
+				scores[tool] += qe[i][j] * v[j]
 			}
+			order[tool] = tool
+		}
+		sort.SliceStable(order, func(a, b int) bool { return scores[order[a]] > scores[order[b]] })
+		seen := map[int]bool{}
+		for j, x := range res {
+			s := scores[x.Index]
 			if d := s - x.Score; d > 1e-5 || d < -1e-5 || x.ToolID != d2id(x.Index) {
 				t.Fatalf("query %d tool %s: score %v, brute force %v", i, x.ToolID, x.Score, s)
 			}
+			// The j-th result is the brute force's j-th tool, or one tied with it within float
+			// error (the index holds the exported, re-read embeddings).
+			if want := order[j]; x.Index != want && math.Abs(float64(s-scores[want])) > 1e-5 {
+				t.Fatalf("query %d rank %d: tool %d (score %v), brute force ranks tool %d (score %v) there; results %v, brute force top %d %v",
+					i, j+1, x.Index, s, want, scores[want], indexes(res), k, order[:k])
+			}
+			if seen[x.Index] {
+				t.Fatalf("query %d: tool %d returned twice", i, x.Index)
+			}
+			seen[x.Index] = true
 		}
 		one, err := r.Retrieve(context.Background(), queries[i], 5)
 		if err != nil {
@@ -147,6 +168,15 @@ func TestRetrieve(t *testing.T) {
 	if _, err := r.Retrieve(context.Background(), "x", 0); err == nil {
 		t.Fatal("k = 0: no error")
 	}
+}
+
+// indexes returns the tool indexes of results.
+func indexes(res []retriever.Result) []int {
+	out := make([]int, len(res))
+	for i, x := range res {
+		out[i] = x.Index
+	}
+	return out
 }
 
 var idOf []string

@@ -62,11 +62,11 @@ func runAblations(w io.Writer, d *data.Dataset, ks []int) error {
 	names := []string{"bi-encoder alone"}
 	var results []metrics.Result
 	params := []string{"retriever ranking"}
-	base := make([]retrieve.Ranking, len(evalQs))
+	coarse := make([][]int, len(evalQs))
 	for i, q := range evalQs {
-		base[i] = retrieve.Ranking{Tools: q.Coarse}
+		coarse[i] = q.Coarse
 	}
-	rep, err := metrics.EvaluateSplit(d, env.eval.Name, base, ks)
+	rep, err := metrics.EvaluateSplit(ctx, d, env.eval, byQuery(env.eval, coarse), ks)
 	if err != nil {
 		return err
 	}
@@ -95,11 +95,7 @@ func runAblations(w io.Writer, d *data.Dataset, ks []int) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", v.name, err)
 		}
-		rankings := make([]retrieve.Ranking, len(rk))
-		for i, tools := range rk {
-			rankings[i] = retrieve.Ranking{Tools: tools}
-		}
-		rep, err := metrics.EvaluateSplit(d, env.eval.Name, rankings, ks)
+		rep, err := metrics.EvaluateSplit(ctx, d, env.eval, byQuery(env.eval, rk), ks)
 		if err != nil {
 			return err
 		}
@@ -121,6 +117,16 @@ func runAblations(w io.Writer, d *data.Dataset, ks []int) error {
 		fmt.Fprintf(w, "  %-24s %s\n", names[i], params[i])
 	}
 	return nil
+}
+
+// byQuery keys rankings[i], the ranking of the i-th query of s (prep's order), by its query
+// index.
+func byQuery(s *data.Split, rankings [][]int) retrieve.Fixed {
+	f := make(retrieve.Fixed, len(rankings))
+	for i, r := range rankings {
+		f[s.Queries[i]] = r
+	}
+	return f
 }
 
 // withOracleTypes returns a copy of qs whose query types come from the split's qrels.

@@ -11,8 +11,8 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/classifier"
-	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/rundir"
+	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
 
@@ -116,7 +116,7 @@ func classifierCmd(args []string) error {
 		if err != nil {
 			return err
 		}
-		res, err := classifier.EvaluateOn(mod, d, ts)
+		res, err := classifier.TypeMetrics(mod, d, ts)
 		if err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -14,11 +13,13 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/bert"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/crossencoder"
-	"github.com/toolret/toolret/tokenize"
+	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/rundir"
+	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
 
@@ -368,12 +369,11 @@ func crossencoderCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := crossencoder.EvaluateRerank(context.Background(), mod, d, ts, tc2)
+	rep, err := metrics.EvaluateSplit(context.Background(), d, ts, crossencoder.Reranker(mod, retrieve.Fixed(tc2), 0), metrics.DefaultKs)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%s / %s: cross-encoder reranking of the retriever's top %d: R@5 %.2f N@5 %.2f C@5 %.2f\n",
-		d.Name, *h.testSplit, *m, res["recall@5"], res["ndcg@5"], res["comp@5"])
-	b, _ := json.MarshalIndent(map[string]any{fmt.Sprintf("rerank-%d", *m): res}, "", "  ")
-	return os.WriteFile(filepath.Join(*h.runDir, "test_metrics.json"), append(b, '\n'), 0o644)
+	rep.Dataset = fmt.Sprintf("%s (cross-encoder reranking of the retriever's top %d)", d.Name, *m)
+	fmt.Print(rep)
+	return rundir.WriteJSON(*h.runDir, "test_metrics.json", map[string]any{fmt.Sprintf("rerank-%d", *m): rep})
 }

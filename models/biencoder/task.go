@@ -1,6 +1,7 @@
 package biencoder
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 
@@ -9,8 +10,10 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/losses"
 	"github.com/toolret/toolret/metrics"
+	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
@@ -191,7 +194,7 @@ func (t *Task) randomNegative(r *rand.Rand, q int) (int, error) {
 	return pool[r.IntN(len(pool))], nil
 }
 
-// Evaluate implements train.Task: dev Recall/NDCG/COMP@K with text tool vectors.
+// Evaluate implements train.Task: dev Recall/NDCG/COMP@K (cli.DevKs) with text tool vectors.
 func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	if t.Dev == nil {
 		return map[string]float64{}, nil
@@ -201,17 +204,7 @@ func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	rel := make([][]int, len(t.Dev.Queries))
-	texts := make([]string, len(t.Dev.Queries))
-	for i, q := range t.Dev.Queries {
-		rel[i] = t.Dev.Relevant[q]
-		texts[i] = t.Data.Queries[q].Text
-	}
-	rankings, err := r.RankTexts(texts, 10)
-	if err != nil {
-		return nil, err
-	}
-	return metrics.Evaluate(rankings, rel, []int{1, 3, 5, 10}).Map(), nil
+	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(r), cli.DevKs)
 }
 
 // Files implements train.Task.

@@ -10,7 +10,9 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
+	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
@@ -113,46 +115,39 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	}, len(qs), nil
 }
 
-// Evaluate implements train.Task. querytype: accuracy, balanced accuracy and per-class
-// accuracy (percent); mlc: the ranking metrics of its sigmoid scores.
+// Evaluate implements train.Task. mlc: the dev ranking metrics (cli.DevKs) of its sigmoid
+// scores; querytype: the dev TypeMetrics.
 func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	if t.Dev == nil {
 		return map[string]float64{}, nil
 	}
 	m := &Model{Cfg: t.Cfg, Tok: t.Tok, Backend: t.Backend, Store: store, Batch: 64}
-	return EvaluateOn(m, t.Data, t.Dev)
+	if m.Cfg.Kind == KindQueryType {
+		return TypeMetrics(m, t.Data, t.Dev)
+	}
+	r, err := NewRanker(m, t.Data)
+	if err != nil {
+		return nil, err
+	}
+	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(r), cli.DevKs)
 }
 
-// EvaluateOn evaluates a model on the judged queries of a split.
-func EvaluateOn(m *Model, d *data.Dataset, s *data.Split) (map[string]float64, error) {
+// TypeMetrics evaluates a querytype model on the judged queries of split s: the TypeAccuracy
+// of its P(multi) against the query types of the split's qrels.
+func TypeMetrics(m *Model, d *data.Dataset, s *data.Split) (map[string]float64, error) {
+	if m.Cfg.Kind != KindQueryType {
+		return nil, fmt.Errorf("classifier: query-type metrics of a %s model (want querytype)", m.Cfg.Kind)
+	}
 	qs := s.Judged()
 	texts := make([]string, len(qs))
 	for i, q := range qs {
 		texts[i] = d.Queries[q].Text
 	}
-	switch m.Cfg.Kind {
-	case KindQueryType:
-		p, err := m.PMulti(texts)
-		if err != nil {
-			return nil, err
-		}
-		types := QueryTypes(d, s)
-		return TypeAccuracy(p, qs, types), nil
-	default:
-		r, err := NewRanker(m, d)
-		if err != nil {
-			return nil, err
-		}
-		rk, err := r.Rank(context.Background(), texts, 10)
-		if err != nil {
-			return nil, err
-		}
-		rel := make([][]int, len(qs))
-		for i, q := range qs {
-			rel[i] = s.Relevant[q]
-		}
-		return metrics.Evaluate(rk, rel, []int{1, 3, 5, 10}).Map(), nil
+	p, err := m.PMulti(texts)
+	if err != nil {
+		return nil, err
 	}
+	return TypeAccuracy(p, qs, QueryTypes(d, s)), nil
 }
 
 // TypeAccuracy scores P(multi) predictions (threshold 0.5) against labels: accuracy,

@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/data"
 	tgraph "github.com/toolret/toolret/graph"
+	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/retrieve"
@@ -209,17 +210,17 @@ func (t *Task) rows(x *tensors.Tensor) [][]float32 {
 // Evaluate implements train.Task: dev metrics of the dev queries (outside the graph, stage-1
 // embeddings) against the propagated tools.
 func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
+	if t.Dev == nil {
+		return map[string]float64{}, nil
+	}
 	sc, err := t.Scorer(store)
 	if err != nil {
 		return nil, err
 	}
-	var rankings []retrieve.Ranking
-	var rel [][]int
-	for _, q := range t.Dev.Queries {
-		rankings = append(rankings, retrieve.TopK(sc.Scores(t.Queries[q]), 10))
-		rel = append(rel, t.Dev.Relevant[q])
-	}
-	return metrics.Evaluate(rankings, rel, []int{1, 3, 5, 10}).Map(), nil
+	r := retrieve.ScoreFunc(func(_ context.Context, q retrieve.Query) ([]float32, error) {
+		return sc.Scores(t.Queries[q.Index]), nil
+	})
+	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, r, cli.DevKs)
 }
 
 // Files implements train.Task.

@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/tokenize"
@@ -196,7 +197,8 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	}, hi - lo, nil
 }
 
-// Evaluate implements train.Task: the dev metrics of reranking each dev query's candidates.
+// Evaluate implements train.Task: the dev metrics (cli.DevKs) of reranking each dev query's
+// candidates.
 func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	if t.Dev == nil {
 		return map[string]float64{}, nil
@@ -206,40 +208,20 @@ func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 		texts[i] = tool.Text
 	}
 	m := NewModel(t.Cfg, t.Tok, t.Backend, store, texts)
-	return EvaluateRerank(context.Background(), m, t.Data, t.Dev, t.Candidates)
+	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, Reranker(m, retrieve.Fixed(t.Candidates), 0), cli.DevKs)
 }
 
-// EvaluateRerank reranks each judged query's candidates of split s with m and returns the
-// ranking metrics at 1, 3, 5, 10.
-func EvaluateRerank(ctx context.Context, m *Model, d *data.Dataset, s *data.Split, cands map[int][]int) (map[string]float64, error) {
-	qs := s.Judged()
-	texts := make([]string, len(qs))
-	var pairs []Pair
-	for i, q := range qs {
-		texts[i] = d.Queries[q].Text
-		for _, a := range cands[q] {
-			pairs = append(pairs, Pair{i, a})
+// Reranker returns the ranker that reorders the first depth tools first gives each query (all
+// of them when depth <= 0) by m's scores, batched across queries.
+func Reranker(m *Model, first retrieve.QueryRanker, depth int) *retrieve.Rerank {
+	score := func(ctx context.Context, queries []string, pairs []retrieve.Pair) ([]float32, error) {
+		ps := make([]Pair, len(pairs))
+		for i, p := range pairs {
+			ps[i] = Pair(p)
 		}
+		return m.ScorePairs(ctx, queries, ps)
 	}
-	scores, err := m.ScorePairs(ctx, texts, pairs)
-	if err != nil {
-		return nil, err
-	}
-	rk := make([]retrieve.Ranking, len(qs))
-	rel := make([][]int, len(qs))
-	off := 0
-	for i, q := range qs {
-		c := cands[q]
-		r := retrieve.TopK(scores[off:off+len(c)], 0)
-		tools := make([]int, len(c))
-		for j, pos := range r.Tools {
-			tools[j] = c[pos]
-		}
-		rk[i] = retrieve.Ranking{Tools: tools, Scores: r.Scores}
-		rel[i] = s.Relevant[q]
-		off += len(c)
-	}
-	return metrics.Evaluate(rk, rel, []int{1, 3, 5, 10}).Map(), nil
+	return &retrieve.Rerank{First: first, Depth: depth, Score: score}
 }
 
 // Files implements train.Task.
