@@ -82,7 +82,7 @@ func Metric(fs *flag.FlagSet, def string) *string {
 }
 
 // DevKs are the cutoffs of every dev evaluation during training.
-var DevKs = []int{1, 3, 5, 10}
+var DevKs = metrics.DefaultKs
 
 // CheckMetric reports an error unless name is a metric the dev evaluation computes.
 func CheckMetric(name string) error {
