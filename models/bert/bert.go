@@ -1,7 +1,6 @@
 package bert
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/gomlx/compute"
@@ -15,27 +14,22 @@ import (
 	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/gomlx/gomlx/ml/nn"
 	"github.com/gomlx/gomlx/support/exceptions"
+	"github.com/toolret/toolret/models/pooling"
 )
 
-// Pooling names how token states become one vector per text.
-type Pooling string
+// Pooling names how token states become one vector per text (see package pooling).
+type Pooling = pooling.Pooling
 
 // Poolings.
 const (
-	PoolCLS    Pooling = "cls"    // the [CLS] token's final hidden state
-	PoolMean   Pooling = "mean"   // mean over real (unpadded) tokens
-	PoolPooler Pooling = "pooler" // dense + tanh over [CLS] (BERT's pooler)
-	PoolNone   Pooling = "none"   // no pooling: all token states
+	PoolCLS    = pooling.CLS    // the [CLS] token's final hidden state
+	PoolMean   = pooling.Mean   // mean over real (unpadded) tokens
+	PoolPooler = pooling.Pooler // dense + tanh over [CLS] (BERT's pooler)
+	PoolNone   = pooling.None   // no pooling: all token states
 )
 
 // ParsePooling validates a pooling name.
-func ParsePooling(s string) (Pooling, error) {
-	switch p := Pooling(s); p {
-	case PoolCLS, PoolMean, PoolPooler, PoolNone:
-		return p, nil
-	}
-	return "", fmt.Errorf("unknown pooling %q (cls, mean, pooler, none)", s)
-}
+func ParsePooling(s string) (Pooling, error) { return pooling.Parse(s) }
 
 // variable returns the variable name in scope, created with the given shape and an
 // initializer following HF's _init_weights: normal(0, initializer_range) for matrices, zeros
@@ -175,18 +169,7 @@ func layer(scope *model.Scope, cfg *Config, x, addMask *Node) *Node {
 // Pool reduces hidden [batch, seq, hidden] to [batch, hidden] (or returns hidden unchanged
 // for PoolNone). mask is [batch, seq] with 1 for real tokens.
 func Pool(scope *model.Scope, cfg *Config, hidden, mask *Node, p Pooling) *Node {
-	switch p {
-	case PoolNone:
-		return hidden
-	case PoolMean:
-		m := InsertAxes(ConvertDType(mask, hidden.DType()), -1) // [B, S, 1]
-		sum := ReduceSum(Mul(hidden, m), 1)
-		n := Max(ReduceSum(m, 1), ScalarOne(hidden.Graph(), hidden.DType())) // as HF: clamp(min=1e-9)
-		return Div(sum, n)
-	case PoolPooler:
-		cls := Squeeze(Slice(hidden, AxisRange(), AxisRange(0, 1)), 1)
+	return pooling.Pool(hidden, mask, p, func(cls *Node) *Node {
 		return Tanh(dense(scope.At("pooler").In("dense"), cfg, cls, cfg.HiddenSize))
-	default:
-		return Squeeze(Slice(hidden, AxisRange(), AxisRange(0, 1)), 1)
-	}
+	})
 }

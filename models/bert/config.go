@@ -3,6 +3,8 @@
 // ("encoder.layer.0.attention.self.query.weight" is variable "weight" in scope
 // "/encoder/layer/0/attention/self/query"), so checkpoints map one to one. Linear weights keep
 // HF's [out, in] layout (nn.Dense with DenseLayoutOutputsInput), so nothing is transposed.
+//
+// Other packages use it through models/encoder, which registers it as model_type "bert".
 package bert
 
 import (

@@ -1,0 +1,106 @@
+package bert
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/toolret/toolret/models/encoder/onnxgraph"
+)
+
+// ONNX adds the encoder to an ONNX graph and returns the name of its last hidden states
+// [batch, sequence, hidden] (float32): ids and types are int64 [batch, sequence] values of g,
+// mask the float32 attention mask [batch, sequence] (1 for real tokens). param returns the
+// float32 values of an HF parameter (Params naming); it may return nil after recording an
+// error, which the caller checks once the graph is built.
+func ONNX(g *onnxgraph.Builder, cfg *Config, param func(name string) []float32, ids, types, mask string) string {
+	h, heads := cfg.HiddenSize, cfg.NumAttentionHeads
+	dh := h / heads
+	layerNorm := func(x, name string) string {
+		gamma := g.F32(name+".weight", param(name+".weight"), h)
+		beta := g.F32(name+".bias", param(name+".bias"), h)
+		return g.Op("LayerNormalization", []string{x, gamma, beta}, onnxgraph.AttrInt("axis", -1), onnxgraph.AttrFloat("epsilon", float32(cfg.LayerNormEps)))
+	}
+
+	// Embeddings.
+	words := g.F32("embeddings.word_embeddings.weight", param("embeddings.word_embeddings.weight"), cfg.VocabSize, h)
+	x := g.Op("Gather", []string{words, ids}, onnxgraph.AttrInt("axis", 0))
+	shape := g.Op("Shape", []string{ids})
+	seq := g.Op("Gather", []string{shape, g.I64("axis1", []int64{1})}, onnxgraph.AttrInt("axis", 0))
+	posIDs := g.Op("Range", []string{g.I64("zero_i64", []int64{0}), seq, g.I64("one_i64", []int64{1})})
+	positions := g.F32("embeddings.position_embeddings.weight", param("embeddings.position_embeddings.weight"), cfg.MaxPositionEmbeddings, h)
+	x = g.Op("Add", []string{x, g.Op("Gather", []string{positions, posIDs}, onnxgraph.AttrInt("axis", 0))})
+	typeEmb := g.F32("embeddings.token_type_embeddings.weight", param("embeddings.token_type_embeddings.weight"), cfg.TypeVocabSize, h)
+	x = g.Op("Add", []string{x, g.Op("Gather", []string{typeEmb, types}, onnxgraph.AttrInt("axis", 0))})
+	x = layerNorm(x, "embeddings.LayerNorm")
+
+	// Additive attention mask (1 - mask) * finfo(float32).min, [batch, 1, 1, sequence].
+	addMask := g.Op("Mul", []string{g.Op("Sub", []string{g.ScalarF("one", 1), mask}), g.ScalarF("lowest", -math.MaxFloat32)})
+	addMask = g.Op("Unsqueeze", []string{addMask, g.I64("axes12", []int64{1, 2}, 2)})
+
+	splitShape := g.I64("split_heads", []int64{0, 0, int64(heads), int64(dh)}, 4)
+	mergeShape := g.I64("merge_heads", []int64{0, 0, int64(h)}, 3)
+	scale := g.ScalarF("attention_scale", float32(1/math.Sqrt(float64(dh))))
+	for l := 0; l < cfg.NumHiddenLayers; l++ {
+		p := fmt.Sprintf("encoder.layer.%d.", l)
+		split := func(name string, perm ...int64) string {
+			y := g.Op("Reshape", []string{onnxLinear(g, param, x, p+name, h, h), splitShape})
+			return g.Op("Transpose", []string{y}, onnxgraph.AttrInts("perm", perm...))
+		}
+		q := split("attention.self.query", 0, 2, 1, 3) // [B, heads, S, dh]
+		k := split("attention.self.key", 0, 2, 3, 1)   // [B, heads, dh, S]
+		v := split("attention.self.value", 0, 2, 1, 3) // [B, heads, S, dh]
+		scores := g.Op("Add", []string{g.Op("Mul", []string{g.Op("MatMul", []string{q, k}), scale}), addMask})
+		probs := g.Op("Softmax", []string{scores}, onnxgraph.AttrInt("axis", -1))
+		ctx := g.Op("Transpose", []string{g.Op("MatMul", []string{probs, v})}, onnxgraph.AttrInts("perm", 0, 2, 1, 3))
+		ctx = g.Op("Reshape", []string{ctx, mergeShape})
+		a := onnxLinear(g, param, ctx, p+"attention.output.dense", h, h)
+		x = layerNorm(g.Op("Add", []string{a, x}), p+"attention.output.LayerNorm")
+		inter := onnxLinear(g, param, x, p+"intermediate.dense", h, cfg.IntermediateSize)
+		inter = onnxActivation(g, cfg.HiddenAct, inter, l)
+		o := onnxLinear(g, param, inter, p+"output.dense", cfg.IntermediateSize, h)
+		x = layerNorm(g.Op("Add", []string{o, x}), p+"output.LayerNorm")
+	}
+	return x
+}
+
+// ONNXPooler adds BERT's pooler (dense + tanh) over the [CLS] states cls [batch, hidden] and
+// returns the name of its output.
+func ONNXPooler(g *onnxgraph.Builder, cfg *Config, param func(name string) []float32, cls string) string {
+	return g.Op("Tanh", []string{onnxLinear(g, param, cls, "pooler.dense", cfg.HiddenSize, cfg.HiddenSize)})
+}
+
+// onnxLinear adds x·Wᵀ + b for the HF Linear name (weight [out, in], stored transposed).
+func onnxLinear(g *onnxgraph.Builder, param func(string) []float32, x, name string, in, out int) string {
+	w := param(name + ".weight")
+	bias := param(name + ".bias")
+	if w == nil || bias == nil {
+		return ""
+	}
+	wt := make([]float32, in*out)
+	for o := 0; o < out; o++ {
+		for i := 0; i < in; i++ {
+			wt[i*out+o] = w[o*in+i]
+		}
+	}
+	y := g.Op("MatMul", []string{x, g.F32(name+".weight_t", wt, in, out)})
+	return g.Op("Add", []string{y, g.F32(name+".bias", bias, out)})
+}
+
+// onnxActivation applies hidden_act: exact erf GELU ("gelu"), the tanh approximation
+// ("gelu_new", "gelu_pytorch_tanh") or relu.
+func onnxActivation(g *onnxgraph.Builder, act, x string, layer int) string {
+	c := func(name string, v float32) string { return g.ScalarF(fmt.Sprintf("%s_%d", name, layer), v) }
+	switch act {
+	case "relu":
+		return g.Op("Relu", []string{x})
+	case "gelu_new", "gelu_pytorch_tanh":
+		// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+		x3 := g.Op("Mul", []string{g.Op("Mul", []string{x, x}), x})
+		inner := g.Op("Mul", []string{g.Op("Add", []string{x, g.Op("Mul", []string{x3, c("gelu_c", 0.044715)})}), c("gelu_s", float32(math.Sqrt(2/math.Pi)))})
+		t := g.Op("Add", []string{g.Op("Tanh", []string{inner}), c("gelu_one", 1)})
+		return g.Op("Mul", []string{g.Op("Mul", []string{x, t}), c("gelu_half", 0.5)})
+	}
+	// 0.5 x (1 + erf(x / sqrt 2))
+	e := g.Op("Erf", []string{g.Op("Div", []string{x, c("gelu_sqrt2", float32(math.Sqrt2))})})
+	return g.Op("Mul", []string{g.Op("Mul", []string{x, g.Op("Add", []string{e, c("gelu_one", 1)})}), c("gelu_half", 0.5)})
+}

@@ -1,0 +1,121 @@
+package encoder
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/gomlx/compute"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/tokenize"
+)
+
+// Tensors turns a padded batch into the int32 [rows, b.Len] tensors every encoder graph
+// takes: token ids, token types and the attention mask.
+func Tensors(b tokenize.Batch) (ids, types, mask *tensors.Tensor) {
+	n := len(b.IDs)
+	fi := make([]int32, 0, n*b.Len)
+	ft := make([]int32, 0, n*b.Len)
+	fm := make([]int32, 0, n*b.Len)
+	for i := range b.IDs {
+		fi = append(fi, b.IDs[i]...)
+		ft = append(ft, b.Types[i]...)
+		fm = append(fm, b.Mask[i]...)
+	}
+	return tensors.FromFlatDataAndDimensions(fi, n, b.Len),
+		tensors.FromFlatDataAndDimensions(ft, n, b.Len),
+		tensors.FromFlatDataAndDimensions(fm, n, b.Len)
+}
+
+// Call runs a graph over one padded batch: ids, types and mask [rows, len] -> a result whose
+// first axis is the rows.
+type Call func(ids, types, mask *tensors.Tensor) (*tensors.Tensor, error)
+
+// Map is the inference batching path: it pads seqs (token ids, specials included; types may be
+// nil for all zeros) with tok into batches of at most batch rows, taking sequences in order of
+// length so that each batch pads little and its length is one of tok's buckets (a graph
+// compiles once per bucket and batch size), runs call on each batch and returns, in input
+// order, each sequence's row of the results flattened: [hidden] for a pooled [rows, hidden]
+// result, [len*hidden] (len the batch's padded length) for token states. Sequences longer than
+// maxLen are cut (maxLen <= 0: no limit).
+func Map(tok *tokenize.Tokenizer, seqs, types [][]int32, maxLen, batch int, call Call) ([][]float32, error) {
+	if types != nil && len(types) != len(seqs) {
+		return nil, fmt.Errorf("encoder: %d token type rows for %d sequences", len(types), len(seqs))
+	}
+	order := make([]int, len(seqs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return len(seqs[order[a]]) < len(seqs[order[b]]) })
+	batch = max(batch, 1)
+	out := make([][]float32, len(seqs))
+	for start := 0; start < len(order); start += batch {
+		idx := order[start:min(start+batch, len(order))]
+		sub := make([][]int32, len(idx))
+		var subT [][]int32
+		if types != nil {
+			subT = make([][]int32, len(idx))
+		}
+		for j, i := range idx {
+			sub[j] = seqs[i]
+			if types != nil {
+				subT[j] = types[i]
+			}
+		}
+		res, err := call(Tensors(tok.Pad(sub, subT, maxLen)))
+		if err != nil {
+			return nil, err
+		}
+		if d := res.Shape().Dimensions; len(d) == 0 || d[0] != len(idx) {
+			return nil, fmt.Errorf("encoder: batch of %d rows gave a result of shape %s", len(idx), res.Shape())
+		}
+		flat, err := tensors.CopyFlatData[float32](res)
+		if err != nil {
+			return nil, fmt.Errorf("encoder: %w", err)
+		}
+		n := len(flat) / len(idx)
+		for j, i := range idx {
+			out[i] = flat[j*n : (j+1)*n : (j+1)*n]
+		}
+	}
+	return out, nil
+}
+
+// Runner runs an encoder with a pooling for inference: a graph compiled per input shape
+// (each Map bucket), over the variables under a base scope of a store. Variables missing from
+// the store are created by the encoder's initialisers (from the store's seed) on first use.
+type Runner struct {
+	exec *model.Exec
+}
+
+// NewRunner prepares cfg with pooling p over the variables under base ("" is the root).
+func NewRunner(be compute.Backend, store *model.Store, base string, cfg Config, p Pooling) (*Runner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := ParsePooling(string(p)); err != nil {
+		return nil, fmt.Errorf("encoder: %w", err)
+	}
+	if p == PoolPooler && !cfg.HasPooler() {
+		return nil, fmt.Errorf("encoder: pooling %q needs the pooler weights, which this model does not have", p)
+	}
+	exec, err := model.NewExec(be, store, func(root *model.Scope, ids, types, mask *Node) *Node {
+		s := In(root, base)
+		return cfg.Pool(s, cfg.Encode(s, ids, types, mask), mask, p)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{exec: exec}, nil
+}
+
+// Call runs one padded batch (a Call): pooled vectors [rows, hidden], or the last hidden
+// states [rows, len, hidden] with PoolNone.
+func (r *Runner) Call(ids, types, mask *tensors.Tensor) (*tensors.Tensor, error) {
+	out, err := r.exec.Call1(ids, types, mask)
+	if err != nil {
+		return nil, fmt.Errorf("encoder: %w", err)
+	}
+	return out, nil
+}
