@@ -49,33 +49,8 @@ func TestTrainMineRetrain(t *testing.T) {
 	if err := biencoderCmd(append([]string{"-run", run2, "-negatives", negs, "-hard-negatives", "2", "-test", ""}, common...)); err != nil {
 		t.Fatal(err)
 	}
-	if err := biencoderCmd([]string{"-run", filepath.Join(dir, "x"), "-hard-negatives", "2"}); err == nil || !strings.Contains(err.Error(), "mined negatives") {
+	if err := biencoderCmd([]string{"-run", filepath.Join(dir, "x"), "-hard-negatives", "2"}); err == nil || !strings.Contains(err.Error(), "-hard-negatives 2 needs -negatives") {
 		t.Errorf("hard negatives without a file: %v", err)
 	}
-	// COLT's graph stage on top of the first run, through the command line.
-	colt := filepath.Join(dir, "colt")
-	if err := coltCmd([]string{"-init-embeddings", run, "-run", colt, "-epochs", "2", "-batch", "256", "-quiet"}); err != nil {
-		t.Fatal(err)
-	}
-	var cm map[string]json.RawMessage
-	b, _ = os.ReadFile(filepath.Join(colt, "test_metrics.json"))
-	if err := json.Unmarshal(b, &cm); err != nil || cm["stage-1 bi-encoder"] == nil || cm["+ COLT"] == nil || cm["seconds_per_epoch"] == nil {
-		t.Errorf("colt test metrics %.200s: %v", b, err)
-	}
-	if m, _ := filepath.Glob(filepath.Join(colt, "checkpoints", "*", "colt.json")); len(m) == 0 {
-		t.Errorf("colt checkpoints lack colt.json")
-	}
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"-run", filepath.Join(dir, "c1")}, "-init-embeddings"},
-		{[]string{"-init-embeddings", run, "-run", filepath.Join(dir, "c2"), "-views", "all"}, "views"},
-		{[]string{"-init-embeddings", run, "-run", filepath.Join(dir, "c3"), "-attach-temp", "0"}, "attach temperature"},
-		{[]string{"-init-embeddings", filepath.Join(dir, "nope"), "-run", filepath.Join(dir, "c4")}, "nope"},
-	} {
-		if err := coltCmd(append(c.args, "-quiet")); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("colt %v: error %v, want one mentioning %q", c.args, err, c.want)
-		}
-	}
+	// COLT's graph stage through the command line: TestColt (colt_test.go).
 }

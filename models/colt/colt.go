@@ -11,9 +11,10 @@
 // Queries outside the training split (dev, test, new queries) are not graph nodes; their input
 // is their stage-1 embedding e_q. By default (Config.Inductive) they join the scene view through
 // soft edges to the training scenes and take one propagation step over them, and training
-// scores its batch the same way (held out of the graphs, then attached), so that what is
-// trained is what is tested. With Inductive off they keep e_q in both views, as in the
-// reference code (isolated nodes), and score(q, t) = 2 cos(e_q, e_t^T). Layers are merged as
+// scores its batch the same way (held out of the graphs, scored from their stage-1 embeddings,
+// not their trainable node inputs, then attached), so that what is trained is what is tested.
+// With Inductive off they keep e_q in both views, as in the reference code (isolated nodes),
+// and score(q, t) = 2 cos(e_q, e_t^T). Layers are merged as
 // the reference code does (graph.CombineNormSum: E⁰ plus each propagated layer L2-normalised,
 // scaled by the view's layer weight), so an isolated node's output is exactly its input.
 package colt
@@ -37,9 +38,9 @@ import (
 // Config holds COLT's hyper-parameters; Default has the paper's ToolLens settings.
 type Config struct {
 	Layers      int     `json:"layers"`
-	Lambda      float64 `json:"lambda"`   // weight of the contrastive losses
-	Tau         float64 `json:"tau"`      // contrastive temperature
-	ListLen     int     `json:"list_len"` // tools per query in the list-wise loss
+	Lambda      float64 `json:"lambda"`      // weight of the contrastive losses
+	Temperature float64 `json:"temperature"` // contrastive temperature
+	ListLen     int     `json:"list_len"`    // tools per query in the list-wise loss
 	EdgeDropout float64 `json:"edge_dropout"`
 	// Ablations.
 	Pairwise   bool   `json:"pairwise"`    // BPR-style pairwise loss instead of list-wise
@@ -51,14 +52,14 @@ type Config struct {
 	FreezeQueries bool `json:"freeze_queries"`
 	// HoldOut removes the batch's queries from both graphs for the step (their edges get
 	// weight 0), so that a training query is scored exactly as a test query is: isolated,
-	// with its own embedding in both views, against tools propagated from the other queries.
+	// with its stage-1 embedding in both views, against tools propagated from the other queries.
 	HoldOut bool `json:"hold_out"`
 	// Inductive gives queries outside the graphs (dev, test, new queries) a scene view: such a
 	// query joins the query-scene graph through soft edges to the training scenes, weighted
 	// softmax_s(cos(e_q, e_s^S) / AttachTemp), and takes one LightGCN step over them:
 	// e_q^S = e_q + SceneWeight · normalize(Σ_s w_s e_s). Training scores its batch the same way
-	// (the batch's queries are held out of both graphs and attached), so training queries are
-	// scored exactly as test queries are. Off, an outside query keeps e_q in both views (the
+	// (the batch's queries are held out of both graphs, take their stage-1 embeddings and are
+	// attached), so training queries are scored exactly as test queries are. Off, an outside query keeps e_q in both views (the
 	// reference code's behaviour: its test queries are isolated graph nodes).
 	Inductive  bool    `json:"inductive"`
 	AttachTemp float64 `json:"attach_temp"`
@@ -71,7 +72,7 @@ type Config struct {
 // Default returns the COLT paper's ToolLens settings, with queries outside the graph attached
 // to the scenes (Inductive; the reference code leaves them isolated).
 func Default() Config {
-	return Config{Layers: 1, Lambda: 0.04, Tau: 0.1, ListLen: 10, EdgeDropout: 0.2, Views: "both",
+	return Config{Layers: 1, Lambda: 0.04, Temperature: 0.1, ListLen: 10, EdgeDropout: 0.2, Views: "both",
 		Inductive: true, AttachTemp: 0.05, ToolWeight: 1, SceneWeight: 1}
 }
 
@@ -84,8 +85,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("colt: attach temperature %v must be > 0", c.AttachTemp)
 	case c.ToolWeight < 0 || c.SceneWeight < 0:
 		return fmt.Errorf("colt: layer weights %v, %v must be >= 0", c.ToolWeight, c.SceneWeight)
-	case c.Tau <= 0:
-		return fmt.Errorf("colt: tau %v must be > 0", c.Tau)
+	case c.Lambda < 0:
+		return fmt.Errorf("colt: lambda %v must be >= 0", c.Lambda)
+	case c.Temperature <= 0:
+		return fmt.Errorf("colt: temperature %v must be > 0", c.Temperature)
 	case c.ListLen < 2:
 		return fmt.Errorf("colt: list length %d < 2", c.ListLen)
 	case c.EdgeDropout < 0 || c.EdgeDropout >= 1:
@@ -187,57 +190,109 @@ func cos(a, b *Node) *Node {
 	return ReduceSum(Mul(losses.Normalize(a), losses.Normalize(b)), -1)
 }
 
-// Loss is the training loss of a batch. in: query-tool edges (left, right, weight), query-
-// scene edges (left, right, weight), batch query indices [B], list tools [B, L], list labels
-// [B, L] (1 for positives), batch scene indices [B]. known [NS] marks the scenes a query may
-// be attached to (Inductive).
+// Batch inputs of Loss, in order (Task.Batch builds them): the query-tool edges (left, right,
+// weight), the query-scene edges (left, right, weight), the batch's query indices [B], list
+// tools [B, L], list labels [B, L] (1 for positives), the batch's scene indices [B] and the
+// batch's stage-1 query embeddings [B, D].
+const (
+	InQTLeft = iota
+	InQTRight
+	InQTWeight
+	InQSLeft
+	InQSRight
+	InQSWeight
+	InQueries
+	InList
+	InLabels
+	InScenes
+	InEmbeddings
+	NumInputs
+)
+
+// Loss is the training loss of a batch (inputs: see InQTLeft). known [NS] marks the scenes a
+// query may be attached to (Inductive).
 func (c Config) Loss(s *model.Scope, in []*Node, nq, nt, ns, d int, st tgraph.Edges, known *Node) *Node {
 	g := in[0].Graph()
-	qt := tgraph.Edges{NLeft: nq, NRight: nt, Left: in[0], Right: in[1], Weight: in[2]}
-	qs := tgraph.Edges{NLeft: nq, NRight: ns, Left: in[3], Right: in[4], Weight: in[5]}
-	bq, list, labels, bs := in[6], in[7], in[8], in[9]
-	if c.HoldOut || c.Inductive {
-		qt, qs = holdOut(qt, bq), holdOut(qs, bq)
-	}
-	v := c.Propagate(s, g, nq, nt, ns, d, qt, qs, st)
-	eqT, etT, esT, eqS, esS := v.QT, v.TT, v.ST, v.QS, v.SS
-	b, l := list.Shape().Dimensions[0], list.Shape().Dimensions[1]
-	tl := Reshape(Gather(etT, InsertAxes(Reshape(list, b*l), -1)), b, l, d) // [B, L, D]
-	bqT := Gather(eqT, InsertAxes(bq, -1))                                  // [B, D]
-	bqS := Gather(eqS, InsertAxes(bq, -1))
-	if c.Inductive {
-		// The batch is held out of the graphs: attach it to the scenes as test queries are.
-		bqS = c.Attach(bqS, esS, v.S0, known)
-	}
-	qT, qS := InsertAxes(bqT, 1), InsertAxes(bqS, 1) // [B, 1, D]
-	var scores *Node
-	switch c.Views {
-	case "scene":
-		scores = cos(BroadcastToDims(qS, b, l, d), tl)
-	case "tool":
-		scores = cos(BroadcastToDims(qT, b, l, d), tl)
-	default:
-		scores = Add(cos(BroadcastToDims(qS, b, l, d), tl), cos(BroadcastToDims(qT, b, l, d), tl))
-	}
+	b := c.batch(s, in, nq, nt, ns, d, st, known)
+	labels := in[InLabels]
 	var loss *Node
 	if c.Pairwise {
 		// BPR: every (positive, negative) pair of the list: -log sigmoid(s_pos - s_neg).
 		pos := ConvertDType(labels, dtypes.Float32)
-		diff := Sub(InsertAxes(scores, 2), InsertAxes(scores, 1)) // [B, L, L]: s_i - s_j
+		diff := Sub(InsertAxes(b.scores, 2), InsertAxes(b.scores, 1)) // [B, L, L]: s_i - s_j
 		w := Mul(InsertAxes(pos, 2), InsertAxes(OneMinus(pos), 1))
 		bpr := losses.StableSoftplus(Neg(diff)) // -log sigmoid(diff)
 		loss = Div(ReduceAllSum(Mul(bpr, w)), Max(ReduceAllSum(w), ScalarOne(g, dtypes.Float32)))
 	} else {
 		// COLT's scores are in [-2, 2]; the list-wise softmax uses them directly as logits, as
 		// the reference implementation does.
-		loss = losses.COLTListwise(scores, labels, nil)
+		loss = losses.COLTListwise(b.scores, labels, nil)
 	}
 	if !c.NoContrast && c.Views == "both" {
-		lq := losses.CrossViewInfoNCE(bqS, bqT, c.Tau, false)
-		ls := losses.CrossViewInfoNCE(Gather(esS, InsertAxes(bs, -1)), Gather(esT, InsertAxes(bs, -1)), c.Tau, false)
+		lq := losses.CrossViewInfoNCE(b.qS, b.qT, c.Temperature, false)
+		ls := c.sceneContrast(b.sS, b.sT, in[InScenes])
 		loss = Add(loss, MulScalar(Add(lq, ls), c.Lambda))
 	}
 	return loss
+}
+
+// batchOut holds what the losses of a batch compare: the list scores [B, L], the batch
+// queries' scene- and tool-view embeddings [B, D] and their scenes' [B, D].
+type batchOut struct {
+	scores, qS, qT, sS, sT *Node
+}
+
+// batch scores a batch's lists. With HoldOut or Inductive the batch's queries are held out of
+// both graphs and scored from their stage-1 embeddings, as Scorer scores queries outside the
+// graph; otherwise (the reference code) from their propagated node embeddings.
+func (c Config) batch(s *model.Scope, in []*Node, nq, nt, ns, d int, st tgraph.Edges, known *Node) batchOut {
+	if len(in) != NumInputs {
+		exceptions.Panicf("colt: %d batch inputs, want %d", len(in), NumInputs)
+	}
+	g := in[0].Graph()
+	qt := tgraph.Edges{NLeft: nq, NRight: nt, Left: in[InQTLeft], Right: in[InQTRight], Weight: in[InQTWeight]}
+	qs := tgraph.Edges{NLeft: nq, NRight: ns, Left: in[InQSLeft], Right: in[InQSRight], Weight: in[InQSWeight]}
+	bq, list, bs := in[InQueries], in[InList], in[InScenes]
+	inductive := c.Inductive && c.Views != "tool"
+	if c.HoldOut || c.Inductive {
+		qt, qs = holdOut(qt, bq), holdOut(qs, bq)
+	}
+	v := c.Propagate(s, g, nq, nt, ns, d, qt, qs, st)
+	b, l := list.Shape().Dimensions[0], list.Shape().Dimensions[1]
+	tl := Reshape(Gather(v.TT, InsertAxes(Reshape(list, b*l), -1)), b, l, d) // [B, L, D]
+	var out batchOut
+	if c.HoldOut || c.Inductive {
+		// Held out of the graphs, the batch is scored as queries outside the graph are: from
+		// its stage-1 embeddings (not the trainable node inputs), attached to the scenes.
+		e := losses.Normalize(in[InEmbeddings])
+		out.qT, out.qS = e, e
+		if inductive {
+			out.qS = c.Attach(e, v.SS, v.S0, known)
+		}
+	} else {
+		out.qT = Gather(v.QT, InsertAxes(bq, -1))
+		out.qS = Gather(v.QS, InsertAxes(bq, -1))
+	}
+	qT, qS := BroadcastToDims(InsertAxes(out.qT, 1), b, l, d), BroadcastToDims(InsertAxes(out.qS, 1), b, l, d)
+	switch c.Views {
+	case "scene":
+		out.scores = cos(qS, tl)
+	case "tool":
+		out.scores = cos(qT, tl)
+	default:
+		out.scores = Add(cos(qS, tl), cos(qT, tl))
+	}
+	out.sS, out.sT = Gather(v.SS, InsertAxes(bs, -1)), Gather(v.ST, InsertAxes(bs, -1))
+	return out
+}
+
+// sceneContrast is the scene-level cross-view loss: InfoNCE between the scene- and tool-view
+// embeddings of the batch's scenes bs [B], where a scene appearing more than once in the batch
+// is not a negative of itself (false-negative masking: row j is dropped from row i's
+// denominator when bs[j] == bs[i], j != i).
+func (c Config) sceneContrast(sS, sT, bs *Node) *Node {
+	same := Equal(InsertAxes(bs, 1), InsertAxes(bs, 0)) // [B, B]
+	return losses.InfoNCE(sS, sT, nil, same, losses.InfoNCEConfig{Temperature: c.Temperature, Similarity: losses.SimCosine})
 }
 
 // holdOut zeroes the weights of e's edges whose left (query) node is in the batch bq. The other

@@ -170,9 +170,23 @@ func TestTrainsEveryVariant(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	for _, c := range []Config{{Layers: -1, Tau: 0.1, ListLen: 10, Views: "both"}, {Tau: 0, ListLen: 10, Views: "both"}, {Tau: 0.1, ListLen: 1, Views: "both"}, {Tau: 0.1, ListLen: 10, Views: "all"}} {
-		if c.Validate() == nil {
-			t.Errorf("%+v accepted", c)
+	for _, tc := range []struct {
+		mod  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Layers = -1 }, "layers"},
+		{func(c *Config) { c.Temperature = 0 }, "temperature"},
+		{func(c *Config) { c.Lambda = -0.1 }, "lambda"},
+		{func(c *Config) { c.ListLen = 1 }, "list length"},
+		{func(c *Config) { c.Views = "all" }, "views"},
+		{func(c *Config) { c.EdgeDropout = 1 }, "edge dropout"},
+		{func(c *Config) { c.AttachTemp = 0 }, "attach temperature"},
+		{func(c *Config) { c.SceneWeight = -1 }, "layer weights"},
+	} {
+		c := Default()
+		tc.mod(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want one mentioning %q", c, err, tc.want)
 		}
 	}
 	if err := Default().Validate(); err != nil {

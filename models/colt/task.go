@@ -45,12 +45,33 @@ func (t *Task) Prepare() error {
 	if err := t.Cfg.Validate(); err != nil {
 		return err
 	}
+	if t.BatchSize <= 0 {
+		return fmt.Errorf("colt: batch size %d must be > 0", t.BatchSize)
+	}
+	if t.Dim <= 0 {
+		return fmt.Errorf("colt: embedding size %d must be > 0", t.Dim)
+	}
 	t.trainQ = t.Train.Judged()
 	if len(t.trainQ) == 0 {
 		return fmt.Errorf("colt: no training queries")
 	}
 	if len(t.Queries) != len(t.Data.Queries) {
 		return fmt.Errorf("colt: %d stage-1 query embeddings for %d queries", len(t.Queries), len(t.Data.Queries))
+	}
+	// Every training query needs its scene (the scene-centric view and its contrastive loss):
+	// a dataset without scene files gets one per distinct tool set (data.Load), so a missing
+	// one is an error in the data, not scene 0.
+	for _, q := range t.trainQ {
+		s, ok := t.Train.Scene[q]
+		if !ok {
+			return fmt.Errorf("colt: training query %q (split %s) has no scene", t.Data.Queries[q].ID, t.Train.Name)
+		}
+		if s < 0 || s >= len(t.Data.Scenes) {
+			return fmt.Errorf("colt: training query %q (split %s): scene %d out of range [0, %d)", t.Data.Queries[q].ID, t.Train.Name, s, len(t.Data.Scenes))
+		}
+		if len(t.Queries[q]) != t.Dim {
+			return fmt.Errorf("colt: stage-1 embedding of query %q has %d dimensions, want %d", t.Data.Queries[q].ID, len(t.Queries[q]), t.Dim)
+		}
 	}
 	return nil
 }
@@ -110,11 +131,13 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	n := hi - lo
 	bq := make([]int32, n)
 	bs := make([]int32, n)
+	emb := make([]float32, 0, n*t.Dim)
 	list := make([]int32, 0, n*L)
 	labels := make([]float32, 0, n*L)
 	for j, q := range order[lo:hi] {
 		bq[j] = int32(q)
-		bs[j] = int32(t.Train.Scene[q])
+		bs[j] = int32(t.Train.Scene[q]) // present: Prepare checks
+		emb = append(emb, t.Queries[q]...)
 		inList := map[int]bool{}
 		for k, tool := range t.Train.Relevant[q] {
 			inList[tool] = true
@@ -154,7 +177,8 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 		tensors.FromFlatDataAndDimensions(bq, n),
 		tensors.FromFlatDataAndDimensions(list, n, L),
 		tensors.FromFlatDataAndDimensions(labels, n, L),
-		tensors.FromFlatDataAndDimensions(bs, n)}, n, nil
+		tensors.FromFlatDataAndDimensions(bs, n),
+		tensors.FromFlatDataAndDimensions(emb, n, t.Dim)}, n, nil
 }
 
 // KnownScenes marks the scenes that have a training query (edges in the query-scene graph):
@@ -229,14 +253,15 @@ func (t *Task) Files() (map[string][]byte, error) { return t.Files_, nil }
 // Scorer scores tools for a query that is not a graph node, from its stage-1 embedding e_q
 // (unit norm): score(q, t) = cos(e_q^S, e_t^T) + cos(e_q, e_t^T), where e_q^S = e_q without
 // scenes (Config.Inductive off) or e_q + Weight · normalize(Σ_s w_s SceneVals[s]),
-// w = softmax(cos(e_q, SceneKeys[s]) / Temp), with scenes.
+// w = softmax(cos(e_q, SceneKeys[s]) / Temp), with scenes. These are the scores the training
+// graph gives a batch query (Config.Inductive or HoldOut) for the same weights.
 type Scorer struct {
 	Tools        [][]float32 // e_t^T, unit norm
 	SceneKeys    [][]float32 // e_s^S of the training scenes, unit norm; nil without Inductive
 	SceneVals    [][]float32 // their inputs e_s (what an attached query receives)
 	Temp, Weight float64
-	// Views is Config.Views: "both" (or ""), "scene" (score = 2 cos(e_q^S, e_t^T)) or "tool"
-	// (score = 2 cos(e_q, e_t^T); the scenes are not used).
+	// Views is Config.Views: "both" (or ""), "scene" (score = cos(e_q^S, e_t^T)) or "tool"
+	// (score = cos(e_q, e_t^T); the scenes are not used), as the training loss scores them.
 	Views string
 }
 
@@ -251,8 +276,12 @@ func dot(a, b []float32) float32 {
 // Scores returns the score of every tool for a unit-norm query embedding q.
 func (sc *Scorer) Scores(q []float32) []float32 {
 	out := make([]float32, len(sc.Tools))
+	views := float32(2) // e_q^S = e_q: cos(e_q^S, e_t) + cos(e_q, e_t)
+	if sc.Views == "scene" || sc.Views == "tool" {
+		views = 1
+	}
 	for i, v := range sc.Tools {
-		out[i] = 2 * dot(q, v)
+		out[i] = views * dot(q, v)
 	}
 	if sc.Views == "tool" || len(sc.SceneKeys) == 0 {
 		return out
@@ -278,7 +307,7 @@ func (sc *Scorer) Scores(q []float32) []float32 {
 	NormalizeRows([][]float32{qs})
 	for i, v := range sc.Tools {
 		if sc.Views == "scene" {
-			out[i] = 2 * dot(qs, v)
+			out[i] = dot(qs, v)
 		} else {
 			out[i] = dot(qs, v) + dot(q, v)
 		}
