@@ -21,8 +21,8 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
-	"github.com/toolret/toolret/models/bert"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/safetensors"
 	"github.com/toolret/toolret/tokenize"
 )
@@ -106,7 +106,7 @@ func checkManifest(t *testing.T, dir string) *export.Manifest {
 }
 
 // TestHFRoundTrip exports bi-encoders of every pooling, shared and separate, and checks that
-// the HF directories load back (export.LoadHF, and bert.LoadHF + TextEncoder as cmd/encode
+// the HF directories load back (export.LoadHF, and encoder.LoadHF + Runner as cmd/encode
 // does) with embeddings equal to the model's within 1e-6.
 func TestHFRoundTrip(t *testing.T) {
 	be := goBackend(t)
@@ -117,8 +117,8 @@ func TestHFRoundTrip(t *testing.T) {
 		files []string
 	}{
 		{"shared-mean-cosine", exporttest.Options{}, []string{"config.json", "model.safetensors", "tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json", "modules.json", "1_Pooling/config.json", "sentence_bert_config.json"}},
-		{"separate-cls-dot", exporttest.Options{Pooling: bert.PoolCLS, Similarity: "dot", Separate: true}, []string{"query/config.json", "tool/model.safetensors", "tool/tokenizer.json", "query/1_Pooling/config.json"}},
-		{"shared-pooler-cosine-gelunew", exporttest.Options{Pooling: bert.PoolPooler, Act: "gelu_new"}, []string{"2_Dense/model.safetensors", "2_Dense/config.json"}},
+		{"separate-cls-dot", exporttest.Options{Pooling: encoder.PoolCLS, Similarity: "dot", Separate: true}, []string{"query/config.json", "tool/model.safetensors", "tool/tokenizer.json", "query/1_Pooling/config.json"}},
+		{"shared-pooler-cosine-gelunew", exporttest.Options{Pooling: encoder.PoolPooler, Act: "gelu_new"}, []string{"2_Dense/model.safetensors", "2_Dense/config.json"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := exporttest.BiEncoder(tc.o, be, 7)
@@ -170,24 +170,31 @@ func TestHFRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				enc, err := bert.NewTextEncoder(be, hm.Store, "", hm.Towers[0].BERT, ht.Pooling, tok, maxLen, 8)
+				store := model.NewStore()
+				cfg, err := encoder.LoadHF(store.RootScope(), dir)
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := enc.Encode(texts)
+				r, err := encoder.NewRunner(be, store, "", cfg, ht.Pooling)
 				if err != nil {
 					t.Fatal(err)
 				}
-				got = got[:0]
-				for _, r := range res {
-					if ht.Normalize {
-						export.L2Normalize(r.Embedding)
+				seqs := make([][]int32, len(texts))
+				for i, s := range texts {
+					seqs[i] = tok.Single(s, maxLen)
+				}
+				got, err = encoder.Map(tok, seqs, nil, maxLen, 8, r.Call)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ht.Normalize {
+					for _, v := range got {
+						export.L2Normalize(v)
 					}
-					got = append(got, r.Embedding)
 				}
 				d := maxDiff(t, want, got)
 				if d > 1e-6 {
-					t.Errorf("%s tower: TextEncoder embeddings differ by %g", tower, d)
+					t.Errorf("%s tower: encoder.LoadHF + Runner embeddings differ by %g", tower, d)
 				}
 				t.Logf("%s tower: max abs diff %.3g", tower, d)
 			}
@@ -249,13 +256,13 @@ func TestRunRoundTrip(t *testing.T) {
 	}
 }
 
-func headModel(t *testing.T, be compute.Backend, labels []string, pool bert.Pooling, act string) *export.Model {
+func headModel(t *testing.T, be compute.Backend, labels []string, pool encoder.Pooling, act string) *export.Model {
 	t.Helper()
-	m, err := exporttest.BiEncoder(exporttest.Options{Pooling: bert.PoolPooler}, be, 11)
+	m, err := exporttest.BiEncoder(exporttest.Options{Pooling: encoder.PoolPooler}, be, 11)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := m.Towers[0].BERT.HiddenSize
+	h := m.Towers[0].Encoder.Hidden()
 	rng := rand.New(rand.NewPCG(1, 2))
 	head := &export.Head{Labels: labels, Weight: make([]float32, len(labels)*h), Bias: make([]float32, len(labels)), Pooling: pool, Activation: act}
 	for i := range head.Weight {
@@ -277,13 +284,13 @@ func TestHFHead(t *testing.T) {
 	be := goBackend(t)
 	for _, tc := range []struct {
 		labels []string
-		pool   bert.Pooling
+		pool   encoder.Pooling
 		act    string
 	}{
-		{[]string{"relevant"}, bert.PoolPooler, ""},
-		{[]string{"a", "b", "c"}, bert.PoolPooler, "softmax"},
-		{[]string{"relevant"}, bert.PoolCLS, "sigmoid"},
-		{[]string{"x", "y"}, bert.PoolCLS, "sigmoid"},
+		{[]string{"relevant"}, encoder.PoolPooler, ""},
+		{[]string{"a", "b", "c"}, encoder.PoolPooler, "softmax"},
+		{[]string{"relevant"}, encoder.PoolCLS, "sigmoid"},
+		{[]string{"x", "y"}, encoder.PoolCLS, "sigmoid"},
 	} {
 		name := fmt.Sprintf("%d-%s-%s", len(tc.labels), tc.pool, tc.act)
 		t.Run(name, func(t *testing.T) {
@@ -323,7 +330,7 @@ func TestHFHead(t *testing.T) {
 			if d := maxDiff(t, want, got); d > 1e-6 {
 				t.Fatalf("scores differ by %g", d)
 			}
-			if tc.pool == bert.PoolCLS {
+			if tc.pool == encoder.PoolCLS {
 				// What transformers computes, in float64 (an accurate tanh, as PyTorch's):
 				// the exported pooler (scaled identity + tanh), then the exported classifier.
 				f, err := safetensors.Open(filepath.Join(out, "model.safetensors"))
@@ -333,7 +340,7 @@ func TestHFHead(t *testing.T) {
 				pw, _, _ := f.Float32("bert.pooler.dense.weight")
 				cw, _, _ := f.Float32("classifier.weight")
 				cb, _, _ := f.Float32("classifier.bias")
-				cls, err := hm.Pooled(a, b, bert.PoolCLS)
+				cls, err := hm.Pooled(a, b, encoder.PoolCLS)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -359,65 +366,75 @@ func TestHFHead(t *testing.T) {
 	}
 }
 
-// TestHeadCheckpoint loads a cross-encoder checkpoint (BERT + /classifier over [CLS],
-// crossencoder.json) through the registry.
+// TestHeadCheckpoint loads a cross-encoder checkpoint (an encoder + /classifier over [CLS],
+// crossencoder.json) through the registry, with the encoder stored under "encoder" and, as
+// checkpoints written before encoders were pluggable have it, under "bert".
 func TestHeadCheckpoint(t *testing.T) {
 	be := goBackend(t)
 	tok, err := exporttest.Tokenizer()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := exporttest.Config(exporttest.Options{}, tok.VocabSize()).BERT
-	store := model.NewStore()
-	if err := bert.Init(store.RootScope(), cfg, 4); err != nil {
+	bc, err := exporttest.Config(exporttest.Options{}, tok.VocabSize())
+	if err != nil {
 		t.Fatal(err)
 	}
-	w := make([]float32, cfg.HiddenSize)
+	cfg := bc.Encoder
+	store := model.NewStore()
+	if err := cfg.Init(store.RootScope(), 4); err != nil {
+		t.Fatal(err)
+	}
+	h := cfg.Hidden()
+	w := make([]float32, h)
 	for i := range w {
 		w[i] = float32(i%7) / 10
 	}
-	if _, err := store.Scope("/classifier").CreateVariable("weight", tensors.FromFlatDataAndDimensions(w, 1, cfg.HiddenSize)); err != nil {
+	if _, err := store.Scope("/classifier").CreateVariable("weight", tensors.FromFlatDataAndDimensions(w, 1, h)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.Scope("/classifier").CreateVariable("bias", tensors.FromFlatDataAndDimensions([]float32{0.5}, 1)); err != nil {
 		t.Fatal(err)
 	}
-	run := t.TempDir()
 	tokDir := t.TempDir()
 	tok.Save(tokDir)
-	files := map[string][]byte{}
-	for _, f := range []string{"tokenizer.json", "vocab.txt", "tokenizer_config.json"} {
-		files[f], _ = os.ReadFile(filepath.Join(tokDir, f))
-	}
-	cb, _ := json.Marshal(map[string]any{"bert": cfg, "max_len": 80, "loss": "bce"})
-	files["crossencoder.json"] = cb
-	if _, err := checkpoints.Save(run, store, checkpoints.Manifest{Step: 2}, files); err != nil {
-		t.Fatal(err)
-	}
-	m, err := export.LoadModel(run, be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Kind != export.KindCrossEncoder || m.Head == nil || m.Head.Pooling != bert.PoolCLS || m.Towers[0].MaxLen != 80 || m.Head.Labels[0] != "relevant" {
-		t.Fatalf("loaded %+v", m)
-	}
-	out := filepath.Join(t.TempDir(), "ce")
-	if _, err := export.Export(m, export.Options{Format: export.FormatHF, Out: out}); err != nil {
-		t.Fatal(err)
-	}
-	hm, err := export.LoadHF(out, be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hm.Towers[0].MaxLen = 80
-	q, d := []string{"weather in paris", "book a flight"}, []string{"get the weather forecast", "flight search api"}
-	want, _ := m.Score(q, d)
-	got, err := hm.Score(q, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := maxDiff(t, want, got); diff > 1e-6 {
-		t.Fatalf("scores differ by %g", diff)
+	for _, key := range []string{"encoder", "bert"} {
+		t.Run(key, func(t *testing.T) {
+			run := t.TempDir()
+			files := map[string][]byte{}
+			for _, f := range []string{"tokenizer.json", "vocab.txt", "tokenizer_config.json"} {
+				files[f], _ = os.ReadFile(filepath.Join(tokDir, f))
+			}
+			cb, _ := json.Marshal(map[string]any{key: cfg, "max_len": 80, "loss": "bce"})
+			files["crossencoder.json"] = cb
+			if _, err := checkpoints.Save(run, store, checkpoints.Manifest{Step: 2}, files); err != nil {
+				t.Fatal(err)
+			}
+			m, err := export.LoadModel(run, be)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Kind != export.KindCrossEncoder || m.Head == nil || m.Head.Pooling != encoder.PoolCLS || m.Towers[0].MaxLen != 80 || m.Head.Labels[0] != "relevant" {
+				t.Fatalf("loaded %+v", m)
+			}
+			out := filepath.Join(t.TempDir(), "ce")
+			if _, err := export.Export(m, export.Options{Format: export.FormatHF, Out: out}); err != nil {
+				t.Fatal(err)
+			}
+			hm, err := export.LoadHF(out, be)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hm.Towers[0].MaxLen = 80
+			q, d := []string{"weather in paris", "book a flight"}, []string{"get the weather forecast", "flight search api"}
+			want, _ := m.Score(q, d)
+			got, err := hm.Score(q, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := maxDiff(t, want, got); diff > 1e-6 {
+				t.Fatalf("scores differ by %g", diff)
+			}
+		})
 	}
 }
 
@@ -451,9 +468,16 @@ func TestExportFailures(t *testing.T) {
 	}{
 		{"vocab-mismatch", func(m *export.Model, _, out string) string { m.Tok = other; return out }, "hf", false, "tokenizer has 6 tokens but the encoder tower's vocab_size is"},
 		{"bad-config", func(m *export.Model, _, out string) string {
-			c := *m.Towers[0].BERT
-			c.NumAttentionHeads = 5
-			m.Towers[0].BERT = &c
+			b, _ := m.Towers[0].Encoder.MarshalJSON()
+			var f map[string]any
+			json.Unmarshal(b, &f)
+			f["num_attention_heads"] = 5
+			b, _ = json.Marshal(f)
+			c, err := encoder.Unmarshal(b) // not validated
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Towers[0].Encoder = c
 			return out
 		}, "onnx", false, "not a multiple of num_attention_heads"},
 		{"max-len", func(m *export.Model, _, out string) string { m.Towers[0].MaxLen = 1000; return out }, "hf", false, "max length 1000"},
@@ -472,7 +496,7 @@ func TestExportFailures(t *testing.T) {
 		{"no-parent", func(m *export.Model, parent, _ string) string { return filepath.Join(parent, "missing", "out") }, "hf", false, "parent of output"},
 		{"format", func(m *export.Model, _, out string) string { return out }, "tflite", false, `unknown format "tflite"`},
 		{"head-activation", func(m *export.Model, _, out string) string {
-			h := m.Towers[0].BERT.HiddenSize
+			h := m.Towers[0].Encoder.Hidden()
 			m.Kind, m.Head = export.KindCrossEncoder, &export.Head{Labels: []string{"r"}, Weight: make([]float32, h), Bias: []float32{0}, Activation: "relu"}
 			return out
 		}, "hf", false, `head activation "relu"`},
@@ -481,13 +505,13 @@ func TestExportFailures(t *testing.T) {
 			return out
 		}, "onnx", false, "want weight [1, 32]"},
 		{"index-of-head", func(m *export.Model, _, out string) string {
-			h := m.Towers[0].BERT.HiddenSize
+			h := m.Towers[0].Encoder.Hidden()
 			m.Kind, m.Head = export.KindCrossEncoder, &export.Head{Labels: []string{"r"}, Weight: make([]float32, h), Bias: []float32{0}}
 			return out
 		}, "index", false, "needs a bi-encoder"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := exporttest.BiEncoder(exporttest.Options{Pooling: bert.PoolPooler}, be, 1)
+			m, err := exporttest.BiEncoder(exporttest.Options{Pooling: encoder.PoolPooler}, be, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -596,11 +620,11 @@ func TestCheckSafetensorsPython(t *testing.T) {
 		t.Skipf("%s with numpy not available (apt-get install python3-numpy): %v", py, err)
 	}
 	be := goBackend(t)
-	bi, err := exporttest.BiEncoder(exporttest.Options{Pooling: bert.PoolPooler}, be, 2)
+	bi, err := exporttest.BiEncoder(exporttest.Options{Pooling: encoder.PoolPooler}, be, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range []*export.Model{bi, headModel(t, be, []string{"relevant"}, bert.PoolCLS, "sigmoid"), headModel(t, be, []string{"a", "b"}, bert.PoolPooler, "")} {
+	for _, m := range []*export.Model{bi, headModel(t, be, []string{"relevant"}, encoder.PoolCLS, "sigmoid"), headModel(t, be, []string{"a", "b"}, encoder.PoolPooler, "")} {
 		out := filepath.Join(t.TempDir(), "hf")
 		if _, err := export.Export(m, export.Options{Format: export.FormatHF, Out: out}); err != nil {
 			t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/models/bert"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/safetensors"
 	"github.com/toolret/toolret/tokenize"
 )
@@ -41,7 +41,13 @@ func writeHF(m *Model, root string, man *Manifest) error {
 		if err != nil {
 			return err
 		}
-		if err := writeTowerHF(m, t, dir, t.MaxLen); err != nil {
+		maxLen := t.MaxLen
+		if m.Kind == KindBiEncoder && len(m.Towers) == 1 && m.ToolMaxLen > 0 {
+			// sentence-transformers has one max_seq_length: a shared tower gets the tool
+			// length, and the query length is recorded beside it (writeSentenceTransformers).
+			maxLen = min(maxLen, m.ToolMaxLen)
+		}
+		if err := writeTowerHF(m, t, dir, maxLen); err != nil {
 			return err
 		}
 		man.Towers[key] = rel
@@ -49,10 +55,9 @@ func writeHF(m *Model, root string, man *Manifest) error {
 	return nil
 }
 
-// variableData returns the float32 values of the HF parameter name of the BERT under base.
+// variableData returns the float32 values of the HF parameter name of the encoder under base.
 func variableData(store *model.Store, base, name string) ([]float32, error) {
-	sc, vn := bert.VariablePath(bert.In(store.RootScope(), base).Scope(), name)
-	v := store.GetVariable(model.JoinPath(sc, vn))
+	v := encoder.Variable(store, base, name)
 	if v == nil {
 		return nil, fmt.Errorf("export: variable for %q not found under %q", name, base)
 	}
@@ -74,9 +79,9 @@ func variableData(store *model.Store, base, name string) ([]float32, error) {
 	return tensors.CopyFlatData[float32](t)
 }
 
-// hfConfig is the config.json content of a tower (extra HF fields on top of bert.Config).
-func hfConfig(cfg *bert.Config, head *Head) (map[string]any, error) {
-	b, err := json.Marshal(cfg)
+// hfConfig is the config.json content of a tower (extra HF fields on top of the encoder's).
+func hfConfig(cfg encoder.Config, head *Head) (map[string]any, error) {
+	b, err := cfg.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
@@ -84,13 +89,11 @@ func hfConfig(cfg *bert.Config, head *Head) (map[string]any, error) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, err
 	}
-	if c["model_type"] == nil || c["model_type"] == "" {
-		c["model_type"] = "bert"
-	}
-	c["architectures"] = []string{"BertModel"}
+	c["model_type"] = cfg.ModelType()
+	c["architectures"] = []string{cfg.HF().Model}
 	c["torch_dtype"] = "float32"
 	if head != nil {
-		c["architectures"] = []string{"BertForSequenceClassification"}
+		c["architectures"] = []string{cfg.HF().SequenceClassification}
 		id2label, label2id := map[string]string{}, map[string]int{}
 		for i, l := range head.Labels {
 			id2label[strconv.Itoa(i)] = l
@@ -105,11 +108,11 @@ func hfConfig(cfg *bert.Config, head *Head) (map[string]any, error) {
 // sentence-transformers modules.
 func writeTowerHF(m *Model, t *Tower, dir string, maxLen int) error {
 	head := m.Head
-	scope := bert.In(m.Store.RootScope(), t.Base)
-	if err := bert.SaveHF(scope, t.BERT, dir, head != nil); err != nil {
+	scope := encoder.In(m.Store.RootScope(), t.Base)
+	if err := t.Encoder.SaveHF(scope, dir, head != nil); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	cfg, err := hfConfig(t.BERT, head)
+	cfg, err := hfConfig(t.Encoder, head)
 	if err != nil {
 		return fmt.Errorf("export: config.json: %w", err)
 	}
@@ -138,18 +141,19 @@ func writeTowerHF(m *Model, t *Tower, dir string, maxLen int) error {
 const clsPoolerScale = 1.0 / (1 << 14)
 
 // addHead adds the classifier (and, for a [CLS] head, the scaled identity pooler) to
-// model.safetensors (BertForSequenceClassification names) and cfg.
+// model.safetensors (XxxForSequenceClassification names) and cfg.
 func addHead(t *Tower, head *Head, dir string, cfg map[string]any) error {
-	h, n := t.BERT.HiddenSize, len(head.Labels)
+	h, n := t.Encoder.Hidden(), len(head.Labels)
+	pw, pb := t.Encoder.HF().Prefix+".pooler.dense.weight", t.Encoder.HF().Prefix+".pooler.dense.bias"
 	st := filepath.Join(dir, "model.safetensors")
 	f, err := safetensors.Open(st)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	cls := head.pooling() == bert.PoolCLS
+	cls := head.pooling() == encoder.PoolCLS
 	var ts []safetensors.Tensor
 	for _, name := range f.Names() {
-		if cls && (name == "bert.pooler.dense.weight" || name == "bert.pooler.dense.bias") {
+		if cls && (name == pw || name == pb) {
 			continue
 		}
 		d, shape, err := f.Float32(name)
@@ -160,12 +164,12 @@ func addHead(t *Tower, head *Head, dir string, cfg map[string]any) error {
 	}
 	w := head.Weight
 	if cls {
-		pw := make([]float32, h*h)
+		eye := make([]float32, h*h)
 		for i := 0; i < h; i++ {
-			pw[i*h+i] = clsPoolerScale
+			eye[i*h+i] = clsPoolerScale
 		}
-		ts = append(ts, safetensors.Tensor{Name: "bert.pooler.dense.weight", Shape: []int{h, h}, Data: pw},
-			safetensors.Tensor{Name: "bert.pooler.dense.bias", Shape: []int{h}, Data: make([]float32, h)})
+		ts = append(ts, safetensors.Tensor{Name: pw, Shape: []int{h, h}, Data: eye},
+			safetensors.Tensor{Name: pb, Shape: []int{h}, Data: make([]float32, h)})
 		w = make([]float32, len(head.Weight))
 		for i, v := range head.Weight {
 			w[i] = v / clsPoolerScale
@@ -185,7 +189,7 @@ func addHead(t *Tower, head *Head, dir string, cfg map[string]any) error {
 }
 
 func writeSentenceTransformers(m *Model, t *Tower, dir string, maxLen int) error {
-	h := t.BERT.HiddenSize
+	h := t.Encoder.Hidden()
 	type module struct {
 		Idx  int    `json:"idx"`
 		Name string `json:"name"`
@@ -195,8 +199,8 @@ func writeSentenceTransformers(m *Model, t *Tower, dir string, maxLen int) error
 	mods := []module{{0, "0", "", stTransformer}, {1, "1", "1_Pooling", stPooling}}
 	pool := map[string]any{
 		"word_embedding_dimension":          h,
-		"pooling_mode_cls_token":            t.Pooling != bert.PoolMean,
-		"pooling_mode_mean_tokens":          t.Pooling == bert.PoolMean,
+		"pooling_mode_cls_token":            t.Pooling != encoder.PoolMean,
+		"pooling_mode_mean_tokens":          t.Pooling == encoder.PoolMean,
 		"pooling_mode_max_tokens":           false,
 		"pooling_mode_mean_sqrt_len_tokens": false,
 		"pooling_mode_weightedmean_tokens":  false,
@@ -206,8 +210,8 @@ func writeSentenceTransformers(m *Model, t *Tower, dir string, maxLen int) error
 	if err := writeJSON(dir, "1_Pooling/config.json", pool); err != nil {
 		return err
 	}
-	if t.Pooling == bert.PoolPooler {
-		// BERT's pooler (dense + tanh over [CLS]) as a sentence-transformers Dense module.
+	if t.Pooling == encoder.PoolPooler {
+		// The pooler (dense + tanh over [CLS]) as a sentence-transformers Dense module.
 		w, err := variableData(m.Store, t.Base, "pooler.dense.weight")
 		if err != nil {
 			return err
@@ -252,35 +256,75 @@ func writeSentenceTransformers(m *Model, t *Tower, dir string, maxLen int) error
 	if t.Normalize {
 		sim = "cosine"
 	}
-	return writeJSON(dir, "config_sentence_transformers.json", map[string]any{
+	cfg := map[string]any{
 		"__version__": map[string]string{"toolret": Version()}, "prompts": map[string]string{},
-		"default_prompt_name": nil, "similarity_fn_name": sim})
+		"default_prompt_name": nil, "similarity_fn_name": sim}
+	if l := sharedLengths(m, maxLen); l != nil {
+		cfg[stToolretKey] = l
+	}
+	return writeJSON(dir, "config_sentence_transformers.json", cfg)
 }
 
-// LoadHF loads an exported HF directory (or any HF BERT directory) as a one-tower Model on
+// stToolretKey is the key of toolret's own fields in config_sentence_transformers.json.
+const stToolretKey = "toolret"
+
+// stLengths are the per-side token limits of a shared bi-encoder tower, recorded in
+// config_sentence_transformers.json: sentence-transformers has one max_seq_length (the
+// tool length, sentence_bert_config.json), so a user reproducing toolret's query embeddings
+// sets model.max_seq_length = QueryMaxSeqLength before encoding queries; LoadHF reads both.
+type stLengths struct {
+	QueryMaxSeqLength int `json:"query_max_seq_length"`
+	ToolMaxSeqLength  int `json:"tool_max_seq_length"`
+}
+
+// sharedLengths returns the lengths to record for a tower written with max_seq_length
+// maxLen, or nil when m is not a bi-encoder with one shared tower and known lengths.
+func sharedLengths(m *Model, maxLen int) *stLengths {
+	if m.Kind != KindBiEncoder || len(m.Towers) != 1 || m.QueryMaxLen <= 0 || m.ToolMaxLen <= 0 {
+		return nil
+	}
+	return &stLengths{QueryMaxSeqLength: min(maxLen, m.QueryMaxLen), ToolMaxSeqLength: min(maxLen, m.ToolMaxLen)}
+}
+
+// LoadHF loads an exported HF directory (or any HF directory of a registered encoder
+// model_type, see encoder.ModelTypes) as a one-tower Model on
 // backend be: a bi-encoder tower when it has sentence-transformers files (pooling, Dense
 // pooler, Normalize, max_seq_length), a classifier (or a one-label cross-encoder) when
-// config.json declares BertForSequenceClassification, otherwise a [CLS]-pooled encoder.
+// config.json declares the sequence-classification architecture (BertForSequenceClassification),
+// otherwise a [CLS]-pooled encoder.
 func LoadHF(dir string, be compute.Backend) (*Model, error) {
 	tok, err := tokenize.Load(dir)
 	if err != nil {
 		return nil, err
 	}
 	store := model.NewStore()
-	cfg, err := bert.LoadHF(store.RootScope(), dir)
+	cfg, err := encoder.LoadHF(store.RootScope(), dir)
 	if err != nil {
 		return nil, err
 	}
-	if tok.VocabSize() != cfg.VocabSize {
-		return nil, fmt.Errorf("model %s: tokenizer has %d tokens but config.json says vocab_size %d", dir, tok.VocabSize(), cfg.VocabSize)
+	if tok.VocabSize() != cfg.Vocab() {
+		return nil, fmt.Errorf("model %s: tokenizer has %d tokens but config.json says vocab_size %d", dir, tok.VocabSize(), cfg.Vocab())
 	}
-	t := Tower{BERT: cfg, Pooling: bert.PoolCLS, MaxLen: min(512, cfg.MaxPositionEmbeddings)}
+	t := Tower{Encoder: cfg, Pooling: encoder.PoolCLS, MaxLen: min(512, cfg.MaxPositions())}
 	m := &Model{Kind: KindBiEncoder, Tok: tok, Store: store, Backend: be, Source: dir, Similarity: "dot"}
 	if err := readSentenceTransformers(dir, &t); err != nil {
 		return nil, err
 	}
 	if t.Normalize {
 		m.Similarity = "cosine"
+	}
+	var st struct {
+		Lengths *stLengths `json:"toolret"`
+	}
+	if _, err := readJSONFile(filepath.Join(dir, "config_sentence_transformers.json"), &st); err != nil {
+		return nil, err
+	}
+	if l := st.Lengths; l != nil {
+		if l.QueryMaxSeqLength < 2 || l.ToolMaxSeqLength < 2 {
+			return nil, fmt.Errorf("%s: toolret lengths %+v: want >= 2", filepath.Join(dir, "config_sentence_transformers.json"), *l)
+		}
+		m.QueryMaxLen, m.ToolMaxLen = l.QueryMaxSeqLength, l.ToolMaxSeqLength
+		t.MaxLen = min(max(l.QueryMaxSeqLength, l.ToolMaxSeqLength), cfg.MaxPositions())
 	}
 	head, err := readHead(dir, cfg)
 	if err != nil {
@@ -340,9 +384,9 @@ func readSentenceTransformers(dir string, t *Tower) error {
 			}
 			switch {
 			case p["pooling_mode_mean_tokens"] == true:
-				t.Pooling = bert.PoolMean
+				t.Pooling = encoder.PoolMean
 			case p["pooling_mode_cls_token"] == true:
-				t.Pooling = bert.PoolCLS
+				t.Pooling = encoder.PoolCLS
 			default:
 				return fmt.Errorf("%s: pooling mode not supported (cls or mean tokens)", filepath.Join(mp, "config.json"))
 			}
@@ -353,14 +397,14 @@ func readSentenceTransformers(dir string, t *Tower) error {
 			if _, err := readJSONFile(filepath.Join(mp, "config.json"), &c); err != nil {
 				return err
 			}
-			if c.Activation != stTanh || t.Pooling != bert.PoolCLS || !t.BERT.HasPooler() {
-				return fmt.Errorf("%s: only the BERT pooler (cls pooling, tanh Dense) is supported as a Dense module", mp)
+			if c.Activation != stTanh || t.Pooling != encoder.PoolCLS || !t.Encoder.HasPooler() {
+				return fmt.Errorf("%s: only the model's pooler (cls pooling, tanh Dense) is supported as a Dense module", mp)
 			}
 			f, err := safetensors.Open(filepath.Join(mp, "model.safetensors"))
 			if err != nil {
 				return err
 			}
-			if err := samePooler(dir, f); err != nil {
+			if err := samePooler(dir, t.Encoder.HF().Prefix, f); err != nil {
 				return err
 			}
 			dense = true
@@ -371,7 +415,7 @@ func readSentenceTransformers(dir string, t *Tower) error {
 		}
 	}
 	if dense {
-		t.Pooling = bert.PoolPooler
+		t.Pooling = encoder.PoolPooler
 	}
 	var sb struct {
 		MaxSeqLength int `json:"max_seq_length"`
@@ -380,13 +424,14 @@ func readSentenceTransformers(dir string, t *Tower) error {
 		return err
 	}
 	if sb.MaxSeqLength > 0 {
-		t.MaxLen = min(sb.MaxSeqLength, t.BERT.MaxPositionEmbeddings)
+		t.MaxLen = min(sb.MaxSeqLength, t.Encoder.MaxPositions())
 	}
 	return nil
 }
 
-// samePooler checks that a Dense module holds the model's own pooler weights.
-func samePooler(dir string, dense *safetensors.File) error {
+// samePooler checks that a Dense module holds the model's own pooler weights (named with or
+// without the base-model prefix).
+func samePooler(dir, prefix string, dense *safetensors.File) error {
 	mf, err := safetensors.Open(filepath.Join(dir, "model.safetensors"))
 	if err != nil {
 		return err
@@ -398,7 +443,7 @@ func samePooler(dir string, dense *safetensors.File) error {
 		}
 		name := pair[1]
 		if !slices.Contains(mf.Names(), name) {
-			name = "bert." + name
+			name = prefix + "." + name
 		}
 		b, _, err := mf.Float32(name)
 		if err != nil {
@@ -411,8 +456,9 @@ func samePooler(dir string, dense *safetensors.File) error {
 	return nil
 }
 
-// readHead reads a BertForSequenceClassification head (classifier.weight/bias, id2label).
-func readHead(dir string, cfg *bert.Config) (*Head, error) {
+// readHead reads a sequence-classification head (BertForSequenceClassification:
+// classifier.weight/bias, id2label).
+func readHead(dir string, cfg encoder.Config) (*Head, error) {
 	var c struct {
 		Architectures []string          `json:"architectures"`
 		ID2Label      map[string]string `json:"id2label"`
@@ -425,7 +471,8 @@ func readHead(dir string, cfg *bert.Config) (*Head, error) {
 	if _, err := readJSONFile(filepath.Join(dir, "config.json"), &c); err != nil {
 		return nil, err
 	}
-	if !slices.Contains(c.Architectures, "BertForSequenceClassification") {
+	arch := cfg.HF().SequenceClassification
+	if !slices.Contains(c.Architectures, arch) {
 		return nil, nil
 	}
 	p := filepath.Join(dir, "model.safetensors")
@@ -435,14 +482,14 @@ func readHead(dir string, cfg *bert.Config) (*Head, error) {
 	}
 	w, ws, err := f.Float32("classifier.weight")
 	if err != nil {
-		return nil, fmt.Errorf("%s: BertForSequenceClassification without classifier weights: %w", p, err)
+		return nil, fmt.Errorf("%s: %s without classifier weights: %w", p, arch, err)
 	}
 	b, bs, err := f.Float32("classifier.bias")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
-	if len(ws) != 2 || ws[1] != cfg.HiddenSize || len(bs) != 1 || bs[0] != ws[0] {
-		return nil, fmt.Errorf("%s: classifier shapes %v and %v do not fit hidden size %d", p, ws, bs, cfg.HiddenSize)
+	if len(ws) != 2 || ws[1] != cfg.Hidden() || len(bs) != 1 || bs[0] != ws[0] {
+		return nil, fmt.Errorf("%s: classifier shapes %v and %v do not fit hidden size %d", p, ws, bs, cfg.Hidden())
 	}
 	labels := make([]string, ws[0])
 	for i := range labels {
@@ -452,15 +499,15 @@ func readHead(dir string, cfg *bert.Config) (*Head, error) {
 		}
 	}
 	if !cfg.HasPooler() {
-		return nil, fmt.Errorf("%s: BertForSequenceClassification needs the pooler weights", p)
+		return nil, fmt.Errorf("%s: %s needs the pooler weights", p, arch)
 	}
-	head := &Head{Weight: w, Bias: b, Labels: labels, Pooling: bert.PoolPooler, Activation: "softmax"}
+	head := &Head{Weight: w, Bias: b, Labels: labels, Pooling: encoder.PoolPooler, Activation: "softmax"}
 	if c.ProblemType == "multi_label_classification" {
 		head.Activation = "sigmoid"
 	}
 	if c.ToolretHead.Pooling == "cls" {
 		// Undo the scaled identity pooler (see clsPoolerScale): exact, ε is a power of two.
-		head.Pooling = bert.PoolCLS
+		head.Pooling = encoder.PoolCLS
 		for i := range head.Weight {
 			head.Weight[i] *= float32(c.ToolretHead.PoolerScale)
 		}

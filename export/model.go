@@ -14,8 +14,8 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/checkpoints"
-	"github.com/toolret/toolret/models/bert"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/tokenize"
 )
 
@@ -26,9 +26,9 @@ const (
 	KindClassifier   = "classifier"
 )
 
-// Model is a trained BERT-based model in the form every export format needs: one or two BERT
-// towers whose variables live in Store, the tokenizer, and for rerankers and classifiers a
-// classification head over the pooled [CLS] state.
+// Model is a trained encoder-based model in the form every export format needs: one or two
+// encoder towers whose variables live in Store, the tokenizer, and for rerankers and
+// classifiers a classification head over the pooled [CLS] state.
 type Model struct {
 	Kind    string
 	Tok     *tokenize.Tokenizer
@@ -49,22 +49,22 @@ type Model struct {
 	Source      string
 	Fingerprint string
 	// EmbedFn, when set, embeds texts with a tower exactly as the training code does (the
-	// index export uses it); otherwise Embed runs the tower's BERT with its pooling.
+	// index export uses it); otherwise Embed runs the tower's encoder with its pooling.
 	EmbedFn func(tower string, texts []string) ([][]float32, error)
 
 	mu      sync.Mutex
-	runners map[string]*bert.Runner
+	runners map[string]*encoder.Runner
 }
 
-// Tower is one BERT encoder of a model.
+// Tower is one encoder of a model.
 type Tower struct {
 	// Name is "" for a single (shared) tower, else biencoder.QueryTower or ToolTower; it
 	// is also the subdirectory the tower is exported into.
 	Name string
-	// Base is the scope path of the tower's BERT variables in Model.Store ("" = root).
+	// Base is the scope path of the tower's encoder variables in Model.Store ("" = root).
 	Base    string
-	BERT    *bert.Config
-	Pooling bert.Pooling
+	Encoder encoder.Config
+	Pooling encoder.Pooling
 	// Normalize L2-normalises the pooled vector (cosine bi-encoders).
 	Normalize bool
 	// MaxLen is the maximum number of tokens per text, [CLS] and [SEP] included.
@@ -72,13 +72,13 @@ type Tower struct {
 }
 
 // Head is a sequence-classification head: logits = W·pooled + b, with W [labels, hidden].
-// It reads the pooler output (BERT's dense+tanh over [CLS]), as HF's
-// BertForSequenceClassification does, or the raw [CLS] state with Pooling PoolCLS.
+// It reads the pooler output (dense+tanh over [CLS]), as HF's BertForSequenceClassification
+// does, or the raw [CLS] state with Pooling PoolCLS.
 type Head struct {
 	Weight  []float32 // [len(Labels), hidden], row-major
 	Bias    []float32 // [len(Labels)]
 	Labels  []string
-	Pooling bert.Pooling // bert.PoolPooler (default) or bert.PoolCLS
+	Pooling encoder.Pooling // encoder.PoolPooler (default) or encoder.PoolCLS
 	// Activation turns several logits into probabilities: "softmax" (default) or "sigmoid"
 	// (independent labels). A single logit always gets a sigmoid (the reranker score).
 	Activation string
@@ -91,9 +91,9 @@ func (h *Head) activation() string {
 	return h.Activation
 }
 
-func (h *Head) pooling() bert.Pooling {
+func (h *Head) pooling() encoder.Pooling {
 	if h.Pooling == "" {
-		return bert.PoolPooler
+		return encoder.PoolPooler
 	}
 	return h.Pooling
 }
@@ -129,7 +129,7 @@ func (m *Model) Tower(name string) (*Tower, error) {
 	return nil, fmt.Errorf("model has no %q tower", name)
 }
 
-// Validate checks that the model is exportable: valid BERT configs, a tokenizer whose
+// Validate checks that the model is exportable: valid encoder configs, a tokenizer whose
 // vocabulary matches every tower, lengths within the position table and a consistent head.
 func (m *Model) Validate() error {
 	if m.Tok == nil || m.Store == nil {
@@ -143,22 +143,22 @@ func (m *Model) Validate() error {
 		if name == "" {
 			name = "encoder"
 		}
-		if t.BERT == nil {
-			return fmt.Errorf("export: %s tower has no BERT config", name)
+		if t.Encoder == nil {
+			return fmt.Errorf("export: %s tower has no encoder config", name)
 		}
-		if err := t.BERT.Validate(); err != nil {
+		if err := t.Encoder.Validate(); err != nil {
 			return fmt.Errorf("export: %s tower: %w", name, err)
 		}
-		if m.Tok.VocabSize() != t.BERT.VocabSize {
-			return fmt.Errorf("export: tokenizer has %d tokens but the %s tower's vocab_size is %d", m.Tok.VocabSize(), name, t.BERT.VocabSize)
+		if m.Tok.VocabSize() != t.Encoder.Vocab() {
+			return fmt.Errorf("export: tokenizer has %d tokens but the %s tower's vocab_size is %d", m.Tok.VocabSize(), name, t.Encoder.Vocab())
 		}
-		if t.MaxLen < 2 || t.MaxLen > t.BERT.MaxPositionEmbeddings {
-			return fmt.Errorf("export: %s tower max length %d outside [2, %d]", name, t.MaxLen, t.BERT.MaxPositionEmbeddings)
+		if t.MaxLen < 2 || t.MaxLen > t.Encoder.MaxPositions() {
+			return fmt.Errorf("export: %s tower max length %d outside [2, %d]", name, t.MaxLen, t.Encoder.MaxPositions())
 		}
 		switch t.Pooling {
-		case bert.PoolCLS, bert.PoolMean:
-		case bert.PoolPooler:
-			if !t.BERT.HasPooler() {
+		case encoder.PoolCLS, encoder.PoolMean:
+		case encoder.PoolPooler:
+			if !t.Encoder.HasPooler() {
 				return fmt.Errorf("export: %s tower pools with the pooler but has no pooler weights", name)
 			}
 		default:
@@ -175,7 +175,7 @@ func (m *Model) Validate() error {
 		if len(m.Towers) != 1 {
 			return fmt.Errorf("export: a classification head needs exactly one tower")
 		}
-		hid := m.Towers[0].BERT.HiddenSize
+		hid := m.Towers[0].Encoder.Hidden()
 		n := len(h.Labels)
 		if n == 0 || len(h.Weight) != n*hid || len(h.Bias) != n {
 			return fmt.Errorf("export: head has %d labels, %d weights and %d biases; want weight [%d, %d] and bias [%d]", n, len(h.Weight), len(h.Bias), n, hid, n)
@@ -190,63 +190,46 @@ func (m *Model) Validate() error {
 		if a := h.activation(); a != "softmax" && a != "sigmoid" {
 			return fmt.Errorf("export: head activation %q (want softmax or sigmoid)", a)
 		}
-		if p := h.pooling(); p != bert.PoolPooler && p != bert.PoolCLS {
+		if p := h.pooling(); p != encoder.PoolPooler && p != encoder.PoolCLS {
 			return fmt.Errorf("export: head pooling %q (want pooler or cls)", p)
 		}
-		if h.pooling() == bert.PoolPooler && !m.Towers[0].BERT.HasPooler() {
+		if h.pooling() == encoder.PoolPooler && !m.Towers[0].Encoder.HasPooler() {
 			return fmt.Errorf("export: head reads the pooler but the model has no pooler weights")
 		}
 	}
 	return nil
 }
 
-func (m *Model) runner(base string, cfg *bert.Config, p bert.Pooling) (*bert.Runner, error) {
+func (m *Model) runner(base string, cfg encoder.Config, p encoder.Pooling) (*encoder.Runner, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	key := base + "|" + string(p)
 	if r := m.runners[key]; r != nil {
 		return r, nil
 	}
-	r, err := bert.NewRunner(m.Backend, m.Store, base, cfg, p)
+	r, err := encoder.NewRunner(m.Backend, m.Store, base, cfg, p)
 	if err != nil {
 		return nil, err
 	}
 	if m.runners == nil {
-		m.runners = map[string]*bert.Runner{}
+		m.runners = map[string]*encoder.Runner{}
 	}
 	m.runners[key] = r
 	return r, nil
 }
 
-// run encodes padded sequences (ids, types) with the tower's BERT and pooling p, batch by batch.
-func (m *Model) run(t *Tower, p bert.Pooling, ids, types [][]int32) ([][]float32, error) {
-	r, err := m.runner(t.Base, t.BERT, p)
+// run encodes sequences (ids, types; maxLen and Map's batching) with the tower's encoder and
+// pooling p.
+func (m *Model) run(t *Tower, p encoder.Pooling, ids, types [][]int32, maxLen int) ([][]float32, error) {
+	r, err := m.runner(t.Base, t.Encoder, p)
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]float32, 0, len(ids))
-	const batch = 32
-	for start := 0; start < len(ids); start += batch {
-		end := min(start+batch, len(ids))
-		b := m.Tok.Pad(ids[start:end], types[start:end], t.MaxLen)
-		res, err := r.Run(b.IDs, b.Types, b.Mask)
-		if err != nil {
-			return nil, err
-		}
-		flat, err := tensors.CopyFlatData[float32](res)
-		if err != nil {
-			return nil, err
-		}
-		d := res.Shape().Dimensions[1]
-		for j := 0; j < end-start; j++ {
-			out = append(out, flat[j*d:(j+1)*d])
-		}
-	}
-	return out, nil
+	return encoder.Map(m.Tok, ids, types, maxLen, 32, r.Call)
 }
 
 // Embed returns the pooled (and, with Normalize, L2-normalised) embedding of each text with
-// the named tower, computed by the BERT graph on the model's backend: the reference the
+// the named tower, computed by the encoder graph on the model's backend: the reference the
 // exported formats are checked against.
 func (m *Model) Embed(tower string, texts []string) ([][]float32, error) {
 	if m.EmbedFn != nil {
@@ -264,12 +247,10 @@ func (m *Model) Embed(tower string, texts []string) ([][]float32, error) {
 		maxLen = min(maxLen, m.ToolMaxLen)
 	}
 	ids := make([][]int32, len(texts))
-	types := make([][]int32, len(texts))
 	for i, s := range texts {
 		ids[i] = m.Tok.Single(s, maxLen)
-		types[i] = make([]int32, len(ids[i]))
 	}
-	out, err := m.run(t, t.Pooling, ids, types)
+	out, err := m.run(t, t.Pooling, ids, nil, maxLen)
 	if err != nil {
 		return nil, err
 	}
@@ -296,19 +277,21 @@ func (m *Model) Score(a, b []string) ([][]float32, error) {
 // Pooled returns the pooled states of the first tower for each (a, b) text pair (b may be
 // nil for single texts), tokenized as the head's input: [CLS] a [SEP] b [SEP] with token
 // types 0 then 1, truncated to the tower's MaxLen.
-func (m *Model) Pooled(a, b []string, p bert.Pooling) ([][]float32, error) {
+func (m *Model) Pooled(a, b []string, p encoder.Pooling) ([][]float32, error) {
 	t := &m.Towers[0]
 	ids := make([][]int32, len(a))
-	types := make([][]int32, len(a))
+	var types [][]int32
+	if b != nil {
+		types = make([][]int32, len(a))
+	}
 	for i := range a {
 		if b == nil {
 			ids[i] = m.Tok.Single(a[i], t.MaxLen)
-			types[i] = make([]int32, len(ids[i]))
 		} else {
 			ids[i], types[i] = m.Tok.Pair(a[i], b[i], t.MaxLen)
 		}
 	}
-	return m.run(t, p, ids, types)
+	return m.run(t, p, ids, types, t.MaxLen)
 }
 
 // L2Normalize scales v to unit length in place (as losses.Normalize: norm clamped at 1e-12).
@@ -351,11 +334,12 @@ func init() {
 	Register(Loader{Kind: KindClassifier, ConfigFile: "classifier.json", Load: HeadLoader(KindClassifier, "classifier.json", nil)})
 }
 
-// HeadLoader returns a loader for checkpoints of BERT + classification head models (the
-// cross-encoder and the classifiers): BERT at the store root, the head's variables
+// HeadLoader returns a loader for checkpoints of encoder + classification head models (the
+// cross-encoder and the classifiers): the encoder at the store root, the head's variables
 // /classifier/weight [n, hidden] and /classifier/bias [n] over the [CLS] state, and a
-// configuration file with "bert", "max_len", optional "labels" (else defaultLabels, else
-// LABEL_i) and "loss" ("ce" means softmax probabilities, anything else sigmoid).
+// configuration file with "encoder" (or the older "bert"), "max_len", optional "labels"
+// (else defaultLabels, else LABEL_i) and "loss" ("ce" means softmax probabilities, anything
+// else sigmoid).
 func HeadLoader(kind, configFile string, defaultLabels []string) func(dir string, be compute.Backend) (*Model, error) {
 	return func(dir string, be compute.Backend) (*Model, error) {
 		c, err := checkpoints.Load(dir)
@@ -366,17 +350,12 @@ func HeadLoader(kind, configFile string, defaultLabels []string) func(dir string
 		if err != nil {
 			return nil, fmt.Errorf("%s is not a %s checkpoint: %w", dir, kind, err)
 		}
-		var cfg struct {
-			BERT   *bert.Config `json:"bert"`
-			MaxLen int          `json:"max_len"`
-			Labels []string     `json:"labels"`
-			Loss   string       `json:"loss"`
-		}
+		var cfg headConfig
 		if err := json.Unmarshal(cb, &cfg); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", dir, configFile, err)
 		}
-		if cfg.BERT == nil {
-			return nil, fmt.Errorf("%s: %s has no bert config", dir, configFile)
+		if cfg.Encoder == nil {
+			return nil, fmt.Errorf("%s: %s has no encoder config", dir, configFile)
 		}
 		tok, err := tokenize.Load(dir)
 		if err != nil {
@@ -386,11 +365,11 @@ func HeadLoader(kind, configFile string, defaultLabels []string) func(dir string
 		if err := c.Restore(store, be); err != nil {
 			return nil, err
 		}
-		cfg.BERT = withPooler(cfg.BERT, store, "")
+		cfg.Encoder = withPooler(cfg.Encoder, store, "")
 		read := func(name string) ([]float32, []int, error) {
 			v := store.GetVariable(name)
 			if v == nil {
-				return nil, nil, fmt.Errorf("%s: no variable %s (not a BERT + classification head checkpoint)", dir, name)
+				return nil, nil, fmt.Errorf("%s: no variable %s (not an encoder + classification head checkpoint)", dir, name)
 			}
 			t, err := v.Value()
 			if err != nil {
@@ -426,11 +405,11 @@ func HeadLoader(kind, configFile string, defaultLabels []string) func(dir string
 		}
 		maxLen := cfg.MaxLen
 		if maxLen <= 0 {
-			maxLen = cfg.BERT.MaxPositionEmbeddings
+			maxLen = cfg.Encoder.MaxPositions()
 		}
 		return &Model{Kind: kind, Tok: tok, Store: store, Backend: be, Source: dir,
-			Towers: []Tower{{BERT: cfg.BERT, Pooling: bert.PoolCLS, MaxLen: maxLen}},
-			Head:   &Head{Weight: w, Bias: b, Labels: labels, Pooling: bert.PoolCLS, Activation: act}}, nil
+			Towers: []Tower{{Encoder: cfg.Encoder, Pooling: encoder.PoolCLS, MaxLen: maxLen}},
+			Head:   &Head{Weight: w, Bias: b, Labels: labels, Pooling: encoder.PoolCLS, Activation: act}}, nil
 	}
 }
 
@@ -501,7 +480,7 @@ func FromEmbedder(e *biencoder.Embedder) *Model {
 	cos := c.Similarity == "cosine" || c.Similarity == "cos"
 	tower := func(name string, maxLen int) Tower {
 		base := c.TowerBase(name)
-		return Tower{Name: name, Base: base, BERT: withPooler(c.BERT, e.Store, base), Pooling: c.Pooling, Normalize: cos, MaxLen: maxLen}
+		return Tower{Name: name, Base: base, Encoder: withPooler(c.Encoder, e.Store, base), Pooling: c.Pooling, Normalize: cos, MaxLen: maxLen}
 	}
 	m := &Model{Kind: KindBiEncoder, Tok: e.Tok, Store: e.Store, Backend: e.Backend, Similarity: c.Similarity,
 		QueryMaxLen: c.QueryMaxLen, ToolMaxLen: c.ToolMaxLen, EmbedFn: e.Embed}
@@ -514,17 +493,13 @@ func FromEmbedder(e *biencoder.Embedder) *Model {
 	return m
 }
 
-// withPooler returns a copy of cfg whose Pooler records whether the BERT under base in store
+// withPooler returns a copy of cfg that records whether the encoder under base in store
 // has pooler weights (training creates them only when the pooling uses them).
-func withPooler(cfg *bert.Config, store *model.Store, base string) *bert.Config {
-	c := *cfg
-	sc, vn := bert.VariablePath(bert.In(store.RootScope(), base).Scope(), "pooler.dense.weight")
-	has := store.GetVariable(model.JoinPath(sc, vn)) != nil
-	c.Pooler = &has
-	return &c
+func withPooler(cfg encoder.Config, store *model.Store, base string) encoder.Config {
+	return cfg.WithPooler(encoder.Variable(store, base, "pooler.dense.weight") != nil)
 }
 
-// NewBiEncoder builds a bi-encoder Model with freshly initialised weights (bert.Init with
+// NewBiEncoder builds a bi-encoder Model with freshly initialised weights (encoder Init with
 // seed), for tests, examples and benchmarks.
 func NewBiEncoder(cfg *biencoder.Config, tok *tokenize.Tokenizer, be compute.Backend, seed uint64) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
@@ -533,12 +508,10 @@ func NewBiEncoder(cfg *biencoder.Config, tok *tokenize.Tokenizer, be compute.Bac
 	if tok == nil {
 		return nil, errors.New("export: no tokenizer")
 	}
-	if cfg.Pooling != bert.PoolPooler {
+	if cfg.Pooling != encoder.PoolPooler {
 		// As training leaves it: no pooler weights when the pooling does not use them.
-		c, b := *cfg, *cfg.BERT
-		no := false
-		b.Pooler = &no
-		c.BERT = &b
+		c := *cfg
+		c.Encoder = cfg.Encoder.WithPooler(false)
 		cfg = &c
 	}
 	store := model.NewStore()
@@ -547,10 +520,27 @@ func NewBiEncoder(cfg *biencoder.Config, tok *tokenize.Tokenizer, be compute.Bac
 		bases = []string{cfg.TowerBase(biencoder.QueryTower), cfg.TowerBase(biencoder.ToolTower)}
 	}
 	for i, b := range bases {
-		if err := bert.Init(bert.In(store.RootScope(), b), cfg.BERT, seed+uint64(i)); err != nil {
+		if err := cfg.Encoder.Init(encoder.In(store.RootScope(), b), seed+uint64(i)); err != nil {
 			return nil, err
 		}
 	}
 	e := &biencoder.Embedder{Cfg: cfg, Tok: tok, Backend: be, Store: store, Batch: 32}
 	return FromEmbedder(e), nil
+}
+
+// headConfig is what HeadLoader reads of a head model's configuration file.
+type headConfig struct {
+	Encoder encoder.Config `json:"encoder"`
+	MaxLen  int            `json:"max_len"`
+	Labels  []string       `json:"labels"`
+	Loss    string         `json:"loss"`
+}
+
+// UnmarshalJSON reads the "encoder" object, or the "bert" object of configurations written
+// before encoders were pluggable.
+func (c *headConfig) UnmarshalJSON(b []byte) error {
+	type plain headConfig
+	enc, err := encoder.UnmarshalModel(b, (*plain)(c))
+	c.Encoder = enc
+	return err
 }

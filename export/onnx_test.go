@@ -11,8 +11,8 @@ import (
 
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
-	"github.com/toolret/toolret/models/bert"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/models/encoder"
 )
 
 // onnxRunner returns the path of scripts/onnxcheck/run.js inside a cache directory where
@@ -152,8 +152,8 @@ func TestONNXParity(t *testing.T) {
 		o    exporttest.Options
 	}{
 		{"mean-cosine", exporttest.Options{}},
-		{"pooler-cosine-gelunew", exporttest.Options{Pooling: bert.PoolPooler, Act: "gelu_new"}},
-		{"cls-dot-separate", exporttest.Options{Pooling: bert.PoolCLS, Similarity: "dot", Separate: true, Act: "relu"}},
+		{"pooler-cosine-gelunew", exporttest.Options{Pooling: encoder.PoolPooler, Act: "gelu_new"}},
+		{"cls-dot-separate", exporttest.Options{Pooling: encoder.PoolCLS, Similarity: "dot", Separate: true, Act: "relu"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := exporttest.BiEncoder(tc.o, be, 21)
@@ -201,9 +201,9 @@ func TestONNXParity(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		labels []string
-		pool   bert.Pooling
+		pool   encoder.Pooling
 		act    string
-	}{{[]string{"relevant"}, bert.PoolCLS, "sigmoid"}, {[]string{"a", "b", "c"}, bert.PoolPooler, "softmax"}} {
+	}{{[]string{"relevant"}, encoder.PoolCLS, "sigmoid"}, {[]string{"a", "b", "c"}, encoder.PoolPooler, "softmax"}} {
 		t.Run(fmt.Sprintf("head-%d-%s", len(tc.labels), tc.pool), func(t *testing.T) {
 			m := headModel(t, be, tc.labels, tc.pool, tc.act)
 			out := filepath.Join(t.TempDir(), "onnx")

@@ -116,7 +116,7 @@ func Load(dir string, opts ...Option) (*Retriever, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h := q.Towers[0].BERT.HiddenSize; h != dim {
+	if h := q.Towers[0].Encoder.Hidden(); h != dim {
 		return nil, fmt.Errorf("retriever: index %s has %d-dimensional tool embeddings, the query model %d", dir, dim, h)
 	}
 	r := &Retriever{query: q, tools: tools, emb: emb, dim: dim, man: man}

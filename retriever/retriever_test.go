@@ -16,8 +16,8 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
-	"github.com/toolret/toolret/models/bert"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retriever"
 )
 
@@ -197,13 +197,13 @@ func TestReranker(t *testing.T) {
 		t.Fatal(err)
 	}
 	be, _ := backend.Open("go")
-	ce, err := exporttest.BiEncoder(exporttest.Options{Pooling: bert.PoolPooler}, be, 2)
+	ce, err := exporttest.BiEncoder(exporttest.Options{Pooling: encoder.PoolPooler}, be, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := ce.Towers[0].BERT.HiddenSize
+	h := ce.Towers[0].Encoder.Hidden()
 	rng := rand.New(rand.NewPCG(3, 4))
-	head := &export.Head{Labels: []string{"relevant"}, Weight: make([]float32, h), Bias: []float32{0.1}, Pooling: bert.PoolCLS}
+	head := &export.Head{Labels: []string{"relevant"}, Weight: make([]float32, h), Bias: []float32{0.1}, Pooling: encoder.PoolCLS}
 	for i := range head.Weight {
 		head.Weight[i] = float32(rng.NormFloat64())
 	}

@@ -20,14 +20,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/models/bert"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/tokenize"
 )
 
@@ -88,22 +90,30 @@ func encode(dataDir, vocab, backends string, n, layers, hidden, heads, batch int
 	for _, q := range d.Queries[:min(n, len(d.Queries))] {
 		texts = append(texts, q.Text)
 	}
-	cfg := bert.Default()
-	cfg.NumHiddenLayers, cfg.HiddenSize, cfg.NumAttentionHeads, cfg.IntermediateSize = layers, hidden, heads, 4*hidden
-	cfg.VocabSize = tok.VocabSize()
-	// The exact batches (length-sorted, bucketed) both sides run.
+	cfg, err := encoder.New("bert", encoder.Sizes{Vocab: tok.VocabSize(), Layers: layers, Hidden: hidden, Heads: heads, Intermediate: 4 * hidden})
+	if err != nil {
+		return err
+	}
 	seqs := make([][]int32, len(texts))
 	for i, s := range texts {
 		seqs[i] = tok.Single(s, 64)
 	}
-	sort.SliceStable(seqs, func(a, b int) bool { return len(seqs[a]) < len(seqs[b]) })
-	var batches []tokenize.Batch
-	for i := 0; i < len(seqs); i += batch {
-		batches = append(batches, tok.Pad(seqs[i:min(i+batch, len(seqs))], nil, 64))
-	}
+	// The exact batches (length-sorted, bucketed: encoder.Map's) both sides run, recorded by
+	// a dry run.
+	var batches []batchJSON
 	tokens := 0
-	for _, b := range batches {
-		tokens += len(b.IDs) * b.Len
+	if _, err := encoder.Map(tok, seqs, nil, 64, batch, func(ids, _, mask *tensors.Tensor) (*tensors.Tensor, error) {
+		rows, l := ids.Shape().Dimensions[0], ids.Shape().Dimensions[1]
+		fi, fm := tensors.MustCopyFlatData[int32](ids), tensors.MustCopyFlatData[int32](mask)
+		var b batchJSON
+		for r := 0; r < rows; r++ {
+			b.IDs, b.Mask = append(b.IDs, fi[r*l:(r+1)*l]), append(b.Mask, fm[r*l:(r+1)*l])
+		}
+		batches = append(batches, b)
+		tokens += rows * l
+		return tensors.FromShape(shapes.Make(dtypes.Float32, rows)), nil
+	}); err != nil {
+		return err
 	}
 	fmt.Printf("encode %d ToolLens queries: BERT %d layers, hidden %d, %d heads, batch %d, %d padded tokens\n", len(texts), layers, hidden, heads, batch, tokens)
 	fmt.Printf("%-10s %12s %10s\n", "engine", "texts/s", "seconds")
@@ -115,18 +125,14 @@ func encode(dataDir, vocab, backends string, n, layers, hidden, heads, batch int
 		}
 		store := model.NewStore()
 		store.SetParam(model.ParamInitialSeed, int64(1))
-		r, err := bert.NewRunner(be, store, "", cfg, bert.PoolMean)
+		r, err := encoder.NewRunner(be, store, "", cfg, encoder.PoolMean)
 		if err != nil {
 			return err
 		}
 		pass := func() (time.Duration, error) {
 			start := time.Now()
-			for _, b := range batches {
-				if _, err := r.Run(b.IDs, b.Types, b.Mask); err != nil {
-					return 0, err
-				}
-			}
-			return time.Since(start), nil
+			_, err := encoder.Map(tok, seqs, nil, 64, batch, r.Call)
+			return time.Since(start), err
 		}
 		if _, err := pass(); err != nil { // compiles every bucket
 			return err
@@ -144,12 +150,7 @@ func encode(dataDir, vocab, backends string, n, layers, hidden, heads, batch int
 	if python == "" {
 		return nil
 	}
-	spec := map[string]any{"config": cfg, "repeats": 3}
-	var bj []batchJSON
-	for _, b := range batches {
-		bj = append(bj, batchJSON{b.IDs, b.Mask})
-	}
-	spec["batches"] = bj
+	spec := map[string]any{"config": cfg, "repeats": 3, "batches": batches}
 	tmp, err := os.CreateTemp("", "bench-*.json")
 	if err != nil {
 		return err

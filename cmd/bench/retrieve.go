@@ -106,7 +106,7 @@ func retrieveBench(args []string) error {
 	}
 	if *synthetic > 0 {
 		// Same query model, random unit tool vectors.
-		dim := m.Towers[0].BERT.HiddenSize
+		dim := m.Towers[0].Encoder.Hidden()
 		rng := rand.New(rand.NewPCG(1, 2))
 		emb := make([][]float32, *synthetic)
 		recs := make([]export.ToolRecord, *synthetic)

@@ -15,8 +15,8 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
-	"github.com/toolret/toolret/models/bert"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/train"
 )
 
@@ -36,10 +36,11 @@ func trainBench(args []string) error {
 	steps := fs.Int("steps", 10, "timed steps")
 	python := fs.String("python", "/usr/bin/python3", "python with torch (empty: skip)")
 	fs.Parse(args)
-	bc := bert.Default()
-	bc.VocabSize, bc.NumHiddenLayers, bc.HiddenSize, bc.NumAttentionHeads, bc.IntermediateSize = *vocab, *layers, *hidden, *heads, 4**hidden
-	bc.MaxPositionEmbeddings = max(*qLen, *tLen)
-	cfg := &biencoder.Config{BERT: bc, Pooling: bert.PoolMean, Shared: true, QueryMaxLen: *qLen, ToolMaxLen: *tLen, Similarity: "cosine", Temperature: 0.05}
+	bc, err := encoder.New("bert", encoder.Sizes{Vocab: *vocab, Layers: *layers, Hidden: *hidden, Heads: *heads, Intermediate: 4 * *hidden, MaxPositions: max(*qLen, *tLen)})
+	if err != nil {
+		return err
+	}
+	cfg := &biencoder.Config{Encoder: bc, Pooling: encoder.PoolMean, Shared: true, QueryMaxLen: *qLen, ToolMaxLen: *tLen, Similarity: "cosine", Temperature: 0.05}
 	tokens := *batch * (*qLen + *tLen)
 	fmt.Printf("train step: BERT %d layers, hidden %d, %d heads, batch %d, query %d + tool %d tokens (%d tokens/step)\n",
 		*layers, *hidden, *heads, *batch, *qLen, *tLen, tokens)

@@ -1,11 +1,11 @@
-// Command encode embeds texts with a BERT model.
+// Command encode embeds texts with an encoder model (any registered model_type: bert).
 //
 //	encode -model DIR -in FILE [-pooling cls|mean|pooler|none] [-max-len N] [-backend go|onnx] [-out FILE.jsonl]
 //
-// DIR is a HuggingFace-layout model directory (config.json, model.safetensors or a sharded
-// index, tokenizer.json or vocab.txt). FILE holds one text per line, or JSONL objects with a
-// "text" field. Each output line is {"ids": [...], "embedding": [...]}, or with -pooling none
-// {"ids": [...], "hidden": [[...] per token]}.
+// DIR is a HuggingFace-layout model directory (config.json with its model_type,
+// model.safetensors or a sharded index, tokenizer.json or vocab.txt). FILE holds one text per
+// line, or JSONL objects with a "text" field. Each output line is {"ids": [...],
+// "embedding": [...]}, or with -pooling none {"ids": [...], "hidden": [[...] per token]}.
 package main
 
 import (
@@ -20,7 +20,7 @@ import (
 
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
-	"github.com/toolret/toolret/models/bert"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/tokenize"
 )
 
@@ -83,7 +83,7 @@ func run(dir, in, out, pooling string, maxLen, batch int, beName string) error {
 	if dir == "" || in == "" {
 		return fmt.Errorf("-model and -in are required")
 	}
-	p, err := bert.ParsePooling(pooling)
+	p, err := encoder.ParsePooling(pooling)
 	if err != nil {
 		return err
 	}
@@ -100,19 +100,26 @@ func run(dir, in, out, pooling string, maxLen, batch int, beName string) error {
 		return err
 	}
 	store := model.NewStore()
-	cfg, err := bert.LoadHF(store.RootScope(), dir)
+	cfg, err := encoder.LoadHF(store.RootScope(), dir)
 	if err != nil {
 		return err
 	}
-	if tok.VocabSize() != cfg.VocabSize {
-		return fmt.Errorf("model %s: tokenizer has %d tokens but config.json says vocab_size %d", dir, tok.VocabSize(), cfg.VocabSize)
+	if tok.VocabSize() != cfg.Vocab() {
+		return fmt.Errorf("model %s: tokenizer has %d tokens but config.json says vocab_size %d", dir, tok.VocabSize(), cfg.Vocab())
 	}
-	enc, err := bert.NewTextEncoder(be, store, "", cfg, p, tok, maxLen, batch)
+	if maxLen <= 0 || maxLen > cfg.MaxPositions() {
+		maxLen = cfg.MaxPositions()
+	}
+	r, err := encoder.NewRunner(be, store, "", cfg, p)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	res, err := enc.Encode(texts)
+	ids := make([][]int32, len(texts))
+	for i, s := range texts {
+		ids[i] = tok.Single(s, maxLen)
+	}
+	rows, err := encoder.Map(tok, ids, nil, maxLen, batch, r.Call)
 	if err != nil {
 		return err
 	}
@@ -126,12 +133,18 @@ func run(dir, in, out, pooling string, maxLen, batch int, beName string) error {
 		w = f
 	}
 	bw := bufio.NewWriter(w)
-	for _, r := range res {
-		obj := map[string]any{"ids": r.IDs}
-		if p == bert.PoolNone {
-			obj["hidden"] = r.Hidden
+	h := cfg.Hidden()
+	for i, row := range rows {
+		obj := map[string]any{"ids": ids[i]}
+		if p == encoder.PoolNone {
+			// The row is the padded [len, hidden] states: keep the real tokens'.
+			hidden := make([][]float32, len(ids[i]))
+			for k := range hidden {
+				hidden[k] = row[k*h : (k+1)*h]
+			}
+			obj["hidden"] = hidden
 		} else {
-			obj["embedding"] = r.Embedding
+			obj["embedding"] = row
 		}
 		b, err := json.Marshal(obj)
 		if err != nil {

@@ -14,8 +14,8 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
-	"github.com/toolret/toolret/models/bert"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
@@ -170,9 +170,9 @@ func biencoderCmd(args []string) error {
 			return err
 		}
 	} else {
-		var bc *bert.Config
+		var bc encoder.Config
 		if *initDir != "" {
-			if bc, err = bert.LoadHF(bert.In(store.RootScope(), ""), *initDir); err != nil {
+			if bc, err = encoder.LoadHF(store.RootScope(), *initDir); err != nil {
 				return err
 			}
 			if tok, err = tokenize.Load(*initDir); err != nil {
@@ -200,15 +200,13 @@ func biencoderCmd(args []string) error {
 			if err != nil {
 				return err
 			}
-			bc = bert.Default()
-			bc.VocabSize, bc.NumHiddenLayers, bc.HiddenSize, bc.NumAttentionHeads = tok.VocabSize(), *layers, *hidden, *heads
-			bc.IntermediateSize = *inter
-			if bc.IntermediateSize == 0 {
-				bc.IntermediateSize = 4 * *hidden
+			bc, err = encoder.New("bert", encoder.Sizes{Vocab: tok.VocabSize(), Layers: *layers, Hidden: *hidden, Heads: *heads,
+				Intermediate: *inter, MaxPositions: max(*qLen, *tLen)}) // intermediate 0: 4*hidden
+			if err != nil {
+				return err
 			}
-			bc.MaxPositionEmbeddings = max(*qLen, *tLen)
 		}
-		cfg = &biencoder.Config{BERT: bc, Pooling: bert.Pooling(*pooling), Shared: !*separate, QueryMaxLen: *qLen, ToolMaxLen: *tLen,
+		cfg = &biencoder.Config{Encoder: bc, Pooling: encoder.Pooling(*pooling), Shared: !*separate, QueryMaxLen: *qLen, ToolMaxLen: *tLen,
 			Similarity: *sim, Temperature: *temp, Symmetric: *symmetric, NoMasking: *noMask}
 	}
 	files, err := biencoder.WriteRunFiles(*runDir, cfg, tok)
@@ -236,7 +234,7 @@ func biencoderCmd(args []string) error {
 	tc := train.Config{RunDir: *runDir, Seed: *seed, Epochs: *epochs, EvalEvery: *evalEvery, Metric: *metric, Patience: *patience,
 		KeepLast: 2, Optimizer: opt, Fingerprint: d.Fingerprint(), Quiet: *quiet}
 	fmt.Fprintf(os.Stderr, "%s\nbi-encoder: %d layers, hidden %d, vocab %d, %s pooling, %d train pairs, %d dev queries, %d steps -> %s\n",
-		d.Stats(), cfg.BERT.NumHiddenLayers, cfg.BERT.HiddenSize, cfg.BERT.VocabSize, cfg.Pooling, len(trainSplit.Pairs()), len(dev.Queries), steps, *runDir)
+		d.Stats(), cfg.Encoder.Layers(), cfg.Encoder.Hidden(), cfg.Encoder.Vocab(), cfg.Pooling, len(trainSplit.Pairs()), len(dev.Queries), steps, *runDir)
 	sum, err := train.Run(bk, store, task, tc, *resume)
 	if err != nil {
 		return err

@@ -58,7 +58,7 @@ func classifierCmd(args []string) error {
 			return err
 		}
 		tok = t
-		cfg = &classifier.Config{Kind: *kind, BERT: bc, MaxLen: *h.maxLen, LossKind: *loss}
+		cfg = &classifier.Config{Kind: *kind, Encoder: bc, MaxLen: *h.maxLen, LossKind: *loss}
 		if *kind == classifier.KindMLC {
 			cfg.Labels = classifier.ToolLabels(d)
 		} else {
@@ -84,7 +84,7 @@ func classifierCmd(args []string) error {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "%s\nclassifier %s: %d layers, hidden %d, vocab %d, %d outputs, %s loss, %d train queries (%d multi-tool), %d dev, %d steps -> %s\n",
-		d.Stats(), cfg.Kind, cfg.BERT.NumHiddenLayers, cfg.BERT.HiddenSize, cfg.BERT.VocabSize, cfg.Outputs(), cfg.LossKind,
+		d.Stats(), cfg.Kind, cfg.Encoder.Layers(), cfg.Encoder.Hidden(), cfg.Encoder.Vocab(), cfg.Outputs(), cfg.LossKind,
 		len(tr.Judged()), multi, len(dev.Queries), steps, *h.runDir)
 	sum, err := train.Run(bk, store, task, tc, *h.resume)
 	if err != nil {

@@ -14,9 +14,9 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
-	"github.com/toolret/toolret/models/bert"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/crossencoder"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/tokenize"
@@ -143,11 +143,11 @@ func (h *headFlags) setup(cmd, kind string) (*data.Dataset, compute.Backend, *da
 	return d, bk, tr, dev, nil
 }
 
-// encoder returns the BERT config and tokenizer of a new model: from -init (weights loaded
+// encoder returns the encoder config and tokenizer of a new model: from -init (weights loaded
 // into store), from the -retriever run's encoder with -warm-start, or from scratch with the
 // retriever run's tokenizer (or a vocabulary built from the training texts when no retriever
 // is given).
-func (h *headFlags) encoder(store *model.Store, bk compute.Backend, d *data.Dataset, tr *data.Split) (*bert.Config, *tokenize.Tokenizer, error) {
+func (h *headFlags) encoder(store *model.Store, bk compute.Backend, d *data.Dataset, tr *data.Split) (encoder.Config, *tokenize.Tokenizer, error) {
 	if *h.warm {
 		if *h.initDir != "" {
 			return nil, nil, fmt.Errorf("-warm-start and -init are exclusive")
@@ -159,14 +159,14 @@ func (h *headFlags) encoder(store *model.Store, bk compute.Backend, d *data.Data
 		if err != nil {
 			return nil, nil, err
 		}
-		if *h.maxLen > bc.MaxPositionEmbeddings {
-			fmt.Fprintf(os.Stderr, "warm start: -max-len %d capped at the retriever's max_position_embeddings %d\n", *h.maxLen, bc.MaxPositionEmbeddings)
-			*h.maxLen = bc.MaxPositionEmbeddings
+		if *h.maxLen > bc.MaxPositions() {
+			fmt.Fprintf(os.Stderr, "warm start: -max-len %d capped at the retriever's max_position_embeddings %d\n", *h.maxLen, bc.MaxPositions())
+			*h.maxLen = bc.MaxPositions()
 		}
 		return bc, tok, nil
 	}
 	if *h.initDir != "" {
-		bc, err := bert.LoadHF(bert.In(store.RootScope(), ""), *h.initDir)
+		bc, err := encoder.LoadHF(store.RootScope(), *h.initDir)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -174,8 +174,8 @@ func (h *headFlags) encoder(store *model.Store, bk compute.Backend, d *data.Data
 		if err != nil {
 			return nil, nil, err
 		}
-		if *h.maxLen > bc.MaxPositionEmbeddings {
-			return nil, nil, fmt.Errorf("-max-len %d exceeds the checkpoint's max_position_embeddings %d", *h.maxLen, bc.MaxPositionEmbeddings)
+		if *h.maxLen > bc.MaxPositions() {
+			return nil, nil, fmt.Errorf("-max-len %d exceeds the checkpoint's max_position_embeddings %d", *h.maxLen, bc.MaxPositions())
 		}
 		return bc, tok, nil
 	}
@@ -199,13 +199,11 @@ func (h *headFlags) encoder(store *model.Store, bk compute.Backend, d *data.Data
 	if err != nil {
 		return nil, nil, err
 	}
-	bc := bert.Default()
-	bc.VocabSize, bc.NumHiddenLayers, bc.HiddenSize, bc.NumAttentionHeads = tok.VocabSize(), *h.layers, *h.hidden, *h.heads
-	bc.IntermediateSize = *h.inter
-	if bc.IntermediateSize == 0 {
-		bc.IntermediateSize = 4 * *h.hidden
+	bc, err := encoder.New("bert", encoder.Sizes{Vocab: tok.VocabSize(), Layers: *h.layers, Hidden: *h.hidden, Heads: *h.heads,
+		Intermediate: *h.inter, MaxPositions: *h.maxLen}) // intermediate 0: 4*hidden
+	if err != nil {
+		return nil, nil, err
 	}
-	bc.MaxPositionEmbeddings = *h.maxLen
 	return bc, tok, nil
 }
 
@@ -259,24 +257,22 @@ func retrieverCandidates(run string, bk compute.Backend, d *data.Dataset, querie
 }
 
 // warmStart loads the encoder weights of a bi-encoder run (its query tower) into store, at
-// the root in HF layout, and returns its BERT config and tokenizer.
-func warmStart(run string, bk compute.Backend, store *model.Store) (*bert.Config, *tokenize.Tokenizer, error) {
+// the root in HF layout, and returns its encoder config and tokenizer.
+func warmStart(run string, bk compute.Backend, store *model.Store) (encoder.Config, *tokenize.Tokenizer, error) {
 	emb, err := biencoder.LoadRun(run, bk)
 	if err != nil {
 		return nil, nil, err
 	}
-	bc := *emb.Cfg.BERT
-	noPooler := false
-	bc.Pooler = &noPooler // the bi-encoder pools itself; no pooler weights to carry over
+	bc := emb.Cfg.Encoder.WithPooler(false) // the bi-encoder pools itself; no pooler weights to carry over
 	tmp, err := os.MkdirTemp("", "toolret-warm-")
 	if err != nil {
 		return nil, nil, err
 	}
 	defer os.RemoveAll(tmp)
-	if err := bert.SaveHF(bert.In(emb.Store.RootScope(), emb.Cfg.TowerBase(biencoder.QueryTower)), &bc, tmp, false); err != nil {
+	if err := bc.SaveHF(encoder.In(emb.Store.RootScope(), emb.Cfg.TowerBase(biencoder.QueryTower)), tmp, false); err != nil {
 		return nil, nil, fmt.Errorf("warm start: %w", err)
 	}
-	loaded, err := bert.LoadHF(store.RootScope(), tmp)
+	loaded, err := encoder.LoadHF(store.RootScope(), tmp)
 	if err != nil {
 		return nil, nil, fmt.Errorf("warm start: %w", err)
 	}
@@ -318,7 +314,7 @@ func crossencoderCmd(args []string) error {
 			return err
 		}
 		tok = t
-		cfg = &crossencoder.Config{BERT: bc, MaxLen: *h.maxLen, LossKind: *loss}
+		cfg = &crossencoder.Config{Encoder: bc, MaxLen: *h.maxLen, LossKind: *loss}
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -344,7 +340,7 @@ func crossencoderCmd(args []string) error {
 	}
 	tc, steps := h.trainConfig(d, task, *h.seed)
 	fmt.Fprintf(os.Stderr, "%s\ncross-encoder: %d layers, hidden %d, vocab %d, max len %d, %s loss, %d train pairs x (1+%d), %d dev queries, %d steps -> %s\n",
-		d.Stats(), cfg.BERT.NumHiddenLayers, cfg.BERT.HiddenSize, cfg.BERT.VocabSize, cfg.MaxLen, cfg.LossKind, len(tr.Pairs()), *negs, len(evalDev.Queries), steps, *h.runDir)
+		d.Stats(), cfg.Encoder.Layers(), cfg.Encoder.Hidden(), cfg.Encoder.Vocab(), cfg.MaxLen, cfg.LossKind, len(tr.Pairs()), *negs, len(evalDev.Queries), steps, *h.runDir)
 	sum, err := train.Run(bk, store, task, tc, *h.resume)
 	if err != nil {
 		return err

@@ -10,8 +10,8 @@ import (
 	"github.com/toolret/toolret/checkpoints"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
-	"github.com/toolret/toolret/models/bert"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/tokenize"
 )
 
@@ -40,42 +40,48 @@ func Tokenizer() (*tokenize.Tokenizer, error) { return tokOnce() }
 
 // Options shape a tiny bi-encoder.
 type Options struct {
-	Hidden, Layers, Heads int          // default 32, 2, 4
-	Pooling               bert.Pooling // default mean
-	Similarity            string       // default cosine
-	Separate              bool         // separate query and tool towers
-	Act                   string       // hidden_act, default gelu
+	Hidden, Layers, Heads int             // default 32, 2, 4
+	Pooling               encoder.Pooling // default mean
+	Similarity            string          // default cosine
+	Separate              bool            // separate query and tool towers
+	Act                   string          // hidden_act, default gelu
 }
 
-// Config returns the bi-encoder configuration for o and a vocabulary of vocabSize tokens.
-func Config(o Options, vocabSize int) *biencoder.Config {
-	bc := bert.Default()
-	bc.VocabSize = vocabSize
-	bc.HiddenSize, bc.NumHiddenLayers, bc.NumAttentionHeads = 32, 2, 4
+// Config returns the bi-encoder configuration (a BERT encoder) for o and a vocabulary of
+// vocabSize tokens.
+func Config(o Options, vocabSize int) (*biencoder.Config, error) {
+	s := encoder.Sizes{Vocab: vocabSize, Hidden: 32, Layers: 2, Heads: 4, MaxPositions: 128}
 	if o.Hidden > 0 {
-		bc.HiddenSize = o.Hidden
+		s.Hidden = o.Hidden
 	}
 	if o.Layers > 0 {
-		bc.NumHiddenLayers = o.Layers
+		s.Layers = o.Layers
 	}
 	if o.Heads > 0 {
-		bc.NumAttentionHeads = o.Heads
+		s.Heads = o.Heads
 	}
-	bc.IntermediateSize = 2 * bc.HiddenSize
-	bc.MaxPositionEmbeddings = 128
-	bc.InitializerRange = 0.2 // larger than BERT's so that random models separate texts
+	s.Intermediate = 2 * s.Hidden
+	enc, err := encoder.New("bert", s)
+	if err != nil {
+		return nil, fmt.Errorf("exporttest: %w", err)
+	}
+	// Larger than BERT's initializer range so that random models separate texts.
+	fields := map[string]any{"initializer_range": 0.2}
 	if o.Act != "" {
-		bc.HiddenAct = o.Act
+		fields["hidden_act"] = o.Act
 	}
-	c := &biencoder.Config{BERT: bc, Pooling: o.Pooling, Shared: !o.Separate, QueryMaxLen: 32, ToolMaxLen: 64,
+	if enc, err = encoder.Override(enc, fields); err != nil {
+		return nil, fmt.Errorf("exporttest: %w", err)
+	}
+	c := &biencoder.Config{Encoder: enc, Pooling: o.Pooling, Shared: !o.Separate, QueryMaxLen: 32, ToolMaxLen: 64,
 		Similarity: o.Similarity, Temperature: 0.05}
 	if c.Pooling == "" {
-		c.Pooling = bert.PoolMean
+		c.Pooling = encoder.PoolMean
 	}
 	if c.Similarity == "" {
 		c.Similarity = "cosine"
 	}
-	return c
+	return c, nil
 }
 
 // BiEncoder returns a tiny bi-encoder with random weights (deterministic in seed).
@@ -84,7 +90,11 @@ func BiEncoder(o Options, be compute.Backend, seed uint64) (*export.Model, error
 	if err != nil {
 		return nil, err
 	}
-	return export.NewBiEncoder(Config(o, tok.VocabSize()), tok, be, seed)
+	cfg, err := Config(o, tok.VocabSize())
+	if err != nil {
+		return nil, err
+	}
+	return export.NewBiEncoder(cfg, tok, be, seed)
 }
 
 // WriteRun writes m (a bi-encoder from BiEncoder) as a training run with one checkpoint, as
@@ -94,7 +104,10 @@ func WriteRun(runDir string, o Options, be compute.Backend, seed uint64) error {
 	if err != nil {
 		return err
 	}
-	cfg := Config(o, tok.VocabSize())
+	cfg, err := Config(o, tok.VocabSize())
+	if err != nil {
+		return err
+	}
 	m, err := export.NewBiEncoder(cfg, tok, be, seed)
 	if err != nil {
 		return err

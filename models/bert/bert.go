@@ -28,9 +28,6 @@ const (
 	PoolNone   = pooling.None   // no pooling: all token states
 )
 
-// ParsePooling validates a pooling name.
-func ParsePooling(s string) (Pooling, error) { return pooling.Parse(s) }
-
 // variable returns the variable name in scope, created with the given shape and an
 // initializer following HF's _init_weights: normal(0, initializer_range) for matrices, zeros
 // for biases, ones for LayerNorm scales (lazily, from the store's seed, when a graph first uses

@@ -50,9 +50,9 @@ func Params(cfg *Config) []Param {
 	return ps
 }
 
-// VariablePath converts an HF parameter name into the variable's scope and name under base
+// variablePath converts an HF parameter name into the variable's scope and name under base
 // ("encoder.layer.0.output.dense.bias" -> "/base/encoder/layer/0/output/dense", "bias").
-func VariablePath(base, name string) (scope, varName string) {
+func variablePath(base, name string) (scope, varName string) {
 	parts := strings.Split(name, ".")
 	return model.JoinPath(append([]string{base}, parts[:len(parts)-1]...)...), parts[len(parts)-1]
 }
@@ -168,7 +168,7 @@ func LoadHF(scope *model.Scope, dir string) (*Config, error) {
 }
 
 func setVariable(scope *model.Scope, name string, value *tensors.Tensor) error {
-	sc, vn := VariablePath(scope.Scope(), name)
+	sc, vn := variablePath(scope.Scope(), name)
 	store := scope.Store()
 	if v := store.GetVariable(model.JoinPath(sc, vn)); v != nil {
 		if !v.Shape().Equal(value.Shape()) {
@@ -188,7 +188,7 @@ func SaveHF(scope *model.Scope, cfg *Config, dir string, prefix bool) error {
 	}
 	var ts []safetensors.Tensor
 	for _, p := range Params(cfg) {
-		sc, vn := VariablePath(scope.Scope(), p.Name)
+		sc, vn := variablePath(scope.Scope(), p.Name)
 		v := scope.Store().GetVariable(model.JoinPath(sc, vn))
 		if v == nil {
 			return fmt.Errorf("save %s: variable for %q not found in scope %s", dir, p.Name, scope.Scope())

@@ -1,4 +1,4 @@
-// Package biencoder is the dense tool retriever: BERT towers that embed queries and tool
+// Package biencoder is the dense tool retriever: encoder towers that embed queries and tool
 // texts into one space, trained with InfoNCE (in-batch and hard negatives, false-negative
 // masking). The same definition serves training, evaluation, encoding and export.
 package biencoder
@@ -10,7 +10,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/losses"
-	"github.com/toolret/toolret/models/bert"
+	"github.com/toolret/toolret/models/encoder"
 )
 
 // Towers.
@@ -21,9 +21,9 @@ const (
 
 // Config defines a bi-encoder.
 type Config struct {
-	BERT    *bert.Config `json:"bert"`
-	Pooling bert.Pooling `json:"pooling"`
-	// Shared uses one BERT for queries and tools (variables at the store root, HF layout);
+	Encoder encoder.Config  `json:"encoder"`
+	Pooling encoder.Pooling `json:"pooling"`
+	// Shared uses one encoder for queries and tools (variables at the store root, HF layout);
 	// otherwise each tower has its own under /query and /tool.
 	Shared      bool    `json:"shared"`
 	QueryMaxLen int     `json:"query_max_len"`
@@ -36,20 +36,20 @@ type Config struct {
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
-	if c.BERT == nil {
-		return fmt.Errorf("biencoder: no bert config")
+	if c.Encoder == nil {
+		return fmt.Errorf("biencoder: no encoder config")
 	}
-	if err := c.BERT.Validate(); err != nil {
+	if err := c.Encoder.Validate(); err != nil {
 		return err
 	}
-	if _, err := bert.ParsePooling(string(c.Pooling)); err != nil || c.Pooling == bert.PoolNone {
+	if _, err := encoder.ParsePooling(string(c.Pooling)); err != nil || c.Pooling == encoder.PoolNone {
 		return fmt.Errorf("biencoder: pooling %q: want cls, mean or pooler", c.Pooling)
 	}
-	if c.Pooling == bert.PoolPooler && !c.BERT.HasPooler() {
+	if c.Pooling == encoder.PoolPooler && !c.Encoder.HasPooler() {
 		return fmt.Errorf("biencoder: pooling %q needs a pooler layer", c.Pooling)
 	}
-	if c.QueryMaxLen < 2 || c.ToolMaxLen < 2 || c.QueryMaxLen > c.BERT.MaxPositionEmbeddings || c.ToolMaxLen > c.BERT.MaxPositionEmbeddings {
-		return fmt.Errorf("biencoder: max lengths (query %d, tool %d) must be in [2, %d]", c.QueryMaxLen, c.ToolMaxLen, c.BERT.MaxPositionEmbeddings)
+	if n := c.Encoder.MaxPositions(); c.QueryMaxLen < 2 || c.ToolMaxLen < 2 || c.QueryMaxLen > n || c.ToolMaxLen > n {
+		return fmt.Errorf("biencoder: max lengths (query %d, tool %d) must be in [2, %d]", c.QueryMaxLen, c.ToolMaxLen, n)
 	}
 	if _, err := losses.ParseSimilarity(c.Similarity); err != nil {
 		return fmt.Errorf("biencoder: %w", err)
@@ -66,6 +66,15 @@ func (c *Config) Marshal() []byte {
 	return append(b, '\n')
 }
 
+// UnmarshalJSON reads the "encoder" object, or the "bert" object of configurations written
+// before encoders were pluggable.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	type plain Config
+	enc, err := encoder.UnmarshalModel(b, (*plain)(c))
+	c.Encoder = enc
+	return err
+}
+
 // Unmarshal parses a stored configuration.
 func Unmarshal(b []byte) (*Config, error) {
 	var c Config
@@ -78,7 +87,7 @@ func Unmarshal(b []byte) (*Config, error) {
 	return &c, nil
 }
 
-// TowerBase returns the scope path of a tower's BERT variables.
+// TowerBase returns the scope path of a tower's encoder variables.
 func (c *Config) TowerBase(tower string) string {
 	if c.Shared {
 		return ""
@@ -89,9 +98,9 @@ func (c *Config) TowerBase(tower string) string {
 // Embed encodes a padded batch with a tower: ids and mask [batch, seq] -> [batch, hidden],
 // L2-normalised for cosine similarity.
 func (c *Config) Embed(root *model.Scope, tower string, ids, mask *Node) *Node {
-	s := bert.In(root, c.TowerBase(tower))
-	h := bert.Encode(s, c.BERT, ids, nil, mask)
-	e := bert.Pool(s, c.BERT, h, mask, c.Pooling)
+	s := encoder.In(root, c.TowerBase(tower))
+	h := c.Encoder.Encode(s, ids, nil, mask)
+	e := c.Encoder.Pool(s, h, mask, c.Pooling)
 	if sim, _ := losses.ParseSimilarity(c.Similarity); sim == losses.SimCosine {
 		e = losses.Normalize(e)
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sort"
 
 	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/tokenize"
 )
@@ -55,35 +55,11 @@ func (e *Embedder) Embed(tower string, texts []string) ([][]float32, error) {
 	for i, s := range texts {
 		seqs[i] = e.Tok.Single(s, maxLen)
 	}
-	order := make([]int, len(texts))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return len(seqs[order[a]]) < len(seqs[order[b]]) })
-	batch := max(e.Batch, 1)
-	out := make([][]float32, len(texts))
-	for start := 0; start < len(order); start += batch {
-		idx := order[start:min(start+batch, len(order))]
-		sub := make([][]int32, len(idx))
-		for j, i := range idx {
-			sub[j] = seqs[i]
-		}
-		b := e.Tok.Pad(sub, nil, maxLen)
-		ids := make([]int32, 0, len(idx)*b.Len)
-		mask := make([]int32, 0, len(idx)*b.Len)
-		for j := range b.IDs {
-			ids = append(ids, b.IDs[j]...)
-			mask = append(mask, b.Mask[j]...)
-		}
-		res, err := exec.Call1(tensors.FromFlatDataAndDimensions(ids, len(idx), b.Len), tensors.FromFlatDataAndDimensions(mask, len(idx), b.Len))
-		if err != nil {
-			return nil, fmt.Errorf("biencoder: embed %s: %w", tower, err)
-		}
-		flat := tensors.MustCopyFlatData[float32](res)
-		d := res.Shape().Dimensions[1]
-		for j, i := range idx {
-			out[i] = flat[j*d : (j+1)*d]
-		}
+	out, err := encoder.Map(e.Tok, seqs, nil, maxLen, e.Batch, func(ids, _, mask *tensors.Tensor) (*tensors.Tensor, error) {
+		return exec.Call1(ids, mask)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("biencoder: embed %s: %w", tower, err)
 	}
 	return out, nil
 }

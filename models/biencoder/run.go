@@ -97,8 +97,8 @@ func LoadRun(path string, be compute.Backend) (*Embedder, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tok.VocabSize() != cfg.BERT.VocabSize {
-		return nil, fmt.Errorf("%s: tokenizer has %d tokens, model vocab_size %d", dir, tok.VocabSize(), cfg.BERT.VocabSize)
+	if tok.VocabSize() != cfg.Encoder.Vocab() {
+		return nil, fmt.Errorf("%s: tokenizer has %d tokens, model vocab_size %d", dir, tok.VocabSize(), cfg.Encoder.Vocab())
 	}
 	store := model.NewStore()
 	if err := c.Restore(store, be); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/losses"
 	"github.com/toolret/toolret/metrics"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
@@ -50,8 +51,8 @@ func (t *Task) Prepare() error {
 	if err := t.Cfg.Validate(); err != nil {
 		return err
 	}
-	if t.Tok.VocabSize() != t.Cfg.BERT.VocabSize {
-		return fmt.Errorf("biencoder: tokenizer has %d tokens, model vocab_size is %d", t.Tok.VocabSize(), t.Cfg.BERT.VocabSize)
+	if t.Tok.VocabSize() != t.Cfg.Encoder.Vocab() {
+		return fmt.Errorf("biencoder: tokenizer has %d tokens, model vocab_size is %d", t.Tok.VocabSize(), t.Cfg.Encoder.Vocab())
 	}
 	if t.BatchSize < 2 {
 		return fmt.Errorf("biencoder: batch size %d: in-batch negatives need >= 2", t.BatchSize)
@@ -104,15 +105,9 @@ func (t *Task) Batches(epoch int) int { return len(t.batches(epoch)) }
 func (t *Task) Loss(s *model.Scope, in []*Node) *Node { return t.Cfg.Loss(s, in) }
 
 // pad turns sequences into ids and mask tensors of a bucketed length.
-func (t *Task) pad(seqs [][]int32, maxLen int) (*tensors.Tensor, *tensors.Tensor) {
-	b := t.Tok.Pad(seqs, nil, maxLen)
-	ids := make([]int32, 0, len(seqs)*b.Len)
-	mask := make([]int32, 0, len(seqs)*b.Len)
-	for i := range b.IDs {
-		ids = append(ids, b.IDs[i]...)
-		mask = append(mask, b.Mask[i]...)
-	}
-	return tensors.FromFlatDataAndDimensions(ids, len(seqs), b.Len), tensors.FromFlatDataAndDimensions(mask, len(seqs), b.Len)
+func (t *Task) pad(seqs [][]int32, maxLen int) (ids, mask *tensors.Tensor) {
+	ids, _, mask = encoder.Tensors(t.Tok.Pad(seqs, nil, maxLen))
+	return ids, mask
 }
 
 // Batch implements train.Task.

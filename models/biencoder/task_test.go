@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/models/bert"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/tokenize"
 )
 
@@ -37,10 +37,12 @@ func tinyTask(t *testing.T) *Task {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bc := bert.Default()
-	bc.VocabSize, bc.NumHiddenLayers, bc.HiddenSize, bc.NumAttentionHeads, bc.IntermediateSize, bc.MaxPositionEmbeddings = tok.VocabSize(), 1, 8, 2, 16, 16
+	bc, err := encoder.New("bert", encoder.Sizes{Vocab: tok.VocabSize(), Layers: 1, Hidden: 8, Heads: 2, Intermediate: 16, MaxPositions: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
 	task := &Task{
-		Cfg:  &Config{BERT: bc, Pooling: bert.PoolMean, Shared: true, QueryMaxLen: 8, ToolMaxLen: 8, Similarity: "cosine", Temperature: 0.05},
+		Cfg:  &Config{Encoder: bc, Pooling: encoder.PoolMean, Shared: true, QueryMaxLen: 8, ToolMaxLen: 8, Similarity: "cosine", Temperature: 0.05},
 		Data: d, Train: tr, Tok: tok, BatchSize: 2, Seed: 1,
 		HardNegatives: 2, Negatives: mined,
 	}

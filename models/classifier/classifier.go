@@ -1,4 +1,4 @@
-// Package classifier is the BERT sequence classifier used by ToolRerank and as a retriever:
+// Package classifier is the sequence classifier (an encoder and a head) used by ToolRerank and as a retriever:
 // [CLS] state → dropout → linear → n logits (HF BertForSequenceClassification's head, variables
 // "classifier.weight" [n, hidden] and "classifier.bias" [n] beside the encoder at the root).
 //
@@ -25,7 +25,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/gomlx/gomlx/ml/nn"
 	"github.com/toolret/toolret/losses"
-	"github.com/toolret/toolret/models/bert"
+	"github.com/toolret/toolret/models/encoder"
 )
 
 // ConfigFile is the name of the classifier configuration in runs and checkpoints.
@@ -45,9 +45,9 @@ const (
 
 // Config defines a classifier.
 type Config struct {
-	Kind   string       `json:"kind"`
-	BERT   *bert.Config `json:"bert"`
-	MaxLen int          `json:"max_len"`
+	Kind    string         `json:"kind"`
+	Encoder encoder.Config `json:"encoder"`
+	MaxLen  int            `json:"max_len"`
 	// Labels names the classes: querytype [single-tool, multi-tool]; mlc the tool (API) ids.
 	Labels []string `json:"labels"`
 	// Loss: "ce" (softmax cross-entropy, single-label) or "bce" (one sigmoid per output; for
@@ -65,10 +65,10 @@ func (c *Config) Outputs() int {
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
-	if c.BERT == nil {
-		return fmt.Errorf("classifier: no bert config")
+	if c.Encoder == nil {
+		return fmt.Errorf("classifier: no encoder config")
 	}
-	if err := c.BERT.Validate(); err != nil {
+	if err := c.Encoder.Validate(); err != nil {
 		return err
 	}
 	switch c.Kind {
@@ -89,8 +89,8 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("classifier: kind %q: want querytype or mlc", c.Kind)
 	}
-	if c.MaxLen < 2 || c.MaxLen > c.BERT.MaxPositionEmbeddings {
-		return fmt.Errorf("classifier: max length %d must be in [2, %d]", c.MaxLen, c.BERT.MaxPositionEmbeddings)
+	if c.MaxLen < 2 || c.MaxLen > c.Encoder.MaxPositions() {
+		return fmt.Errorf("classifier: max length %d must be in [2, %d]", c.MaxLen, c.Encoder.MaxPositions())
 	}
 	return nil
 }
@@ -99,6 +99,15 @@ func (c *Config) Validate() error {
 func (c *Config) Marshal() []byte {
 	b, _ := json.MarshalIndent(c, "", "  ")
 	return append(b, '\n')
+}
+
+// UnmarshalJSON reads the "encoder" object, or the "bert" object of configurations written
+// before encoders were pluggable.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	type plain Config
+	enc, err := encoder.UnmarshalModel(b, (*plain)(c))
+	c.Encoder = enc
+	return err
 }
 
 // Unmarshal parses a stored configuration.
@@ -113,18 +122,18 @@ func Unmarshal(b []byte) (*Config, error) {
 	return &c, nil
 }
 
-// Head is the classification head over BERT states: the [CLS] state of hidden
-// [B, S, H], dropout (training only, hidden_dropout_prob), then a linear layer to n logits
-// [B, n], with variables under root/classifier (HF layout: weight [n, H], bias [n]).
-func Head(root *model.Scope, cfg *bert.Config, hidden, mask *Node, n int) *Node {
+// Head is the classification head over encoder states: the [CLS] state of hidden
+// [B, S, H], dropout (training only, the encoder's hidden dropout), then a linear layer to n
+// logits [B, n], with variables under root/classifier (HF layout: weight [n, H], bias [n]).
+func Head(root *model.Scope, cfg encoder.Config, hidden, mask *Node, n int) *Node {
 	g := hidden.Graph()
-	cls := bert.Pool(root, cfg, hidden, mask, bert.PoolCLS)
-	if cfg.HiddenDropoutProb > 0 && root.IsTraining(g) {
-		cls = layers.Dropout(root, cls, Scalar(g, cls.DType(), cfg.HiddenDropoutProb))
+	cls := cfg.Pool(root, hidden, mask, encoder.PoolCLS)
+	if p := cfg.Dropout(); p > 0 && root.IsTraining(g) {
+		cls = layers.Dropout(root, cls, Scalar(g, cls.DType(), p))
 	}
 	s := root.At("classifier")
 	h := cls.Shape().Dimensions[1]
-	w := s.WithInitializer(initializer.RandomNormalFn(s, cfg.InitializerRange)).
+	w := s.WithInitializer(initializer.RandomNormalFn(s, cfg.InitRange())).
 		VariableWithShape("weight", shapes.Make(cls.DType(), n, h)).NodeValue(g)
 	b := s.WithInitializer(initializer.Zero).VariableWithShape("bias", shapes.Make(cls.DType(), n)).NodeValue(g)
 	return nn.Dense(cls, w, b, compute.DenseLayoutOutputsInput)
@@ -132,8 +141,8 @@ func Head(root *model.Scope, cfg *bert.Config, hidden, mask *Node, n int) *Node 
 
 // Logits runs the model: ids and mask [B, S] (types may be nil) -> logits [B, Outputs()].
 func (c *Config) Logits(root *model.Scope, ids, types, mask *Node) *Node {
-	h := bert.Encode(root, c.BERT, ids, types, mask)
-	return Head(root, c.BERT, h, mask, c.Outputs())
+	h := c.Encoder.Encode(root, ids, types, mask)
+	return Head(root, c.Encoder, h, mask, c.Outputs())
 }
 
 // Probabilities turns logits into per-output probabilities: softmax for "ce", sigmoid for "bce".

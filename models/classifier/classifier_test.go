@@ -10,7 +10,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/models/bert"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/tokenize"
 )
 
@@ -107,14 +107,16 @@ func TestMLCRanking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bc := bert.Default()
-	bc.VocabSize, bc.NumHiddenLayers, bc.HiddenSize, bc.NumAttentionHeads, bc.IntermediateSize, bc.MaxPositionEmbeddings = tok.VocabSize(), 1, 8, 2, 16, 16
-	cfg := &Config{Kind: KindMLC, BERT: bc, MaxLen: 16, Labels: ToolLabels(d), LossKind: "bce"}
+	bc, err := encoder.New("bert", encoder.Sizes{Vocab: tok.VocabSize(), Layers: 1, Hidden: 8, Heads: 2, Intermediate: 16, MaxPositions: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &Config{Kind: KindMLC, Encoder: bc, MaxLen: 16, Labels: ToolLabels(d), LossKind: "bce"}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	store := model.NewStore()
-	if err := bert.Init(store.RootScope(), bc, 1); err != nil {
+	if err := bc.Init(store.RootScope(), 1); err != nil {
 		t.Fatal(err)
 	}
 	head := store.RootScope().At("classifier")

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 
 	"github.com/gomlx/compute"
@@ -13,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/checkpoints"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/tokenize"
 )
 
@@ -62,8 +62,8 @@ func LoadRun(path string, be compute.Backend) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Dir, err)
 	}
-	if tok.VocabSize() != cfg.BERT.VocabSize {
-		return nil, fmt.Errorf("%s: tokenizer has %d tokens, model vocab_size %d", c.Dir, tok.VocabSize(), cfg.BERT.VocabSize)
+	if tok.VocabSize() != cfg.Encoder.Vocab() {
+		return nil, fmt.Errorf("%s: tokenizer has %d tokens, model vocab_size %d", c.Dir, tok.VocabSize(), cfg.Encoder.Vocab())
 	}
 	store := model.NewStore()
 	if err := c.Restore(store, be); err != nil {
@@ -91,7 +91,7 @@ func (m *Model) Probabilities(texts []string) ([][]float32, error) {
 	for i, s := range texts {
 		seqs[i] = m.Tok.Single(s, m.Cfg.MaxLen)
 	}
-	return RunSorted(m.Tok, seqs, nil, m.Cfg.MaxLen, m.Batch, func(ids, types, mask *tensors.Tensor) (*tensors.Tensor, error) {
+	return encoder.Map(m.Tok, seqs, nil, m.Cfg.MaxLen, m.Batch, func(ids, _, mask *tensors.Tensor) (*tensors.Tensor, error) {
 		return exec.Call1(ids, mask)
 	})
 }
@@ -108,54 +108,6 @@ func (m *Model) PMulti(texts []string) ([]float32, error) {
 	out := make([]float32, len(p))
 	for i, row := range p {
 		out[i] = row[len(row)-1] // ce: [single, multi]; bce: [multi]
-	}
-	return out, nil
-}
-
-// RunSorted runs call over seqs (token ids, with optional token types) in length-sorted,
-// bucket-padded batches of at most batch rows and returns the rows of the [B, n] results in
-// input order.
-func RunSorted(tok *tokenize.Tokenizer, seqs, types [][]int32, maxLen, batch int, call func(ids, types, mask *tensors.Tensor) (*tensors.Tensor, error)) ([][]float32, error) {
-	order := make([]int, len(seqs))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return len(seqs[order[a]]) < len(seqs[order[b]]) })
-	batch = max(batch, 1)
-	out := make([][]float32, len(seqs))
-	for start := 0; start < len(order); start += batch {
-		idx := order[start:min(start+batch, len(order))]
-		sub := make([][]int32, len(idx))
-		var subT [][]int32
-		if types != nil {
-			subT = make([][]int32, len(idx))
-		}
-		for j, i := range idx {
-			sub[j] = seqs[i]
-			if types != nil {
-				subT[j] = types[i]
-			}
-		}
-		b := tok.Pad(sub, subT, maxLen)
-		ids := make([]int32, 0, len(idx)*b.Len)
-		ty := make([]int32, 0, len(idx)*b.Len)
-		mask := make([]int32, 0, len(idx)*b.Len)
-		for j := range b.IDs {
-			ids = append(ids, b.IDs[j]...)
-			ty = append(ty, b.Types[j]...)
-			mask = append(mask, b.Mask[j]...)
-		}
-		res, err := call(tensors.FromFlatDataAndDimensions(ids, len(idx), b.Len),
-			tensors.FromFlatDataAndDimensions(ty, len(idx), b.Len),
-			tensors.FromFlatDataAndDimensions(mask, len(idx), b.Len))
-		if err != nil {
-			return nil, err
-		}
-		flat := tensors.MustCopyFlatData[float32](res)
-		n := len(flat) / len(idx)
-		for j, i := range idx {
-			out[i] = flat[j*n : (j+1)*n]
-		}
 	}
 	return out, nil
 }

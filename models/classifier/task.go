@@ -12,6 +12,7 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
@@ -42,8 +43,8 @@ func (t *Task) Prepare() error {
 	if err := t.Cfg.Validate(); err != nil {
 		return err
 	}
-	if t.Tok.VocabSize() != t.Cfg.BERT.VocabSize {
-		return fmt.Errorf("classifier: tokenizer has %d tokens, model vocab_size is %d", t.Tok.VocabSize(), t.Cfg.BERT.VocabSize)
+	if t.Tok.VocabSize() != t.Cfg.Encoder.Vocab() {
+		return fmt.Errorf("classifier: tokenizer has %d tokens, model vocab_size is %d", t.Tok.VocabSize(), t.Cfg.Encoder.Vocab())
 	}
 	if t.BatchSize < 1 {
 		return fmt.Errorf("classifier: batch size %d", t.BatchSize)
@@ -101,18 +102,8 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 		seqs[j] = t.seqs[q]
 		y = append(y, t.targets[q]...)
 	}
-	b := t.Tok.Pad(seqs, nil, t.Cfg.MaxLen)
-	ids := make([]int32, 0, len(qs)*b.Len)
-	mask := make([]int32, 0, len(qs)*b.Len)
-	for j := range b.IDs {
-		ids = append(ids, b.IDs[j]...)
-		mask = append(mask, b.Mask[j]...)
-	}
-	return []*tensors.Tensor{
-		tensors.FromFlatDataAndDimensions(ids, len(qs), b.Len),
-		tensors.FromFlatDataAndDimensions(mask, len(qs), b.Len),
-		tensors.FromFlatDataAndDimensions(y, len(qs), n),
-	}, len(qs), nil
+	ids, _, mask := encoder.Tensors(t.Tok.Pad(seqs, nil, t.Cfg.MaxLen))
+	return []*tensors.Tensor{ids, mask, tensors.FromFlatDataAndDimensions(y, len(qs), n)}, len(qs), nil
 }
 
 // Evaluate implements train.Task. mlc: the dev ranking metrics (cli.DevKs) of its sigmoid

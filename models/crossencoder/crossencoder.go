@@ -1,4 +1,4 @@
-// Package crossencoder is ToolRerank's reranker: BERT over "[CLS] query [SEP] tool text [SEP]"
+// Package crossencoder is ToolRerank's reranker: an encoder over "[CLS] query [SEP] tool text [SEP]"
 // (token types 0 then 1, longest-first truncation), the [CLS] state → linear → one logit,
 // score = sigmoid(logit). It is trained on (query, positive API) pairs with hard negatives
 // drawn from a retriever's top-m (binary cross-entropy, or list-wise softmax cross-entropy
@@ -12,8 +12,8 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/losses"
-	"github.com/toolret/toolret/models/bert"
 	"github.com/toolret/toolret/models/classifier"
+	"github.com/toolret/toolret/models/encoder"
 )
 
 // ConfigFile is the name of the cross-encoder configuration in runs and checkpoints.
@@ -27,24 +27,24 @@ const (
 
 // Config defines a cross-encoder.
 type Config struct {
-	BERT     *bert.Config `json:"bert"`
-	MaxLen   int          `json:"max_len"` // tokens of the pair, specials included
-	LossKind string       `json:"loss"`
+	Encoder  encoder.Config `json:"encoder"`
+	MaxLen   int            `json:"max_len"` // tokens of the pair, specials included
+	LossKind string         `json:"loss"`
 }
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
-	if c.BERT == nil {
-		return fmt.Errorf("crossencoder: no bert config")
+	if c.Encoder == nil {
+		return fmt.Errorf("crossencoder: no encoder config")
 	}
-	if err := c.BERT.Validate(); err != nil {
+	if err := c.Encoder.Validate(); err != nil {
 		return err
 	}
-	if c.BERT.TypeVocabSize < 2 {
-		return fmt.Errorf("crossencoder: type_vocab_size %d: pairs need 2 token types", c.BERT.TypeVocabSize)
+	if n := c.Encoder.TypeVocab(); n < 2 {
+		return fmt.Errorf("crossencoder: type_vocab_size %d: pairs need 2 token types", n)
 	}
-	if c.MaxLen < 3 || c.MaxLen > c.BERT.MaxPositionEmbeddings {
-		return fmt.Errorf("crossencoder: max length %d must be in [3, %d]", c.MaxLen, c.BERT.MaxPositionEmbeddings)
+	if c.MaxLen < 3 || c.MaxLen > c.Encoder.MaxPositions() {
+		return fmt.Errorf("crossencoder: max length %d must be in [3, %d]", c.MaxLen, c.Encoder.MaxPositions())
 	}
 	if c.LossKind != LossBCE && c.LossKind != LossListwise {
 		return fmt.Errorf("crossencoder: loss %q: want bce or listwise", c.LossKind)
@@ -56,6 +56,15 @@ func (c *Config) Validate() error {
 func (c *Config) Marshal() []byte {
 	b, _ := json.MarshalIndent(c, "", "  ")
 	return append(b, '\n')
+}
+
+// UnmarshalJSON reads the "encoder" object, or the "bert" object of configurations written
+// before encoders were pluggable.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	type plain Config
+	enc, err := encoder.UnmarshalModel(b, (*plain)(c))
+	c.Encoder = enc
+	return err
 }
 
 // Unmarshal parses a stored configuration.
@@ -72,8 +81,8 @@ func Unmarshal(b []byte) (*Config, error) {
 
 // Logits scores pairs: ids, types and mask [B, S] -> logits [B].
 func (c *Config) Logits(root *model.Scope, ids, types, mask *Node) *Node {
-	h := bert.Encode(root, c.BERT, ids, types, mask)
-	l := classifier.Head(root, c.BERT, h, mask, 1)
+	h := c.Encoder.Encode(root, ids, types, mask)
+	l := classifier.Head(root, c.Encoder, h, mask, 1)
 	return Reshape(l, l.Shape().Dimensions[0])
 }
 

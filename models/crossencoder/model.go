@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/models/classifier"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/rerank"
 	"github.com/toolret/toolret/tokenize"
 )
@@ -73,8 +74,8 @@ func LoadRun(path string, be compute.Backend, toolTexts []string) (*Model, error
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Dir, err)
 	}
-	if tok.VocabSize() != cfg.BERT.VocabSize {
-		return nil, fmt.Errorf("%s: tokenizer has %d tokens, model vocab_size %d", c.Dir, tok.VocabSize(), cfg.BERT.VocabSize)
+	if tok.VocabSize() != cfg.Encoder.Vocab() {
+		return nil, fmt.Errorf("%s: tokenizer has %d tokens, model vocab_size %d", c.Dir, tok.VocabSize(), cfg.Encoder.Vocab())
 	}
 	store := model.NewStore()
 	if err := c.Restore(store, be); err != nil {
@@ -128,7 +129,7 @@ func (m *Model) ScorePairs(ctx context.Context, queries []string, pairs []Pair) 
 		}
 		seqs[i], types[i] = PairIDs(m.Tok, q, m.tools[p.Tool], m.Cfg.MaxLen)
 	}
-	rows, err := classifier.RunSorted(m.Tok, seqs, types, m.Cfg.MaxLen, m.Batch, func(ids, ty, mask *tensors.Tensor) (*tensors.Tensor, error) {
+	rows, err := encoder.Map(m.Tok, seqs, types, m.Cfg.MaxLen, m.Batch, func(ids, ty, mask *tensors.Tensor) (*tensors.Tensor, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
@@ -46,8 +47,8 @@ func (t *Task) Prepare() error {
 	if err := t.Cfg.Validate(); err != nil {
 		return err
 	}
-	if t.Tok.VocabSize() != t.Cfg.BERT.VocabSize {
-		return fmt.Errorf("crossencoder: tokenizer has %d tokens, model vocab_size is %d", t.Tok.VocabSize(), t.Cfg.BERT.VocabSize)
+	if t.Tok.VocabSize() != t.Cfg.Encoder.Vocab() {
+		return fmt.Errorf("crossencoder: tokenizer has %d tokens, model vocab_size is %d", t.Tok.VocabSize(), t.Cfg.Encoder.Vocab())
 	}
 	if t.BatchSize < 1 || t.Negatives < 1 {
 		return fmt.Errorf("crossencoder: batch %d and negatives per positive %d must be >= 1", t.BatchSize, t.Negatives)
@@ -179,22 +180,8 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 			}
 		}
 	}
-	b := t.Tok.Pad(seqs, types, t.Cfg.MaxLen)
-	n := len(seqs)
-	ids := make([]int32, 0, n*b.Len)
-	ty := make([]int32, 0, n*b.Len)
-	mask := make([]int32, 0, n*b.Len)
-	for j := range b.IDs {
-		ids = append(ids, b.IDs[j]...)
-		ty = append(ty, b.Types[j]...)
-		mask = append(mask, b.Mask[j]...)
-	}
-	return []*tensors.Tensor{
-		tensors.FromFlatDataAndDimensions(ids, n, b.Len),
-		tensors.FromFlatDataAndDimensions(ty, n, b.Len),
-		tensors.FromFlatDataAndDimensions(mask, n, b.Len),
-		tensors.FromFlatDataAndDimensions(labels, hi-lo, 1+k),
-	}, hi - lo, nil
+	ids, ty, mask := encoder.Tensors(t.Tok.Pad(seqs, types, t.Cfg.MaxLen))
+	return []*tensors.Tensor{ids, ty, mask, tensors.FromFlatDataAndDimensions(labels, hi-lo, 1+k)}, hi - lo, nil
 }
 
 // Evaluate implements train.Task: the dev metrics (cli.DevKs) of reranking each dev query's

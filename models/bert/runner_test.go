@@ -9,8 +9,9 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 )
 
-// Runner executes a BERT encoder for inference: a compiled graph per input shape, running
-// under the variables of scope base in store.
+// Runner executes a BERT encoder for inference in this package's tests: a compiled graph per
+// input shape, running under the variables of scope base in store, with its inputs checked.
+// Other packages run encoders with models/encoder (Runner, Map).
 type Runner struct {
 	cfg  *Config
 	exec *model.Exec
