@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,8 +14,6 @@ import (
 	"github.com/toolret/toolret/rerank"
 	"github.com/toolret/toolret/retrieve"
 )
-
-var ablations = flag.Bool("ablations", false, "rerank: one table, with cross-encoder scores computed once: the bi-encoder alone, Rerank-10/30/50, ToolRerank and its ablations (no hierarchy, Alg. 1 only, Alg. 2 only, oracle query type), each ToolRerank row grid-searched on dev")
 
 // rerankVariant is one row of the -ablations table.
 type rerankVariant struct {
@@ -38,15 +35,16 @@ var rerankVariants = []rerankVariant{
 }
 
 // runAblations evaluates every variant on the -split queries and writes one table.
-func runAblations(w io.Writer, d *data.Dataset, ks []int) error {
-	if *name != "rerank" || *noHierarchy || *onlyAlg != "" || *oracleType {
-		return fmt.Errorf("-ablations needs -method rerank without -no-hierarchy, -only or -oracle-type (it runs them all)")
+func runAblations(o *options, w io.Writer, d *data.Dataset) error {
+	ks := o.ks
+	if o.method != "rerank" || o.run != "" || o.rr.noHierarchy || o.rr.only != "" || o.rr.oracleType {
+		return fmt.Errorf("-ablations needs -method rerank without -run, -no-hierarchy, -only or -oracle-type (it runs them all)")
 	}
-	score, err := metricFn(*gridMetric)
+	score, err := metricFn(o.rr.gridMetric)
 	if err != nil {
 		return err
 	}
-	env, err := setupRerank(d, false)
+	env, err := setupRerank(o, d, false)
 	if err != nil {
 		return err
 	}
@@ -89,7 +87,7 @@ func runAblations(w io.Writer, d *data.Dataset, ks []int) error {
 				return fmt.Errorf("%s: %w", v.name, err)
 			}
 			pl.Params = best
-			desc = fmt.Sprintf("%s (dev %s %.2f)", best, *gridMetric, 100*val)
+			desc = fmt.Sprintf("%s (dev %s %.2f)", best, o.rr.gridMetric, 100*val)
 		}
 		rk, err := pl.RunAll(ctx, eq)
 		if err != nil {
@@ -104,14 +102,14 @@ func runAblations(w io.Writer, d *data.Dataset, ks []int) error {
 		results = append(results, rep.Overall)
 		params = append(params, desc)
 	}
-	if *asJSON {
+	if o.asJSON {
 		rows := make([]map[string]any, len(names))
 		for i := range names {
 			rows[i] = map[string]any{"name": names[i], "params": params[i], "metrics": results[i]}
 		}
 		return json.NewEncoder(w).Encode(rows)
 	}
-	fmt.Fprintf(w, "%s / %s: ToolRerank variants (grid metric %s on %d dev queries)\n", d.Name, env.eval.Name, *gridMetric, len(devQs))
+	fmt.Fprintf(w, "%s / %s: ToolRerank variants (grid metric %s on %d dev queries)\n", d.Name, env.eval.Name, o.rr.gridMetric, len(devQs))
 	fmt.Fprint(w, metrics.Table(names, results))
 	for i := range names {
 		fmt.Fprintf(w, "  %-24s %s\n", names[i], params[i])

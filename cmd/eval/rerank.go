@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -19,61 +18,48 @@ import (
 	"github.com/toolret/toolret/models/crossencoder"
 	"github.com/toolret/toolret/rerank"
 	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rundir"
 )
 
-var (
-	retrieverRun  = flag.String("retriever", "", "rerank: bi-encoder run giving the coarse top-m (and the dev split)")
-	rerankerRun   = flag.String("reranker", "", "rerank: cross-encoder run (train crossencoder)")
-	classifierRun = flag.String("classifier", "", "rerank: query-type classifier run (train classifier -kind querytype)")
-	mSeen         = flag.Int("m-seen", rerank.DefaultParams.MS, "rerank: truncation depth for APIs seen in training (m_s)")
-	mUnseen       = flag.Int("m-unseen", rerank.DefaultParams.MU, "rerank: truncation depth for unseen APIs (m_u)")
-	tauS          = flag.Float64("tau-s", float64(rerank.DefaultParams.TauS), "rerank: Alg. 1 score threshold (tau_s)")
-	tauM          = flag.Float64("tau-m", float64(rerank.DefaultParams.TauM), "rerank: Alg. 2 retriever-cosine threshold (tau_m)")
-	nPer          = flag.Int("n", rerank.DefaultParams.N, "rerank: Alg. 2 results kept per connected component (n)")
-	gridFlag      = flag.Bool("grid", false, "rerank: grid-search m_s<m_u in {10,30,50}, tau_s, tau_m in {0.6..0.9}, n in {2,3,4} on the dev split, then evaluate with the best")
-	gridM         = flag.String("grid-m", "10:30,10:50,30:50", "rerank: the (m_s:m_u) pairs the grid search tries")
-	gridMetric    = flag.String("grid-metric", "ndcg@5", "rerank: dev metric the grid search maximises (recall@K, ndcg@K or comp@K)")
-	noHierarchy   = flag.Bool("no-hierarchy", false, "rerank ablation: truncation + cross-encoder only")
-	onlyAlg       = flag.String("only", "", "rerank ablation: single or multi: use one algorithm for every query")
-	oracleType    = flag.Bool("oracle-type", false, "rerank ablation: query type from the qrels instead of the classifier")
-	mPlain        = flag.Int("m", 30, "rerank-m: depth of the retriever list the cross-encoder reranks")
-	devFracFlag   = flag.Float64("dev", 0, "rerank: dev fraction carved from the training queries (default: the retriever run's, else 0.1)")
-)
-
-func init() {
-	methods["rerank"] = method{"ToolRerank (needs -retriever, -reranker, -classifier)", buildRerank}
-	methods["rerank-m"] = method{"cross-encoder reranking of the retriever's top -m (needs -retriever, -reranker)", buildRerank}
+// pairScorer is what the rerank pipeline needs of a cross-encoder: per-query scores and one
+// batched pass over many (query, API) pairs.
+type pairScorer interface {
+	rerank.Scorer
+	ScorePairs(ctx context.Context, queries []string, pairs []crossencoder.Pair) ([]float32, error)
 }
 
-// rerankRanker runs the ToolRerank pipeline over the queries of the evaluated split.
+// rerankRanker runs the ToolRerank pipeline over the queries of one split.
 type rerankRanker struct {
-	d      *data.Dataset
+	env    *rerankEnv
 	split  *data.Split
-	prep   func(split *data.Split) ([]rerank.Query, error)
 	pl     rerank.Pipeline
 	report string
 }
 
-// Rank implements retrieve.Ranker for the evaluated split's queries (in split order).
-func (r *rerankRanker) Rank(ctx context.Context, queries []string, k int) ([]retrieve.Ranking, error) {
-	if len(queries) != len(r.split.Queries) {
-		return nil, fmt.Errorf("rerank: ranker built for split %s (%d queries), asked %d", r.split.Name, len(r.split.Queries), len(queries))
-	}
-	for i, q := range r.split.Queries {
-		if r.d.Queries[q].Text != queries[i] {
-			return nil, fmt.Errorf("rerank: query %d is not the split's", i)
-		}
-	}
-	qs, err := r.prep(r.split)
+// RankQueries implements retrieve.QueryRanker for judged queries of the ranker's split.
+func (r *rerankRanker) RankQueries(ctx context.Context, qs []retrieve.Query, k int) ([]retrieve.Ranking, error) {
+	prepared, err := r.env.prep(r.split)
 	if err != nil {
 		return nil, err
+	}
+	pos := make(map[int]int, len(prepared))
+	for i, q := range r.split.Queries {
+		pos[q] = i
+	}
+	sel := make([]rerank.Query, len(qs))
+	for i, q := range qs {
+		j, ok := pos[q.Index]
+		if !ok {
+			return nil, fmt.Errorf("rerank: query %d (%q) is not a query of split %s", q.Index, q.Text, r.split.Name)
+		}
+		sel[i] = prepared[j]
 	}
 	start := time.Now()
-	rk, err := r.pl.RunAll(ctx, qs)
+	rk, err := r.pl.RunAll(ctx, sel)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(os.Stderr, "rerank: %s, %s on %d %s queries in %v\n", r.report, r.pl.Params, len(qs), r.split.Name, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "rerank: %s, %s on %d %s queries in %v\n", r.report, r.pl.Params, len(sel), r.split.Name, time.Since(start).Round(time.Millisecond))
 	out := make([]retrieve.Ranking, len(rk))
 	for i, tools := range rk {
 		if k > 0 && len(tools) > k {
@@ -157,44 +143,71 @@ func cosineMatrix(v [][]float32) [][]float32 {
 	return out
 }
 
-// checkSplit warns when a run's recorded dev split differs from the one used here.
-func checkSplit(run string, sp classifier.DataSplit) {
-	if run == "" {
-		return
+// runOf returns the run directory of path: path itself, or the run a checkpoint directory
+// (RUN/checkpoints/step-N) belongs to.
+func runOf(path string) string {
+	if _, err := os.Stat(filepath.Join(path, rundir.MetaFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(path, "state.json")); err == nil && filepath.Base(filepath.Dir(path)) == "checkpoints" {
+			return filepath.Dir(filepath.Dir(path))
+		}
 	}
-	if _, err := os.Stat(filepath.Join(run, classifier.SplitFile)); err != nil {
-		return
+	return path
+}
+
+// checkDev reports an error unless the run at path (given as -name) was trained on d and held
+// out every dev query of the retriever's split, so that tuning on that split never sees one
+// of its training queries.
+func checkDev(name, path string, d *data.Dataset, dev rundir.Split) error {
+	m, err := rundir.Read(runOf(path))
+	if err != nil {
+		return fmt.Errorf("-%s: %w", name, err)
 	}
-	if got, err := classifier.ReadSplit(run, sp.DevFraction); err == nil && got != sp {
-		fmt.Fprintf(os.Stderr, "rerank: warning: %s was trained with dev fraction %v seed %d, the retriever with %v seed %d: dev queries may have been training queries\n",
-			run, got.DevFraction, got.Seed, sp.DevFraction, sp.Seed)
+	if err := m.CheckData(d); err != nil {
+		return fmt.Errorf("-%s %s: %w", name, path, err)
 	}
+	held := make(map[string]bool, len(m.Split.DevIDs))
+	for _, id := range m.Split.DevIDs {
+		held[id] = true
+	}
+	trained := 0
+	for _, id := range dev.DevIDs {
+		if !held[id] {
+			trained++
+		}
+	}
+	if m.Split.From != dev.From || trained > 0 {
+		return fmt.Errorf("-%s %s: %d of the -retriever run's %d dev queries are training queries of this run (its dev split: %q fraction %v seed %d; the retriever's: %q fraction %v seed %d); train it with -retriever so that it takes the retriever's dev split",
+			name, path, trained, len(dev.DevIDs), m.Split.From, m.Split.DevFraction, m.Split.Seed, dev.From, dev.DevFraction, dev.Seed)
+	}
+	return nil
 }
 
 // rerankEnv is what every ToolRerank variant shares: the loaded models, the pipeline with
-// the flags' parameters and mode, the splits, and prep, which ranks, types and scores a
-// split's queries once (memoised by split name).
+// the options' parameters and mode, the splits (dev: the -retriever run's recorded dev split;
+// eval: -split), and prep, which ranks, types and scores the queries of a split once
+// (memoised by split name) and returns them in s.Queries order.
 type rerankEnv struct {
 	d         *data.Dataset
 	ret       *biencoder.Retriever
 	pl        rerank.Pipeline
 	grid      rerank.Grid
 	dev, eval *data.Split
-	prep      func(split *data.Split) ([]rerank.Query, error)
+	prep      func(s *data.Split) ([]rerank.Query, error)
 }
 
 // buildRerank loads the runs, prepares the pipeline and, with -grid, tunes it on dev.
-func buildRerank(d *data.Dataset) (retrieve.Ranker, error) {
-	plain := *name == "rerank-m"
-	env, err := setupRerank(d, plain)
+func buildRerank(o *options, d *data.Dataset) (retrieve.QueryRanker, string, error) {
+	r := &o.rr
+	plain := o.method == "rerank-m"
+	env, err := setupRerank(o, d, plain)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	pl, prep, dev, evalSplit, grid, mode := env.pl, env.prep, env.dev, env.eval, env.grid, env.pl.Mode
+	pl, mode := env.pl, env.pl.Mode
 	desc := "ToolRerank"
 	switch {
 	case plain:
-		desc = fmt.Sprintf("Rerank-%d", *mPlain)
+		desc = fmt.Sprintf("Rerank-%d", r.depth)
 	case mode == rerank.ModeNone:
 		desc += " without hierarchy"
 	case mode == rerank.ModeSingle:
@@ -202,97 +215,114 @@ func buildRerank(d *data.Dataset) (retrieve.Ranker, error) {
 	case mode == rerank.ModeMulti:
 		desc += " (Alg. 2 only)"
 	}
-	if *oracleType && mode == rerank.ModeAuto {
+	if r.oracleType && mode == rerank.ModeAuto {
 		desc += " with oracle query types"
 	}
-	if *gridFlag && !plain {
-		score, err := metricFn(*gridMetric)
+	if r.grid && !plain {
+		score, err := metricFn(r.gridMetric)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		qs, err := prep(dev)
+		qs, err := env.prep(env.dev)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		start := time.Now()
-		best, val, err := rerank.Search(context.Background(), pl, qs, grid, score)
+		best, val, err := rerank.Search(context.Background(), pl, qs, env.grid, score)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		pl.Params = best
 		fmt.Fprintf(os.Stderr, "rerank: grid search (%d points) on %d dev queries in %v: best %s, dev %s %.2f\n",
-			grid.Size(), len(qs), time.Since(start).Round(time.Millisecond), best, *gridMetric, 100*val)
+			env.grid.Size(), len(qs), time.Since(start).Round(time.Millisecond), best, r.gridMetric, 100*val)
 		desc += " (grid-searched on dev)"
 	}
-	*name = desc
-	return &rerankRanker{d: d, split: evalSplit, prep: prep, pl: pl, report: desc}, nil
+	return &rerankRanker{env: env, split: env.eval, pl: pl, report: desc}, desc, nil
 }
 
-// setupRerank loads the runs named by the flags and builds the shared environment. plain is
+// setupRerank loads the runs the options name and builds the shared environment. plain is
 // Rerank-m (no truncation by seen/unseen, no hierarchy step).
-func setupRerank(d *data.Dataset, plain bool) (*rerankEnv, error) {
-	if *retrieverRun == "" || *rerankerRun == "" {
-		return nil, fmt.Errorf("-method %s needs -retriever RUN and -reranker RUN", *name)
+func setupRerank(o *options, d *data.Dataset, plain bool) (*rerankEnv, error) {
+	r := &o.rr
+	if r.retriever == "" || (r.reranker == "" && r.scorer == nil) {
+		return nil, fmt.Errorf("-method %s needs -retriever RUN and -reranker RUN", o.method)
 	}
 	mode := rerank.ModeAuto
 	switch {
-	case plain || *noHierarchy:
+	case plain || r.noHierarchy:
 		mode = rerank.ModeNone
-	case *onlyAlg != "":
-		m, err := rerank.ParseMode(*onlyAlg)
+	case r.only != "":
+		m, err := rerank.ParseMode(r.only)
 		if err != nil || (m != rerank.ModeSingle && m != rerank.ModeMulti) {
-			return nil, fmt.Errorf("-only %q: want single or multi", *onlyAlg)
+			return nil, fmt.Errorf("-only %q: want single or multi", r.only)
 		}
 		mode = m
 	}
-	needType := mode == rerank.ModeAuto && !*oracleType
-	if needType && *classifierRun == "" {
+	needType := mode == rerank.ModeAuto && !r.oracleType
+	if needType && r.classifier == "" {
 		return nil, fmt.Errorf("-method rerank needs -classifier RUN (a querytype classifier), or -oracle-type, -only or -no-hierarchy")
 	}
-	be, err := backend.Open(backend.Name(*beName))
+	grid := rerank.DefaultGrid()
+	var err error
+	if grid.M, err = parseGridM(r.gridM); err != nil {
+		return nil, err
+	}
+	if (r.grid || o.ablations) && !plain {
+		if _, err := metricFn(r.gridMetric); err != nil {
+			return nil, fmt.Errorf("-grid-metric: %w", err)
+		}
+	}
+	// The retriever's recorded split: the grid tunes on its dev part, and "seen" APIs are
+	// those of its training part.
+	trainPart, dev, meta, err := rundir.Splits(runOf(r.retriever), d)
+	if err != nil {
+		return nil, fmt.Errorf("-retriever: %w", err)
+	}
+	if r.reranker != "" {
+		if err := checkDev("reranker", r.reranker, d, meta.Split); err != nil {
+			return nil, err
+		}
+	}
+	if needType {
+		if err := checkDev("classifier", r.classifier, d, meta.Split); err != nil {
+			return nil, err
+		}
+	}
+	evalSplit, err := d.Split(o.split)
+	if err != nil {
+		return nil, fmt.Errorf("-split: %w", err)
+	}
+	be, err := backend.Open(backend.Name(o.backend))
 	if err != nil {
 		return nil, err
 	}
-	sp, err := classifier.ReadSplit(*retrieverRun, 0.1)
+	emb, err := biencoder.LoadRun(r.retriever, be)
 	if err != nil {
 		return nil, err
 	}
-	if *devFracFlag > 0 {
-		sp.DevFraction = *devFracFlag
-	}
-	checkSplit(*rerankerRun, sp)
-	checkSplit(*classifierRun, sp)
-	trainPart, dev, err := d.CarveDev("train", sp.DevFraction, int64(sp.Seed))
+	ret, err := emb.RetrieverFrom(d, o.vectors, trainPart)
 	if err != nil {
 		return nil, err
 	}
-	evalSplit, err := d.Split(*split)
-	if err != nil {
-		return nil, err
-	}
-	emb, err := biencoder.LoadRun(*retrieverRun, be)
-	if err != nil {
-		return nil, err
-	}
-	ret, err := emb.Retriever(d, *vectors, "train")
-	if err != nil {
-		return nil, err
-	}
-	toolTexts := make([]string, len(d.Tools))
-	for i, t := range d.Tools {
-		toolTexts[i] = t.Text
-	}
-	ce, err := crossencoder.LoadRun(*rerankerRun, be, toolTexts)
-	if err != nil {
-		return nil, err
+	ce := r.scorer
+	if ce == nil {
+		toolTexts := make([]string, len(d.Tools))
+		for i, t := range d.Tools {
+			toolTexts[i] = t.Text
+		}
+		m, err := crossencoder.LoadRun(r.reranker, be, toolTexts)
+		if err != nil {
+			return nil, err
+		}
+		ce = m
 	}
 	var typer *classifier.Model
 	if needType {
-		if typer, err = classifier.LoadRun(*classifierRun, be); err != nil {
+		if typer, err = classifier.LoadRun(r.classifier, be); err != nil {
 			return nil, err
 		}
 		if typer.Cfg.Kind != classifier.KindQueryType {
-			return nil, fmt.Errorf("-classifier %s is a %s model, want querytype", *classifierRun, typer.Cfg.Kind)
+			return nil, fmt.Errorf("-classifier %s is a %s model, want querytype", r.classifier, typer.Cfg.Kind)
 		}
 	}
 	// Seen = used by the training queries the models were trained on (train minus dev).
@@ -309,30 +339,23 @@ func setupRerank(d *data.Dataset, plain bool) (*rerankEnv, error) {
 	}
 	sim := cosineMatrix(ret.Tools)
 	cache := &rerank.ScoreCache{Scorer: ce}
-	params := rerank.Params{MS: *mSeen, MU: *mUnseen, TauS: float32(*tauS), TauM: float32(*tauM), N: *nPer}
+	params := r.params()
 	if plain {
-		params = rerank.Params{MS: *mPlain, MU: *mPlain, TauS: params.TauS, TauM: params.TauM, N: params.N}
+		params.MS, params.MU = r.depth, r.depth
 	}
 	pl := rerank.Pipeline{Lib: lib, Scorer: cache, Sim: func(a, b int) float32 { return sim[a][b] }, Params: params, Mode: mode}
-	grid := rerank.DefaultGrid()
-	if grid.M, err = parseGridM(*gridM); err != nil {
-		return nil, err
+	depth := max(params.MS, params.MU)
+	if (r.grid || o.ablations) && !plain {
+		for _, g := range grid.M {
+			depth = max(depth, g[0], g[1])
+		}
 	}
-	depth := func() int {
-		m := max(params.MS, params.MU)
-		if (*gridFlag || *ablations) && !plain {
-			for _, g := range grid.M {
-				m = max(m, g[0], g[1])
-			}
+	if o.ablations {
+		for _, v := range rerankVariants {
+			depth = max(depth, v.plainM)
 		}
-		if *ablations {
-			for _, v := range rerankVariants {
-				m = max(m, v.plainM)
-			}
-		}
-		return m
-	}()
-	// prep ranks a split's judged queries with the retriever, types them and fills the score
+	}
+	// prep ranks a split's queries with the retriever, types them and fills the score
 	// cache with every pair the pipeline (or the grid) can ask for, in one batched pass.
 	prep := func(s *data.Split) ([]rerank.Query, error) {
 		ctx := context.Background()
@@ -361,6 +384,9 @@ func setupRerank(d *data.Dataset, plain bool) (*rerankEnv, error) {
 		scores, err := ce.ScorePairs(ctx, texts, pairs)
 		if err != nil {
 			return nil, err
+		}
+		if len(scores) != len(pairs) {
+			return nil, fmt.Errorf("rerank: %d cross-encoder scores for %d pairs", len(scores), len(pairs))
 		}
 		for j, p := range pairs {
 			cache.Put(texts[p.Query], p.Tool, scores[j])
