@@ -1,7 +1,5 @@
 package tokenize
 
-import "sort"
-
 // Single returns [CLS] text [SEP] ids, truncated to maxLen tokens (specials kept; maxLen <= 0
 // means no limit, and maxLen < 2 is treated as 2).
 func (t *Tokenizer) Single(text string, maxLen int) []int32 {
@@ -45,14 +43,12 @@ func (t *Tokenizer) Pair(a, b string, maxLen int) (ids, types []int32) {
 	return ids, types
 }
 
-// Batch is a padded batch, ready for bert.Runner.Run(b.IDs, b.Types, b.Mask): IDs, Types and
-// Mask are [rows][Len] (Mask 1 on real tokens, 0 on padding).
+// Batch is a padded batch: IDs, Types and Mask are [rows][Len] (Mask 1 on real tokens, 0 on
+// padding). models/encoder turns it into tensors (encoder.Tensors) and batches many sequences
+// by length (encoder.Map).
 type Batch struct {
 	IDs, Types, Mask [][]int32
 	Len              int
-	// Index maps rows to the positions of their texts in the input, for batches made by
-	// Batches (nil for EncodeBatch, EncodePairs and Pad, whose rows are in input order).
-	Index []int
 }
 
 // DefaultBuckets are the default padded lengths: a batch is padded to the smallest bucket
@@ -77,9 +73,6 @@ func Bucket(n, maxLen int, buckets []int) int {
 	}
 	return l
 }
-
-// BucketLen is Bucket with DefaultBuckets.
-func BucketLen(n, maxLen int) int { return Bucket(n, maxLen, DefaultBuckets) }
 
 func (t *Tokenizer) buckets() []int {
 	if t.Buckets != nil {
@@ -112,66 +105,4 @@ func (t *Tokenizer) Pad(seqs, types [][]int32, maxLen int) Batch {
 		b.IDs[i], b.Types[i], b.Mask[i] = ids, ty, m
 	}
 	return b
-}
-
-// EncodeBatch tokenizes texts as single sequences and pads them into one bucketed batch.
-func (t *Tokenizer) EncodeBatch(texts []string, maxLen int) Batch {
-	seqs := make([][]int32, len(texts))
-	for i, s := range texts {
-		seqs[i] = t.Single(s, maxLen)
-	}
-	return t.Pad(seqs, nil, maxLen)
-}
-
-// EncodePairs tokenizes (a[i], b[i]) pairs and pads them into one bucketed batch. Pairs
-// beyond the shorter of a and b are ignored.
-func (t *Tokenizer) EncodePairs(a, b []string, maxLen int) Batch {
-	n := min(len(a), len(b))
-	seqs := make([][]int32, n)
-	types := make([][]int32, n)
-	for i := range n {
-		seqs[i], types[i] = t.Pair(a[i], b[i], maxLen)
-	}
-	return t.Pad(seqs, types, maxLen)
-}
-
-// GroupByLength returns the indices of lens grouped into batches of at most size, in order
-// of increasing length (stable), so each batch pads little; size < 1 means one batch.
-func GroupByLength(lens []int, size int) [][]int {
-	order := make([]int, len(lens))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return lens[order[a]] < lens[order[b]] })
-	if size < 1 {
-		size = max(len(order), 1)
-	}
-	var out [][]int
-	for start := 0; start < len(order); start += size {
-		out = append(out, order[start:min(start+size, len(order))])
-	}
-	return out
-}
-
-// Batches tokenizes texts as single sequences (truncated to maxLen) and returns them as
-// bucketed batches of at most size texts of similar length; each batch's Index gives its
-// rows' positions in texts.
-func (t *Tokenizer) Batches(texts []string, maxLen, size int) []Batch {
-	seqs := make([][]int32, len(texts))
-	lens := make([]int, len(texts))
-	for i, s := range texts {
-		seqs[i] = t.Single(s, maxLen)
-		lens[i] = len(seqs[i])
-	}
-	var out []Batch
-	for _, idx := range GroupByLength(lens, size) {
-		sub := make([][]int32, len(idx))
-		for j, i := range idx {
-			sub[j] = seqs[i]
-		}
-		b := t.Pad(sub, nil, maxLen)
-		b.Index = idx
-		out = append(out, b)
-	}
-	return out
 }

@@ -36,58 +36,48 @@ func TestBucket(t *testing.T) {
 	}
 }
 
-func TestBatches(t *testing.T) {
+func TestPad(t *testing.T) {
 	tok := testTokenizer(t)
 	tok.Buckets = []int{4, 6, 10}
-	texts := []string{"hello world hello world hello", "hello", "", "hello world", "world , world !", "x"}
-	bs := tok.Batches(texts, 10, 2)
-	var seen []int
-	for _, b := range bs {
-		if len(b.IDs) != len(b.Index) || len(b.Index) > 2 {
-			t.Fatalf("batch rows %d, index %v", len(b.IDs), b.Index)
-		}
-		for r, i := range b.Index {
-			want := tok.Single(texts[i], 10)
-			n := 0
-			for _, m := range b.Mask[r] {
-				n += int(m)
+	for _, tc := range []struct {
+		name   string
+		seqs   [][]int32
+		maxLen int
+		want   Batch
+	}{
+		{"bucket", [][]int32{{2, 5, 3}, {2, 3}}, 10, Batch{Len: 4,
+			IDs:   [][]int32{{2, 5, 3, 0}, {2, 3, 0, 0}},
+			Types: [][]int32{{0, 0, 0, 0}, {0, 0, 0, 0}},
+			Mask:  [][]int32{{1, 1, 1, 0}, {1, 1, 0, 0}}}},
+		{"next bucket", [][]int32{{2, 5, 6, 5, 3}}, 10, Batch{Len: 6,
+			IDs: [][]int32{{2, 5, 6, 5, 3, 0}}, Types: [][]int32{{0, 0, 0, 0, 0, 0}}, Mask: [][]int32{{1, 1, 1, 1, 1, 0}}}},
+		{"capped and cut at maxLen", [][]int32{{2, 5, 6, 5, 6, 3}}, 5, Batch{Len: 5,
+			IDs: [][]int32{{2, 5, 6, 5, 6}}, Types: [][]int32{{0, 0, 0, 0, 0}}, Mask: [][]int32{{1, 1, 1, 1, 1}}}},
+		{"empty", nil, 10, Batch{Len: 4, IDs: [][]int32{}, Types: [][]int32{}, Mask: [][]int32{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if b := tok.Pad(tc.seqs, nil, tc.maxLen); !reflect.DeepEqual(b, tc.want) {
+				t.Errorf("Pad =\n%+v\nwant\n%+v", b, tc.want)
 			}
-			if !reflect.DeepEqual(b.IDs[r][:len(want)], want) || n != len(want) || len(b.IDs[r]) != b.Len {
-				t.Errorf("row %d (text %d): %v mask %v, want %v", r, i, b.IDs[r], b.Mask[r], want)
-			}
-			for _, p := range b.IDs[r][len(want):] {
-				if p != tok.PadID() {
-					t.Errorf("row %d: padding %v", r, b.IDs[r])
-				}
-			}
-		}
-		seen = append(seen, b.Index...)
-	}
-	// Lengths (with specials): 7, 3, 2, 4, 6, 3 -> sorted indices 2,1,5,3,4,0.
-	if want := []int{2, 1, 5, 3, 4, 0}; !reflect.DeepEqual(seen, want) {
-		t.Errorf("batch order %v, want %v", seen, want)
-	}
-	if lens := []int{bs[0].Len, bs[1].Len, bs[2].Len}; !reflect.DeepEqual(lens, []int{4, 4, 10}) {
-		t.Errorf("bucket lengths %v, want [4 4 10]", lens)
-	}
-	if g := GroupByLength([]int{3, 1, 2}, 0); !reflect.DeepEqual(g, [][]int{{1, 2, 0}}) {
-		t.Errorf("GroupByLength size 0 = %v", g)
-	}
-	if g := GroupByLength(nil, 4); len(g) != 0 {
-		t.Errorf("GroupByLength(nil) = %v", g)
+		})
 	}
 }
 
-func TestEncodePairs(t *testing.T) {
+func TestPadPairs(t *testing.T) {
 	tok := testTokenizer(t)
-	b := tok.EncodePairs([]string{"hello", "hello world hello world"}, []string{"world !", "world"}, 7)
+	var seqs, types [][]int32
+	for i, a := range []string{"hello", "hello world hello world"} {
+		ids, ty := tok.Pair(a, []string{"world !", "world"}[i], 7)
+		seqs, types = append(seqs, ids), append(types, ty)
+	}
+	b := tok.Pad(seqs, types, 7)
 	// Row 1: a has 4 tokens, b 1, budget 7-3 = 4: a is cut to 3.
 	want := Batch{Len: 7,
 		IDs:   [][]int32{{2, 5, 3, 6, 8, 3, 0}, {2, 5, 6, 5, 3, 6, 3}},
 		Types: [][]int32{{0, 0, 0, 1, 1, 1, 0}, {0, 0, 0, 0, 0, 1, 1}},
 		Mask:  [][]int32{{1, 1, 1, 1, 1, 1, 0}, {1, 1, 1, 1, 1, 1, 1}}}
 	if !reflect.DeepEqual(b, want) {
-		t.Errorf("EncodePairs =\n%+v\nwant\n%+v", b, want)
+		t.Errorf("Pad of pairs =\n%+v\nwant\n%+v", b, want)
 	}
 }
 
@@ -401,7 +391,7 @@ func TestBuildVocabToolLens(t *testing.T) {
 	}
 }
 
-func BenchmarkEncodeBatch(b *testing.B) {
+func BenchmarkPad(b *testing.B) {
 	texts := toollensQueries(b)[:1024]
 	p, _ := filepath.Abs("../../shared/vocab/bert-base-uncased-vocab.txt")
 	tok, err := FromVocab(p, true)
@@ -410,15 +400,20 @@ func BenchmarkEncodeBatch(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		tok.Batches(texts, 128, 64)
+		seqs := make([][]int32, len(texts))
+		for i, s := range texts {
+			seqs[i] = tok.Single(s, 128)
+		}
+		for i := 0; i < len(seqs); i += 64 {
+			tok.Pad(seqs[i:min(i+64, len(seqs))], nil, 128)
+		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(texts)), "ns/text")
 }
 
-func ExampleTokenizer_Batches() {
+func ExampleTokenizer_Pad() {
 	tok, _ := New([]string{PAD, UNK, CLS, SEP, MASK, "find", "a", "flight", "weather"}, true)
-	for _, b := range tok.Batches([]string{"find a flight", "weather"}, 16, 8) {
-		fmt.Println(b.Len, b.Index, b.IDs, b.Mask)
-	}
-	// Output: 8 [1 0] [[2 8 3 0 0 0 0 0] [2 5 6 7 3 0 0 0]] [[1 1 1 0 0 0 0 0] [1 1 1 1 1 0 0 0]]
+	b := tok.Pad([][]int32{tok.Single("find a flight", 16), tok.Single("weather", 16)}, nil, 16)
+	fmt.Println(b.Len, b.IDs, b.Mask)
+	// Output: 8 [[2 5 6 7 3 0 0 0] [2 8 3 0 0 0 0 0]] [[1 1 1 1 1 0 0 0] [1 1 1 0 0 0 0 0]]
 }

@@ -69,14 +69,9 @@ func TestSinglePairPadBucket(t *testing.T) {
 	if id, ok := tok.ID("world"); !ok || id != 6 || tok.Token(6) != "world" || tok.Token(99) != "" || tok.MaskID() != 4 {
 		t.Errorf("ID/Token/MaskID: %d %v %q", id, ok, tok.Token(6))
 	}
-	b := tok.EncodeBatch([]string{"hello", "hello world , hello world !"}, 64)
+	b := tok.Pad([][]int32{tok.Single("hello", 64), tok.Single("hello world , hello world !", 64)}, nil, 64)
 	if b.Len != 8 || len(b.IDs[0]) != 8 || b.Mask[0][2] != 1 || b.Mask[0][3] != 0 || b.IDs[0][3] != tok.PadID() {
 		t.Errorf("batch %+v", b)
-	}
-	for _, c := range []struct{ n, max, want int }{{3, 64, 8}, {9, 64, 16}, {33, 40, 40}, {600, 0, 600}, {17, 0, 24}} {
-		if got := BucketLen(c.n, c.max); got != c.want {
-			t.Errorf("BucketLen(%d, %d) = %d, want %d", c.n, c.max, got, c.want)
-		}
 	}
 }
 
@@ -184,12 +179,10 @@ func FuzzEncode(f *testing.F) {
 				t.Fatalf("Pair types %v", types)
 			}
 		}
-		b := tok.Batches([]string{s, "", s + s}, 16, 2)
-		for _, bb := range b {
-			for _, row := range bb.IDs {
-				if len(row) != bb.Len || bb.Len > 16 {
-					t.Fatalf("batch row %v, Len %d", row, bb.Len)
-				}
+		bb := tok.Pad([][]int32{tok.Single(s, 16), tok.Single("", 16), tok.Single(s+s, 16)}, nil, 16)
+		for _, row := range bb.IDs {
+			if len(row) != bb.Len || bb.Len > 16 {
+				t.Fatalf("batch row %v, Len %d", row, bb.Len)
 			}
 		}
 	})

@@ -12,8 +12,7 @@ import (
 
 // Tokenizer is a BERT WordPiece tokenizer. It is safe for concurrent use (once Buckets is set).
 type Tokenizer struct {
-	// Buckets are the padded lengths Pad, EncodeBatch, EncodePairs and Batches use (any
-	// order); nil means DefaultBuckets.
+	// Buckets are the padded lengths Pad uses (any order); nil means DefaultBuckets.
 	Buckets []int
 
 	vocab         map[string]int32
