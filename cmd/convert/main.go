@@ -19,6 +19,10 @@ func main() {
 	format := flag.String("format", "parquet", "output layout: parquet or beir")
 	force := flag.Bool("force", false, "write into a non-empty output directory")
 	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "convert: unexpected arguments %q\n", flag.Args())
+		os.Exit(2)
+	}
 	if err := run(*from, *to, *format, *force); err != nil {
 		fmt.Fprintln(os.Stderr, "convert:", err)
 		os.Exit(1)
