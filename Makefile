@@ -37,11 +37,14 @@ build:
 install-onnx:
 	bash scripts/install-onnxruntime.sh
 
-## fuzz: run each data-loader fuzz target for FUZZTIME (default 60s).
+## fuzz: run each data-loader and tokenizer-parser fuzz target for FUZZTIME (default 60s).
 FUZZTIME ?= 60s
 fuzz:
 	for f in FuzzLoadCorpus FuzzLoadQueries FuzzLoadQrels FuzzLoadScenes; do \
 		$(GO) test ./data/ -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
+	for f in FuzzSPModel FuzzTokenizerJSONUnigram; do \
+		$(GO) test ./tokenize/ -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
 
 ## bench-encode: encoding speed vs PyTorch (needs ../shared, python3-torch, make install-onnx).

@@ -10,7 +10,9 @@ import (
 	"strings"
 )
 
-// Tokenizer is a BERT WordPiece tokenizer. It is safe for concurrent use (once Buckets is set).
+// Tokenizer is a BERT WordPiece tokenizer or, loaded from an spm.model or a Unigram
+// tokenizer.json, a SentencePiece Unigram one (unigram.go); both add [CLS]/[SEP] and share
+// truncation, padding and bucketing. It is safe for concurrent use (once Buckets is set).
 type Tokenizer struct {
 	// Buckets are the padded lengths Pad uses (any order); nil means DefaultBuckets.
 	Buckets []int
@@ -26,6 +28,10 @@ type Tokenizer struct {
 	unk, cls, sep int32
 	pad, mask     int32
 	specials      []string // added tokens matched literally in raw text (longest first on ties)
+
+	uni    *unigram // Unigram segmentation (nil: WordPiece)
+	spm    []byte   // the spm.model it was read from, if any (Save writes it back)
+	uniCfg *uniJSON // the Unigram tokenizer.json it was read from, if any
 }
 
 // Special token names.
@@ -149,12 +155,18 @@ type jsonModel struct {
 	Vocab                   map[string]int32 `json:"vocab"`
 }
 
-// Load reads a tokenizer from a model directory: tokenizer.json if present, else vocab.txt
-// with do_lower_case (default true), strip_accents and tokenize_chinese_chars from
-// tokenizer_config.json.
+// Load reads a tokenizer from a model directory: tokenizer.json if present (WordPiece or
+// Unigram), else a SentencePiece spm.model (Unigram, with tokenizer_config.json and
+// added_tokens.json, as DeBERTa-v3 ships it), else vocab.txt with do_lower_case (default
+// true), strip_accents and tokenize_chinese_chars from tokenizer_config.json.
 func Load(dir string) (*Tokenizer, error) {
 	if b, err := os.ReadFile(filepath.Join(dir, "tokenizer.json")); err == nil {
 		return parseJSON(filepath.Join(dir, "tokenizer.json"), b)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "spm.model")); err == nil {
+		return loadSPM(dir, filepath.Join(dir, "spm.model"), b)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
@@ -173,7 +185,7 @@ func Load(dir string) (*Tokenizer, error) {
 	}
 	vocab := filepath.Join(dir, "vocab.txt")
 	if _, err := os.Stat(vocab); err != nil {
-		return nil, fmt.Errorf("tokenizer %s: neither tokenizer.json nor vocab.txt found", dir)
+		return nil, fmt.Errorf("tokenizer %s: no tokenizer.json, spm.model or vocab.txt found", dir)
 	}
 	t, err := FromVocab(vocab, c.DoLowerCase == nil || *c.DoLowerCase)
 	if err != nil {
@@ -189,12 +201,23 @@ func Load(dir string) (*Tokenizer, error) {
 }
 
 func parseJSON(path string, b []byte) (*Tokenizer, error) {
+	var head struct {
+		Model struct {
+			Type string `json:"type"`
+		} `json:"model"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if head.Model.Type == "Unigram" {
+		return parseUnigramJSON(path, b)
+	}
 	var j jsonTokenizer
 	if err := json.Unmarshal(b, &j); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if j.Model.Type != "WordPiece" {
-		return nil, fmt.Errorf("%s: model type %q is not supported (WordPiece only)", path, j.Model.Type)
+		return nil, fmt.Errorf("%s: model type %q is not supported (WordPiece or Unigram only)", path, j.Model.Type)
 	}
 	if j.Normalizer != nil && j.Normalizer.Type != "BertNormalizer" {
 		return nil, fmt.Errorf("%s: normalizer %q is not supported (BertNormalizer only)", path, j.Normalizer.Type)
@@ -375,8 +398,12 @@ func (t *Tokenizer) postProcessor(p map[string]any) error {
 }
 
 // Save writes tokenizer.json (HF format), vocab.txt, tokenizer_config.json and
-// special_tokens_map.json into dir.
+// special_tokens_map.json into dir; a Unigram tokenizer writes no vocab.txt, and spm.model
+// and added_tokens.json if it was read from an spm.model (saveUnigram).
 func (t *Tokenizer) Save(dir string) error {
+	if t.uni != nil {
+		return t.saveUnigram(dir)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

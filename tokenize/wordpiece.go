@@ -8,6 +8,10 @@
 // surrogate characters, its lowercasing ignores Final_Sigma and İ's full mapping, and its
 // CJK ranges include U+2B820-U+2B91F. Parity with @huggingface/transformers is checked on
 // a committed fixture (scripts/tokparity).
+//
+// The same Tokenizer also runs SentencePiece Unigram models (DeBERTa-v3's spm.model, or a
+// Unigram tokenizer.json): see unigram.go, with SentencePiece's and HF's normalisation
+// checked on a fixture (scripts/unigram, tokenize/testdata/unigram).
 package tokenize
 
 import (
@@ -189,9 +193,9 @@ func (t *Tokenizer) wordPiece(word string, out []int32) []int32 {
 	return out
 }
 
-// Encode returns the WordPiece ids of text, without added special tokens. Special tokens
-// written literally in the text ("[SEP]") are matched first, on the raw text, as HF does with
-// its added tokens.
+// Encode returns the ids of text (WordPiece or Unigram), without added special tokens.
+// Special tokens written literally in the text ("[SEP]") are matched first, on the raw text,
+// as HF does with its added tokens.
 func (t *Tokenizer) Encode(text string) []int32 {
 	var ids []int32
 	for len(text) > 0 {
@@ -201,9 +205,7 @@ func (t *Tokenizer) Encode(text string) []int32 {
 				at, special, id = i, sp, t.vocab[sp]
 			}
 		}
-		for _, w := range preTokenize(t.normalize(text[:at])) {
-			ids = t.wordPiece(w, ids)
-		}
+		ids = t.encodeText(text[:at], ids)
 		if id < 0 {
 			break
 		}
@@ -213,7 +215,18 @@ func (t *Tokenizer) Encode(text string) []int32 {
 	return ids
 }
 
-// Tokens returns the WordPiece tokens of text, without special tokens.
+// encodeText appends the ids of text, which holds no special token, to ids.
+func (t *Tokenizer) encodeText(text string, ids []int32) []int32 {
+	if t.uni != nil {
+		return t.uni.encode(text, ids)
+	}
+	for _, w := range preTokenize(t.normalize(text)) {
+		ids = t.wordPiece(w, ids)
+	}
+	return ids
+}
+
+// Tokens returns the tokens of text, without special tokens.
 func (t *Tokenizer) Tokens(text string) []string {
 	ids := t.Encode(text)
 	out := make([]string, len(ids))
