@@ -11,6 +11,7 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	tgraph "github.com/toolret/toolret/graph"
+	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/colt"
 	"github.com/toolret/toolret/train"
 )
@@ -27,6 +28,12 @@ func coltBench(args []string) error {
 	batch := fs.Int("batch", 2048, "queries per batch")
 	be := fs.String("backend", "go", "backend")
 	fs.Parse(args)
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := cli.First(cli.Positive("scale", *scale), cli.Positive("dim", *dim), cli.Positive("batch", *batch)); err != nil {
+		return err
+	}
 	d, err := data.Load(*dataDir)
 	if err != nil {
 		return err

@@ -29,6 +29,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/tokenize"
 )
@@ -66,7 +67,15 @@ func main() {
 	batch := fs.Int("batch", 32, "batch size")
 	python := fs.String("python", "/usr/bin/python3", "python with torch (empty: skip PyTorch)")
 	fs.Parse(os.Args[2:])
-	if err := encode(*dataDir, *vocab, *backends, *n, *layers, *hidden, *heads, *batch, *python); err != nil {
+	err := cli.First(cli.Positive("n", *n), cli.Positive("layers", *layers), cli.Positive("hidden", *hidden),
+		cli.Positive("heads", *heads), cli.Positive("batch", *batch))
+	if fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err == nil {
+		err = encode(*dataDir, *vocab, *backends, *n, *layers, *hidden, *heads, *batch, *python)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/classifier"
 	"github.com/toolret/toolret/models/crossencoder"
@@ -35,6 +36,12 @@ func rerankBench(args []string) error {
 	ms := fs.Int("m-seen", rerank.DefaultParams.MS, "pipeline m_s")
 	mu := fs.Int("m-unseen", rerank.DefaultParams.MU, "pipeline m_u")
 	fs.Parse(args)
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := cli.First(cli.Positive("m", *m), cli.Positive("n", *n), cli.Positive("m-seen", *ms), cli.Positive("m-unseen", *mu)); err != nil {
+		return err
+	}
 	if *retr == "" || *rer == "" {
 		return fmt.Errorf("bench rerank needs -retriever RUN and -reranker RUN")
 	}

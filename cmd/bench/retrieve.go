@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -14,6 +15,7 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
+	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/retriever"
 )
 
@@ -35,12 +37,22 @@ func retrieveBench(args []string) error {
 	heads := fs.Int("heads", 4, "random model: attention heads")
 	beName := fs.String("backend", "", "compute backend")
 	fs.Parse(args)
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := cli.First(cli.Positive("n", *n), cli.Positive("k", *k), cli.NonNegative("synthetic", *synthetic),
+		cli.Positive("layers", *layers), cli.Positive("hidden", *hidden), cli.Positive("heads", *heads)); err != nil {
+		return err
+	}
 
 	be, err := backend.Open(backend.Name(*beName))
 	if err != nil {
 		return err
 	}
 	d, err := data.Load(*dataDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err // a dataset that exists but does not load
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v; using the embedded dataset\n", err)
 		if d, err = data.Default(); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/train"
@@ -36,6 +37,19 @@ func trainBench(args []string) error {
 	steps := fs.Int("steps", 10, "timed steps")
 	python := fs.String("python", "/usr/bin/python3", "python with torch (empty: skip)")
 	fs.Parse(args)
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := cli.First(cli.Positive("layers", *layers), cli.Positive("hidden", *hidden), cli.Positive("heads", *heads),
+		cli.Positive("batch", *batch), cli.Positive("steps", *steps)); err != nil {
+		return err
+	}
+	if *vocab <= 1000 {
+		return fmt.Errorf("-vocab %d: must be > 1000 (the random token ids are drawn from [1000, vocab))", *vocab)
+	}
+	if *qLen < 2 || *tLen < 2 {
+		return fmt.Errorf("-query-len %d, -tool-len %d: each must be >= 2 ([CLS] and [SEP])", *qLen, *tLen)
+	}
 	bc, err := encoder.New("bert", encoder.Sizes{Vocab: *vocab, Layers: *layers, Hidden: *hidden, Heads: *heads, Intermediate: 4 * *hidden, MaxPositions: max(*qLen, *tLen)})
 	if err != nil {
 		return err

@@ -33,6 +33,10 @@ func main() {
 	batch := flag.Int("batch", 32, "texts per batch")
 	be := flag.String("backend", "", "compute backend: go (default), onnx, xla:cpu, xla:cuda")
 	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "encode: unexpected arguments %q\n", flag.Args())
+		os.Exit(2)
+	}
 	if err := run(*dir, *in, *out, *pooling, *maxLen, *batch, *be); err != nil {
 		fmt.Fprintln(os.Stderr, "encode:", err)
 		os.Exit(1)
@@ -83,6 +87,12 @@ func run(dir, in, out, pooling string, maxLen, batch int, beName string) error {
 	if dir == "" || in == "" {
 		return fmt.Errorf("-model and -in are required")
 	}
+	if maxLen < 2 {
+		return fmt.Errorf("-max-len %d: must be >= 2 ([CLS] and [SEP])", maxLen)
+	}
+	if batch <= 0 {
+		return fmt.Errorf("-batch %d: must be > 0", batch)
+	}
 	p, err := encoder.ParsePooling(pooling)
 	if err != nil {
 		return err
@@ -107,7 +117,7 @@ func run(dir, in, out, pooling string, maxLen, batch int, beName string) error {
 	if tok.VocabSize() != cfg.Vocab() {
 		return fmt.Errorf("model %s: tokenizer has %d tokens but config.json says vocab_size %d", dir, tok.VocabSize(), cfg.Vocab())
 	}
-	if maxLen <= 0 || maxLen > cfg.MaxPositions() {
+	if maxLen > cfg.MaxPositions() {
 		maxLen = cfg.MaxPositions()
 	}
 	r, err := encoder.NewRunner(be, store, "", cfg, p)

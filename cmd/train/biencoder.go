@@ -140,6 +140,7 @@ func biencoderCmd(args []string) error {
 		return err
 	}
 	var trainSplit, dev *data.Split
+	var pending *rundir.Meta
 	if meta != nil {
 		if trainSplit, dev, _, err = rundir.Splits(*runDir, d); err != nil {
 			return err
@@ -149,10 +150,8 @@ func biencoderCmd(args []string) error {
 		if sp, trainSplit, dev, err = rundir.Carve(d, "train", *devFrac, int64(*seed)); err != nil {
 			return err
 		}
-		meta = &rundir.Meta{Kind: "biencoder", Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: sp, Args: cli.Args(fs)}
-		if err := rundir.Create(*runDir, meta); err != nil {
-			return err
-		}
+		// run.json is written when training starts: a run failing before leaves none behind.
+		pending = &rundir.Meta{Kind: "biencoder", Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: sp, Args: cli.Args(fs)}
 	}
 	store := model.NewStore()
 	store.SetParam(model.ParamInitialSeed, int64(*seed))
@@ -235,6 +234,11 @@ func biencoderCmd(args []string) error {
 		KeepLast: 2, Optimizer: opt, Fingerprint: d.Fingerprint(), Quiet: *quiet}
 	fmt.Fprintf(os.Stderr, "%s\nbi-encoder: %d layers, hidden %d, vocab %d, %s pooling, %d train pairs, %d dev queries, %d steps -> %s\n",
 		d.Stats(), cfg.Encoder.Layers(), cfg.Encoder.Hidden(), cfg.Encoder.Vocab(), cfg.Pooling, len(trainSplit.Pairs()), len(dev.Queries), steps, *runDir)
+	if pending != nil {
+		if err := rundir.Create(*runDir, pending); err != nil {
+			return err
+		}
+	}
 	sum, err := train.Run(bk, store, task, tc, *resume)
 	if err != nil {
 		return err

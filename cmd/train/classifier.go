@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/classifier"
 	"github.com/toolret/toolret/rundir"
@@ -35,6 +36,9 @@ func classifierCmd(args []string) error {
 		if *kind == classifier.KindMLC {
 			*h.metric = "ndcg@5"
 		}
+	}
+	if err := checkClassifierFlags(*kind, *loss, *h.metric, *h.maxLen, *h.resume); err != nil {
+		return err
 	}
 	d, bk, tr, dev, err := h.setup(*kind, "classifier")
 	if err != nil {
@@ -86,6 +90,9 @@ func classifierCmd(args []string) error {
 	fmt.Fprintf(os.Stderr, "%s\nclassifier %s: %d layers, hidden %d, vocab %d, %d outputs, %s loss, %d train queries (%d multi-tool), %d dev, %d steps -> %s\n",
 		d.Stats(), cfg.Kind, cfg.Encoder.Layers(), cfg.Encoder.Hidden(), cfg.Encoder.Vocab(), cfg.Outputs(), cfg.LossKind,
 		len(tr.Judged()), multi, len(dev.Queries), steps, *h.runDir)
+	if err := h.create(); err != nil {
+		return err
+	}
 	sum, err := train.Run(bk, store, task, tc, *h.resume)
 	if err != nil {
 		return err
@@ -126,4 +133,29 @@ func classifierCmd(args []string) error {
 	}
 	b, _ := json.MarshalIndent(out, "", "  ")
 	return os.WriteFile(filepath.Join(*h.runDir, "test_metrics.json"), append(b, '\n'), 0o644)
+}
+
+// checkClassifierFlags validates -kind, and for a new run -loss and -metric against it (a
+// resumed run takes its recorded ones), and -max-len.
+func checkClassifierFlags(kind, loss, metric string, maxLen int, resume bool) error {
+	if kind != classifier.KindQueryType && kind != classifier.KindMLC {
+		return fmt.Errorf("-kind %q: want querytype or mlc", kind)
+	}
+	if err := checkMaxLen(maxLen, 2, "[CLS], [SEP]"); err != nil || resume {
+		return err
+	}
+	if kind == classifier.KindMLC {
+		if loss != "bce" {
+			return fmt.Errorf("-loss %q: -kind mlc wants bce", loss)
+		}
+		return cli.CheckMetric(metric)
+	}
+	if loss != "ce" && loss != "bce" {
+		return fmt.Errorf("-loss %q: -kind querytype wants ce or bce", loss)
+	}
+	switch metric {
+	case "accuracy", "balanced_accuracy", "acc_single", "acc_multi":
+		return nil
+	}
+	return fmt.Errorf("-metric %q: -kind querytype wants accuracy, balanced_accuracy, acc_single or acc_multi", metric)
 }

@@ -31,6 +31,9 @@ type headFlags struct {
 	lr, wd, warmup, clip, devFrac                                                   *float64
 	seed                                                                            *uint64
 	resume, quiet, warm                                                             *bool
+
+	// pending is a new run's run.json, written by create when training starts.
+	pending *rundir.Meta
 }
 
 func addHeadFlags(fs *flag.FlagSet, maxLen, batch, epochs int, metric string) *headFlags {
@@ -68,7 +71,8 @@ func addHeadFlags(fs *flag.FlagSet, maxLen, batch, epochs int, metric string) *h
 
 // setup validates the flags (taking a resumed run's recorded ones), resolves the data,
 // backend and run directory, and the dev split: the resumed run's, else the -retriever run's
-// recorded one, else one carved with -dev and -seed. A new run's run.json is written.
+// recorded one, else one carved with -dev and -seed. A new run's run.json is written by
+// create, when training starts: a command failing before leaves no run behind.
 func (h *headFlags) setup(cmd, kind string) (*data.Dataset, compute.Backend, *data.Split, *data.Split, error) {
 	if h.fs.NArg() > 0 {
 		return nil, nil, nil, nil, fmt.Errorf("unexpected arguments %q", h.fs.Args())
@@ -127,20 +131,26 @@ func (h *headFlags) setup(cmd, kind string) (*data.Dataset, compute.Backend, *da
 			err = fmt.Errorf("-dev %v: the dev split is the -retriever run's (%s: dev %v, seed %d); omit -dev", *h.devFrac, *h.retriever, parent.Split.DevFraction, parent.Split.Seed)
 			break
 		}
-		meta = &rundir.Meta{Kind: kind, Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: parent.Split, Parent: *h.retriever, Args: cli.Args(h.fs)}
-		err = rundir.Create(*h.runDir, meta)
+		h.pending = &rundir.Meta{Kind: kind, Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: parent.Split, Parent: *h.retriever, Args: cli.Args(h.fs)}
 	default:
 		var sp rundir.Split
 		if sp, tr, dev, err = rundir.Carve(d, "train", *h.devFrac, int64(*h.seed)); err != nil {
 			break
 		}
-		meta = &rundir.Meta{Kind: kind, Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: sp, Args: cli.Args(h.fs)}
-		err = rundir.Create(*h.runDir, meta)
+		h.pending = &rundir.Meta{Kind: kind, Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: sp, Args: cli.Args(h.fs)}
 	}
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
 	return d, bk, tr, dev, nil
+}
+
+// create writes a new run's run.json (setup made it); a resumed run has one.
+func (h *headFlags) create() error {
+	if h.pending == nil {
+		return nil
+	}
+	return rundir.Create(*h.runDir, h.pending)
 }
 
 // encoder returns the encoder config and tokenizer of a new model: from -init (weights loaded
@@ -205,6 +215,14 @@ func (h *headFlags) encoder(store *model.Store, bk compute.Backend, d *data.Data
 		return nil, nil, err
 	}
 	return bc, tok, nil
+}
+
+// checkMaxLen reports an error naming -max-len unless it holds at least the min special tokens.
+func checkMaxLen(n, least int, specials string) error {
+	if n < least {
+		return fmt.Errorf("-max-len %d: must be >= %d (%s)", n, least, specials)
+	}
+	return nil
 }
 
 // loadResume returns the stored config bytes and tokenizer of a run being resumed.
@@ -289,12 +307,22 @@ func crossencoderCmd(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *h.retriever == "" {
+	if *h.retriever == "" && !*h.resume {
 		return fmt.Errorf("crossencoder needs -retriever RUN (a trained bi-encoder: hard negatives and dev candidates)")
+	}
+	if err := cli.First(cli.Positive("m", *m), cli.Positive("negatives-per-positive", *negs), cli.NonNegative("dev-max", *devMax),
+		checkMaxLen(*h.maxLen, 3, "[CLS], [SEP], [SEP]"), cli.CheckMetric(*h.metric)); err != nil {
+		return err
+	}
+	if *loss != "bce" && *loss != "listwise" {
+		return fmt.Errorf("-loss %q: want bce or listwise", *loss)
 	}
 	d, bk, tr, dev, err := h.setup("crossencoder", "crossencoder")
 	if err != nil {
 		return err
+	}
+	if *h.retriever == "" { // a resumed run records its -retriever
+		return fmt.Errorf("resume %s: the run records no -retriever", *h.runDir)
 	}
 	store := model.NewStore()
 	store.SetParam(model.ParamInitialSeed, int64(*h.seed))
@@ -341,6 +369,9 @@ func crossencoderCmd(args []string) error {
 	tc, steps := h.trainConfig(d, task, *h.seed)
 	fmt.Fprintf(os.Stderr, "%s\ncross-encoder: %d layers, hidden %d, vocab %d, max len %d, %s loss, %d train pairs x (1+%d), %d dev queries, %d steps -> %s\n",
 		d.Stats(), cfg.Encoder.Layers(), cfg.Encoder.Hidden(), cfg.Encoder.Vocab(), cfg.MaxLen, cfg.LossKind, len(tr.Pairs()), *negs, len(evalDev.Queries), steps, *h.runDir)
+	if err := h.create(); err != nil {
+		return err
+	}
 	sum, err := train.Run(bk, store, task, tc, *h.resume)
 	if err != nil {
 		return err

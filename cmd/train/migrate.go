@@ -33,6 +33,9 @@ func migrateCmd(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
 	if *runDir == "" {
 		return fmt.Errorf("migrate needs -run DIR")
 	}

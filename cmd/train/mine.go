@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -39,10 +40,14 @@ func mineCmd(args []string) error {
 	if err != nil {
 		return err
 	}
+	// A run's run.json, when it has one (a checkpoint directory has none), must be readable
+	// and name this data.
 	if m, err := rundir.Read(*run); err == nil {
 		if err := m.CheckData(d); err != nil {
 			return fmt.Errorf("mine %s: %w", *run, err)
 		}
+	} else if !errors.Is(err, rundir.ErrNoMeta) {
+		return fmt.Errorf("mine: %w", err)
 	}
 	s, err := d.Split(*split)
 	if err != nil {
