@@ -71,6 +71,9 @@ func readTexts(path string) ([]string, error) {
 				}
 				line = *obj.Text
 			}
+			if strings.TrimSpace(line) == "" {
+				return nil, fmt.Errorf("%s:%d: empty text (every line must hold a text to embed)", path, n)
+			}
 			texts = append(texts, line)
 		}
 		if err == io.EOF {

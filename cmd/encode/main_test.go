@@ -48,7 +48,7 @@ func TestEncodeCommand(t *testing.T) {
 	}
 	tok.Save(dir)
 	in := filepath.Join(dir, "in.txt")
-	os.WriteFile(in, []byte("Find a flight to Lisbon\n{\"text\": \"weather in Tokyo\"}\n\n"), 0o644)
+	os.WriteFile(in, []byte("Find a flight to Lisbon\n{\"text\": \"weather in Tokyo\"}\nbook a table for two\n"), 0o644)
 	read := func(pooling string) []map[string]any {
 		out := filepath.Join(dir, pooling+".jsonl")
 		if err := run(dir, in, out, pooling, 32, 2, "go"); err != nil {
@@ -67,8 +67,19 @@ func TestEncodeCommand(t *testing.T) {
 		return rows
 	}
 	mean, none := read("mean"), read("none")
+	for _, bad := range []struct{ text, want string }{
+		{"a text\n\nanother\n", "in-bad.txt:2: empty text"},
+		{"a text\n   \n", "in-bad.txt:2: empty text"},
+		{"{\"text\": \" \"}\n", "in-bad.txt:1: empty text"},
+	} {
+		p := filepath.Join(dir, "in-bad.txt")
+		os.WriteFile(p, []byte(bad.text), 0o644)
+		if err := run(dir, p, filepath.Join(dir, "bad.jsonl"), "mean", 32, 2, "go"); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("input %q: want error %q, got %v", bad.text, bad.want, err)
+		}
+	}
 	if len(mean) != 3 || len(none) != 3 {
-		t.Fatalf("rows: %d mean, %d none (want 3: the empty line is a text too)", len(mean), len(none))
+		t.Fatalf("rows: %d mean, %d none (want 3, one per line)", len(mean), len(none))
 	}
 	for i := range mean {
 		emb := mean[i]["embedding"].([]any)
