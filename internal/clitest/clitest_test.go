@@ -347,6 +347,7 @@ var cases = []badCase{
 	{"encode/positional", cmd("encode", "-model", "{hf}", "-in", "in.txt", "extra"), map[string]string{"in.txt": "a\n"}, `unexpected arguments ["extra"]`},
 	{"encode/in-missing", cmd("encode", "-model", "{hf}", "-in", "missing.txt"), nil, "missing.txt"},
 	{"encode/in-malformed-jsonl", cmd("encode", "-model", "{hf}", "-in", "in.jsonl"), map[string]string{"in.jsonl": "{\"text\": \"a\"}\n{\"text\": \n"}, "in.jsonl:2"},
+	{"encode/in-empty-text", cmd("encode", "-model", "{hf}", "-in", "in.txt"), map[string]string{"in.txt": "a text\n\nanother\n"}, "in.txt:2: empty text"},
 	{"encode/in-jsonl-no-text", cmd("encode", "-model", "{hf}", "-in", "in.jsonl"), map[string]string{"in.jsonl": "{\"txt\": \"a\"}\n"}, `in.jsonl:1: object has no "text" field`},
 	{"encode/model-missing", cmd("encode", "-model", "missing", "-in", "in.txt"), map[string]string{"in.txt": "a\n"}, "missing"},
 	{"encode/model-is-run-dir", cmd("encode", "-model", "{run}", "-in", "in.txt"), map[string]string{"in.txt": "a\n"}, "config.json"},
