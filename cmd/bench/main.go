@@ -60,14 +60,14 @@ func main() {
 	dataDir := fs.String("data", "../shared/datasets/toollens", "dataset whose queries are encoded")
 	vocab := fs.String("vocab", "../shared/vocab/bert-base-uncased-vocab.txt", "vocab.txt")
 	backends := fs.String("backends", "go,onnx", "toolret backends to measure")
-	n := fs.Int("n", 1000, "number of queries")
+	n := fs.Int("queries", 1000, "number of queries")
 	layers := fs.Int("layers", 6, "layers")
 	hidden := fs.Int("hidden", 384, "hidden size")
 	heads := fs.Int("heads", 6, "attention heads")
 	batch := fs.Int("batch", 32, "batch size")
 	python := fs.String("python", "/usr/bin/python3", "python with torch (empty: skip PyTorch)")
 	fs.Parse(os.Args[2:])
-	err := cli.First(cli.Positive("n", *n), cli.Positive("layers", *layers), cli.Positive("hidden", *hidden),
+	err := cli.First(cli.Positive("queries", *n), cli.Positive("layers", *layers), cli.Positive("hidden", *hidden),
 		cli.Positive("heads", *heads), cli.Positive("batch", *batch))
 	if fs.NArg() > 0 {
 		err = fmt.Errorf("unexpected arguments %q", fs.Args())

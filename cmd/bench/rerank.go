@@ -31,15 +31,15 @@ func rerankBench(args []string) error {
 	rer := fs.String("reranker", "", "cross-encoder run")
 	cls := fs.String("classifier", "", "query-type classifier run (optional: without it the pipeline uses oracle types)")
 	backends := fs.String("backends", "go", "comma-separated backends (go, onnx; onnx needs -tags onnx)")
-	m := fs.Int("m", 50, "reranking depth")
-	n := fs.Int("n", 200, "queries timed")
+	m := fs.Int("depth", 50, "reranking depth")
+	n := fs.Int("queries", 200, "queries timed")
 	ms := fs.Int("m-seen", rerank.DefaultParams.MS, "pipeline m_s")
 	mu := fs.Int("m-unseen", rerank.DefaultParams.MU, "pipeline m_u")
 	fs.Parse(args)
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if err := cli.First(cli.Positive("m", *m), cli.Positive("n", *n), cli.Positive("m-seen", *ms), cli.Positive("m-unseen", *mu)); err != nil {
+	if err := cli.First(cli.Positive("depth", *m), cli.Positive("queries", *n), cli.Positive("m-seen", *ms), cli.Positive("m-unseen", *mu)); err != nil {
 		return err
 	}
 	if *retr == "" || *rer == "" {

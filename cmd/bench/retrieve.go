@@ -29,7 +29,7 @@ func retrieveBench(args []string) error {
 	fs := flag.NewFlagSet("retrieve", flag.ExitOnError)
 	run := fs.String("run", "", "bi-encoder run to export (default: a random model)")
 	dataDir := fs.String("data", "../shared/datasets/toollens", "dataset whose tools are indexed and whose queries are timed (embedded dataset if absent)")
-	n := fs.Int("n", 200, "queries timed")
+	n := fs.Int("queries", 200, "queries timed")
 	k := fs.Int("k", 10, "tools returned per query")
 	synthetic := fs.Int("synthetic", 100000, "tools of the synthetic index (0: skip)")
 	layers := fs.Int("layers", 4, "random model: layers")
@@ -40,7 +40,7 @@ func retrieveBench(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if err := cli.First(cli.Positive("n", *n), cli.Positive("k", *k), cli.NonNegative("synthetic", *synthetic),
+	if err := cli.First(cli.Positive("queries", *n), cli.Positive("k", *k), cli.NonNegative("synthetic", *synthetic),
 		cli.Positive("layers", *layers), cli.Positive("hidden", *hidden), cli.Positive("heads", *heads)); err != nil {
 		return err
 	}

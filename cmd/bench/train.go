@@ -30,7 +30,7 @@ func trainBench(args []string) error {
 	layers := fs.Int("layers", 4, "layers")
 	hidden := fs.Int("hidden", 256, "hidden size")
 	heads := fs.Int("heads", 4, "heads")
-	vocab := fs.Int("vocab", 8000, "vocabulary size")
+	vocab := fs.Int("vocab-size", 8000, "vocabulary size")
 	batch := fs.Int("batch", 32, "batch size")
 	qLen := fs.Int("query-len", 32, "query length")
 	tLen := fs.Int("tool-len", 64, "tool length")
@@ -45,7 +45,7 @@ func trainBench(args []string) error {
 		return err
 	}
 	if *vocab <= 1000 {
-		return fmt.Errorf("-vocab %d: must be > 1000 (the random token ids are drawn from [1000, vocab))", *vocab)
+		return fmt.Errorf("-vocab-size %d: must be > 1000 (the random token ids are drawn from [1000, vocab))", *vocab)
 	}
 	if *qLen < 2 || *tLen < 2 {
 		return fmt.Errorf("-query-len %d, -tool-len %d: each must be >= 2 ([CLS] and [SEP])", *qLen, *tLen)

@@ -300,7 +300,7 @@ func warmStart(run string, bk compute.Backend, store *model.Store) (encoder.Conf
 func crossencoderCmd(args []string) error {
 	fs := flag.NewFlagSet("crossencoder", flag.ContinueOnError)
 	h := addHeadFlags(fs, 128, 8, 2, "ndcg@5")
-	m := fs.Int("m", 30, "hard negatives are drawn from the retriever's top m (also the dev reranking depth)")
+	m := fs.Int("depth", 30, "hard negatives are drawn from the retriever's top -depth tools (also the dev reranking depth; the paper's m)")
 	negs := fs.Int("negatives-per-positive", 3, "negatives per positive pair")
 	loss := fs.String("loss", "bce", "bce (per pair) or listwise (softmax CE over positive + negatives)")
 	devMax := fs.Int("dev-max", 0, "evaluate on at most this many dev queries during training (0: all)")
@@ -310,7 +310,7 @@ func crossencoderCmd(args []string) error {
 	if *h.retriever == "" && !*h.resume {
 		return fmt.Errorf("crossencoder needs -retriever RUN (a trained bi-encoder: hard negatives and dev candidates)")
 	}
-	if err := cli.First(cli.Positive("m", *m), cli.Positive("negatives-per-positive", *negs), cli.NonNegative("dev-max", *devMax),
+	if err := cli.First(cli.Positive("depth", *m), cli.Positive("negatives-per-positive", *negs), cli.NonNegative("dev-max", *devMax),
 		checkMaxLen(*h.maxLen, 3, "[CLS], [SEP], [SEP]"), cli.CheckMetric(*h.metric)); err != nil {
 		return err
 	}
