@@ -77,11 +77,18 @@ func (d *Dataset) CarveDev(from string, frac float64, seed int64) (train, dev *S
 	for _, q := range perm[:nDev] {
 		isDev[q] = true
 	}
-	train = &Split{Name: from + "-train", Relevant: map[int][]int{}}
-	dev = &Split{Name: from + "-dev", Relevant: map[int][]int{}}
-	for _, q := range qs {
+	train, dev = s.Divide(func(q int) bool { return isDev[q] })
+	return train, dev, nil
+}
+
+// Divide splits the judged queries of s, in order, into (train, dev) by isDev, keeping their
+// relevant tools and scenes; the parts are named s.Name+"-train" and s.Name+"-dev".
+func (s *Split) Divide(isDev func(q int) bool) (train, dev *Split) {
+	train = &Split{Name: s.Name + "-train", Relevant: map[int][]int{}}
+	dev = &Split{Name: s.Name + "-dev", Relevant: map[int][]int{}}
+	for _, q := range s.Judged() {
 		dst := train
-		if isDev[q] {
+		if isDev(q) {
 			dst = dev
 		}
 		dst.Queries = append(dst.Queries, q)
@@ -93,7 +100,7 @@ func (d *Dataset) CarveDev(from string, frac float64, seed int64) (train, dev *S
 			dst.Scene[q] = sc
 		}
 	}
-	return train, dev, nil
+	return train, dev
 }
 
 // Fingerprint is a stable SHA-256 over tools, queries, qrels and scenes. Checkpoints store it

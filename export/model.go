@@ -16,6 +16,7 @@ import (
 	"github.com/toolret/toolret/checkpoints"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/encoder"
+	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/tokenize"
 )
 
@@ -416,12 +417,9 @@ func HeadLoader(kind, configFile string, defaultLabels []string) func(dir string
 // LoadModel loads the model of a run directory (its best checkpoint) or of one checkpoint
 // directory, whatever its registered kind.
 func LoadModel(path string, be compute.Backend) (*Model, error) {
-	dir := path
-	if _, err := os.Stat(filepath.Join(path, "state.json")); err != nil {
-		var err error
-		if dir, err = biencoder.BestCheckpoint(path); err != nil {
-			return nil, err
-		}
+	dir, err := rundir.CheckpointDir(path)
+	if err != nil {
+		return nil, err
 	}
 	loadersMu.Lock()
 	var ls []Loader

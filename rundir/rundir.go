@@ -107,22 +107,7 @@ func (s Split) Apply(d *data.Dataset) (train, dev *data.Split, err error) {
 	if len(isDev) == 0 {
 		return nil, nil, fmt.Errorf("dev split of %s: no dev query recorded", d.Name)
 	}
-	train = &data.Split{Name: s.From + "-train", Relevant: map[int][]int{}}
-	dev = &data.Split{Name: s.From + "-dev", Relevant: map[int][]int{}}
-	for _, q := range src.Judged() {
-		dst := train
-		if isDev[q] {
-			dst = dev
-		}
-		dst.Queries = append(dst.Queries, q)
-		dst.Relevant[q] = src.Relevant[q]
-		if sc, ok := src.Scene[q]; ok {
-			if dst.Scene == nil {
-				dst.Scene = map[int]int{}
-			}
-			dst.Scene[q] = sc
-		}
-	}
+	train, dev = src.Divide(func(q int) bool { return isDev[q] })
 	return train, dev, nil
 }
 

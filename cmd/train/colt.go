@@ -251,7 +251,7 @@ func checkViews(v string) error {
 // embeddingCache is the file in the stage-1 run directory caching its embeddings of d's
 // queries and tools (keyed by the run's best checkpoint and the data fingerprint).
 func embeddingCache(run string, d *data.Dataset) string {
-	best, err := biencoder.BestCheckpoint(run)
+	best, err := rundir.BestCheckpoint(run)
 	if err != nil {
 		best = run
 	}

@@ -2,43 +2,16 @@ package classifier
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/checkpoints"
-	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/encoder"
+	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/tokenize"
 )
-
-// LoadCheckpoint loads the best checkpoint of a run directory (or the checkpoint directory
-// given), returning it with the named config file's content and the tokenizer.
-func LoadCheckpoint(path, configFile string) (*checkpoints.Checkpoint, []byte, *tokenize.Tokenizer, error) {
-	dir := path
-	if _, err := os.Stat(filepath.Join(path, "state.json")); err != nil {
-		if dir, err = biencoder.BestCheckpoint(path); err != nil {
-			return nil, nil, nil, err
-		}
-	}
-	c, err := checkpoints.Load(dir)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	cb, err := c.File(configFile)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%s has no %s: %w", dir, configFile, err)
-	}
-	tok, err := tokenize.Load(dir)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return c, cb, tok, nil
-}
 
 // Model runs a trained classifier. Build it after the weights are final.
 type Model struct {
@@ -54,7 +27,7 @@ type Model struct {
 
 // LoadRun loads a trained classifier from a run directory (best checkpoint) or checkpoint.
 func LoadRun(path string, be compute.Backend) (*Model, error) {
-	c, cb, tok, err := LoadCheckpoint(path, ConfigFile)
+	c, cb, tok, err := rundir.LoadCheckpoint(path, ConfigFile)
 	if err != nil {
 		return nil, err
 	}

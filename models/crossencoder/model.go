@@ -9,9 +9,9 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/models/classifier"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/rerank"
+	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/tokenize"
 )
 
@@ -66,7 +66,7 @@ func NewModel(cfg *Config, tok *tokenize.Tokenizer, be compute.Backend, store *m
 
 // LoadRun loads a trained cross-encoder from a run directory (best checkpoint) or checkpoint.
 func LoadRun(path string, be compute.Backend, toolTexts []string) (*Model, error) {
-	c, cb, tok, err := classifier.LoadCheckpoint(path, ConfigFile)
+	c, cb, tok, err := rundir.LoadCheckpoint(path, ConfigFile)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"flag"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func newFS() (*flag.FlagSet, *float64, *uint64, *string) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	lr := fs.Float64("lr", 1e-3, "")
+	seed := Seed(fs)
+	Run(fs, "")
+	Quiet(fs)
+	Resume(fs)
+	data := Data(fs)
+	return fs, lr, seed, data
+}
+
+func TestApplyRecorded(t *testing.T) {
+	rec := map[string]string{"lr": "0.005", "seed": "7", "data": "d", "run": "old", "quiet": "false", "resume": "false"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // error substring, "" for none
+	}{
+		{"nothing given takes the recorded", []string{"-run", "r", "-resume"}, ""},
+		{"same values", []string{"-run", "r", "-resume", "-lr", "0.005", "-seed", "7"}, ""},
+		{"operational flags may differ", []string{"-run", "elsewhere", "-resume", "-quiet"}, ""},
+		{"changed lr", []string{"-run", "r", "-resume", "-lr", "0.1"}, `-lr: run has "0.005", given "0.1"`},
+		{"changed seed and data", []string{"-resume", "-seed", "2", "-data", "x"}, `-seed: run has "7", given "2"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs, lr, seed, data := newFS()
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := ApplyRecorded(fs, "r", rec)
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("want error containing %q, got %v", tc.want, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *lr != 0.005 || *seed != 7 || *data != "d" {
+				t.Errorf("after resume: lr %v seed %d data %q; want the recorded 0.005, 7, d", *lr, *seed, *data)
+			}
+		})
+	}
+}
+
+func TestParseCutoffsAndMetric(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []int
+		err  bool
+	}{
+		{"1,3,5", []int{1, 3, 5}, false},
+		{" 10 , 2", []int{10, 2}, false},
+		{"", DevKs, false},
+		{"a,b", nil, true},
+		{"0", nil, true},
+		{"3,-1", nil, true},
+	} {
+		got, err := ParseCutoffs(tc.in)
+		if (err != nil) != tc.err || (!tc.err && !slices.Equal(got, tc.want)) {
+			t.Errorf("ParseCutoffs(%q) = %v, %v", tc.in, got, err)
+		}
+	}
+	for _, m := range []string{"ndcg@5", "recall@1", "comp@10"} {
+		if err := CheckMetric(m); err != nil {
+			t.Errorf("CheckMetric(%q): %v", m, err)
+		}
+	}
+	for _, m := range []string{"ndcg@20", "ndcg5", "NDCG@5", ""} {
+		if err := CheckMetric(m); err == nil {
+			t.Errorf("CheckMetric(%q) accepted", m)
+		}
+	}
+	if err := Fraction("dev", 1); err == nil || !strings.Contains(err.Error(), "-dev 1") {
+		t.Errorf("Fraction: %v", err)
+	}
+	if err := Positive("batch", 0); err == nil || !strings.Contains(err.Error(), "-batch 0") {
+		t.Errorf("Positive: %v", err)
+	}
+}
