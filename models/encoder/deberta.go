@@ -1,0 +1,114 @@
+package encoder
+
+import (
+	"encoding/json"
+
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/models/deberta"
+)
+
+// The "deberta-v2" registration: models/deberta (DeBERTa-v2 and v3) behind Config.
+//
+// Its pooler layer is DeBERTa's ContextPooler, pooler_hidden_act (GELU) of a dense layer over
+// [CLS], with the same parameter names as BERT's pooler ("pooler.dense.weight", "bias"):
+// HasPooler reports whether the model has it and PoolPooler applies it, so classification
+// heads over PoolPooler compute what DebertaV2ForSequenceClassification computes. It does not
+// implement ONNX: export refuses to write DeBERTa as ONNX files.
+func init() {
+	Register(deberta.ModelType, Type{
+		New: func(s Sizes) (Config, error) {
+			c := deberta.Default()
+			set := func(dst *int, v int) {
+				if v != 0 {
+					*dst = v
+				}
+			}
+			set(&c.VocabSize, s.Vocab)
+			set(&c.HiddenSize, s.Hidden)
+			set(&c.NumHiddenLayers, s.Layers)
+			set(&c.NumAttentionHeads, s.Heads)
+			set(&c.MaxPositionEmbeddings, s.MaxPositions)
+			c.IntermediateSize = 4 * c.HiddenSize
+			set(&c.IntermediateSize, s.Intermediate)
+			return debertaConfig{c}, nil
+		},
+		Unmarshal: func(b []byte) (Config, error) {
+			var c deberta.Config
+			if err := json.Unmarshal(b, &c); err != nil {
+				return nil, err
+			}
+			return debertaConfig{&c}, nil
+		},
+		LoadHF: func(scope *model.Scope, dir string) (Config, error) {
+			c, err := deberta.LoadHF(scope, dir)
+			if err != nil {
+				return nil, err
+			}
+			return debertaConfig{c}, nil
+		},
+	})
+}
+
+// debertaConfig is a *deberta.Config as a Config. The pointer is never modified: the With
+// methods copy.
+type debertaConfig struct{ c *deberta.Config }
+
+func (d debertaConfig) ModelType() string  { return deberta.ModelType }
+func (d debertaConfig) Validate() error    { return d.c.Validate() }
+func (d debertaConfig) Hidden() int        { return d.c.HiddenSize }
+func (d debertaConfig) Layers() int        { return d.c.NumHiddenLayers }
+func (d debertaConfig) MaxPositions() int  { return d.c.MaxPositionEmbeddings }
+func (d debertaConfig) Vocab() int         { return d.c.VocabSize }
+func (d debertaConfig) TypeVocab() int     { return d.c.TypeVocabSize }
+func (d debertaConfig) Dropout() float64   { return d.c.HiddenDropoutProb }
+func (d debertaConfig) InitRange() float64 { return d.c.InitializerRange }
+func (d debertaConfig) HasPooler() bool    { return d.c.HasPooler() }
+func (d debertaConfig) HF() HFNames {
+	return HFNames{deberta.Prefix, "DebertaV2Model", "DebertaV2ForSequenceClassification"}
+}
+func (d debertaConfig) copy() *deberta.Config { c := *d.c; return &c }
+
+func (d debertaConfig) Params() []Param {
+	ps := deberta.Params(d.c)
+	out := make([]Param, len(ps))
+	for i, p := range ps {
+		out[i] = Param{p.Name, p.Shape}
+	}
+	return out
+}
+
+func (d debertaConfig) WithPooler(has bool) Config {
+	c := d.copy()
+	c.Pooler = &has
+	return debertaConfig{c}
+}
+
+func (d debertaConfig) WithDType(dt dtypes.DType) Config {
+	c := d.copy()
+	c.DType = dt
+	return debertaConfig{c}
+}
+
+func (d debertaConfig) Encode(scope *model.Scope, ids, types, mask *Node) *Node {
+	return deberta.Encode(scope, d.c, ids, types, mask)
+}
+
+func (d debertaConfig) Pool(scope *model.Scope, hidden, mask *Node, p Pooling) *Node {
+	return deberta.Pool(scope, d.c, hidden, mask, p)
+}
+
+func (d debertaConfig) Init(scope *model.Scope, seed uint64) error {
+	return deberta.Init(scope, d.c, seed)
+}
+
+func (d debertaConfig) SaveHF(scope *model.Scope, dir string, prefix bool) error {
+	return deberta.SaveHF(scope, d.c, dir, prefix)
+}
+
+func (d debertaConfig) MarshalJSON() ([]byte, error) {
+	c := d.copy()
+	c.ModelType = deberta.ModelType
+	return json.Marshal(c)
+}
