@@ -9,7 +9,11 @@ import (
 	"github.com/toolret/toolret/models/deberta"
 )
 
-// The "deberta-v2" registration: models/deberta (DeBERTa-v2 and v3) behind Config.
+// The "deberta-v2" registration: models/deberta (DeBERTa-v2 and v3) behind Config. New
+// starts from deberta-v3-base (deberta.Default: relative attention, 256 position buckets,
+// pos_att_type [p2c, c2p], share_att_key, rel LayerNorm, no absolute positions, no token
+// types, layer_norm_eps 1e-7, GELU) with the given sizes; a model of fewer than 512
+// positions gets max_positions/2 buckets.
 //
 // Its pooler layer is DeBERTa's ContextPooler, pooler_hidden_act (GELU) of a dense layer over
 // [CLS], with the same parameter names as BERT's pooler ("pooler.dense.weight", "bias"):
@@ -30,6 +34,11 @@ func init() {
 			set(&c.NumHiddenLayers, s.Layers)
 			set(&c.NumAttentionHeads, s.Heads)
 			set(&c.MaxPositionEmbeddings, s.MaxPositions)
+			// v3 has 256 buckets for 512 positions: keep that ratio for shorter models (the
+			// log buckets need more positions than half the buckets), no buckets below 4.
+			if c.PositionBuckets = min(256, c.MaxPositionEmbeddings/2); c.PositionBuckets < 2 {
+				c.PositionBuckets = -1
+			}
 			c.IntermediateSize = 4 * c.HiddenSize
 			set(&c.IntermediateSize, s.Intermediate)
 			return debertaConfig{c}, nil

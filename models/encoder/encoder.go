@@ -1,6 +1,7 @@
 // Package encoder is the one interface every model kind (bi-encoder, cross-encoder,
 // classifiers, export, the commands) uses for its transformer encoder. Implementations
-// register themselves by HuggingFace model_type: "bert" (models/bert, registered in bert.go).
+// register themselves by HuggingFace model_type: "bert" (models/bert, registered in bert.go)
+// and "deberta-v2" (DeBERTa-v2/v3, models/deberta, registered in deberta.go).
 // Adding another architecture is one registration file here plus its own package.
 //
 // Variables live under scope paths that mirror HF parameter names ("encoder.layer.0.output.
@@ -78,9 +79,10 @@ type Config interface {
 	// also used by task heads.
 	InitRange() float64
 
-	// HasPooler reports whether the model has (and PoolPooler uses) a pooler layer: HF's
-	// dense + tanh over [CLS], parameters "pooler.dense.weight" [hidden, hidden] and
-	// "pooler.dense.bias" [hidden].
+	// HasPooler reports whether the model has (and PoolPooler uses) a pooler layer over
+	// [CLS], parameters "pooler.dense.weight" [hidden, hidden] and "pooler.dense.bias"
+	// [hidden]: BERT's dense + tanh, DeBERTa's ContextPooler dense + pooler_hidden_act (GELU),
+	// each what the architecture's HF XxxForSequenceClassification applies.
 	HasPooler() bool
 	// WithPooler returns a copy that has (or has not) the pooler layer.
 	WithPooler(has bool) Config
