@@ -108,6 +108,16 @@ func hfConfig(cfg encoder.Config, head *Head) (map[string]any, error) {
 // sentence-transformers modules.
 func writeTowerHF(m *Model, t *Tower, dir string, maxLen int) error {
 	head := m.Head
+	if mt := t.Encoder.ModelType(); mt != "bert" {
+		// The [CLS] head's scaled identity pooler and the sentence-transformers Dense module
+		// stand for BERT's tanh pooler; other encoders' poolers (DeBERTa: dense + GELU) differ.
+		if head != nil && head.pooling() == encoder.PoolCLS {
+			return fmt.Errorf("export: hf: a [CLS] classification head over a %s encoder cannot be written in HF layout (only BERT's tanh pooler can stand for [CLS])", mt)
+		}
+		if m.Kind == KindBiEncoder && t.Pooling == encoder.PoolPooler {
+			return fmt.Errorf("export: hf: pooler pooling of a %s encoder cannot be written as a sentence-transformers model (its Dense module is BERT's tanh pooler)", mt)
+		}
+	}
 	scope := encoder.In(m.Store.RootScope(), t.Base)
 	if err := t.Encoder.SaveHF(scope, dir, head != nil); err != nil {
 		return fmt.Errorf("export: %w", err)

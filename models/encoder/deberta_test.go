@@ -12,6 +12,8 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/export/exporttest"
+	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/deberta"
 	"github.com/toolret/toolret/models/encoder"
 )
@@ -181,5 +183,69 @@ func TestDebertaNoONNX(t *testing.T) {
 	_, err = export.ONNX(&export.Model{}, &export.Tower{Encoder: c})
 	if err == nil || !strings.Contains(err.Error(), `"deberta-v2" cannot be written as ONNX`) {
 		t.Errorf("export.ONNX: %v", err)
+	}
+}
+
+// TestDebertaExportHF exports a DeBERTa bi-encoder in HF layout, reads it back with
+// export.LoadHF and checks the embeddings are unchanged; pooler pooling, which
+// sentence-transformers would read as BERT's tanh pooler, is refused.
+func TestDebertaExportHF(t *testing.T) {
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := exporttest.Tokenizer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := encoder.New("deberta-v2", encoder.Sizes{Vocab: tok.VocabSize(), Hidden: 16, Layers: 2, Heads: 2, MaxPositions: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if enc, err = encoder.Override(enc, map[string]any{"initializer_range": 0.2}); err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"find the weather in paris", "send an email", "x"}
+	for _, pool := range []encoder.Pooling{encoder.PoolMean, encoder.PoolPooler} {
+		cfg := &biencoder.Config{Encoder: enc, Pooling: pool, Shared: true, QueryMaxLen: 32, ToolMaxLen: 64,
+			Similarity: "cosine", Temperature: 0.05}
+		m, err := export.NewBiEncoder(cfg, tok, be, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := t.TempDir() + "/hf"
+		_, err = export.Export(m, export.Options{Format: export.FormatHF, Out: out})
+		if pool == encoder.PoolPooler {
+			if err == nil || !strings.Contains(err.Error(), "deberta-v2") {
+				t.Errorf("pooler pooling exported: %v", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(out + "/config.json")
+		if !strings.Contains(string(b), `"model_type": "deberta-v2"`) || !strings.Contains(string(b), `"DebertaV2Model"`) {
+			t.Errorf("config.json: %s", b)
+		}
+		back, err := export.LoadHF(out, be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := m.Embed("", texts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := back.Embed("", texts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			for d := range want[i] {
+				if math.Abs(float64(want[i][d]-got[i][d])) > 1e-6 {
+					t.Fatalf("text %d: exported and reloaded embedding differs at %d: %v vs %v", i, d, got[i][d], want[i][d])
+				}
+			}
+		}
 	}
 }
