@@ -51,13 +51,14 @@ func biencoderCmd(args []string) error {
 	dataDir := cli.Data(fs)
 	runDir := cli.Run(fs, "run directory (default runs/biencoder-<time>)")
 	resume := cli.Resume(fs)
-	initDir := fs.String("init", "", "initialise from a HuggingFace BERT directory (else from scratch)")
+	initDir := fs.String("init", "", "initialise from a HuggingFace BERT or DeBERTa-v2/v3 directory (else from scratch)")
 	vocabPath := fs.String("vocab", "", "from scratch: a vocab.txt (default: build a WordPiece vocab from the training texts)")
 	vocabSize := fs.Int("vocab-size", 8000, "from scratch: size of the built vocabulary")
 	layers := fs.Int("layers", 2, "from scratch: layers")
 	hidden := fs.Int("hidden", 128, "from scratch: hidden size")
 	heads := fs.Int("heads", 4, "from scratch: attention heads")
 	inter := fs.Int("intermediate", 0, "from scratch: intermediate size (default 4*hidden)")
+	arch := archFlag(fs)
 	pooling := fs.String("pooling", "mean", "cls, mean or pooler")
 	separate := fs.Bool("separate-towers", false, "separate query and tool towers (default: shared)")
 	qLen := fs.Int("query-len", 32, "max query tokens")
@@ -116,7 +117,7 @@ func biencoderCmd(args []string) error {
 		cli.Positive("temperature", *temp), cli.Positive("accumulate", *accum), cli.Fraction("dev", *devFrac),
 		cli.NonNegative("weight-decay", *wd), cli.NonNegative("clip", *clip), cli.NonNegative("hard-negatives", *hardNeg),
 		cli.NonNegative("eval-every", *evalEvery), cli.NonNegative("patience", *patience), cli.CheckMetric(*metric),
-		checkWarmup(*warmup)); err != nil {
+		checkWarmup(*warmup), checkArch(*arch)); err != nil {
 		return err
 	}
 	if *initDir == "" {
@@ -174,6 +175,9 @@ func biencoderCmd(args []string) error {
 			if bc, err = encoder.LoadHF(store.RootScope(), *initDir); err != nil {
 				return err
 			}
+			if err := checkArchOf(fs, *arch, bc, *initDir); err != nil {
+				return err
+			}
 			if tok, err = tokenize.Load(*initDir); err != nil {
 				return err
 			}
@@ -199,8 +203,8 @@ func biencoderCmd(args []string) error {
 			if err != nil {
 				return err
 			}
-			bc, err = encoder.New("bert", encoder.Sizes{Vocab: tok.VocabSize(), Layers: *layers, Hidden: *hidden, Heads: *heads,
-				Intermediate: *inter, MaxPositions: max(*qLen, *tLen)}) // intermediate 0: 4*hidden
+			bc, err = newEncoder(*arch, encoder.Sizes{Vocab: tok.VocabSize(), Layers: *layers, Hidden: *hidden, Heads: *heads,
+				Intermediate: *inter, MaxPositions: max(*qLen, *tLen)}, false) // intermediate 0: 4*hidden
 			if err != nil {
 				return err
 			}

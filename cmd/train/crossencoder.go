@@ -26,7 +26,7 @@ import (
 // headFlags are the flags shared by the cross-encoder and classifier commands.
 type headFlags struct {
 	fs                                                                              *flag.FlagSet
-	dataDir, runDir, retriever, initDir, be, metric, schedule, testSplit            *string
+	dataDir, runDir, retriever, initDir, be, metric, schedule, testSplit, arch      *string
 	layers, hidden, heads, inter, maxLen, batch, epochs, evalEvery, patience, accum *int
 	lr, wd, warmup, clip, devFrac                                                   *float64
 	seed                                                                            *uint64
@@ -34,6 +34,8 @@ type headFlags struct {
 
 	// pending is a new run's run.json, written by create when training starts.
 	pending *rundir.Meta
+	// kind is the run kind setup was called with ("crossencoder", "classifier").
+	kind string
 }
 
 func addHeadFlags(fs *flag.FlagSet, maxLen, batch, epochs int, metric string) *headFlags {
@@ -42,7 +44,8 @@ func addHeadFlags(fs *flag.FlagSet, maxLen, batch, epochs int, metric string) *h
 		dataDir:   cli.Data(fs),
 		runDir:    cli.Run(fs, "run directory (default runs/<command>-<time>)"),
 		retriever: cli.Retriever(fs),
-		initDir:   fs.String("init", "", "initialise the encoder from a HuggingFace BERT directory (else from scratch)"),
+		initDir:   fs.String("init", "", "initialise the encoder from a HuggingFace BERT or DeBERTa-v2/v3 directory (else from scratch)"),
+		arch:      archFlag(fs),
 		layers:    fs.Int("layers", 2, "from scratch: layers"),
 		hidden:    fs.Int("hidden", 128, "from scratch: hidden size"),
 		heads:     fs.Int("heads", 4, "from scratch: attention heads"),
@@ -101,9 +104,10 @@ func (h *headFlags) setup(cmd, kind string) (*data.Dataset, compute.Backend, *da
 	if err := cli.First(cli.Positive("batch", *h.batch), cli.Positive("epochs", *h.epochs), cli.Positive("lr", *h.lr),
 		cli.Positive("accumulate", *h.accum), cli.Positive("max-len", *h.maxLen), cli.Fraction("dev", *h.devFrac),
 		cli.NonNegative("weight-decay", *h.wd), cli.NonNegative("clip", *h.clip), cli.NonNegative("eval-every", *h.evalEvery),
-		cli.NonNegative("patience", *h.patience), checkWarmup(*h.warmup)); err != nil {
+		cli.NonNegative("patience", *h.patience), checkWarmup(*h.warmup), checkArch(*h.arch)); err != nil {
 		return nil, nil, nil, nil, err
 	}
+	h.kind = kind
 	if *h.initDir == "" && !*h.warm {
 		if err := cli.First(cli.Positive("layers", *h.layers), cli.Positive("hidden", *h.hidden), cli.Positive("heads", *h.heads),
 			cli.NonNegative("intermediate", *h.inter)); err != nil {
@@ -169,6 +173,9 @@ func (h *headFlags) encoder(store *model.Store, bk compute.Backend, d *data.Data
 		if err != nil {
 			return nil, nil, err
 		}
+		if err := checkArchOf(h.fs, *h.arch, bc, "the -retriever run"); err != nil {
+			return nil, nil, err
+		}
 		if *h.maxLen > bc.MaxPositions() {
 			fmt.Fprintf(os.Stderr, "warm start: -max-len %d capped at the retriever's max_position_embeddings %d\n", *h.maxLen, bc.MaxPositions())
 			*h.maxLen = bc.MaxPositions()
@@ -178,6 +185,9 @@ func (h *headFlags) encoder(store *model.Store, bk compute.Backend, d *data.Data
 	if *h.initDir != "" {
 		bc, err := encoder.LoadHF(store.RootScope(), *h.initDir)
 		if err != nil {
+			return nil, nil, err
+		}
+		if err := checkArchOf(h.fs, *h.arch, bc, *h.initDir); err != nil {
 			return nil, nil, err
 		}
 		tok, err := tokenize.Load(*h.initDir)
@@ -209,8 +219,8 @@ func (h *headFlags) encoder(store *model.Store, bk compute.Backend, d *data.Data
 	if err != nil {
 		return nil, nil, err
 	}
-	bc, err := encoder.New("bert", encoder.Sizes{Vocab: tok.VocabSize(), Layers: *h.layers, Hidden: *h.hidden, Heads: *h.heads,
-		Intermediate: *h.inter, MaxPositions: *h.maxLen}) // intermediate 0: 4*hidden
+	bc, err := newEncoder(*h.arch, encoder.Sizes{Vocab: tok.VocabSize(), Layers: *h.layers, Hidden: *h.hidden, Heads: *h.heads,
+		Intermediate: *h.inter, MaxPositions: *h.maxLen}, h.kind == "crossencoder") // intermediate 0: 4*hidden
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/models/encoder"
+)
+
+// archs maps -arch to the encoder model_type it trains from scratch.
+var archs = map[string]string{"bert": "bert", "deberta": "deberta-v2"}
+
+// archFlag registers -arch: the architecture of an encoder trained from scratch.
+func archFlag(fs *flag.FlagSet) *string {
+	return fs.String("arch", "bert", "from scratch: encoder architecture, bert or deberta (DeBERTa-v3: disentangled attention over log-bucketed relative positions)")
+}
+
+// checkArch validates -arch.
+func checkArch(arch string) error {
+	if _, ok := archs[arch]; !ok {
+		return fmt.Errorf("-arch %q: want bert or deberta", arch)
+	}
+	return nil
+}
+
+// newEncoder returns a from-scratch encoder of architecture arch with sizes s. A pair model
+// (pairs) needs token type embeddings: a DeBERTa one gets type_vocab_size 2 (v3 has none).
+func newEncoder(arch string, s encoder.Sizes, pairs bool) (encoder.Config, error) {
+	if err := checkArch(arch); err != nil {
+		return nil, err
+	}
+	c, err := encoder.New(archs[arch], s)
+	if err != nil {
+		return nil, err
+	}
+	if pairs && c.TypeVocab() < 2 {
+		return encoder.Override(c, map[string]any{"type_vocab_size": 2})
+	}
+	return c, nil
+}
+
+// checkArchOf reports an error when -arch was given explicitly but the encoder c, taken from
+// elsewhere (from names where: -init's checkpoint, the -retriever run), is another
+// architecture.
+func checkArchOf(fs *flag.FlagSet, arch string, c encoder.Config, from string) error {
+	if cli.Set(fs)["arch"] && archs[arch] != c.ModelType() {
+		return fmt.Errorf("-arch %s: %s has a %s encoder", arch, from, c.ModelType())
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestArchDeberta trains tiny DeBERTa models from scratch with -arch deberta (bi-encoder,
+// cross-encoder, classifier, and a cross-encoder warm-started from the DeBERTa bi-encoder)
+// and checks the stored encoders and that the losses fall; -arch naming another architecture
+// than the encoder taken from elsewhere is refused.
+func TestArchDeberta(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains models")
+	}
+	dir := t.TempDir()
+	be := filepath.Join(dir, "be")
+	tiny := []string{"-arch", "deberta", "-layers", "1", "-hidden", "32", "-heads", "2", "-quiet"}
+	if err := biencoderCmd(append([]string{"-run", be, "-epochs", "2", "-batch", "16", "-vocab-size", "1200", "-test", "", "-dev", "0.85", "-seed", "7"}, tiny...)); err != nil {
+		t.Fatal(err)
+	}
+	checkLossFalls(t, be, 0.9)
+	encoderOf := func(run, file string) map[string]any {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(run, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c struct {
+			Encoder map[string]any `json:"encoder"`
+		}
+		if err := json.Unmarshal(b, &c); err != nil {
+			t.Fatal(err)
+		}
+		return c.Encoder
+	}
+	if e := encoderOf(be, "biencoder.json"); e["model_type"] != "deberta-v2" || e["relative_attention"] != true || e["position_buckets"] != 32.0 || e["type_vocab_size"] != 0.0 {
+		t.Errorf("bi-encoder encoder %v", e)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		file string
+		frac float64
+	}{
+		{"crossencoder", []string{"crossencoder", "-depth", "10", "-max-len", "64", "-batch", "8", "-epochs", "2", "-lr", "1e-3", "-dev-max", "20", "-test", ""}, "crossencoder.json", 0.95},
+		{"querytype", []string{"classifier", "-kind", "querytype", "-batch", "16", "-epochs", "6", "-lr", "2e-3", "-test", ""}, "classifier.json", 0.95},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := filepath.Join(dir, tc.name)
+			args := append(append([]string{"-retriever", be, "-run", run}, tc.args[1:]...), tiny...)
+			var err error
+			if tc.args[0] == "crossencoder" {
+				err = crossencoderCmd(args)
+			} else {
+				err = classifierCmd(args)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := encoderOf(run, tc.file)
+			wantTypes := map[bool]float64{true: 2, false: 0}[tc.args[0] == "crossencoder"] // pairs need token types
+			if e["model_type"] != "deberta-v2" || e["type_vocab_size"] != wantTypes {
+				t.Errorf("%s encoder %v", tc.name, e)
+			}
+			checkLossFalls(t, run, tc.frac)
+		})
+	}
+	// Warm start from the DeBERTa retriever: its encoder, whatever -arch defaults to.
+	warm := filepath.Join(dir, "warm")
+	if err := classifierCmd([]string{"-kind", "querytype", "-warm-start", "-retriever", be, "-run", warm, "-epochs", "1", "-batch", "16", "-test", "", "-quiet"}); err != nil {
+		t.Fatal(err)
+	}
+	if e := encoderOf(warm, "classifier.json"); e["model_type"] != "deberta-v2" {
+		t.Errorf("warm-started encoder %v", e)
+	}
+	for _, tc := range []struct {
+		run  func() error
+		want string
+	}{
+		{func() error {
+			return classifierCmd([]string{"-kind", "querytype", "-warm-start", "-arch", "bert", "-retriever", be, "-run", filepath.Join(dir, "x1"), "-quiet"})
+		}, "-arch bert: the -retriever run has a deberta-v2 encoder"},
+		{func() error { return biencoderCmd([]string{"-arch", "xlnet", "-run", filepath.Join(dir, "x2")}) }, `-arch "xlnet"`},
+		{func() error {
+			return crossencoderCmd([]string{"-arch", "gpt", "-retriever", be, "-run", filepath.Join(dir, "x3")})
+		}, `-arch "gpt"`},
+	} {
+		if err := tc.run(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("want an error containing %q, got %v", tc.want, err)
+		}
+	}
+}
