@@ -7,6 +7,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/models/deberta"
+	"github.com/toolret/toolret/models/encoder/onnxgraph"
 )
 
 // The "deberta-v2" registration: models/deberta (DeBERTa-v2 and v3) behind Config. New
@@ -18,8 +19,8 @@ import (
 // Its pooler layer is DeBERTa's ContextPooler, pooler_hidden_act (GELU) of a dense layer over
 // [CLS], with the same parameter names as BERT's pooler ("pooler.dense.weight", "bias"):
 // HasPooler reports whether the model has it and PoolPooler applies it, so classification
-// heads over PoolPooler compute what DebertaV2ForSequenceClassification computes. It does not
-// implement ONNX: export refuses to write DeBERTa as ONNX files.
+// heads over PoolPooler compute what DebertaV2ForSequenceClassification computes. It
+// implements ONNX (deberta.ONNX, deberta.ONNXPooler), so export writes DeBERTa as ONNX files.
 func init() {
 	Register(deberta.ModelType, Type{
 		New: func(s Sizes) (Config, error) {
@@ -114,6 +115,14 @@ func (d debertaConfig) Init(scope *model.Scope, seed uint64) error {
 
 func (d debertaConfig) SaveHF(scope *model.Scope, dir string, prefix bool) error {
 	return deberta.SaveHF(scope, d.c, dir, prefix)
+}
+
+func (d debertaConfig) ONNX(g *onnxgraph.Builder, param func(name string) []float32, ids, types, mask string) string {
+	return deberta.ONNX(g, d.c, param, ids, types, mask)
+}
+
+func (d debertaConfig) ONNXPooler(g *onnxgraph.Builder, param func(name string) []float32, cls string) string {
+	return deberta.ONNXPooler(g, d.c, param, cls)
 }
 
 func (d debertaConfig) MarshalJSON() ([]byte, error) {

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gomlx/compute-onnx/support/protos"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -16,6 +18,7 @@ import (
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/deberta"
 	"github.com/toolret/toolret/models/encoder"
+	"google.golang.org/protobuf/proto"
 )
 
 func TestDebertaNew(t *testing.T) {
@@ -171,18 +174,57 @@ func TestDebertaLoadHF(t *testing.T) {
 	}
 }
 
-// TestDebertaNoONNX checks export refuses to write a DeBERTa encoder as ONNX, naming it.
-func TestDebertaNoONNX(t *testing.T) {
+// TestDebertaONNX checks a DeBERTa encoder is an encoder.ONNX and that -format onnx writes a
+// DeBERTa bi-encoder with optimum's inputs (no token_type_ids: type_vocab_size is 0) and
+// outputs. ONNX Runtime runs the graph in models/deberta's onnx-tagged tests.
+func TestDebertaONNX(t *testing.T) {
 	c, err := encoder.New("deberta-v2", encoder.Sizes{Vocab: 40, Hidden: 8, Layers: 1, Heads: 2, MaxPositions: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := c.(encoder.ONNX); ok {
-		t.Fatal("deberta implements encoder.ONNX")
+	if _, ok := c.(encoder.ONNX); !ok {
+		t.Fatal("deberta does not implement encoder.ONNX")
 	}
-	_, err = export.ONNX(&export.Model{}, &export.Tower{Encoder: c})
-	if err == nil || !strings.Contains(err.Error(), `"deberta-v2" cannot be written as ONNX`) {
-		t.Errorf("export.ONNX: %v", err)
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := exporttest.Tokenizer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := encoder.New("deberta-v2", encoder.Sizes{Vocab: tok.VocabSize(), Hidden: 16, Layers: 1, Heads: 2, MaxPositions: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &biencoder.Config{Encoder: enc, Pooling: encoder.PoolPooler, Shared: true, QueryMaxLen: 32, ToolMaxLen: 64,
+		Similarity: "cosine", Temperature: 0.05}
+	m, err := export.NewBiEncoder(cfg, tok, be, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir() + "/onnx"
+	if _, err := export.Export(m, export.Options{Format: export.FormatONNX, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out + "/model.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mp protos.ModelProto
+	if err := proto.Unmarshal(b, &mp); err != nil {
+		t.Fatal(err)
+	}
+	var in, outs []string
+	for _, v := range mp.Graph.Input {
+		in = append(in, v.Name)
+	}
+	for _, v := range mp.Graph.Output {
+		outs = append(outs, v.Name)
+	}
+	if !slices.Equal(in, []string{export.InputIDs, export.AttentionMask}) ||
+		!slices.Equal(outs, []string{export.OutLastHiddenState, export.OutSentenceEmbedding}) {
+		t.Errorf("inputs %v, outputs %v", in, outs)
 	}
 }
 
