@@ -1,14 +1,18 @@
 // Package export turns trained toolret runs into artefacts other programs load:
 //
-//	hf     a HuggingFace BERT directory (config.json, model.safetensors, tokenizer.json,
-//	       vocab.txt, tokenizer_config.json, special_tokens_map.json); bi-encoders also get
-//	       the sentence-transformers files (modules.json, 1_Pooling/, sentence_bert_config.json,
-//	       a Normalize module for cosine models), heads become BertForSequenceClassification.
-//	       Separate-tower bi-encoders are written as two such directories, query/ and tool/.
-//	onnx   a self-contained ONNX model (opset 17, dynamic batch and sequence axes) per tower:
-//	       inputs input_ids, attention_mask, token_type_ids (int64 [batch, sequence]); output
-//	       "embedding" [batch, hidden] (pooled, L2-normalised for cosine models) or, with a
-//	       head, "logits" [batch, labels] and "score" [batch] (sigmoid of the first logit).
+//	hf     a HuggingFace directory (config.json, model.safetensors, tokenizer.json,
+//	       vocab.txt, tokenizer_config.json with the tower's model_max_length,
+//	       special_tokens_map.json) with the ONNX model where transformers.js, optimum and
+//	       hugot look for it, onnx/model.onnx (see ONNX; encoders without an ONNX graph get a
+//	       Manifest note instead); bi-encoders also get the sentence-transformers files
+//	       (modules.json, 1_Pooling/, sentence_bert_config.json, a Normalize module for cosine
+//	       models), heads become XxxForSequenceClassification. Separate-tower bi-encoders are
+//	       written as two such directories, query/ and tool/.
+//	onnx   the same ONNX model alone (opset 17, dynamic batch and sequence axes) per tower,
+//	       with the tokenizer files: inputs input_ids, attention_mask, token_type_ids (int64
+//	       [batch_size, sequence_length]); outputs last_hidden_state and sentence_embedding
+//	       (pooled, L2-normalised for cosine models) or, with a head, logits [batch_size,
+//	       labels].
 //	index  the tool embeddings of a bi-encoder over a dataset's tool corpus
 //	       (tools.safetensors, tools.jsonl) plus the query tower in hf layout (query/), all a
 //	       server needs to answer queries (see package retriever).
@@ -81,6 +85,9 @@ type Manifest struct {
 	// Index: number of tools and embedding dimension.
 	Tools int `json:"tools,omitempty"`
 	Dim   int `json:"dim,omitempty"`
+	// Notes are one-line remarks on what the export could not include (an encoder without
+	// an ONNX graph); cmd/export prints them.
+	Notes []string `json:"notes,omitempty"`
 	// Files maps every file written (slash-separated path relative to the export) to its
 	// sha256.
 	Files map[string]string `json:"files"`

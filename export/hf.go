@@ -50,6 +50,9 @@ func writeHF(m *Model, root string, man *Manifest) error {
 		if err := writeTowerHF(m, t, dir, maxLen); err != nil {
 			return err
 		}
+		if err := writeTowerONNX(m, t, dir, man); err != nil {
+			return err
+		}
 		man.Towers[key] = rel
 	}
 	return nil
@@ -137,10 +140,30 @@ func writeTowerHF(m *Model, t *Tower, dir string, maxLen int) error {
 	if err := m.Tok.Save(dir); err != nil {
 		return fmt.Errorf("export: tokenizer: %w", err)
 	}
+	if err := setModelMaxLength(dir, maxLen); err != nil {
+		return err
+	}
 	if m.Kind != KindBiEncoder {
 		return nil
 	}
 	return writeSentenceTransformers(m, t, dir, maxLen)
+}
+
+// setModelMaxLength sets model_max_length in dir's tokenizer_config.json to the tower's
+// length, so that tokenizers truncating to it (HF with truncation=True, transformers.js
+// pipelines) cut texts where toolret does.
+func setModelMaxLength(dir string, maxLen int) error {
+	p := filepath.Join(dir, "tokenizer_config.json")
+	var c map[string]any
+	ok, err := readJSONFile(p, &c)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("export: tokenizer wrote no %s", p)
+	}
+	c["model_max_length"] = maxLen
+	return writeJSON(dir, "tokenizer_config.json", c)
 }
 
 // clsPoolerScale is the pooler of a head that reads [CLS] directly: HF's
@@ -186,7 +209,10 @@ func addHead(t *Tower, head *Head, dir string, cfg map[string]any) error {
 		}
 		cfg["toolret_head"] = map[string]any{"pooling": "cls", "pooler_scale": clsPoolerScale}
 	}
-	if act := head.activation(); n > 1 && act == "sigmoid" {
+	if act := head.activation(); n == 1 || act == "sigmoid" {
+		// Independent sigmoid scores, as toolret computes them (one logit: the reranker
+		// score); text-classification pipelines then apply a sigmoid, not a softmax
+		// (transformers.js applies softmax unless problem_type says so).
 		cfg["problem_type"] = "multi_label_classification"
 	}
 	ts = append(ts,

@@ -9,18 +9,25 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// ONNX graph constants.
+// ONNX graph constants. The names are those of HF optimum's exports, which transformers.js,
+// sentence-transformers' ONNX backend (through optimum) and hugot read.
 const (
 	ONNXOpset     = 17
 	onnxIRVersion = 8
-	// ONNX input and output names.
+	// ONNXFile is where an HF directory keeps its ONNX model.
+	ONNXFile = "onnx/model.onnx"
+	// Inputs (int64 [batch_size, sequence_length]).
 	InputIDs      = "input_ids"
 	AttentionMask = "attention_mask"
-	TokenTypeIDs  = "token_type_ids"
-	OutEmbedding  = "embedding"
-	OutLogits     = "logits"
-	OutScore      = "score"
-	OutProbs      = "probabilities"
+	TokenTypeIDs  = "token_type_ids" // only when the encoder has token types
+	// Outputs: encoders (bi-encoder towers) give the token states and the sentence embedding,
+	// heads their logits (as AutoModelForSequenceClassification exports do).
+	OutLastHiddenState   = "last_hidden_state"  // [batch_size, sequence_length, hidden]
+	OutSentenceEmbedding = "sentence_embedding" // [batch_size, hidden], pooled (and normalised)
+	OutLogits            = "logits"             // [batch_size, labels]
+	// Dynamic axis names.
+	dimBatch    = "batch_size"
+	dimSequence = "sequence_length"
 )
 
 // writeONNX writes one .onnx file per tower (model.onnx, or query.onnx and tool.onnx) with the
@@ -47,8 +54,31 @@ func writeONNX(m *Model, root string, man *Manifest) error {
 	return nil
 }
 
-// ONNX returns the serialized ONNX model of tower t of m: the encoder with pooling (and
-// normalisation) inside the graph, or with m's head the logits and scores.
+// writeTowerONNX adds ONNXFile to the HF directory dir of tower t when its encoder has an
+// ONNX graph; otherwise it records in man, once, that the export has none.
+func writeTowerONNX(m *Model, t *Tower, dir string, man *Manifest) error {
+	if _, ok := t.Encoder.(encoder.ONNX); !ok {
+		note := fmt.Sprintf("model_type %s has no ONNX graph yet: no %s (transformers.js and sentence-transformers' ONNX backend cannot load this export)", t.Encoder.ModelType(), ONNXFile)
+		for _, n := range man.Notes {
+			if n == note {
+				return nil
+			}
+		}
+		man.Notes = append(man.Notes, note)
+		return nil
+	}
+	b, err := ONNX(m, t)
+	if err != nil {
+		return err
+	}
+	return writeFile(dir, ONNXFile, b)
+}
+
+// ONNX returns the serialized ONNX model of tower t of m, as HF optimum exports the
+// corresponding transformers model: inputs input_ids, attention_mask and (when the encoder has
+// token types) token_type_ids; for a bi-encoder tower the outputs last_hidden_state and
+// sentence_embedding (pooled, and L2-normalised for cosine models, as toolret embeds), for a
+// model with a head the head's logits.
 func ONNX(m *Model, t *Tower) ([]byte, error) {
 	enc, ok := t.Encoder.(encoder.ONNX)
 	if !ok {
@@ -69,13 +99,23 @@ func ONNX(m *Model, t *Tower) ([]byte, error) {
 	}
 
 	b.Graph.Input = []*protos.ValueInfoProto{
-		onnxgraph.ValueInfo(InputIDs, protos.TensorProto_INT64, "batch", "sequence"),
-		onnxgraph.ValueInfo(AttentionMask, protos.TensorProto_INT64, "batch", "sequence"),
-		onnxgraph.ValueInfo(TokenTypeIDs, protos.TensorProto_INT64, "batch", "sequence"),
+		onnxgraph.ValueInfo(InputIDs, protos.TensorProto_INT64, dimBatch, dimSequence),
+		onnxgraph.ValueInfo(AttentionMask, protos.TensorProto_INT64, dimBatch, dimSequence),
+	}
+	types := TokenTypeIDs
+	if t.Encoder.TypeVocab() > 0 {
+		b.Graph.Input = append(b.Graph.Input, onnxgraph.ValueInfo(TokenTypeIDs, protos.TensorProto_INT64, dimBatch, dimSequence))
+	} else {
+		types = b.Op("Mul", []string{InputIDs, b.I64("zero_types", []int64{0})})
 	}
 	one := b.ScalarF("one", 1)
 	maskF := b.Op("Cast", []string{AttentionMask}, onnxgraph.AttrInt("to", int64(protos.TensorProto_FLOAT)))
-	x := enc.ONNX(b, param, InputIDs, TokenTypeIDs, maskF)
+	x := enc.ONNX(b, param, InputIDs, types, maskF)
+	if m.Head == nil {
+		b.Op("Identity", []string{x})
+		b.Rename(OutLastHiddenState)
+		x = OutLastHiddenState
+	}
 
 	pool := t.Pooling
 	if m.Head != nil {
@@ -111,20 +151,7 @@ func ONNX(m *Model, t *Tower) ([]byte, error) {
 		}
 		b.Op("Add", []string{b.Op("MatMul", []string{pooled, b.F32("classifier.weight_t", wt, h, n)}), b.F32("classifier.bias", hd.Bias, n)})
 		b.Rename(OutLogits)
-		b.Graph.Output = append(b.Graph.Output, onnxgraph.ValueInfo(OutLogits, protos.TensorProto_FLOAT, "batch", n))
-		if n == 1 {
-			b.Op("Sigmoid", []string{b.Op("Squeeze", []string{OutLogits, b.I64("squeeze1", []int64{1}, 1)})})
-			b.Rename(OutScore)
-			b.Graph.Output = append(b.Graph.Output, onnxgraph.ValueInfo(OutScore, protos.TensorProto_FLOAT, "batch"))
-		} else {
-			if hd.activation() == "sigmoid" {
-				b.Op("Sigmoid", []string{OutLogits})
-			} else {
-				b.Op("Softmax", []string{OutLogits}, onnxgraph.AttrInt("axis", -1))
-			}
-			b.Rename(OutProbs)
-			b.Graph.Output = append(b.Graph.Output, onnxgraph.ValueInfo(OutProbs, protos.TensorProto_FLOAT, "batch", n))
-		}
+		b.Graph.Output = []*protos.ValueInfoProto{onnxgraph.ValueInfo(OutLogits, protos.TensorProto_FLOAT, dimBatch, n)}
 	} else {
 		if t.Normalize {
 			sq := b.Op("ReduceSum", []string{b.Op("Mul", []string{pooled, pooled}), b.I64("axes_last", []int64{-1}, 1)}, onnxgraph.AttrInt("keepdims", 1))
@@ -133,8 +160,11 @@ func ONNX(m *Model, t *Tower) ([]byte, error) {
 		} else {
 			b.Op("Identity", []string{pooled})
 		}
-		b.Rename(OutEmbedding)
-		b.Graph.Output = []*protos.ValueInfoProto{onnxgraph.ValueInfo(OutEmbedding, protos.TensorProto_FLOAT, "batch", h)}
+		b.Rename(OutSentenceEmbedding)
+		b.Graph.Output = []*protos.ValueInfoProto{
+			onnxgraph.ValueInfo(OutLastHiddenState, protos.TensorProto_FLOAT, dimBatch, dimSequence, h),
+			onnxgraph.ValueInfo(OutSentenceEmbedding, protos.TensorProto_FLOAT, dimBatch, h),
+		}
 	}
 
 	mp := &protos.ModelProto{

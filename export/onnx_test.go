@@ -1,103 +1,124 @@
+//go:build onnx && linux && amd64
+
 package export_test
 
 import (
-	"encoding/json"
+	"bytes"
 	"fmt"
+	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
+	"slices"
 	"testing"
 
+	"github.com/gomlx/compute"
+	onnxbackend "github.com/gomlx/compute-onnx"
+	"github.com/gomlx/compute-onnx/support/protos"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/encoder"
+	"github.com/toolret/toolret/tokenize"
+	"google.golang.org/protobuf/proto"
 )
 
-// onnxRunner returns the path of scripts/onnxcheck/run.js inside a cache directory where
-// onnxruntime-node (pinned in package.json) is installed, installing it with
-// `npm install --ignore-scripts` when missing (its tarball ships the CPU binaries). It skips
-// the test when node or npm are absent or the install fails.
-func onnxRunner(t *testing.T) string {
-	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found: ONNX Runtime parity needs node and npm (onnxruntime-node)", tool)
-		}
-	}
-	src := "../scripts/onnxcheck"
-	pkg, err := os.ReadFile(filepath.Join(src, "package.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	script, err := os.ReadFile(filepath.Join(src, "run.js"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := os.Getenv("TOOLRET_CACHE")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			t.Skipf("no cache directory: %v", err)
-		}
-		cache = filepath.Join(home, ".cache", "toolret")
-	}
-	dir := filepath.Join(cache, "onnxcheck-ort1.30.0")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Skipf("cache %s: %v", dir, err)
-	}
-	old, _ := os.ReadFile(filepath.Join(dir, "package.json"))
-	_, statErr := os.Stat(filepath.Join(dir, "node_modules", "onnxruntime-node", "package.json"))
-	if string(old) != string(pkg) || statErr != nil {
-		os.WriteFile(filepath.Join(dir, "package.json"), pkg, 0o644)
-		cmd := exec.Command("npm", "install", "--ignore-scripts", "--no-audit", "--no-fund", "--silent")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Skipf("npm install onnxruntime-node in %s failed (no registry access?): %v\n%s", dir, err, out)
-		}
-	}
-	runJS := filepath.Join(dir, "run.js")
-	if err := os.WriteFile(runJS, script, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return runJS
-}
-
 // onnxTol bounds the max abs difference between ONNX Runtime and toolret on exported models
-// (README, "Export"). Measured with onnxruntime-node 1.30.0: embeddings 1.2e-6, head logits
-// 6.7e-6.
+// (README, "Export").
 const onnxTol = 1e-5
 
-type ortOutput struct {
-	Dims []int     `json:"dims"`
-	Data []float64 `json:"data"`
+// ortModel is an exported .onnx file loaded into ONNX Runtime through GoMLX's onnx backend.
+type ortModel struct {
+	be      compute.Backend
+	exec    compute.Executable
+	inputs  []string
+	outputs []string
 }
 
-// runORT runs model on batches of texts (padded per batch) and returns outputs per batch.
-func runORT(t *testing.T, runJS, modelPath string, batches []map[string][][]int32) []map[string]ortOutput {
+// loadORT loads path with the onnx backend (one thread), skipping the test when ONNX Runtime
+// is not installed (scripts/install-onnxruntime.sh).
+func loadORT(t *testing.T, path string) *ortModel {
 	t.Helper()
-	req, _ := json.Marshal(map[string]any{"model": modelPath, "batches": batches})
-	rp := filepath.Join(t.TempDir(), "request.json")
-	os.WriteFile(rp, req, 0o644)
-	cmd := exec.Command("node", runJS, rp)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	be, err := backend.Open("onnx:cpu,intra_threads=1")
 	if err != nil {
-		t.Fatalf("onnxruntime: %v\n%s", err, stderr.String())
+		t.Skipf("onnx backend: %v", err)
 	}
-	var res struct {
-		Batches []map[string]ortOutput `json:"batches"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil {
+	b, err := os.ReadFile(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return res.Batches
+	var mp protos.ModelProto
+	if err := proto.Unmarshal(b, &mp); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	exec, err := onnxbackend.LoadModel(be, bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	t.Cleanup(exec.Finalize)
+	o := &ortModel{be: be, exec: exec}
+	o.inputs, _ = exec.Inputs()
+	for _, v := range mp.Graph.Output {
+		o.outputs = append(o.outputs, v.Name)
+	}
+	return o
 }
 
-// encodeBatches tokenizes texts into ONNX input batches of the given sizes (each padded to
-// its longest text, so batches differ in both axes).
+// ortOutput is one output of a run: its dimensions and values.
+type ortOutput struct {
+	dims []int
+	data []float32
+}
+
+// run feeds one padded batch (int32 rows per input name) and returns the outputs by name.
+func (o *ortModel) run(t *testing.T, batch map[string][][]int32) map[string]ortOutput {
+	t.Helper()
+	var in []compute.Buffer
+	for _, name := range o.inputs {
+		rows, ok := batch[name]
+		if !ok {
+			t.Fatalf("model input %q not in the batch", name)
+		}
+		flat := make([]int64, 0, len(rows)*len(rows[0]))
+		for _, r := range rows {
+			for _, v := range r {
+				flat = append(flat, int64(v))
+			}
+		}
+		buf, err := o.be.BufferFromFlatData(0, flat, shapes.Make(dtypes.Int64, len(rows), len(rows[0])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in = append(in, buf)
+	}
+	outs, err := o.exec.Execute(in, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := map[string]ortOutput{}
+	for i, b := range outs {
+		sh, err := b.Shape()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := make([]float32, sh.Size())
+		if err := b.ToFlatData(d); err != nil {
+			t.Fatal(err)
+		}
+		res[o.outputs[i]] = ortOutput{dims: sh.Dimensions, data: d}
+		b.Finalize()
+	}
+	for _, b := range in {
+		b.Finalize()
+	}
+	return res
+}
+
+// encodeBatches tokenizes texts (or pairs) into ONNX input batches of the given sizes, each
+// padded to its longest sequence plus 3 per batch index, so that batches differ in both axes
+// and padding must not change the outputs.
 func encodeBatches(m *export.Model, maxLen int, a, b []string, sizes ...int) []map[string][][]int32 {
 	var out []map[string][][]int32
 	start := 0
@@ -112,8 +133,6 @@ func encodeBatches(m *export.Model, maxLen int, a, b []string, sizes ...int) []m
 				ids, types = append(ids, s), append(types, ty)
 			}
 		}
-		// Pad to the longest sequence plus 3 per batch index: lengths differ between batches
-		// and padding must not change the outputs.
 		l := 0
 		for _, s := range ids {
 			l = max(l, len(s))
@@ -137,64 +156,125 @@ func encodeBatches(m *export.Model, maxLen int, a, b []string, sizes ...int) []m
 	return out
 }
 
-// TestONNXParity exports bi-encoders (mean/cosine, pooler, cls/dot with separate towers) and
-// cross-encoder-style heads to ONNX and runs them with ONNX Runtime (onnxruntime-node 1.30.0)
-// on 50 ToolLens queries (the embedded default dataset's texts without ../shared), in two
-// batches of different sizes and lengths; outputs must match toolret's within onnxTol.
+// rowsOf splits a [rows, k] output into rows.
+func rowsOf(t *testing.T, o ortOutput, name string, rows, k int) [][]float32 {
+	t.Helper()
+	if !slices.Equal(o.dims, []int{rows, k}) {
+		t.Fatalf("%s: dims %v, want [%d %d]", name, o.dims, rows, k)
+	}
+	out := make([][]float32, rows)
+	for i := range out {
+		out[i] = o.data[i*k : (i+1)*k]
+	}
+	return out
+}
+
+// TestONNXParity exports bi-encoders (mean/cosine, pooler, cls/dot with separate towers, an
+// encoder without token types) and cross-encoder and classifier heads in HF layout and runs
+// their onnx/model.onnx in ONNX Runtime (GoMLX's onnx backend) on 50 ToolLens queries (the embedded default dataset's texts
+// without ../shared), in two batches of different sizes and padded lengths. Inputs and
+// outputs must have optimum's names; sentence_embedding must equal toolret's embeddings,
+// last_hidden_state toolret's token states on real tokens and logits toolret's head logits,
+// each within onnxTol. -format onnx must write the same graphs.
 func TestONNXParity(t *testing.T) {
-	runJS := onnxRunner(t)
 	be := goBackend(t)
 	texts := sampleTexts(t, 50)
 	sizes := []int{17, len(texts) - 17}
 	worst := 0.0
 	for _, tc := range []struct {
-		name string
-		o    exporttest.Options
+		name    string
+		o       exporttest.Options
+		noTypes bool // the encoder reports no token types: no token_type_ids input
 	}{
-		{"mean-cosine", exporttest.Options{}},
-		{"pooler-cosine-gelunew", exporttest.Options{Pooling: encoder.PoolPooler, Act: "gelu_new"}},
-		{"cls-dot-separate", exporttest.Options{Pooling: encoder.PoolCLS, Similarity: "dot", Separate: true, Act: "relu"}},
+		{"mean-cosine", exporttest.Options{}, false},
+		{"pooler-cosine-gelunew", exporttest.Options{Pooling: encoder.PoolPooler, Act: "gelu_new"}, false},
+		{"cls-dot-separate", exporttest.Options{Pooling: encoder.PoolCLS, Similarity: "dot", Separate: true, Act: "relu"}, false},
+		{"mean-cosine-no-token-types", exporttest.Options{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := exporttest.BiEncoder(tc.o, be, 21)
 			if err != nil {
 				t.Fatal(err)
 			}
-			out := filepath.Join(t.TempDir(), "onnx")
-			man, err := export.Export(m, export.Options{Format: export.FormatONNX, Out: out})
+			inputs := []string{export.InputIDs, export.AttentionMask, export.TokenTypeIDs}
+			if tc.noTypes {
+				for i := range m.Towers {
+					m.Towers[i].Encoder = withoutTypes{m.Towers[i].Encoder, m.Towers[i].Encoder.(encoder.ONNX)}
+				}
+				inputs = inputs[:2]
+			}
+			out := filepath.Join(t.TempDir(), "hf")
+			man, err := export.Export(m, export.Options{Format: export.FormatHF, Out: out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			onnxOut := filepath.Join(t.TempDir(), "onnx")
+			onnxMan, err := export.Export(m, export.Options{Format: export.FormatONNX, Out: onnxOut})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, tower := range []string{biencoder.QueryTower, biencoder.ToolTower} {
-				rel := man.Towers["model"]
-				if rel == "" {
-					rel = man.Towers[tower]
+				dir, err := man.TowerDir(out, tower)
+				if err != nil {
+					t.Fatal(err)
 				}
+				path := filepath.Join(dir, export.ONNXFile)
+				alone, err := onnxMan.TowerDir(onnxOut, tower)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a, _ := os.ReadFile(path)
+				b, _ := os.ReadFile(alone)
+				if len(a) == 0 || !bytes.Equal(a, b) {
+					t.Errorf("%s: -format onnx (%s) and -format hf (%s) graphs differ", tower, alone, path)
+				}
+				o := loadORT(t, path)
+				if !slices.Equal(o.inputs, inputs) {
+					t.Errorf("inputs %v, want %v", o.inputs, inputs)
+				}
+				if want := []string{export.OutLastHiddenState, export.OutSentenceEmbedding}; !slices.Equal(o.outputs, want) {
+					t.Fatalf("outputs %v, want %v", o.outputs, want)
+				}
+				tw, _ := m.Tower(tower)
+				h := tw.Encoder.Hidden()
 				maxLen := map[string]int{biencoder.QueryTower: 32, biencoder.ToolTower: 64}[tower]
 				want, err := m.Embed(tower, texts)
 				if err != nil {
 					t.Fatal(err)
 				}
-				res := runORT(t, runJS, filepath.Join(out, rel), encodeBatches(m, maxLen, texts, nil, sizes...))
+				states, err := encoder.NewRunner(be, m.Store, tw.Base, tw.Encoder, encoder.PoolNone)
+				if err != nil {
+					t.Fatal(err)
+				}
 				var got [][]float32
-				for bi, r := range res {
-					e, ok := r[export.OutEmbedding]
-					if !ok || len(e.Dims) != 2 || e.Dims[0] != sizes[bi] || e.Dims[1] != 32 {
-						t.Fatalf("batch %d: output %v", bi, r)
+				dStates := 0.0
+				for bi, batch := range encodeBatches(m, maxLen, texts, nil, sizes...) {
+					r := o.run(t, batch)
+					got = append(got, rowsOf(t, r[export.OutSentenceEmbedding], export.OutSentenceEmbedding, sizes[bi], h)...)
+					// last_hidden_state against toolret's token states on the same padded batch.
+					n, l := len(batch[export.InputIDs]), len(batch[export.InputIDs][0])
+					hs := r[export.OutLastHiddenState]
+					if !slices.Equal(hs.dims, []int{n, l, h}) {
+						t.Fatalf("last_hidden_state dims %v, want [%d %d %d]", hs.dims, n, l, h)
 					}
-					for i := 0; i < e.Dims[0]; i++ {
-						row := make([]float32, e.Dims[1])
-						for k := range row {
-							row[k] = float32(e.Data[i*e.Dims[1]+k])
+					ref, err := states.Call(encoder.Tensors(tokenize.Batch{IDs: batch[export.InputIDs], Types: batch[export.TokenTypeIDs], Mask: batch[export.AttentionMask], Len: l}))
+					if err != nil {
+						t.Fatal(err)
+					}
+					rf := ref.Value().([][][]float32)
+					for i := 0; i < n; i++ {
+						for j := 0; j < l && batch[export.AttentionMask][i][j] == 1; j++ {
+							for k := 0; k < h; k++ {
+								dStates = max(dStates, math.Abs(float64(hs.data[(i*l+j)*h+k]-rf[i][j][k])))
+							}
 						}
-						got = append(got, row)
 					}
 				}
 				d := maxDiff(t, want, got)
-				worst = max(worst, d)
-				t.Logf("%s tower: ONNX Runtime vs toolret max abs diff %.3g", tower, d)
-				if d > onnxTol {
-					t.Errorf("%s tower: ONNX Runtime embeddings differ by %g (> %g)", tower, d, onnxTol)
+				worst = max(worst, d, dStates)
+				t.Logf("%s tower: ONNX Runtime vs toolret max abs diff: sentence_embedding %.3g, last_hidden_state %.3g", tower, d, dStates)
+				if d > onnxTol || dStates > onnxTol {
+					t.Errorf("%s tower: ONNX Runtime differs from toolret by %g (sentence_embedding), %g (last_hidden_state), > %g", tower, d, dStates, onnxTol)
 				}
 			}
 		})
@@ -206,54 +286,36 @@ func TestONNXParity(t *testing.T) {
 	}{{[]string{"relevant"}, encoder.PoolCLS, "sigmoid"}, {[]string{"a", "b", "c"}, encoder.PoolPooler, "softmax"}} {
 		t.Run(fmt.Sprintf("head-%d-%s", len(tc.labels), tc.pool), func(t *testing.T) {
 			m := headModel(t, be, tc.labels, tc.pool, tc.act)
-			out := filepath.Join(t.TempDir(), "onnx")
-			if _, err := export.Export(m, export.Options{Format: export.FormatONNX, Out: out}); err != nil {
+			out := filepath.Join(t.TempDir(), "hf")
+			if _, err := export.Export(m, export.Options{Format: export.FormatHF, Out: out}); err != nil {
 				t.Fatal(err)
+			}
+			o := loadORT(t, filepath.Join(out, export.ONNXFile))
+			if !slices.Equal(o.outputs, []string{export.OutLogits}) {
+				t.Fatalf("outputs %v, want [%s]", o.outputs, export.OutLogits)
 			}
 			docs := make([]string, len(texts))
 			for i := range docs {
 				docs[i] = texts[(i*7+3)%len(texts)]
 			}
-			logits, err := m.Score(texts, docs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := runORT(t, runJS, filepath.Join(out, "model.onnx"), encodeBatches(m, 96, texts, docs, sizes...))
 			d := 0.0
-			i0 := 0
-			for _, r := range res {
-				lg := r[export.OutLogits]
-				n := len(tc.labels)
-				for i := 0; i < lg.Dims[0]; i++ {
-					want := logits[i0+i]
-					for l := 0; l < n; l++ {
-						d = max(d, abs(lg.Data[i*n+l]-float64(want[l])))
-					}
-					if n == 1 {
-						sc := r[export.OutScore]
-						if len(sc.Dims) != 1 {
-							t.Fatalf("score dims %v", sc.Dims)
-						}
-						d = max(d, abs(sc.Data[i]-float64(export.Sigmoid(want[0]))))
-					} else if len(r[export.OutProbs].Data) != lg.Dims[0]*n {
-						t.Fatalf("probabilities missing: %v", r)
-					}
+			for _, pairs := range [][]string{docs, nil} {
+				want, err := m.Score(texts, pairs)
+				if err != nil {
+					t.Fatal(err)
 				}
-				i0 += lg.Dims[0]
+				var got [][]float32
+				for bi, batch := range encodeBatches(m, 96, texts, pairs, sizes...) {
+					got = append(got, rowsOf(t, o.run(t, batch)[export.OutLogits], export.OutLogits, sizes[bi], len(tc.labels))...)
+				}
+				d = max(d, maxDiff(t, want, got))
 			}
 			worst = max(worst, d)
-			t.Logf("head: ONNX Runtime vs toolret max abs diff %.3g", d)
+			t.Logf("head: ONNX Runtime vs toolret logits (pairs and single texts) max abs diff %.3g", d)
 			if d > onnxTol {
-				t.Errorf("head outputs differ by %g (> %g)", d, onnxTol)
+				t.Errorf("head logits differ by %g (> %g)", d, onnxTol)
 			}
 		})
 	}
 	t.Logf("worst ONNX Runtime vs toolret max abs diff: %.3g", worst)
-}
-
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }

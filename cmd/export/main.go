@@ -5,11 +5,13 @@
 // RUN is a run directory (its best checkpoint is exported) or one checkpoint directory, of
 // any kind package export knows (bi-encoder, cross-encoder, classifier).
 //
-//	hf     HuggingFace BERT directory (+ sentence-transformers files for bi-encoders,
-//	       BertForSequenceClassification for heads); separate towers go to query/ and tool/.
-//	onnx   model.onnx (or query.onnx and tool.onnx): opset 17, dynamic batch and sequence
-//	       axes, int64 inputs input_ids, attention_mask, token_type_ids; outputs "embedding"
-//	       (pooled, normalised for cosine models) or "logits" and "score"/"probabilities".
+//	hf     HuggingFace directory with onnx/model.onnx (+ sentence-transformers files for
+//	       bi-encoders, XxxForSequenceClassification for heads); separate towers go to query/
+//	       and tool/. transformers.js, sentence-transformers (backend="onnx") and hugot load it.
+//	onnx   the same ONNX graph alone: model.onnx (or query.onnx and tool.onnx), opset 17,
+//	       dynamic batch and sequence axes, int64 inputs input_ids, attention_mask,
+//	       token_type_ids; outputs last_hidden_state and sentence_embedding (pooled,
+//	       normalised for cosine models), or a head's logits.
 //	index  a bi-encoder's tool embeddings over the tools of -data (default: the embedded
 //	       dataset): tools.safetensors, tools.jsonl and the query tower (query/, hf layout),
 //	       loadable with package retriever.
@@ -47,6 +49,9 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Fprintf(os.Stderr, "exported %s %s (%s) to %s: %d files\n", man.Kind, man.Source, man.Format, *out, len(man.Files)+1)
+	for _, n := range man.Notes {
+		fmt.Fprintln(os.Stderr, "export: note:", n)
+	}
 }
 
 func runExport(run, format, out string, force bool, dataDir, beName string) (*export.Manifest, error) {

@@ -25,7 +25,7 @@ func TestExportCommand(t *testing.T) {
 		format, data string
 		files        []string
 	}{
-		{"hf", "", []string{"config.json", "model.safetensors", "tokenizer.json", "modules.json", "2_Normalize"}},
+		{"hf", "", []string{"config.json", "model.safetensors", "tokenizer.json", "modules.json", "2_Normalize", "onnx/model.onnx"}},
 		{"onnx", "", []string{"model.onnx", "vocab.txt"}},
 		{"index", "", []string{"tools.safetensors", "tools.jsonl", "query/model.safetensors"}},
 		{"index", "../../data/default", []string{"tools.jsonl"}},
