@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -101,7 +102,7 @@ func writeTinyRuns(dir string) error {
 	if err != nil {
 		return err
 	}
-	split, trainPart, _, err := rundir.Carve(d, "train", 0.1, 1)
+	split, trainPart, _, err := rundir.Carve(d, "train", 0.25, 7) // not the defaults: every stage must take it from run.json
 	if err != nil {
 		return err
 	}
@@ -151,7 +152,7 @@ func writeTinyRuns(dir string) error {
 	if err := firstErr(meta(tiny.ce, "crossencoder", split), save(tiny.ce, store, files)); err != nil {
 		return err
 	}
-	other, _, _, err := rundir.Carve(d, "train", 0.1, 2)
+	other, _, _, err := rundir.Carve(d, "train", 0.25, 8)
 	if err != nil {
 		return err
 	}
@@ -471,6 +472,10 @@ func TestRerankMethods(t *testing.T) {
 			return out
 		}
 		testQs, devQs := queries(f.test), queries(f.dev)
+		// The grid tunes on the retriever's recorded dev split (-dev 0.25 -seed 7), not a default one.
+		if _, want, err := f.d.CarveDev("train", 0.25, 7); err != nil || !slices.Equal(f.dev.Queries, want.Queries) {
+			t.Fatalf("dev split is not the retriever's recorded one (%v)", err)
+		}
 		for _, tc := range []struct {
 			name   string
 			kv     map[string]string
