@@ -1,9 +1,13 @@
-// Command encode embeds texts with an encoder model (any registered model_type: bert).
+// Command encode embeds texts with an encoder model (any registered model_type: bert,
+// deberta-v2).
 //
 //	encode -model DIR -in FILE [-pooling cls|mean|pooler|none] [-max-len N] [-backend go|onnx] [-out FILE.jsonl]
 //
-// DIR is a HuggingFace-layout model directory (config.json with its model_type,
-// model.safetensors or a sharded index, tokenizer.json or vocab.txt). FILE holds one text per
+// DIR is a HuggingFace-layout model directory: config.json with its model_type,
+// model.safetensors or a sharded index, and a tokenizer (tokenizer.json, a SentencePiece
+// spm.model as DeBERTa-v3 ships it, or vocab.txt; see tokenize.Load). The embedding table may
+// have more rows than the tokenizer has tokens (deberta-v3: vocab_size 128100 for 128001
+// tokens), not fewer. FILE holds one text per
 // line, or JSONL objects with a "text" field. Each output line is {"ids": [...],
 // "embedding": [...]}, or with -pooling none {"ids": [...], "hidden": [[...] per token]}.
 package main
@@ -117,8 +121,8 @@ func run(dir, in, out, pooling string, maxLen, batch int, beName string) error {
 	if err != nil {
 		return err
 	}
-	if tok.VocabSize() != cfg.Vocab() {
-		return fmt.Errorf("model %s: tokenizer has %d tokens but config.json says vocab_size %d", dir, tok.VocabSize(), cfg.Vocab())
+	if tok.VocabSize() > cfg.Vocab() {
+		return fmt.Errorf("model %s: tokenizer has %d tokens but config.json's vocab_size is %d (the embedding table needs a row per token)", dir, tok.VocabSize(), cfg.Vocab())
 	}
 	if maxLen > cfg.MaxPositions() {
 		maxLen = cfg.MaxPositions()

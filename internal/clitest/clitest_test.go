@@ -133,13 +133,16 @@ func setup(tmp string) error {
 	if err := appendFile(filepath.Join(fix["{badqrels}"], "qrels", "train.tsv"), "0\t9999\t1\n"); err != nil {
 		return err
 	}
-	// A vocab.txt shorter than the model's embedding table (tokenizer.json would take precedence).
+	// A vocab.txt longer than the model's embedding table (tokenizer.json would take precedence;
+	// a shorter one is fine: deberta-v3's table has 128100 rows for 128001 tokens).
 	vocab, err := os.ReadFile(filepath.Join(fix["{hf}"], "vocab.txt"))
 	if err != nil {
 		return err
 	}
-	lines := strings.SplitAfter(string(vocab), "\n")
-	if err := os.WriteFile(filepath.Join(fix["{hfvocab}"], "vocab.txt"), []byte(strings.Join(lines[:100], "")), 0o644); err != nil {
+	for i := 0; i < 100; i++ {
+		vocab = fmt.Appendf(vocab, "extra%d\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(fix["{hfvocab}"], "vocab.txt"), vocab, 0o644); err != nil {
 		return err
 	}
 	return os.Remove(filepath.Join(fix["{hfvocab}"], "tokenizer.json"))
@@ -352,7 +355,7 @@ var cases = []badCase{
 	{"encode/model-missing", cmd("encode", "-model", "missing", "-in", "in.txt"), map[string]string{"in.txt": "a\n"}, "missing"},
 	{"encode/model-is-run-dir", cmd("encode", "-model", "{run}", "-in", "in.txt"), map[string]string{"in.txt": "a\n"}, "config.json"},
 	{"encode/model-truncated", cmd("encode", "-model", "{hftrunc}", "-in", "in.txt"), map[string]string{"in.txt": "a\n"}, "model.safetensors"},
-	{"encode/vocab-mismatch", cmd("encode", "-model", "{hfvocab}", "-in", "in.txt"), map[string]string{"in.txt": "a\n"}, "tokenizer has 100 tokens"},
+	{"encode/vocab-mismatch", cmd("encode", "-model", "{hfvocab}", "-in", "in.txt"), map[string]string{"in.txt": "a\n"}, "the embedding table needs a row per token"},
 
 	// export.
 	{"export/no-run", cmd("export", "-out", "out"), nil, "-run"},
