@@ -16,7 +16,8 @@ import (
 const (
 	IndexEmbeddings = "tools.safetensors" // tensor "embeddings" [n_tools, dim] F32
 	IndexTools      = "tools.jsonl"       // one ToolRecord per line, in embedding order
-	IndexQueryDir   = "query"             // the query tower in hf layout
+	IndexQueryDir   = "query"             // the query tower in hf layout (a shared tower: both sides)
+	IndexToolDir    = "tool"              // the tool tower of separate towers, in hf layout
 	EmbeddingsName  = "embeddings"
 )
 
@@ -31,7 +32,7 @@ type ToolRecord struct {
 }
 
 // writeIndex embeds the tools of opts.Data (default dataset if nil) with the tool tower and
-// writes them with the query tower.
+// writes them with the towers (writeIndexTowers).
 func writeIndex(m *Model, root string, man *Manifest, opts Options) error {
 	d := opts.Data
 	src := opts.DataSource
@@ -64,26 +65,49 @@ func writeIndex(m *Model, root string, man *Manifest, opts Options) error {
 	if err := WriteIndexFiles(root, recs, emb, map[string]string{"similarity": sim, "data_fingerprint": d.Fingerprint()}); err != nil {
 		return err
 	}
-	q, err := m.Tower(biencoder.QueryTower)
-	if err != nil {
+	if err := writeIndexTowers(m, root, man); err != nil {
 		return err
 	}
-	qt := *q
-	if m.QueryMaxLen > 0 {
-		qt.MaxLen = min(qt.MaxLen, m.QueryMaxLen)
-	}
-	dir, err := path(root, IndexQueryDir)
-	if err != nil {
-		return err
-	}
-	if err := writeTowerHF(m, &qt, dir, qt.MaxLen); err != nil {
-		return err
-	}
-	man.Towers = map[string]string{biencoder.QueryTower: IndexQueryDir}
 	man.TrainDataFingerprint = m.Fingerprint
 	man.DataFingerprint = d.Fingerprint()
 	man.DataSource = src
 	man.Tools, man.Dim = len(emb), len(emb[0])
+	return nil
+}
+
+// writeIndexTowers writes the towers a server needs: the query tower to embed queries and the
+// tool tower to embed tools added later (cmd/serve's live updates). A shared tower is written
+// once, in query/, with both lengths (as -format hf writes it: max_seq_length is the tool
+// length, the query length is recorded in config_sentence_transformers.json and read back by
+// LoadHF); separate towers go to query/ and tool/.
+func writeIndexTowers(m *Model, root string, man *Manifest) error {
+	sides := []struct {
+		name, rel string
+		maxLen    int
+	}{{biencoder.QueryTower, IndexQueryDir, m.QueryMaxLen}, {biencoder.ToolTower, IndexToolDir, m.ToolMaxLen}}
+	man.Towers = map[string]string{}
+	for _, s := range sides {
+		if len(m.Towers) == 1 && s.name == biencoder.ToolTower {
+			man.Towers[s.name] = IndexQueryDir // the shared tower, written once with both lengths
+			continue
+		}
+		t, err := m.Tower(s.name)
+		if err != nil {
+			return err
+		}
+		wt := *t
+		if len(m.Towers) == 2 && s.maxLen > 0 {
+			wt.MaxLen = min(wt.MaxLen, s.maxLen)
+		}
+		dir, err := path(root, s.rel)
+		if err != nil {
+			return err
+		}
+		if err := writeTowerHF(m, &wt, dir, wt.MaxLen); err != nil {
+			return err
+		}
+		man.Towers[s.name] = s.rel
+	}
 	return nil
 }
 

@@ -6,7 +6,10 @@
 //	r, err := retriever.Load("index/", retriever.WithReranker("reranker/", 20))
 //	results, err := r.Retrieve(ctx, "what's the weather in Lisbon", 5)
 //
-// A Retriever is safe for concurrent use.
+// A Retriever is safe for concurrent use. Its tool library is an immutable Library snapshot
+// swapped atomically (SetLibrary): a query is answered from one library version, never a
+// mix, while a server adds or removes tools (Library.With; new tools are embedded with the
+// index's tool tower, Embed(biencoder.ToolTower, ...)).
 package retriever
 
 import (
@@ -20,6 +23,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/backend"
@@ -68,13 +72,106 @@ func WithoutVerify() Option { return func(o *options) { o.verify = false } }
 
 // Retriever serves queries from an exported index.
 type Retriever struct {
-	query  *export.Model
-	tools  []export.ToolRecord
-	emb    []float32 // [len(tools) * dim]
+	query *export.Model
+	// tool is the tool tower (the query model itself for a shared tower); nil when the index
+	// has none (exports before the tool tower was written into the index).
+	tool   *export.Model
+	lib    atomic.Pointer[Library]
 	dim    int
 	rerank *export.Model
 	topM   int
 	man    *export.Manifest
+	meta   map[string]string
+}
+
+// Library is one immutable version of the tool library: the tool records and their
+// embeddings, in index order. Libraries share embedding rows; never modify a Library or
+// the slices it returns.
+type Library struct {
+	// Version is 0 for an index as exported; a server numbers each update after it.
+	Version uint64
+	tools   []export.ToolRecord
+	rows    [][]float32
+	pos     map[string]int // id -> index
+}
+
+// NewLibrary returns a library of tools with embeddings emb (same order, one row each).
+func NewLibrary(version uint64, tools []export.ToolRecord, emb [][]float32) (*Library, error) {
+	if len(tools) != len(emb) {
+		return nil, fmt.Errorf("retriever: %d tools for %d embeddings", len(tools), len(emb))
+	}
+	l := &Library{Version: version, tools: tools, rows: emb, pos: make(map[string]int, len(tools))}
+	for i, t := range tools {
+		if len(emb[i]) != len(emb[0]) {
+			return nil, fmt.Errorf("retriever: tool %q has a %d-dimensional embedding, tool %q %d", t.ID, len(emb[i]), tools[0].ID, len(emb[0]))
+		}
+		if _, dup := l.pos[t.ID]; dup {
+			return nil, fmt.Errorf("retriever: tool id %q appears twice", t.ID)
+		}
+		l.pos[t.ID] = i
+	}
+	return l, nil
+}
+
+// Len is the number of tools.
+func (l *Library) Len() int { return len(l.tools) }
+
+// Tool returns the i-th tool record.
+func (l *Library) Tool(i int) export.ToolRecord { return l.tools[i] }
+
+// Embedding returns the i-th tool's embedding (shared: do not modify).
+func (l *Library) Embedding(i int) []float32 { return l.rows[i] }
+
+// Lookup returns the index of the tool with the given id.
+func (l *Library) Lookup(id string) (int, bool) {
+	i, ok := l.pos[id]
+	return i, ok
+}
+
+// With returns version of the library with the tools put added (or replacing the tools of
+// the same ids, in place) and the tools of the ids in del removed. emb holds the embeddings
+// of put. Deleting an absent id is not an error; put and del must not share an id. l is
+// unchanged; the new library shares l's unchanged rows.
+func (l *Library) With(version uint64, put []export.ToolRecord, emb [][]float32, del []string) (*Library, error) {
+	if len(put) != len(emb) {
+		return nil, fmt.Errorf("retriever: %d tools for %d embeddings", len(put), len(emb))
+	}
+	gone := make(map[string]bool, len(del))
+	for _, id := range del {
+		gone[id] = true
+	}
+	tools := make([]export.ToolRecord, 0, len(l.tools)+len(put))
+	rows := make([][]float32, 0, len(l.tools)+len(put))
+	repl := make(map[string]int, len(put))
+	for i, t := range put {
+		if gone[t.ID] {
+			return nil, fmt.Errorf("retriever: tool %q both put and deleted", t.ID)
+		}
+		if _, dup := repl[t.ID]; dup {
+			return nil, fmt.Errorf("retriever: tool %q put twice", t.ID)
+		}
+		if len(l.rows) > 0 && len(emb[i]) != len(l.rows[0]) {
+			return nil, fmt.Errorf("retriever: tool %q has a %d-dimensional embedding, the library %d", t.ID, len(emb[i]), len(l.rows[0]))
+		}
+		repl[t.ID] = i
+	}
+	for i, t := range l.tools {
+		if gone[t.ID] {
+			continue
+		}
+		if j, ok := repl[t.ID]; ok {
+			tools, rows = append(tools, put[j]), append(rows, emb[j])
+			delete(repl, t.ID)
+			continue
+		}
+		tools, rows = append(tools, t), append(rows, l.rows[i])
+	}
+	for i, t := range put {
+		if _, ok := repl[t.ID]; ok {
+			tools, rows = append(tools, t), append(rows, emb[i])
+		}
+	}
+	return NewLibrary(version, tools, rows)
 }
 
 // Load opens an exported index directory (manifest.json, tools.safetensors, tools.jsonl and
@@ -112,14 +209,37 @@ func Load(dir string, opts ...Option) (*Retriever, error) {
 	if q.Head != nil {
 		return nil, fmt.Errorf("retriever: query model %s has a classification head, want a bi-encoder tower", qdir)
 	}
-	tools, emb, dim, _, err := export.ReadIndexFiles(dir)
+	tools, flat, dim, meta, err := export.ReadIndexFiles(dir)
 	if err != nil {
 		return nil, err
 	}
 	if h := q.Towers[0].Encoder.Hidden(); h != dim {
 		return nil, fmt.Errorf("retriever: index %s has %d-dimensional tool embeddings, the query model %d", dir, dim, h)
 	}
-	r := &Retriever{query: q, tools: tools, emb: emb, dim: dim, man: man}
+	r := &Retriever{query: q, dim: dim, man: man, meta: meta}
+	if _, ok := man.Towers[biencoder.ToolTower]; ok {
+		tdir, err := man.TowerDir(dir, biencoder.ToolTower)
+		if err != nil {
+			return nil, err
+		}
+		if r.tool = q; tdir != qdir {
+			if r.tool, err = export.LoadHF(tdir, o.be); err != nil {
+				return nil, err
+			}
+			if h := r.tool.Towers[0].Encoder.Hidden(); h != dim || r.tool.Head != nil {
+				return nil, fmt.Errorf("retriever: tool model %s: hidden size %d (index %d) or a classification head", tdir, h, dim)
+			}
+		}
+	}
+	rows := make([][]float32, len(tools))
+	for i := range rows {
+		rows[i] = flat[i*dim : (i+1)*dim : (i+1)*dim]
+	}
+	lib, err := NewLibrary(0, tools, rows)
+	if err != nil {
+		return nil, fmt.Errorf("retriever: index %s: %w", dir, err)
+	}
+	r.lib.Store(lib)
 	if o.rerankDir != "" {
 		rm, err := export.LoadHF(o.rerankDir, o.be)
 		if err != nil {
@@ -163,11 +283,92 @@ func verify(dir string, man *export.Manifest) error {
 	return nil
 }
 
-// Len is the number of tools in the index.
-func (r *Retriever) Len() int { return len(r.tools) }
+// Len is the number of tools in the current library.
+func (r *Retriever) Len() int { return r.Library().Len() }
 
 // Manifest returns the index's manifest.
 func (r *Retriever) Manifest() *export.Manifest { return r.man }
+
+// Metadata returns the metadata of the index's tools.safetensors (similarity,
+// data_fingerprint, ...). Do not modify it.
+func (r *Retriever) Metadata() map[string]string { return r.meta }
+
+// Dim is the embedding dimension.
+func (r *Retriever) Dim() int { return r.dim }
+
+// Library returns the current tool library.
+func (r *Retriever) Library() *Library { return r.lib.Load() }
+
+// SetLibrary makes l the library later queries are answered from; queries under way finish
+// on the library they started with.
+func (r *Retriever) SetLibrary(l *Library) error {
+	if l.Len() > 0 && len(l.rows[0]) != r.dim {
+		return fmt.Errorf("retriever: library of %d-dimensional embeddings, the index %d", len(l.rows[0]), r.dim)
+	}
+	r.lib.Store(l)
+	return nil
+}
+
+// CanEmbedTools reports why tools cannot be embedded (nil when they can): an index exported
+// before the tool tower was written into it has only the query tower.
+func (r *Retriever) CanEmbedTools() error {
+	if r.tool == nil {
+		return fmt.Errorf("retriever: index has no tool tower (exported before toolret wrote it); re-export it with cmd/export -format index to add tools")
+	}
+	return nil
+}
+
+// towerModel returns the model of tower (QueryTower or ToolTower).
+func (r *Retriever) towerModel(tower string) (*export.Model, error) {
+	switch tower {
+	case biencoder.QueryTower:
+		return r.query, nil
+	case biencoder.ToolTower:
+		if err := r.CanEmbedTools(); err != nil {
+			return nil, err
+		}
+		return r.tool, nil
+	}
+	return nil, fmt.Errorf("retriever: tower %q (want %q or %q)", tower, biencoder.QueryTower, biencoder.ToolTower)
+}
+
+// Embed returns the embeddings of texts with the query or the tool tower
+// (biencoder.QueryTower, biencoder.ToolTower), as the index's tools were embedded.
+func (r *Retriever) Embed(tower string, texts []string) ([][]float32, error) {
+	m, err := r.towerModel(tower)
+	if err != nil {
+		return nil, err
+	}
+	side := "" // a tower of its own: its length is its directory's max_seq_length
+	if r.tool == r.query {
+		side = tower // a shared tower: the side's length recorded with it
+	}
+	out, err := m.Embed(side, texts)
+	if err != nil {
+		return nil, fmt.Errorf("retriever: embed %s texts: %w", tower, err)
+	}
+	return out, nil
+}
+
+// Tokens returns the number of tokens the tower reads of text ([CLS] and [SEP] included,
+// after truncation to the tower's length).
+func (r *Retriever) Tokens(tower, text string) (int, error) {
+	m, err := r.towerModel(tower)
+	if err != nil {
+		return 0, err
+	}
+	t := &m.Towers[0]
+	maxLen := t.MaxLen
+	if r.tool == r.query {
+		if l := m.QueryMaxLen; tower == biencoder.QueryTower && l > 0 {
+			maxLen = min(maxLen, l)
+		}
+		if l := m.ToolMaxLen; tower == biencoder.ToolTower && l > 0 {
+			maxLen = min(maxLen, l)
+		}
+	}
+	return len(m.Tok.Single(text, maxLen)), nil
+}
 
 // Retrieve returns the k best tools for query, best first.
 func (r *Retriever) Retrieve(ctx context.Context, query string, k int) ([]Result, error) {
@@ -178,8 +379,15 @@ func (r *Retriever) Retrieve(ctx context.Context, query string, k int) ([]Result
 	return res[0], nil
 }
 
-// RetrieveBatch returns the k best tools for each query (queries are embedded together).
+// RetrieveBatch returns the k best tools for each query (queries are embedded together) from
+// the current library.
 func (r *Retriever) RetrieveBatch(ctx context.Context, queries []string, k int) ([][]Result, error) {
+	return r.RetrieveFrom(ctx, r.Library(), queries, k)
+}
+
+// RetrieveFrom returns the k best tools of lib for each query: every answer comes from that
+// one library version.
+func (r *Retriever) RetrieveFrom(ctx context.Context, lib *Library, queries []string, k int) ([][]Result, error) {
 	if k <= 0 {
 		return nil, fmt.Errorf("retriever: k = %d, want > 0", k)
 	}
@@ -189,25 +397,25 @@ func (r *Retriever) RetrieveBatch(ctx context.Context, queries []string, k int) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	qe, err := r.query.Embed("", queries)
+	qe, err := r.Embed(biencoder.QueryTower, queries)
 	if err != nil {
-		return nil, fmt.Errorf("retriever: embed queries: %w", err)
+		return nil, err
 	}
 	m := k
 	if r.rerank != nil {
 		m = max(k, r.topM)
 	}
 	out := make([][]Result, len(queries))
-	scores := make([]float32, len(r.tools))
+	scores := make([]float32, lib.Len())
 	for i, q := range qe {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		r.score(q, scores)
+		score(lib.rows, q, scores)
 		top := retrieve.TopK(scores, m)
 		res := make([]Result, len(top.Tools))
 		for j, t := range top.Tools {
-			rec := r.tools[t]
+			rec := lib.tools[t]
 			res[j] = Result{ToolID: rec.ID, Score: top.Scores[j], RetrievalScore: top.Scores[j], Index: t,
 				Title: rec.Title, Text: rec.Text, Category: rec.Category, ToolName: rec.ToolName, APIName: rec.APIName}
 		}
@@ -223,11 +431,11 @@ func (r *Retriever) RetrieveBatch(ctx context.Context, queries []string, k int) 
 
 // score fills scores with the dot product of q and every tool embedding, in parallel for
 // large indexes.
-func (r *Retriever) score(q []float32, scores []float32) {
-	n, d := len(r.tools), r.dim
+func score(rows [][]float32, q []float32, scores []float32) {
+	n, d := len(rows), len(q)
 	work := func(lo, hi int) {
 		for t := lo; t < hi; t++ {
-			row := r.emb[t*d : (t+1)*d]
+			row := rows[t][:d]
 			s := float32(0)
 			for k, v := range q {
 				s += v * row[k]

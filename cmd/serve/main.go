@@ -1,0 +1,184 @@
+// Command serve answers tool-retrieval requests from an exported index (cmd/export -format
+// index) over HTTP, or over MCP for agents, with a live tool library.
+//
+//	serve -index DIR [-addr 127.0.0.1:8080] [-backend go] [-k 5] [-reranker DIR -depth 20]
+//	      [-max-k 100] [-max-batch 64] [-max-body 1048576] [-timeout 10s] [-grace 30s]
+//	      [-compact-every 1000] [-model NAME] [-mcp stdio|http]
+//
+// HTTP (package serve): POST /v1/retrieve, POST /v1/embeddings (OpenAI's format), POST
+// /v1/tools, GET and DELETE /v1/tools/{id}, GET /healthz, GET /metrics (Prometheus). Tool
+// updates are appended to DIR/updates.log and fsynced before they are acknowledged, and
+// compacted into the index every -compact-every updates and at shutdown. When TOOLRET_TOKEN
+// is set, POST and DELETE /v1/tools need "Authorization: Bearer $TOOLRET_TOKEN".
+//
+// -mcp stdio serves the MCP tool find_tools on standard input and output (no HTTP), for an
+// agent that starts the server itself; -mcp http adds the MCP streamable HTTP endpoint /mcp
+// to the HTTP API.
+//
+// SIGINT or SIGTERM stops the server gracefully: no new connections, requests under way
+// finish (up to -grace), pending updates are compacted. One JSON log line per request goes
+// to standard error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/serve"
+)
+
+type options struct {
+	index, addr, backend, reranker, model, mcp string
+	k, depth, maxK, maxBatch, compactEvery     int
+	maxBody                                    int64
+	timeout, grace                             time.Duration
+}
+
+func main() {
+	o, err := parse(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "serve:", err)
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	if err := run(o, log); err != nil {
+		log.Error("serve failed", "error", err.Error())
+		os.Exit(1)
+	}
+}
+
+func parse(args []string) (*options, error) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	o := &options{}
+	fs.StringVar(&o.index, "index", "", "exported index directory (cmd/export -format index; required); tool updates are written into it")
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "HTTP listen address")
+	be := cli.Backend(fs)
+	fs.IntVar(&o.k, "k", 5, "tools returned per query when a request gives no k")
+	fs.StringVar(&o.reranker, "reranker", "", "exported cross-encoder (cmd/export -format hf) reranking the top -depth tools")
+	fs.IntVar(&o.depth, "depth", 20, "tools the -reranker rescores per query")
+	fs.IntVar(&o.maxK, "max-k", 100, "largest k a request may ask for")
+	fs.IntVar(&o.maxBatch, "max-batch", 64, "most queries, embedding inputs or tools in one request")
+	fs.Int64Var(&o.maxBody, "max-body", 1<<20, "request body limit in bytes")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "time limit of one request")
+	fs.DurationVar(&o.grace, "grace", 30*time.Second, "at shutdown, how long requests under way may take to finish")
+	fs.IntVar(&o.compactEvery, "compact-every", 1000, "tool updates logged before they are compacted into the index (0: only at shutdown)")
+	fs.StringVar(&o.model, "model", "", "model name /v1/embeddings reports when a request names none (default: the index directory's name)")
+	fs.StringVar(&o.mcp, "mcp", "", "serve MCP: stdio (find_tools on stdin/stdout, no HTTP) or http (adds /mcp to the HTTP API)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	o.backend = *be
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.index == "" {
+		return nil, errors.New("-index is required")
+	}
+	switch o.mcp {
+	case "", "stdio", "http":
+	default:
+		return nil, fmt.Errorf("-mcp %q: want stdio or http", o.mcp)
+	}
+	if err := cli.First(cli.Positive("k", o.k), cli.Positive("depth", o.depth), cli.Positive("max-k", o.maxK),
+		cli.Positive("max-batch", o.maxBatch), cli.Positive("max-body", o.maxBody), cli.Positive("timeout", o.timeout.Seconds()),
+		cli.NonNegative("grace", o.grace.Seconds()), cli.NonNegative("compact-every", o.compactEvery)); err != nil {
+		return nil, err
+	}
+	if o.k > o.maxK {
+		return nil, fmt.Errorf("-k %d is above -max-k %d", o.k, o.maxK)
+	}
+	if o.model == "" {
+		abs, err := filepath.Abs(o.index)
+		if err != nil {
+			return nil, fmt.Errorf("-index %s: %w", o.index, err)
+		}
+		o.model = filepath.Base(abs)
+	}
+	return o, nil
+}
+
+func run(o *options, log *slog.Logger) error {
+	be, err := backend.Open(backend.Name(o.backend))
+	if err != nil {
+		return fmt.Errorf("-backend: %w", err)
+	}
+	ropts := []retriever.Option{retriever.WithBackend(be)}
+	if o.reranker != "" {
+		ropts = append(ropts, retriever.WithReranker(o.reranker, o.depth))
+	}
+	start := time.Now()
+	store, err := serve.Open(o.index, o.compactEvery, ropts...)
+	if err != nil {
+		return err
+	}
+	lib := store.R.Library()
+	log.Info("index loaded", "index", o.index, "tools", lib.Len(), "version", lib.Version, "replayed_updates", store.Pending(),
+		"dim", store.R.Dim(), "tool_updates", store.R.CanEmbedTools() == nil, "ms", time.Since(start).Milliseconds())
+	token := os.Getenv("TOOLRET_TOKEN")
+	cfg := serve.Config{DefaultK: o.k, MaxK: o.maxK, MaxBatch: o.maxBatch, MaxBody: o.maxBody, Timeout: o.timeout,
+		Token: token, Model: o.model, MCP: o.mcp == "http", Logger: log}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.mcp == "stdio" {
+		err := serve.NewMCP(store, cfg).Run(ctx, &mcp.StdioTransport{})
+		if cerr := store.Close(); err == nil || errors.Is(err, context.Canceled) {
+			err = cerr
+		}
+		return err
+	}
+	if token == "" {
+		log.Warn("TOOLRET_TOKEN is not set: anyone who reaches the server can add and delete tools")
+	}
+	srv := &http.Server{
+		Handler:           serve.New(store, cfg).Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       o.timeout + 5*time.Second,
+		WriteTimeout:      2*o.timeout + 5*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		store.Close()
+		return fmt.Errorf("-addr: %w", err)
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "mcp", o.mcp == "http", "auth", token != "")
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		store.Close()
+		return err
+	case <-ctx.Done():
+	}
+	stop() // a second signal kills the process
+	log.Info("shutting down: finishing requests under way", "grace", o.grace.String())
+	sctx, cancel := context.WithTimeout(context.Background(), o.grace)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	if err != nil {
+		log.Warn("requests still running after the grace period were cut", "error", err.Error())
+		srv.Close()
+	}
+	if cerr := store.Close(); cerr != nil {
+		return fmt.Errorf("compacting updates at shutdown: %w", cerr)
+	}
+	lib = store.R.Library()
+	log.Info("stopped", "tools", lib.Len(), "version", lib.Version)
+	return nil
+}
