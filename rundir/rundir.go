@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/internal/atomicfile"
 )
 
 // MetaFile is the name of the run description in a run directory.
@@ -183,41 +184,7 @@ func WriteJSON(dir, name string, v any) error {
 
 // WriteFile writes b to path atomically: a temporary file in the same directory, synced,
 // then renamed over path. The directory is created if needed.
-func WriteFile(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(b); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
+func WriteFile(path string, b []byte) error { return atomicfile.Write(path, b) }
 
 // Differences lists, sorted, the arguments whose values differ between a run's recorded args
 // and given ones, as "-name: run has X, given Y". Names in ignore are not compared.

@@ -10,9 +10,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/toolret/toolret/internal/atomicfile"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
 )
 
@@ -252,28 +252,7 @@ func Write(path string, tensors []Tensor, metadata map[string]string) error {
 	return writeAtomic(path, buf)
 }
 
-func writeAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
+func writeAtomic(path string, b []byte) error { return atomicfile.Write(path, b) }
 
 // Raw is one tensor of any dtype to write, as little-endian bytes.
 type Raw struct {
