@@ -51,6 +51,9 @@ func TestMain(m *testing.M) {
 	if dir, err := baseIndex(); err == nil {
 		os.RemoveAll(filepath.Dir(dir))
 	}
+	if serveBin.dir != "" {
+		os.RemoveAll(serveBin.dir)
+	}
 	os.Exit(code)
 }
 
