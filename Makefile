@@ -9,7 +9,7 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin
 
-.PHONY: train eval test vet build install-onnx fuzz bench-encode export bench-retrieve bench-colt
+.PHONY: train eval test vet build install-onnx fuzz bench-encode export bench-retrieve bench-colt serve bench-serve
 
 ## train: train a bi-encoder from scratch on the embedded default dataset; prints test metrics.
 train:
@@ -66,3 +66,13 @@ bench-colt:
 ## bench-retrieve: retriever.Retrieve latency over ToolLens's tools and a synthetic 100k index.
 bench-retrieve:
 	$(GO) run ./cmd/bench retrieve $(ARGS)
+
+## serve: serve an exported index over HTTP, e.g. ARGS="-index exports/x-index" (see README, Serve).
+serve:
+	$(GO) run ./cmd/serve $(ARGS)
+
+## bench-serve: load test of cmd/serve on 127.0.0.1 (20,000 retrieve requests at concurrency 32
+## over the ToolLens index, alone and with a writer; QPS, p50/p99, consistency), e.g.
+## ARGS="-run runs/toollens-biencoder" (default: a random 2-layer model).
+bench-serve:
+	$(GO) run ./cmd/bench serve $(ARGS)

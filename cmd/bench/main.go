@@ -5,6 +5,7 @@
 //	bench colt [-data DIR] [-scale 10] [-dim 192]
 //	bench retrieve [-run RUN] [-data DIR] [-n 200] [-synthetic 100000]
 //	bench rerank -retriever RUN -reranker RUN [-classifier RUN] [-backends go,onnx] [-m 50] [-n 200]
+//	bench serve [-run RUN | -index DIR] [-data DIR] [-requests 20000] [-concurrency 32] [-k 5]
 //
 // encode: texts/second encoding n ToolLens queries (../shared/datasets/toollens, or -data)
 // with a randomly initialised BERT, on each toolret backend, next to PyTorch 1.13 (Debian's
@@ -35,10 +36,13 @@ import (
 )
 
 func main() {
-	if len(os.Args) >= 2 && (os.Args[1] == "train" || os.Args[1] == "colt" || os.Args[1] == "retrieve" || os.Args[1] == "rerank") {
+	if len(os.Args) >= 2 && (os.Args[1] == "train" || os.Args[1] == "colt" || os.Args[1] == "retrieve" || os.Args[1] == "rerank" || os.Args[1] == "serve") {
 		run := trainBench
 		if os.Args[1] == "colt" {
 			run = coltBench
+		}
+		if os.Args[1] == "serve" {
+			run = serveBench
 		}
 		if os.Args[1] == "retrieve" {
 			run = retrieveBench
@@ -53,7 +57,7 @@ func main() {
 		return
 	}
 	if len(os.Args) < 2 || os.Args[1] != "encode" {
-		fmt.Fprintln(os.Stderr, "usage: bench encode|train|colt|retrieve|rerank [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench encode|train|colt|retrieve|rerank|serve [flags]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("encode", flag.ExitOnError)
