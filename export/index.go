@@ -31,6 +31,15 @@ type ToolRecord struct {
 	APIName  string `json:"api_name,omitempty"`
 }
 
+// ToolRecords returns the index records of d's tools, in corpus order.
+func ToolRecords(d *data.Dataset) []ToolRecord {
+	recs := make([]ToolRecord, len(d.Tools))
+	for i, t := range d.Tools {
+		recs[i] = ToolRecord{ID: t.ID, Title: t.Title, Text: t.Text, Category: t.Category, ToolName: t.ToolName, APIName: t.APIName}
+	}
+	return recs
+}
+
 // writeIndex embeds the tools of opts.Data (default dataset if nil) with the tool tower and
 // writes them with the towers (writeIndexTowers).
 func writeIndex(m *Model, root string, man *Manifest, opts Options) error {
@@ -54,10 +63,7 @@ func writeIndex(m *Model, root string, man *Manifest, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("export: embed tools: %w", err)
 	}
-	recs := make([]ToolRecord, len(d.Tools))
-	for i, t := range d.Tools {
-		recs[i] = ToolRecord{ID: t.ID, Title: t.Title, Text: t.Text, Category: t.Category, ToolName: t.ToolName, APIName: t.APIName}
-	}
+	recs := ToolRecords(d)
 	sim := m.Similarity
 	if sim == "" {
 		sim = "dot"

@@ -77,11 +77,29 @@ type Store struct {
 
 	compactFails atomic.Int64
 	compactErr   atomic.Pointer[error]
+	data         *dataSource // set by Sync
 }
 
 // Open recovers and opens the index directory dir with its update log. opts configure the
 // retriever (backend, reranker).
-func Open(dir string, compactEvery int, opts ...retriever.Option) (*Store, error) {
+func Open(dir string, compactEvery int, opts ...retriever.Option) (s *Store, err error) {
+	p := filepath.Join(dir, LogFile)
+	if _, err := os.Stat(filepath.Join(dir, export.ManifestFile)); err != nil {
+		return nil, fmt.Errorf("serve: index %s: %w", dir, err)
+	}
+	_, statErr := os.Stat(p)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	if err := lockLog(f); err != nil {
+		return nil, err
+	}
 	if err := recoverCompaction(dir); err != nil {
 		return nil, err
 	}
@@ -97,8 +115,7 @@ func Open(dir string, compactEvery int, opts ...retriever.Option) (*Store, error
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{R: r, dir: dir, CompactEvery: compactEvery}
-	p := filepath.Join(dir, LogFile)
+	s = &Store{R: r, dir: dir, CompactEvery: compactEvery}
 	recs, valid, err := readLog(p, r.Dim())
 	if err != nil {
 		return nil, err
@@ -120,28 +137,19 @@ func Open(dir string, compactEvery int, opts ...retriever.Option) (*Store, error
 	if err := r.SetLibrary(lib); err != nil {
 		return nil, err
 	}
-	_, statErr := os.Stat(p)
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("serve: %w", err)
-	}
 	// Drop a torn last record (written, never acknowledged) so that appends follow the last
 	// complete one.
 	if err := f.Truncate(valid); err != nil {
-		f.Close()
 		return nil, fmt.Errorf("serve: %s: %w", p, err)
 	}
 	if _, err := f.Seek(valid, io.SeekStart); err != nil {
-		f.Close()
 		return nil, fmt.Errorf("serve: %s: %w", p, err)
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
 		return nil, fmt.Errorf("serve: %s: %w", p, err)
 	}
 	if errors.Is(statErr, fs.ErrNotExist) {
 		if err := syncDir(dir); err != nil {
-			f.Close()
 			return nil, err
 		}
 	}
@@ -387,6 +395,49 @@ func (s *Store) Update(put []export.ToolRecord, del []string) (next, prev *retri
 	return next, cur, nil
 }
 
+// Sync makes the library hold exactly tools, as one update: tools that are new or whose
+// record differs are put (embedded with the tool tower), tools whose ids are not in tools are
+// deleted. The next compaction records dataFingerprint and source as the index's data. It
+// returns how many tools were added, changed and deleted (all 0: nothing to do).
+func (s *Store) Sync(tools []export.ToolRecord, dataFingerprint, source string) (added, changed, deleted int, err error) {
+	cur := s.R.Library()
+	want := make(map[string]bool, len(tools))
+	var put []export.ToolRecord
+	for _, t := range tools {
+		want[t.ID] = true
+		i, ok := cur.Lookup(t.ID)
+		switch {
+		case !ok:
+			added++
+		case cur.Tool(i) != t:
+			changed++
+		default:
+			continue
+		}
+		put = append(put, t)
+	}
+	var del []string
+	for i := 0; i < cur.Len(); i++ {
+		if id := cur.Tool(i).ID; !want[id] {
+			del = append(del, id)
+		}
+	}
+	deleted = len(del)
+	s.mu.Lock()
+	s.data = &dataSource{dataFingerprint, source}
+	s.mu.Unlock()
+	if len(put) == 0 && len(del) == 0 {
+		return 0, 0, 0, nil
+	}
+	if _, _, err := s.Update(put, del); err != nil {
+		return 0, 0, 0, err
+	}
+	return added, changed, deleted, nil
+}
+
+// dataSource is the dataset an index was synced to (Sync).
+type dataSource struct{ fingerprint, source string }
+
 // CompactionError returns the number of failed compactions and the last error (the updates
 // that triggered them succeeded: they stay in the log).
 func (s *Store) CompactionError() (int64, error) {
@@ -504,6 +555,7 @@ func (s *Store) compactLocked() error {
 	s.size = 0
 	s.pending.Store(0)
 	s.compact.Add(1)
+	s.data = nil // later updates are live updates again
 	return nil
 }
 
@@ -519,6 +571,9 @@ func (s *Store) writeCompaction(tmp string, lib *retriever.Library) error {
 		meta = map[string]string{}
 	}
 	meta[VersionKey] = strconv.FormatUint(lib.Version, 10)
+	if s.data != nil {
+		meta["data_fingerprint"] = s.data.fingerprint
+	}
 	if err := export.WriteIndexFiles(tmp, tools, emb, meta); err != nil {
 		return fmt.Errorf("serve: compact: %w", err)
 	}
@@ -539,8 +594,12 @@ func (s *Store) writeCompaction(tmp string, lib *retriever.Library) error {
 		files[name] = sum
 	}
 	man.Files, man.Tools = files, lib.Len()
-	src, _, _ := strings.Cut(man.DataSource, " + live updates")
-	man.DataSource = fmt.Sprintf("%s + live updates to version %d", src, lib.Version)
+	if s.data != nil {
+		man.DataFingerprint, man.DataSource = s.data.fingerprint, s.data.source
+	} else {
+		src, _, _ := strings.Cut(man.DataSource, " + live updates")
+		man.DataSource = fmt.Sprintf("%s + live updates to version %d", src, lib.Version)
+	}
 	b, err := json.MarshalIndent(man, "", "  ")
 	if err != nil {
 		return err

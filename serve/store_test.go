@@ -98,7 +98,12 @@ func TestDurable(t *testing.T) {
 	if st.R.Library().Version != 3 || len(want) != n0+1 {
 		t.Fatalf("version %d, %d tools", st.R.Library().Version, len(want))
 	}
-	// No Close: the process "died".
+	// A second process cannot open the index while the first has it.
+	if _, err := Open(dir, 0); err == nil || !strings.Contains(err.Error(), "is locked: another process") {
+		t.Fatalf("second Open of a locked index: %v", err)
+	}
+	// No Close: the process "died" (its lock goes with its file).
+	st.log.Close()
 	st2 := openStore(t, dir, 0)
 	if err := sameSnapshot(snap(st2.R.Library()), want); err != nil || st2.R.Library().Version != 3 || st2.Pending() != 3 {
 		t.Fatalf("after a crash: %v (version %d, %d pending)", err, st2.R.Library().Version, st2.Pending())
@@ -409,5 +414,48 @@ func TestConcurrentUpdates(t *testing.T) {
 	defer st2.Close()
 	if err := sameSnapshot(snap(st2.R.Library()), last); err != nil {
 		t.Fatalf("reopened: %v", err)
+	}
+}
+
+// TestSync makes an index hold a dataset's tools: new and changed tools embedded, missing
+// ones deleted; the compacted index records the dataset.
+func TestSync(t *testing.T) {
+	dir := newIndex(t)
+	st := openStore(t, dir, 0)
+	lib := st.R.Library()
+	var tools []export.ToolRecord
+	for i := 2; i < lib.Len(); i++ { // tools 0 and 1 dropped
+		tools = append(tools, lib.Tool(i))
+	}
+	tools[0].Text += " (changed)"
+	tools = append(tools, tool("new-1", "New"))
+	added, changed, deleted, err := st.Sync(tools, "fp-123", "my-data")
+	if err != nil || added != 1 || changed != 1 || deleted != 2 {
+		t.Fatalf("Sync: %d added, %d changed, %d deleted, %v", added, changed, deleted, err)
+	}
+	if a, c, d, err := st.Sync(tools, "fp-123", "my-data"); err != nil || a+c+d != 0 {
+		t.Fatalf("second Sync: %d %d %d %v", a, c, d, err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := retriever.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := snap(r.Library())
+	if len(got) != len(tools) || r.Manifest().DataFingerprint != "fp-123" || r.Manifest().DataSource != "my-data" || r.Metadata()["data_fingerprint"] != "fp-123" {
+		t.Fatalf("%d tools, manifest %+v", len(got), r.Manifest())
+	}
+	for _, tl := range tools {
+		if got[tl.ID].rec != tl {
+			t.Fatalf("tool %s: %+v, want %+v", tl.ID, got[tl.ID].rec, tl)
+		}
+	}
+	want, _ := r.Embed(biencoder.ToolTower, []string{tools[0].Text})
+	for j, v := range want[0] {
+		if math.Abs(float64(v-got[tools[0].ID].emb[j])) > 1e-6 {
+			t.Fatalf("changed tool not re-embedded")
+		}
 	}
 }

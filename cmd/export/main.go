@@ -1,6 +1,7 @@
 // Command export writes a trained run in a format other programs load.
 //
 //	export -run RUN -format hf|onnx|index -out DIR [-force] [-data DIR] [-backend go]
+//	export -format index -update -out DIR [-data DIR] [-backend go]
 //
 // RUN is a run directory (its best checkpoint is exported) or one checkpoint directory, of
 // any kind package export knows (bi-encoder, cross-encoder, classifier).
@@ -13,8 +14,13 @@
 //	       token_type_ids; outputs last_hidden_state and sentence_embedding (pooled,
 //	       normalised for cosine models), or a head's logits.
 //	index  a bi-encoder's tool embeddings over the tools of -data (default: the embedded
-//	       dataset): tools.safetensors, tools.jsonl and the query tower (query/, hf layout),
-//	       loadable with package retriever.
+//	       dataset): tools.safetensors, tools.jsonl and the towers in hf layout (query/; a
+//	       separate tool tower in tool/), loadable with package retriever, served by cmd/serve.
+//
+// -update brings an existing index up to date with the tools of -data offline, as cmd/serve's
+// live updates do: new and changed tools are embedded with the index's own tool tower, tools
+// missing from -data are deleted, and the index is rewritten in place (temporary files
+// renamed; see package serve). It takes no -run.
 //
 // Every export has a manifest.json (toolret version, source, kind, data fingerprint, sha256 of
 // every file). DIR must be absent or empty unless -force; the export is written beside it
@@ -29,6 +35,8 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/serve"
 )
 
 func main() {
@@ -38,10 +46,20 @@ func main() {
 	force := flag.Bool("force", false, "replace a non-empty output directory")
 	dataDir := flag.String("data", "", "dataset whose tools -format index embeds (default: the embedded dataset)")
 	be := flag.String("backend", "", "compute backend: go (default), onnx, xla:cpu")
+	update := flag.Bool("update", false, "with -format index: update the index in -out to the tools of -data (new and changed tools embedded with its tool tower, missing ones deleted) instead of exporting; no -run")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "export: unexpected arguments %q\n", flag.Args())
 		os.Exit(2)
+	}
+	if *update {
+		msg, err := runUpdate(*run, *format, *out, *force, *dataDir, *be)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "export:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintln(os.Stderr, msg)
+		return
 	}
 	man, err := runExport(*run, *format, *out, *force, *dataDir, *be)
 	if err != nil {
@@ -84,4 +102,48 @@ func runExport(run, format, out string, force bool, dataDir, beName string) (*ex
 	}
 	opts.Source = run
 	return export.Export(m, opts)
+}
+
+// runUpdate syncs the index out to the tools of dataDir (default: the embedded dataset).
+func runUpdate(run, format, out string, force bool, dataDir, beName string) (string, error) {
+	switch {
+	case format != export.FormatIndex:
+		return "", fmt.Errorf("-update works on an index: give -format index (not %q)", format)
+	case run != "":
+		return "", fmt.Errorf("-update takes no -run: the index's own tool tower embeds the tools")
+	case force:
+		return "", fmt.Errorf("-update rewrites the index in place: -force does not apply")
+	case out == "":
+		return "", fmt.Errorf("-out (the index to update) is required")
+	}
+	var d *data.Dataset
+	var err error
+	src := dataDir
+	if dataDir != "" {
+		d, err = data.Load(dataDir)
+	} else {
+		d, err = data.Default()
+		src = "default"
+	}
+	if err != nil {
+		return "", err
+	}
+	be, err := backend.Open(backend.Name(beName))
+	if err != nil {
+		return "", err
+	}
+	st, err := serve.Open(out, 0, retriever.WithBackend(be))
+	if err != nil {
+		return "", err
+	}
+	added, changed, deleted, err := st.Sync(export.ToolRecords(d), d.Fingerprint(), src)
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", err
+	}
+	lib := st.R.Library()
+	return fmt.Sprintf("updated index %s to the %d tools of %s: %d added, %d changed, %d deleted (library version %d)",
+		out, lib.Len(), src, added, changed, deleted, lib.Version), nil
 }

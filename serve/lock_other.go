@@ -1,0 +1,8 @@
+//go:build !unix
+
+package serve
+
+import "os"
+
+// lockLog does nothing where flock is not available: run one writer per index.
+func lockLog(f *os.File) error { return nil }
