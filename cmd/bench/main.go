@@ -1,6 +1,6 @@
 // Command bench measures toolret against PyTorch on the same shapes, in one run.
 //
-//	bench encode [-backends go,onnx] [-n 1000] [-layers 6 -hidden 384 -heads 6] [-batch 32]
+//	bench encode [-arch bert,deberta] [-backends go,onnx] [-queries 1000] [-layers 6 -hidden 384 -heads 6] [-batch 32]
 //	bench train [-backends go,onnx] [-layers 4 -hidden 256] [-batch 32 -query-len 32 -tool-len 64]
 //	bench colt [-data DIR] [-scale 10] [-dim 192]
 //	bench retrieve [-run RUN] [-data DIR] [-n 200] [-synthetic 100000]
@@ -8,9 +8,11 @@
 //	bench serve [-run RUN | -index DIR] [-data DIR] [-requests 20000] [-concurrency 32] [-k 5]
 //
 // encode: texts/second encoding n ToolLens queries (../shared/datasets/toollens, or -data)
-// with a randomly initialised BERT, on each toolret backend, next to PyTorch 1.13 (Debian's
-// python3-torch, run as `env -u OPENBLAS_CORETYPE /usr/bin/python3
-// scripts/bench/torch_encode.py`) on exactly the same padded batches.
+// with a randomly initialised encoder of each -arch (bert; deberta: DeBERTa-v3 with the same
+// sizes, 256 relative-position buckets over 512 positions) on each toolret backend, every
+// architecture on the same padded batches (the WordPiece -vocab tokenizes for both); for BERT
+// next to PyTorch 1.13 (Debian's python3-torch, run as `env -u OPENBLAS_CORETYPE
+// /usr/bin/python3 scripts/bench/torch_encode.py`, a BERT-only script) on those batches.
 // Build with -tags onnx for the onnx backend (make bench-encode does).
 package main
 
@@ -64,6 +66,7 @@ func main() {
 	dataDir := fs.String("data", "../shared/datasets/toollens", "dataset whose queries are encoded")
 	vocab := fs.String("vocab", "../shared/vocab/bert-base-uncased-vocab.txt", "vocab.txt")
 	backends := fs.String("backends", "go,onnx", "toolret backends to measure")
+	arch := fs.String("arch", "bert", "encoder architectures to measure, comma-separated: bert, deberta")
 	n := fs.Int("queries", 1000, "number of queries")
 	layers := fs.Int("layers", 6, "layers")
 	hidden := fs.Int("hidden", 384, "hidden size")
@@ -77,7 +80,7 @@ func main() {
 		err = fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if err == nil {
-		err = encode(*dataDir, *vocab, *backends, *n, *layers, *hidden, *heads, *batch, *python)
+		err = encode(*dataDir, *vocab, *arch, *backends, *n, *layers, *hidden, *heads, *batch, *python)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -90,7 +93,22 @@ type batchJSON struct {
 	Mask [][]int32 `json:"mask"`
 }
 
-func encode(dataDir, vocab, backends string, n, layers, hidden, heads, batch int, python string) error {
+// archs maps -arch names to model types.
+var archs = map[string]string{"bert": "bert", "deberta": "deberta-v2"}
+
+func encode(dataDir, vocab, arch, backends string, n, layers, hidden, heads, batch int, python string) error {
+	var cfgs []encoder.Config
+	for _, a := range strings.Split(arch, ",") {
+		mt, ok := archs[strings.TrimSpace(a)]
+		if !ok {
+			return fmt.Errorf("-arch %q: want bert or deberta (comma-separated)", a)
+		}
+		cfg, err := encoder.New(mt, encoder.Sizes{Vocab: 1, Layers: layers, Hidden: hidden, Heads: heads, Intermediate: 4 * hidden})
+		if err != nil {
+			return fmt.Errorf("-arch %s: %w", a, err)
+		}
+		cfgs = append(cfgs, cfg)
+	}
 	d, err := data.Load(dataDir)
 	if err != nil {
 		return err
@@ -102,10 +120,6 @@ func encode(dataDir, vocab, backends string, n, layers, hidden, heads, batch int
 	texts := make([]string, 0, n)
 	for _, q := range d.Queries[:min(n, len(d.Queries))] {
 		texts = append(texts, q.Text)
-	}
-	cfg, err := encoder.New("bert", encoder.Sizes{Vocab: tok.VocabSize(), Layers: layers, Hidden: hidden, Heads: heads, Intermediate: 4 * hidden})
-	if err != nil {
-		return err
 	}
 	seqs := make([][]int32, len(texts))
 	for i, s := range texts {
@@ -128,12 +142,27 @@ func encode(dataDir, vocab, backends string, n, layers, hidden, heads, batch int
 	}); err != nil {
 		return err
 	}
-	fmt.Printf("encode %d ToolLens queries: BERT %d layers, hidden %d, %d heads, batch %d, %d padded tokens\n", len(texts), layers, hidden, heads, batch, tokens)
-	fmt.Printf("%-10s %12s %10s\n", "engine", "texts/s", "seconds")
+	for _, cfg := range cfgs {
+		cfg, err := encoder.Override(cfg, map[string]any{"vocab_size": tok.VocabSize()})
+		if err != nil {
+			return err
+		}
+		if err := encodeArch(cfg, tok, seqs, batches, len(texts), tokens, backends, batch, python); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// encodeArch times one architecture on every backend (and PyTorch for BERT).
+func encodeArch(cfg encoder.Config, tok *tokenize.Tokenizer, seqs [][]int32, batches []batchJSON, texts, tokens int, backends string, batch int, python string) error {
+	fmt.Printf("encode %d ToolLens queries: %s %d layers, hidden %d, batch %d, %d padded tokens, %d parameters\n",
+		texts, cfg.ModelType(), cfg.Layers(), cfg.Hidden(), batch, tokens, numParams(cfg))
+	fmt.Printf("%-16s %12s %10s\n", "engine", "texts/s", "seconds")
 	for _, name := range strings.Split(backends, ",") {
 		be, err := backend.Open(name)
 		if err != nil {
-			fmt.Printf("%-10s %12s (%v)\n", name, "-", err)
+			fmt.Printf("%-16s %12s (%v)\n", name, "-", err)
 			continue
 		}
 		store := model.NewStore()
@@ -158,9 +187,13 @@ func encode(dataDir, vocab, backends string, n, layers, hidden, heads, batch int
 			}
 			best = min(best, el)
 		}
-		fmt.Printf("%-10s %12.1f %10.3f\n", "toolret-"+name, float64(len(texts))/best.Seconds(), best.Seconds())
+		fmt.Printf("%-16s %12.1f %10.3f\n", "toolret-"+name, float64(texts)/best.Seconds(), best.Seconds())
 	}
 	if python == "" {
+		return nil
+	}
+	if cfg.ModelType() != "bert" {
+		fmt.Printf("%-16s %12s (scripts/bench/torch_encode.py runs BERT only)\n", "pytorch", "-")
 		return nil
 	}
 	spec := map[string]any{"config": cfg, "repeats": 3, "batches": batches}
@@ -176,7 +209,7 @@ func encode(dataDir, vocab, backends string, n, layers, hidden, heads, batch int
 	cmd.Env = withoutEnv(os.Environ(), "OPENBLAS_CORETYPE")
 	outB, err := cmd.CombinedOutput()
 	if err != nil {
-		fmt.Printf("%-10s %12s (%v: %s)\n", "pytorch", "-", err, strings.TrimSpace(string(outB)))
+		fmt.Printf("%-16s %12s (%v: %s)\n", "pytorch", "-", err, strings.TrimSpace(string(outB)))
 		return nil
 	}
 	var res struct {
@@ -189,8 +222,20 @@ func encode(dataDir, vocab, backends string, n, layers, hidden, heads, batch int
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
 		return fmt.Errorf("pytorch output %q: %w", outB, err)
 	}
-	fmt.Printf("%-10s %12.1f %10.3f  (torch %s, %d threads)\n", "pytorch", res.TextsPerSec, res.Seconds, res.Torch, res.Threads)
+	fmt.Printf("%-16s %12.1f %10.3f  (torch %s, %d threads)\n", "pytorch", res.TextsPerSec, res.Seconds, res.Torch, res.Threads)
 	return nil
+}
+
+func numParams(cfg encoder.Config) int {
+	n := 0
+	for _, p := range cfg.Params() {
+		k := 1
+		for _, d := range p.Shape {
+			k *= d
+		}
+		n += k
+	}
+	return n
 }
 
 func withoutEnv(env []string, key string) []string {

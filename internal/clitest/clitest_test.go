@@ -386,6 +386,7 @@ var cases = []badCase{
 	{"bench/encode/unknown-flag", cmd("bench", "encode", "-bogus"), nil, "flag provided but not defined: -bogus"},
 	{"bench/encode/batch-0", cmd("bench", "encode", "-data", "{beir}", "-vocab", "{hf}/vocab.txt", "-backends", "go", "-python", "", "-queries", "10", "-layers", "1", "-hidden", "16", "-heads", "2", "-batch", "0"), nil, "-batch 0"},
 	{"bench/encode/queries-0", cmd("bench", "encode", "-data", "{beir}", "-vocab", "{hf}/vocab.txt", "-backends", "go", "-python", "", "-queries", "0", "-layers", "1", "-hidden", "16", "-heads", "2"), nil, "-queries 0"},
+	{"bench/encode/arch-typo", cmd("bench", "encode", "-data", "{beir}", "-vocab", "{hf}/vocab.txt", "-backends", "go", "-python", "", "-queries", "10", "-layers", "1", "-hidden", "16", "-heads", "2", "-arch", "bert,gpt2"), nil, `-arch "gpt2"`},
 	{"bench/encode/layers-0", cmd("bench", "encode", "-data", "{beir}", "-vocab", "{hf}/vocab.txt", "-backends", "go", "-python", "", "-queries", "10", "-layers", "0", "-hidden", "16", "-heads", "2"), nil, "-layers 0"},
 	{"bench/encode/positional", cmd("bench", "encode", "-data", "{beir}", "-vocab", "{hf}/vocab.txt", "-backends", "go", "-python", "", "-queries", "10", "-layers", "1", "-hidden", "16", "-heads", "2", "extra"), nil, `unexpected arguments ["extra"]`},
 	{"bench/encode/data-missing", cmd("bench", "encode", "-data", "missing", "-vocab", "{hf}/vocab.txt", "-python", ""), nil, "missing"},

@@ -22,8 +22,11 @@ import (
 // the [S, S] index matrix from it at (i - j + M - 1): the buckets are those of toolret and HF
 // bit for bit (no logarithm evaluated by the runtime, whose float32 log could round a
 // ceil(...) boundary the other way), and a sequence longer than M fails in Gather as Encode
-// refuses it. The c2p and p2c scores are GatherElements of q·posKeyᵀ [B, heads, S, 2·span]
-// and k·posQueryᵀ at those indices (p2c transposed), as HF's torch.gather.
+// refuses it. Only the rows between those of d = -(S-1) and d = S-1 (at most 2S-1) are
+// sliced out of rel_embeddings and projected (HF projects all 2·span rows; each row is
+// computed on its own, so the values are the same). The c2p and p2c scores are
+// GatherElements of q·posKeyᵀ [B, heads, S, rows] and k·posQueryᵀ at those indices (p2c
+// transposed), as HF's torch.gather.
 func ONNX(g *onnxgraph.Builder, cfg *Config, param func(name string) []float32, ids, types, mask string) string {
 	b := &onnxBuilder{g: g, cfg: cfg, param: param, linears: map[string][2]string{}}
 	return b.encode(ids, types, mask)
@@ -139,7 +142,8 @@ func (b *onnxBuilder) encode(ids, types, mask string) string {
 
 	// Sequence positions 0..S-1.
 	seq := g.Op("Gather", []string{b.op("Shape", ids), g.I64("deberta.index1", []int64{1})}, axis0) // scalar
-	pos := b.op("Range", g.I64("deberta.zero", []int64{0}), seq, g.I64("deberta.one", []int64{1}))
+	one := g.I64("deberta.one", []int64{1})                                                         // scalar
+	pos := b.op("Range", g.I64("deberta.zero", []int64{0}), seq, one)
 
 	// Embeddings.
 	x := g.Op("Gather", []string{b.f32("embeddings.word_embeddings.weight", cfg.VocabSize, e), ids}, axis0)
@@ -166,15 +170,24 @@ func (b *onnxBuilder) encode(ids, types, mask string) string {
 	p2c := cfg.RelativeAttention && cfg.has("p2c")
 	var rel, c2pIdx, p2cIdx string
 	if c2p || p2c {
-		span2 := 2 * cfg.Span()
-		rel = b.f32("encoder.rel_embeddings.weight", span2, h)
+		m := cfg.MaxPositionEmbeddings
+		table := g.I64("deberta.bucket_table", bucketTable(cfg), 2*m-1)
+		first := b.i64("axes_0", 0)
+		d := b.op("Sub", b.op("Unsqueeze", pos, b.i64("axes_1", 1)), b.op("Unsqueeze", pos, first)) // i - j
+		idx := g.Op("Gather", []string{table, b.op("Add", d, g.I64("deberta.offset", []int64{int64(m - 1)}))}, axis0)
+		// Only rows lo..hi (those of d = -(S-1) and S-1; the table is monotone) are used:
+		// slice them out of rel_embeddings so that the position projections and scores are
+		// [.., 2S-1 at most] wide instead of 2·span (the rows are computed independently, so
+		// this changes no value).
+		lo := g.Op("Gather", []string{table, b.op("Sub", g.I64("deberta.m", []int64{int64(m)}), seq)}, axis0)
+		hi := g.Op("Gather", []string{table, b.op("Add", g.I64("deberta.m_2", []int64{int64(m - 2)}), seq)}, axis0)
+		starts := b.op("Unsqueeze", lo, first)
+		ends := b.op("Unsqueeze", b.op("Add", hi, one), first)
+		rel = b.op("Slice", b.f32("encoder.rel_embeddings.weight", 2*cfg.Span(), h), starts, ends, first)
 		if cfg.normRel() {
 			rel = b.layerNorm(rel, "encoder.LayerNorm")
 		}
-		m := cfg.MaxPositionEmbeddings
-		table := g.I64("deberta.bucket_table", bucketTable(cfg), 2*m-1)
-		d := b.op("Sub", b.op("Unsqueeze", pos, b.i64("axes_1", 1)), b.op("Unsqueeze", pos, b.i64("axes_0", 0))) // i - j
-		idx := g.Op("Gather", []string{table, b.op("Add", d, g.I64("deberta.offset", []int64{int64(m - 1)}))}, axis0)
+		idx = b.op("Sub", idx, lo)
 		if c2p {
 			c2pIdx = idx
 		}
@@ -185,7 +198,7 @@ func (b *onnxBuilder) encode(ids, types, mask string) string {
 
 	splitShape := b.i64("split_heads", 0, 0, int64(heads), int64(dh))
 	mergeShape := b.i64("merge_heads", 0, 0, int64(h))
-	posShape := b.i64("pos_heads", int64(2*cfg.Span()), int64(heads), int64(dh))
+	posShape := b.i64("pos_heads", -1, int64(heads), int64(dh))
 	scale := b.scalar("scale", float32(math.Sqrt(float64(dh*cfg.scaleFactor()))))
 	lowest := b.scalar("lowest", -math.MaxFloat32)
 	zero := b.scalar("zerof", 0)
@@ -199,7 +212,7 @@ func (b *onnxBuilder) encode(ids, types, mask string) string {
 		v := split(b.linear(x, p+"self.value_proj", h, h, true))
 		kt := g.Op("Transpose", []string{k}, onnxgraph.AttrInts("perm", 0, 1, 3, 2))
 		scores := b.op("Div", b.op("MatMul", q, kt), scale) // [B, heads, S, S]
-		// posT projects rel with the Linear name into [heads, dh, 2·span].
+		// posT projects rel with the Linear name into [heads, dh, rows].
 		posT := func(name string) string {
 			y := b.op("Reshape", b.linear(rel, p+name, h, h, true), posShape)
 			return g.Op("Transpose", []string{y}, onnxgraph.AttrInts("perm", 1, 2, 0))
@@ -209,7 +222,7 @@ func (b *onnxBuilder) encode(ids, types, mask string) string {
 			if !cfg.ShareAttKey {
 				name = "self.pos_key_proj"
 			}
-			att := b.op("MatMul", q, posT(name)) // [B, heads, S(i), 2·span]
+			att := b.op("MatMul", q, posT(name)) // [B, heads, S(i), rows]
 			ix := b.op("Expand", c2pIdx, b.op("Shape", scores))
 			scores = b.op("Add", scores, b.op("Div", g.Op("GatherElements", []string{att, ix}, onnxgraph.AttrInt("axis", 3)), scale))
 		}
@@ -218,7 +231,7 @@ func (b *onnxBuilder) encode(ids, types, mask string) string {
 			if !cfg.ShareAttKey {
 				name = "self.pos_query_proj"
 			}
-			att := b.op("MatMul", k, posT(name)) // [B, heads, S(j), 2·span]
+			att := b.op("MatMul", k, posT(name)) // [B, heads, S(j), rows]
 			ix := b.op("Expand", p2cIdx, b.op("Shape", scores))
 			t := g.Op("Transpose", []string{g.Op("GatherElements", []string{att, ix}, onnxgraph.AttrInt("axis", 3))}, onnxgraph.AttrInts("perm", 0, 1, 3, 2))
 			scores = b.op("Add", scores, b.op("Div", t, scale))
