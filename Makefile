@@ -37,7 +37,8 @@ build:
 install-onnx:
 	bash scripts/install-onnxruntime.sh
 
-## fuzz: run each data-loader and tokenizer-parser fuzz target for FUZZTIME (default 60s).
+## fuzz: run each data-loader, tokenizer-parser and safetensors-header fuzz target for FUZZTIME
+## (default 60s).
 FUZZTIME ?= 60s
 fuzz:
 	for f in FuzzLoadCorpus FuzzLoadQueries FuzzLoadQrels FuzzLoadScenes; do \
@@ -46,6 +47,7 @@ fuzz:
 	for f in FuzzSPModel FuzzTokenizerJSONUnigram; do \
 		$(GO) test ./tokenize/ -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
+	$(GO) test ./safetensors/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 
 ## bench-encode: encoding speed vs PyTorch (needs ../shared, python3-torch, make install-onnx).
 bench-encode:

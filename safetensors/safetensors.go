@@ -115,7 +115,14 @@ func Parse(name string, b []byte) (*File, error) {
 		f.Tensors[k] = info
 		spans = append(spans, span{k, begin, end})
 	}
-	sort.Slice(spans, func(i, j int) bool { return spans[i].begin < spans[j].begin })
+	// By begin, then end: an empty tensor at another's first byte is no overlap, whatever the
+	// (random) order of the header's map.
+	sort.Slice(spans, func(i, j int) bool {
+		if spans[i].begin != spans[j].begin {
+			return spans[i].begin < spans[j].begin
+		}
+		return spans[i].end < spans[j].end
+	})
 	for i := 1; i < len(spans); i++ {
 		if spans[i].begin < spans[i-1].end {
 			return nil, fmt.Errorf("safetensors %s: tensors %q and %q overlap", name, spans[i-1].name, spans[i].name)
