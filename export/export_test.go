@@ -455,7 +455,13 @@ func listDir(t *testing.T, dir string) []string {
 // leave nothing behind.
 func TestExportFailures(t *testing.T) {
 	be := goBackend(t)
-	other, err := tokenize.New([]string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b"}, true)
+	// A tokenizer with more tokens than any test model's embedding table (a smaller one is fine:
+	// HF checkpoints pad their tables).
+	words := []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]"}
+	for i := range 5000 {
+		words = append(words, fmt.Sprintf("w%d", i))
+	}
+	other, err := tokenize.New(words, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +472,7 @@ func TestExportFailures(t *testing.T) {
 		force  bool
 		want   string
 	}{
-		{"vocab-mismatch", func(m *export.Model, _, out string) string { m.Tok = other; return out }, "hf", false, "tokenizer has 6 tokens but the encoder tower's vocab_size is"},
+		{"vocab-mismatch", func(m *export.Model, _, out string) string { m.Tok = other; return out }, "hf", false, "encoder tower: tokenizer has 5004 tokens but the model's vocab_size is"},
 		{"bad-config", func(m *export.Model, _, out string) string {
 			b, _ := m.Towers[0].Encoder.MarshalJSON()
 			var f map[string]any

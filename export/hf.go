@@ -338,8 +338,8 @@ func LoadHF(dir string, be compute.Backend) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tok.VocabSize() != cfg.Vocab() {
-		return nil, fmt.Errorf("model %s: tokenizer has %d tokens but config.json says vocab_size %d", dir, tok.VocabSize(), cfg.Vocab())
+	if err := encoder.CheckVocab(tok.VocabSize(), cfg); err != nil {
+		return nil, fmt.Errorf("model %s: %w (config.json)", dir, err)
 	}
 	t := Tower{Encoder: cfg, Pooling: encoder.PoolCLS, MaxLen: min(512, cfg.MaxPositions())}
 	m := &Model{Kind: KindBiEncoder, Tok: tok, Store: store, Backend: be, Source: dir, Similarity: "dot"}

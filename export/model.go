@@ -150,8 +150,8 @@ func (m *Model) Validate() error {
 		if err := t.Encoder.Validate(); err != nil {
 			return fmt.Errorf("export: %s tower: %w", name, err)
 		}
-		if m.Tok.VocabSize() != t.Encoder.Vocab() {
-			return fmt.Errorf("export: tokenizer has %d tokens but the %s tower's vocab_size is %d", m.Tok.VocabSize(), name, t.Encoder.Vocab())
+		if err := encoder.CheckVocab(m.Tok.VocabSize(), t.Encoder); err != nil {
+			return fmt.Errorf("export: %s tower: %w", name, err)
 		}
 		if t.MaxLen < 2 || t.MaxLen > t.Encoder.MaxPositions() {
 			return fmt.Errorf("export: %s tower max length %d outside [2, %d]", name, t.MaxLen, t.Encoder.MaxPositions())

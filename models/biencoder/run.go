@@ -2,6 +2,7 @@ package biencoder
 
 import (
 	"fmt"
+	"github.com/toolret/toolret/models/encoder"
 	"sync"
 
 	"github.com/gomlx/compute"
@@ -31,8 +32,8 @@ func LoadRun(path string, be compute.Backend) (*Embedder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	if tok.VocabSize() != cfg.Encoder.Vocab() {
-		return nil, fmt.Errorf("%s: tokenizer has %d tokens, model vocab_size %d", dir, tok.VocabSize(), cfg.Encoder.Vocab())
+	if err := encoder.CheckVocab(tok.VocabSize(), cfg.Encoder); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	store := model.NewStore()
 	if err := c.Restore(store, be); err != nil {

@@ -51,8 +51,8 @@ func (t *Task) Prepare() error {
 	if err := t.Cfg.Validate(); err != nil {
 		return err
 	}
-	if t.Tok.VocabSize() != t.Cfg.Encoder.Vocab() {
-		return fmt.Errorf("biencoder: tokenizer has %d tokens, model vocab_size is %d", t.Tok.VocabSize(), t.Cfg.Encoder.Vocab())
+	if err := encoder.CheckVocab(t.Tok.VocabSize(), t.Cfg.Encoder); err != nil {
+		return fmt.Errorf("biencoder: %w", err)
 	}
 	if t.BatchSize < 2 {
 		return fmt.Errorf("biencoder: batch size %d: in-batch negatives need >= 2", t.BatchSize)

@@ -43,8 +43,8 @@ func (t *Task) Prepare() error {
 	if err := t.Cfg.Validate(); err != nil {
 		return err
 	}
-	if t.Tok.VocabSize() != t.Cfg.Encoder.Vocab() {
-		return fmt.Errorf("classifier: tokenizer has %d tokens, model vocab_size is %d", t.Tok.VocabSize(), t.Cfg.Encoder.Vocab())
+	if err := encoder.CheckVocab(t.Tok.VocabSize(), t.Cfg.Encoder); err != nil {
+		return fmt.Errorf("classifier: %w", err)
 	}
 	if t.BatchSize < 1 {
 		return fmt.Errorf("classifier: batch size %d", t.BatchSize)

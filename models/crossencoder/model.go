@@ -74,8 +74,8 @@ func LoadRun(path string, be compute.Backend, toolTexts []string) (*Model, error
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Dir, err)
 	}
-	if tok.VocabSize() != cfg.Encoder.Vocab() {
-		return nil, fmt.Errorf("%s: tokenizer has %d tokens, model vocab_size %d", c.Dir, tok.VocabSize(), cfg.Encoder.Vocab())
+	if err := encoder.CheckVocab(tok.VocabSize(), cfg.Encoder); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Dir, err)
 	}
 	store := model.NewStore()
 	if err := c.Restore(store, be); err != nil {

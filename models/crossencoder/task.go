@@ -47,8 +47,8 @@ func (t *Task) Prepare() error {
 	if err := t.Cfg.Validate(); err != nil {
 		return err
 	}
-	if t.Tok.VocabSize() != t.Cfg.Encoder.Vocab() {
-		return fmt.Errorf("crossencoder: tokenizer has %d tokens, model vocab_size is %d", t.Tok.VocabSize(), t.Cfg.Encoder.Vocab())
+	if err := encoder.CheckVocab(t.Tok.VocabSize(), t.Cfg.Encoder); err != nil {
+		return fmt.Errorf("crossencoder: %w", err)
 	}
 	if t.BatchSize < 1 || t.Negatives < 1 {
 		return fmt.Errorf("crossencoder: batch %d and negatives per positive %d must be >= 1", t.BatchSize, t.Negatives)

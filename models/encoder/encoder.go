@@ -366,3 +366,13 @@ type ONNX interface {
 	// ONNXPooler adds the pooler layer over the [CLS] states cls [batch, hidden].
 	ONNXPooler(g *onnxgraph.Builder, param func(name string) []float32, cls string) string
 }
+
+// CheckVocab reports an error when a tokenizer of n tokens can produce ids outside cfg's
+// embedding table. A table with more rows than the tokenizer has tokens is fine: HF
+// checkpoints pad it (microsoft/deberta-v3-* have 128,100 rows for 128,001 tokens).
+func CheckVocab(n int, cfg Config) error {
+	if n > cfg.Vocab() {
+		return fmt.Errorf("tokenizer has %d tokens but the model's vocab_size is %d", n, cfg.Vocab())
+	}
+	return nil
+}
