@@ -1,0 +1,35 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	o, err := parse([]string{"-index", "/data/my-index", "-k", "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.addr != "127.0.0.1:8080" || o.k != 3 || o.maxK != 100 || o.maxBatch != 64 || o.maxBody != 1<<20 || o.model != "my-index" || o.mcp != "" {
+		t.Fatalf("defaults: %+v", o)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "-index is required"},
+		{[]string{"-index", "x", "extra"}, `unexpected arguments ["extra"]`},
+		{[]string{"-index", "x", "-mcp", "sse"}, `-mcp "sse": want stdio or http`},
+		{[]string{"-index", "x", "-k", "0"}, "-k 0: must be > 0"},
+		{[]string{"-index", "x", "-k", "200"}, "-k 200 is above -max-k 100"},
+		{[]string{"-index", "x", "-max-batch", "-1"}, "-max-batch -1: must be > 0"},
+		{[]string{"-index", "x", "-max-body", "0"}, "-max-body 0: must be > 0"},
+		{[]string{"-index", "x", "-timeout", "0s"}, "-timeout 0: must be > 0"},
+		{[]string{"-index", "x", "-compact-every", "-5"}, "-compact-every -5: must be >= 0"},
+		{[]string{"-index", "x", "-bogus"}, "flag provided but not defined: -bogus"},
+	} {
+		if _, err := parse(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parse(%q): %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
