@@ -24,25 +24,25 @@ type Embedder struct {
 	Store   *model.Store
 	Batch   int
 
-	execs map[string]*model.Exec
+	execs map[string]*encoder.SafeExec
 }
 
 // Embed returns one embedding per text with the given tower (QueryTower or ToolTower).
 func (e *Embedder) Embed(tower string, texts []string) ([][]float32, error) {
 	embedMu.Lock()
 	if e.execs == nil {
-		e.execs = map[string]*model.Exec{}
+		e.execs = map[string]*encoder.SafeExec{}
 	}
 	exec := e.execs[tower]
 	embedMu.Unlock()
 	if exec == nil {
-		var err error
-		exec, err = model.NewExec(e.Backend, e.Store, func(root *model.Scope, ids, mask *Node) *Node {
+		me, err := model.NewExec(e.Backend, e.Store, func(root *model.Scope, ids, mask *Node) *Node {
 			return e.Cfg.Embed(root, tower, ids, mask)
 		})
 		if err != nil {
 			return nil, err
 		}
+		exec = encoder.Guard(me)
 		embedMu.Lock()
 		e.execs[tower] = exec
 		embedMu.Unlock()

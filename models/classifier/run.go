@@ -22,7 +22,7 @@ type Model struct {
 	Batch   int
 
 	mu   sync.Mutex
-	exec *model.Exec
+	exec *encoder.SafeExec
 }
 
 // LoadRun loads a trained classifier from a run directory (best checkpoint) or checkpoint.
@@ -56,7 +56,7 @@ func (m *Model) Probabilities(texts []string) ([][]float32, error) {
 			m.mu.Unlock()
 			return nil, err
 		}
-		m.exec = exec
+		m.exec = encoder.Guard(exec)
 	}
 	exec := m.exec
 	m.mu.Unlock()

@@ -51,7 +51,7 @@ type Model struct {
 
 	tools [][]int32 // wordpiece ids of each tool text (no specials)
 	mu    sync.Mutex
-	exec  *model.Exec
+	exec  *encoder.SafeExec
 }
 
 // NewModel prepares scoring against the given tool texts (dataset order).
@@ -84,7 +84,7 @@ func LoadRun(path string, be compute.Backend, toolTexts []string) (*Model, error
 	return NewModel(cfg, tok, be, store, toolTexts), nil
 }
 
-func (m *Model) getExec() (*model.Exec, error) {
+func (m *Model) getExec() (*encoder.SafeExec, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.exec == nil {
@@ -94,7 +94,7 @@ func (m *Model) getExec() (*model.Exec, error) {
 		if err != nil {
 			return nil, err
 		}
-		m.exec = exec
+		m.exec = encoder.Guard(exec)
 	}
 	return m.exec, nil
 }

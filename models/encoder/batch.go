@@ -86,7 +86,7 @@ func Map(tok *tokenize.Tokenizer, seqs, types [][]int32, maxLen, batch int, call
 // (each Map bucket), over the variables under a base scope of a store. Variables missing from
 // the store are created by the encoder's initialisers (from the store's seed) on first use.
 type Runner struct {
-	exec *model.Exec
+	exec *SafeExec
 }
 
 // NewRunner prepares cfg with pooling p over the variables under base ("" is the root).
@@ -107,7 +107,7 @@ func NewRunner(be compute.Backend, store *model.Store, base string, cfg Config, 
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{exec: exec}, nil
+	return &Runner{exec: Guard(exec)}, nil
 }
 
 // Call runs one padded batch (a Call): pooled vectors [rows, hidden], or the last hidden

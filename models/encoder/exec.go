@@ -1,0 +1,53 @@
+package encoder
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// build serialises graph building: a model.Exec compiles a graph the first time it sees an
+// input shape, and building touches the store's variables (GoMLX's Store.VariableWithShape
+// sets their initializer), so two first calls on new shapes must not run at once. Calls on
+// shapes already compiled run concurrently.
+var build sync.Mutex
+
+// SafeExec is a model.Exec that is safe for concurrent calls with varying shapes (a server
+// embedding queries of different length buckets at once).
+type SafeExec struct {
+	exec *model.Exec
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// Guard wraps e.
+func Guard(e *model.Exec) *SafeExec { return &SafeExec{exec: e, seen: map[string]bool{}} }
+
+// Call1 runs the graph on tensors, compiling it for their shapes first if needed.
+func (e *SafeExec) Call1(args ...*tensors.Tensor) (*tensors.Tensor, error) {
+	var b strings.Builder
+	in := make([]any, len(args))
+	for i, t := range args {
+		b.WriteString(t.Shape().String())
+		b.WriteByte(';')
+		in[i] = t
+	}
+	key := b.String()
+	e.mu.Lock()
+	known := e.seen[key]
+	e.mu.Unlock()
+	if known {
+		return e.exec.Call1(in...)
+	}
+	build.Lock()
+	defer build.Unlock()
+	out, err := e.exec.Call1(in...)
+	if err == nil {
+		e.mu.Lock()
+		e.seen[key] = true
+		e.mu.Unlock()
+	}
+	return out, err
+}
