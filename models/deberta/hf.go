@@ -1,20 +1,16 @@
 package deberta
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
-	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/safetensors"
+	"github.com/toolret/toolret/models/hfweights"
 )
 
 // Prefix is HF's base_model_prefix: DebertaV2For* task models name the encoder's tensors
@@ -30,6 +26,16 @@ var Warnings io.Writer = os.Stderr
 type Param struct {
 	Name  string // HF name without the "deberta." prefix
 	Shape []int
+}
+
+// hfParams lists the encoder's parameters for cfg as hfweights reads and writes them.
+func hfParams(cfg *Config) []hfweights.Param {
+	ps := Params(cfg)
+	out := make([]hfweights.Param, len(ps))
+	for i, p := range ps {
+		out[i] = hfweights.Param(p)
+	}
+	return out
 }
 
 // Params lists the encoder's parameters in HF naming for cfg (the ContextPooler included
@@ -81,61 +87,9 @@ func Params(cfg *Config) []Param {
 	return ps
 }
 
-// variablePath converts an HF parameter name into the variable's scope and name under base.
-func variablePath(base, name string) (scope, varName string) {
-	parts := strings.Split(name, ".")
-	return model.JoinPath(append([]string{base}, parts[:len(parts)-1]...)...), parts[len(parts)-1]
-}
-
-type source struct {
-	file *safetensors.File
-	name string // the tensor's name in the file
-}
-
-// openWeights indexes model.safetensors, or the shards listed in model.safetensors.index.json,
-// by tensor name without the "deberta." prefix.
-func openWeights(dir string) (map[string]source, error) {
-	files := []string{filepath.Join(dir, "model.safetensors")}
-	if _, err := os.Stat(files[0]); err != nil {
-		idxPath := filepath.Join(dir, "model.safetensors.index.json")
-		b, ierr := os.ReadFile(idxPath)
-		if ierr != nil {
-			return nil, fmt.Errorf("deberta checkpoint %s: neither model.safetensors nor model.safetensors.index.json found", dir)
-		}
-		var idx struct {
-			WeightMap map[string]string `json:"weight_map"`
-		}
-		if err := json.Unmarshal(b, &idx); err != nil {
-			return nil, fmt.Errorf("%s: %w", idxPath, err)
-		}
-		set := map[string]bool{}
-		files = files[:0]
-		for _, f := range idx.WeightMap {
-			if f == "" || filepath.Base(f) != f {
-				return nil, fmt.Errorf("%s: shard name %q must be a plain file name", idxPath, f)
-			}
-			if !set[f] {
-				set[f] = true
-				files = append(files, filepath.Join(dir, f))
-			}
-		}
-		sort.Strings(files)
-	}
-	out := map[string]source{}
-	for _, path := range files {
-		f, err := safetensors.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		for _, n := range f.Names() {
-			name := strings.TrimPrefix(n, Prefix+".")
-			if prev, dup := out[name]; dup {
-				return nil, fmt.Errorf("deberta checkpoint %s: tensor %q appears twice (%s in %s, %s in %s)", dir, name, prev.name, prev.file.Name, n, path)
-			}
-			out[name] = source{f, n}
-		}
-	}
-	return out, nil
+// stripPrefix names a checkpoint tensor without the "deberta." prefix.
+func stripPrefix(name string) (string, bool) {
+	return strings.TrimPrefix(name, Prefix+"."), true
 }
 
 // unused sorts a checkpoint tensor that is not an encoder parameter: ignored silently
@@ -173,27 +127,16 @@ func LoadHF(scope *model.Scope, dir string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	weights, err := openWeights(dir)
+	weights, err := hfweights.Open(dir, "deberta", stripPrefix)
 	if err != nil {
 		return nil, err
 	}
 	_, hasPooler := weights["pooler.dense.weight"]
 	cfg.Pooler = &hasPooler
-	params := Params(cfg)
-	values := map[string]*tensors.Tensor{}
-	for _, p := range params {
-		src, ok := weights[p.Name]
-		if !ok {
-			return nil, fmt.Errorf("deberta checkpoint %s: missing tensor %q", dir, p.Name)
-		}
-		data, shape, err := src.file.Float32(src.name)
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Equal(shape, p.Shape) {
-			return nil, fmt.Errorf("deberta checkpoint %s: tensor %q has shape %v, config.json implies %v", dir, src.name, shape, p.Shape)
-		}
-		values[p.Name] = tensors.FromFlatDataAndDimensions(data, shape...)
+	params := hfParams(cfg)
+	values, err := hfweights.Read(dir, "deberta", weights, params)
+	if err != nil {
+		return nil, err
 	}
 	counts := map[string]int{}
 	names := make([]string, 0, len(weights))
@@ -214,7 +157,7 @@ func LoadHF(scope *model.Scope, dir string) (*Config, error) {
 		}
 	}
 	for _, p := range params {
-		if err := setVariable(scope, p.Name, values[p.Name], cfg.dtype()); err != nil {
+		if err := hfweights.Set(scope, p.Name, hfweights.Convert(values[p.Name], cfg.dtype())); err != nil {
 			return nil, fmt.Errorf("deberta checkpoint %s: %w", dir, err)
 		}
 	}
@@ -230,29 +173,6 @@ func LoadHF(scope *model.Scope, dir string) (*Config, error) {
 	return cfg, nil
 }
 
-// setVariable creates or overwrites the variable of HF parameter name under scope with value
-// (float32) converted to dt.
-func setVariable(scope *model.Scope, name string, value *tensors.Tensor, dt dtypes.DType) error {
-	if dt == dtypes.Float64 && value.DType() == dtypes.Float32 {
-		f := tensors.MustCopyFlatData[float32](value)
-		d := make([]float64, len(f))
-		for i, v := range f {
-			d[i] = float64(v)
-		}
-		value = tensors.FromFlatDataAndDimensions(d, value.Shape().Dimensions...)
-	}
-	sc, vn := variablePath(scope.Scope(), name)
-	store := scope.Store()
-	if v := store.GetVariable(model.JoinPath(sc, vn)); v != nil {
-		if !v.Shape().Equal(value.Shape()) {
-			return fmt.Errorf("variable %s has shape %s, tensor %q has %s", v.Path(), v.Shape(), name, value.Shape())
-		}
-		return v.SetValue(value)
-	}
-	_, err := store.Scope(sc).CreateVariable(vn, value)
-	return err
-}
-
 // SaveHF writes cfg and the encoder variables under scope as an HF directory: config.json
 // (model_type "deberta-v2") and model.safetensors (F32). With prefix, encoder tensors are
 // named "deberta." + name and the ContextPooler "pooler.dense.*", as
@@ -261,43 +181,13 @@ func SaveHF(scope *model.Scope, cfg *Config, dir string, prefix bool) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	var ts []safetensors.Tensor
-	for _, p := range Params(cfg) {
-		sc, vn := variablePath(scope.Scope(), p.Name)
-		v := scope.Store().GetVariable(model.JoinPath(sc, vn))
-		if v == nil {
-			return fmt.Errorf("save %s: variable for %q not found in scope %s", dir, p.Name, scope.Scope())
-		}
-		t, err := v.Value()
-		if err != nil {
-			return fmt.Errorf("save %s: %q: %w", dir, p.Name, err)
-		}
-		var data []float32
-		if t.DType() == dtypes.Float64 {
-			d64, err := tensors.CopyFlatData[float64](t)
-			if err != nil {
-				return fmt.Errorf("save %s: %q: %w", dir, p.Name, err)
-			}
-			data = make([]float32, len(d64))
-			for i, x := range d64 {
-				data[i] = float32(x)
-			}
-		} else if data, err = tensors.CopyFlatData[float32](t); err != nil {
-			return fmt.Errorf("save %s: %q: %w", dir, p.Name, err)
-		}
-		if !slices.Equal(t.Shape().Dimensions, p.Shape) {
-			return fmt.Errorf("save %s: variable for %q has shape %v, the config implies %v", dir, p.Name, t.Shape().Dimensions, p.Shape)
-		}
-		name := p.Name
+	rename := func(name string) string {
 		if prefix && !strings.HasPrefix(name, "pooler.") {
-			name = Prefix + "." + name
+			return Prefix + "." + name
 		}
-		ts = append(ts, safetensors.Tensor{Name: name, Shape: p.Shape, Data: data})
+		return name
 	}
-	if err := safetensors.Write(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"}); err != nil {
+	if err := hfweights.Write(scope, hfParams(cfg), dir, rename); err != nil {
 		return err
 	}
 	return cfg.Save(filepath.Join(dir, "config.json"))
@@ -312,40 +202,8 @@ func Init(scope *model.Scope, cfg *Config, seed uint64) error {
 		return err
 	}
 	rng := rand.New(rand.NewPCG(seed, 0xdeb3))
-	for _, p := range Params(cfg) {
-		n := 1
-		for _, d := range p.Shape {
-			n *= d
-		}
-		vals := make([]float64, n)
-		switch {
-		case strings.HasSuffix(p.Name, ".bias"):
-		case len(p.Shape) == 1: // LayerNorm weight
-			for i := range vals {
-				vals[i] = 1
-			}
-		default:
-			for i := range vals {
-				vals[i] = rng.NormFloat64() * cfg.InitializerRange
-			}
-			if p.Name == "embeddings.word_embeddings.weight" {
-				e := p.Shape[1]
-				clear(vals[cfg.PadTokenID*e : (cfg.PadTokenID+1)*e])
-			}
-		}
-		var t *tensors.Tensor
-		if cfg.dtype() == dtypes.Float64 {
-			t = tensors.FromFlatDataAndDimensions(vals, p.Shape...)
-		} else {
-			f := make([]float32, n)
-			for i, v := range vals {
-				f[i] = float32(v)
-			}
-			t = tensors.FromFlatDataAndDimensions(f, p.Shape...)
-		}
-		if err := setVariable(scope, p.Name, t, cfg.dtype()); err != nil {
-			return fmt.Errorf("deberta init: %w", err)
-		}
+	if err := hfweights.Init(scope, hfParams(cfg), rng, cfg.InitializerRange, cfg.PadTokenID, cfg.dtype()); err != nil {
+		return fmt.Errorf("deberta init: %w", err)
 	}
 	return nil
 }
