@@ -28,7 +28,7 @@ import (
 func retrieveBench(args []string) error {
 	fs := flag.NewFlagSet("retrieve", flag.ExitOnError)
 	run := fs.String("run", "", "bi-encoder run to export (default: a random model)")
-	dataDir := fs.String("data", "../shared/datasets/toollens", "dataset whose tools are indexed and whose queries are timed (embedded dataset if absent)")
+	dataDir := fs.String("data", "../shared/datasets/toollens", "dataset whose tools are indexed and whose queries are timed (the embedded dataset when the default is absent; a -data given must load)")
 	n := fs.Int("queries", 200, "queries timed")
 	k := fs.Int("k", 10, "tools returned per query")
 	synthetic := fs.Int("synthetic", 100000, "tools of the synthetic index (0: skip)")
@@ -50,10 +50,10 @@ func retrieveBench(args []string) error {
 		return err
 	}
 	d, err := data.Load(*dataDir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err // a dataset that exists but does not load
+	if err != nil && (!errors.Is(err, os.ErrNotExist) || cli.Set(fs)["data"]) {
+		return err // a dataset that exists but does not load, or one the user named
 	}
-	if err != nil {
+	if err != nil { // the default ../shared dataset is absent
 		fmt.Fprintf(os.Stderr, "bench: %v; using the embedded dataset\n", err)
 		if d, err = data.Default(); err != nil {
 			return err

@@ -407,6 +407,7 @@ var cases = []badCase{
 	{"bench/retrieve/k-0", cmd("bench", "retrieve", "-data", "{beir}", "-synthetic", "0", "-layers", "1", "-hidden", "16", "-heads", "2", "-queries", "5", "-k", "0"), nil, "-k 0"},
 	{"bench/retrieve/synthetic-neg", cmd("bench", "retrieve", "-data", "{beir}", "-synthetic", "-1", "-layers", "1", "-hidden", "16", "-heads", "2", "-queries", "5"), nil, "-synthetic -1"},
 	{"bench/retrieve/positional", cmd("bench", "retrieve", "-data", "{beir}", "-synthetic", "0", "-layers", "1", "-hidden", "16", "-heads", "2", "-queries", "5", "extra"), nil, `unexpected arguments ["extra"]`},
+	{"bench/retrieve/data-missing", cmd("bench", "retrieve", "-data", "missing-dir", "-synthetic", "0", "-layers", "1", "-hidden", "16", "-heads", "2", "-queries", "5"), nil, "missing-dir"},
 	{"bench/retrieve/data-bad-corpus", cmd("bench", "retrieve", "-data", "{badcorpus}", "-synthetic", "0", "-layers", "1", "-hidden", "16", "-heads", "2", "-queries", "5"), nil, "corpus.jsonl:5"},
 	{"bench/retrieve/run-missing", cmd("bench", "retrieve", "-run", "missing", "-data", "{beir}", "-synthetic", "0", "-queries", "5"), nil, "missing"},
 	{"bench/retrieve/run-truncated", cmd("bench", "retrieve", "-run", "{trunc}", "-data", "{beir}", "-synthetic", "0", "-queries", "5"), nil, "variables.safetensors"},
