@@ -39,9 +39,12 @@ func FromSplit(d *data.Dataset, train *data.Split) (*COLTGraphs, error) {
 	var qsPairs, stPairs [][2]int
 	seen := make([]bool, ns)
 	for _, q := range train.Queries {
-		s, ok := train.Scene[q]
-		if !ok || len(train.Relevant[q]) == 0 {
+		if len(train.Relevant[q]) == 0 {
 			continue
+		}
+		s, ok := train.Scene[q]
+		if !ok {
+			return nil, fmt.Errorf("colt graphs: %s query %q has no scene", train.Name, d.Queries[q].ID)
 		}
 		if s < 0 || s >= ns {
 			return nil, fmt.Errorf("colt graphs: %s query %d: scene %d out of range [0, %d)", train.Name, q, s, ns)

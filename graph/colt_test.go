@@ -3,6 +3,7 @@ package graph
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/toolret/toolret/data"
@@ -98,4 +99,28 @@ func TestFromSplitToolLens(t *testing.T) {
 	}
 	t.Logf("ToolLens train graphs: Q-T %d edges, Q-S %d edges, S-T %d edges over %d of %d scenes; %d test-only queries have no edges",
 		g.QueryTool.NumEdges(), g.QueryScene.NumEdges(), g.SceneTool.NumEdges(), len(sum), len(d.Scenes), testOnly)
+}
+
+// TestFromSplitMissingScene: a judged training query without a scene is an error naming it,
+// not a query silently left out of the scene graph.
+func TestFromSplitMissingScene(t *testing.T) {
+	d, err := data.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := d.Splits["train"]
+	q := src.Judged()[0]
+	sc := map[int]int{}
+	for k, v := range src.Scene {
+		if k != q {
+			sc[k] = v
+		}
+	}
+	broken := &data.Split{Name: "train", Queries: src.Queries, Relevant: src.Relevant, Scene: sc}
+	if _, err := FromSplit(d, broken); err == nil || !strings.Contains(err.Error(), d.Queries[q].ID) || !strings.Contains(err.Error(), "has no scene") {
+		t.Fatalf("want an error naming query %s, got %v", d.Queries[q].ID, err)
+	}
+	if _, err := FromSplit(d, src); err != nil {
+		t.Fatal(err)
+	}
 }
