@@ -20,7 +20,7 @@ import (
 func classifierCmd(args []string) error {
 	fs := flag.NewFlagSet("classifier", flag.ContinueOnError)
 	kind := fs.String("kind", classifier.KindQueryType, "querytype (single- vs multi-tool query) or mlc (multi-label over all tools: a retriever)")
-	loss := fs.String("loss", "", "querytype: ce (2-way softmax, default) or bce (one logit); mlc: bce")
+	loss := fs.String("loss", "", "querytype: ce (2-way softmax, default) or bce (one logit); mlc: bce (per-tool sigmoid, default) or softmax (multi-positive softmax over all tools, the Tool2Vec paper's code)")
 	h := addHeadFlags(fs, 32, 32, 4, "")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -145,8 +145,8 @@ func checkClassifierFlags(kind, loss, metric string, maxLen int, resume bool) er
 		return err
 	}
 	if kind == classifier.KindMLC {
-		if loss != "bce" {
-			return fmt.Errorf("-loss %q: -kind mlc wants bce", loss)
+		if loss != "bce" && loss != "softmax" {
+			return fmt.Errorf("-loss %q: -kind mlc wants bce or softmax", loss)
 		}
 		return cli.CheckMetric(metric)
 	}

@@ -8,7 +8,8 @@
 //     API: ToolLens tool_name)? Softmax cross-entropy over 2 classes (or one logit with BCE);
 //     ToolRerank picks its hierarchy-aware algorithm with it.
 //   - mlc: multi-label classification over every API of the library (hidden × T head), one
-//     BCE per API; at inference the sigmoid scores rank all APIs, so it is a retriever.
+//     BCE per API (or multi-positive softmax cross-entropy over all APIs); at inference the
+//     scores rank all APIs, so it is a retriever.
 //
 // The cross-encoder (models/crossencoder) is the same head with one logit over a text pair.
 package classifier
@@ -50,8 +51,10 @@ type Config struct {
 	MaxLen  int            `json:"max_len"`
 	// Labels names the classes: querytype [single-tool, multi-tool]; mlc the tool (API) ids.
 	Labels []string `json:"labels"`
-	// Loss: "ce" (softmax cross-entropy, single-label) or "bce" (one sigmoid per output; for
-	// querytype a single logit for multi-tool).
+	// Loss: "ce" (softmax cross-entropy, single-label), "bce" (one sigmoid per output; for
+	// querytype a single logit for multi-tool) or, for mlc, "softmax" (multi-positive softmax
+	// cross-entropy over all tools, -Σ over positives of log-softmax, as the Tool2Vec paper's
+	// code trains MLC).
 	LossKind string `json:"loss"`
 }
 
@@ -83,8 +86,8 @@ func (c *Config) Validate() error {
 		if len(c.Labels) == 0 {
 			return fmt.Errorf("classifier mlc: no labels")
 		}
-		if c.LossKind != "bce" {
-			return fmt.Errorf("classifier mlc: loss %q: want bce", c.LossKind)
+		if c.LossKind != "bce" && c.LossKind != "softmax" {
+			return fmt.Errorf("classifier mlc: loss %q: want bce or softmax", c.LossKind)
 		}
 	default:
 		return fmt.Errorf("classifier: kind %q: want querytype or mlc", c.Kind)
@@ -145,9 +148,10 @@ func (c *Config) Logits(root *model.Scope, ids, types, mask *Node) *Node {
 	return Head(root, c.Encoder, h, mask, c.Outputs())
 }
 
-// Probabilities turns logits into per-output probabilities: softmax for "ce", sigmoid for "bce".
+// Probabilities turns logits into per-output probabilities: softmax for "ce" and "softmax",
+// sigmoid for "bce".
 func (c *Config) Probabilities(logits *Node) *Node {
-	if c.LossKind == "ce" {
+	if c.LossKind == "ce" || c.LossKind == "softmax" {
 		return Softmax(logits, -1)
 	}
 	return Sigmoid(logits)
@@ -159,6 +163,9 @@ func (c *Config) Loss(root *model.Scope, in []*Node) *Node {
 	logits := c.Logits(root, in[0], nil, in[1])
 	if c.LossKind == "ce" {
 		return losses.ListwiseCE(logits, in[2], nil) // softmax CE with a one-hot target
+	}
+	if c.LossKind == "softmax" {
+		return losses.MultiPositiveCE(logits, in[2], nil, false)
 	}
 	return losses.BCEWithLogits(logits, in[2], nil)
 }

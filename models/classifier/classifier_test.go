@@ -2,6 +2,7 @@ package classifier
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -143,6 +144,29 @@ func TestMLCRanking(t *testing.T) {
 		if x.Scores[0] < 0.95 || x.Scores[0] > 0.953 { // sigmoid(3) = 0.9526
 			t.Errorf("query %d top score %v, want sigmoid(3)", i, x.Scores[0])
 		}
+	}
+	// With the softmax loss the scores are a softmax over all tools: same order.
+	soft := *cfg
+	soft.LossKind = "softmax"
+	if err := soft.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ms := &Model{Cfg: &soft, Tok: tok, Backend: be, Store: store, Batch: 2}
+	rs, err := NewRanker(ms, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rk, err = rs.Rank(context.Background(), []string{"alpha"}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := math.Exp(3) / (math.Exp(0.1) + math.Exp(-2) + math.Exp(3) + math.Exp(1))
+	if !reflect.DeepEqual(rk[0].Tools, []int{2, 3, 0, 1}) || math.Abs(float64(rk[0].Scores[0])-want) > 1e-6 {
+		t.Errorf("softmax ranking %v scores %v, want [2 3 0 1], top %v", rk[0].Tools, rk[0].Scores, want)
+	}
+	qsoft := &Config{Kind: KindQueryType, Encoder: bc, MaxLen: 16, Labels: []string{LabelSingle, LabelMulti}, LossKind: "softmax"}
+	if err := qsoft.Validate(); err == nil {
+		t.Error("querytype accepted the softmax loss")
 	}
 	other := tinyData()
 	other.Tools = other.Tools[:3]
