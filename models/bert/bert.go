@@ -87,8 +87,15 @@ func act(cfg *Config) activation.Type {
 // scope is training. Graph-building errors panic, as GoMLX graph functions do: Runner and
 // model.Exec turn them into errors.
 func Encode(scope *model.Scope, cfg *Config, ids, types, mask *Node) *Node {
+	return Layers(scope, cfg, Embed(scope, cfg, ids, types), mask)
+}
+
+// Embed is the embedding layer of Encode: word + absolute position + token type embeddings,
+// LayerNorm and dropout, [batch, seq, hidden]. Models that append their own inputs after the
+// embedding layer (models/refiner) call Embed, concatenate, then Layers.
+func Embed(scope *model.Scope, cfg *Config, ids, types *Node) *Node {
 	g := ids.Graph()
-	batch, seq := ids.Shape().Dimensions[0], ids.Shape().Dimensions[1]
+	seq := ids.Shape().Dimensions[1]
 	if seq > cfg.MaxPositionEmbeddings {
 		exceptions.Panicf("bert: sequence length %d exceeds max_position_embeddings %d", seq, cfg.MaxPositionEmbeddings)
 	}
@@ -107,8 +114,13 @@ func Encode(scope *model.Scope, cfg *Config, ids, types, mask *Node) *Node {
 		x = Add(x, Gather(typeEmb, InsertAxes(ConvertDType(types, dtypes.Int32), -1)))
 	}
 	x = layerNorm(emb.In("LayerNorm"), cfg, x)
-	x = dropout(scope, x, cfg.HiddenDropoutProb)
+	return dropout(scope, x, cfg.HiddenDropoutProb)
+}
 
+// Layers runs the transformer layers of Encode over embedded inputs x [batch, seq, hidden]
+// (Embed's output, possibly extended) with mask [batch, seq] (1 for real positions).
+func Layers(scope *model.Scope, cfg *Config, x, mask *Node) *Node {
+	batch, seq := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
 	// Additive attention mask as in HF: (1 - mask) * finfo(dtype).min, broadcast to
 	// [B, S(query), S(key)], the shape the go backend's fused attention accepts.
 	dt := cfg.dtype()

@@ -142,9 +142,17 @@ func lowest(dt dtypes.DType) float64 {
 // padding positions are HF's too). Dropout is active only when the scope is training.
 // Graph-building errors panic, as GoMLX graph functions do; model.Exec turns them into errors.
 func Encode(scope *model.Scope, cfg *Config, ids, types, mask *Node) *Node {
+	return Layers(scope, cfg, Embed(scope, cfg, ids, types, mask), mask)
+}
+
+// Embed is the embedding layer of Encode: word (+ absolute position, + token type)
+// embeddings, the embedding_size projection, LayerNorm, zeroed at padding, dropout:
+// [batch, seq, hidden]. Models that append their own inputs after the embedding layer
+// (models/refiner) call Embed, concatenate, then Layers.
+func Embed(scope *model.Scope, cfg *Config, ids, types, mask *Node) *Node {
 	g := ids.Graph()
 	dt := cfg.dtype()
-	batch, seq := ids.Shape().Dimensions[0], ids.Shape().Dimensions[1]
+	seq := ids.Shape().Dimensions[1]
 	if seq > cfg.MaxPositionEmbeddings {
 		exceptions.Panicf("deberta: sequence length %d exceeds max_position_embeddings %d", seq, cfg.MaxPositionEmbeddings)
 	}
@@ -172,7 +180,17 @@ func Encode(scope *model.Scope, cfg *Config, ids, types, mask *Node) *Node {
 	x = layerNorm(emb.In("LayerNorm"), cfg, x)
 	isReal := NotEqual(ConvertDType(mask, dt), ScalarZero(g, dt)) // [B, S]
 	x = Mul(x, InsertAxes(ConvertDType(isReal, dt), -1))
-	x = dropout(scope, x, cfg.HiddenDropoutProb)
+	return dropout(scope, x, cfg.HiddenDropoutProb)
+}
+
+// Layers runs the disentangled-attention layers of Encode over embedded inputs x [batch, seq,
+// hidden] (Embed's output, possibly extended) with mask [batch, seq] (1 for real positions);
+// relative positions are those of the sequence x.
+func Layers(scope *model.Scope, cfg *Config, x, mask *Node) *Node {
+	g := x.Graph()
+	dt := cfg.dtype()
+	batch, seq, h := x.Shape().Dimensions[0], x.Shape().Dimensions[1], cfg.HiddenSize
+	isReal := NotEqual(ConvertDType(mask, dt), ScalarZero(g, dt)) // [B, S]
 
 	// XSoftmax's mask: pair (i, j) takes part when both i and j are real tokens.
 	keep := LogicalAnd(BroadcastToDims(Reshape(isReal, batch, 1, seq, 1), batch, 1, seq, seq),

@@ -82,6 +82,14 @@ func (b bertConfig) Encode(scope *model.Scope, ids, types, mask *Node) *Node {
 	return bert.Encode(scope, b.c, ids, types, mask)
 }
 
+func (b bertConfig) Embed(scope *model.Scope, ids, types, _ *Node) *Node {
+	return bert.Embed(scope, b.c, ids, types)
+}
+
+func (b bertConfig) EncodeEmbedded(scope *model.Scope, x, mask *Node) *Node {
+	return bert.Layers(scope, b.c, x, mask)
+}
+
 func (b bertConfig) Pool(scope *model.Scope, hidden, mask *Node, p Pooling) *Node {
 	return bert.Pool(scope, b.c, hidden, mask, p)
 }

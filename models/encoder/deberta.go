@@ -105,6 +105,14 @@ func (d debertaConfig) Encode(scope *model.Scope, ids, types, mask *Node) *Node 
 	return deberta.Encode(scope, d.c, ids, types, mask)
 }
 
+func (d debertaConfig) Embed(scope *model.Scope, ids, types, mask *Node) *Node {
+	return deberta.Embed(scope, d.c, ids, types, mask)
+}
+
+func (d debertaConfig) EncodeEmbedded(scope *model.Scope, x, mask *Node) *Node {
+	return deberta.Layers(scope, d.c, x, mask)
+}
+
 func (d debertaConfig) Pool(scope *model.Scope, hidden, mask *Node, p Pooling) *Node {
 	return deberta.Pool(scope, d.c, hidden, mask, p)
 }

@@ -97,6 +97,15 @@ type Config interface {
 	// twice in one graph reuses the weights. Graph-building errors panic (model.Exec turns
 	// them into errors).
 	Encode(scope *model.Scope, ids, types, mask *Node) *Node
+	// Embed is Encode's embedding layer alone: [batch, seq, Hidden()] (dropout when training).
+	// Encode(ids, types, mask) is EncodeEmbedded(Embed(ids, types, mask), mask); a model that appends
+	// inputs of its own after the embedding layer (the ToolRefiner's tool slots) embeds,
+	// concatenates along the sequence axis and runs EncodeEmbedded over the whole.
+	Embed(scope *model.Scope, ids, types, mask *Node) *Node
+	// EncodeEmbedded runs the encoder's layers over embedded inputs x [batch, seq, Hidden()] with mask
+	// [batch, seq] (1 for real positions). seq may exceed MaxPositions: the layers themselves
+	// use no absolute position (relative positions, where the encoder has them, are those of x).
+	EncodeEmbedded(scope *model.Scope, x, mask *Node) *Node
 	// Pool reduces hidden [batch, seq, hidden] to [batch, hidden] with p (PoolNone returns
 	// hidden unchanged); mask as for Encode.
 	Pool(scope *model.Scope, hidden, mask *Node, p Pooling) *Node
