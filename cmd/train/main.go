@@ -5,6 +5,7 @@
 //	train colt -retriever RUN [flags]  COLT's LightGCN stage on a trained bi-encoder
 //	train crossencoder -retriever RUN [flags]  ToolRerank's cross-encoder reranker
 //	train classifier -kind querytype|mlc [flags]  query-type or multi-label tool classifier
+//	train refiner -retriever RUN [-candidates bi-encoder|usage|mlc|bm25] [flags]  the Tool2Vec paper's ToolRefiner
 //	train migrate -run RUN [-data DIR] [-dev F -seed N]  write run.json for a run made before it existed
 //
 // With no flags it trains a small bi-encoder from scratch on the embedded default dataset and
@@ -34,10 +35,12 @@ func main() {
 		err = crossencoderCmd(args)
 	case "classifier":
 		err = classifierCmd(args)
+	case "refiner":
+		err = refinerCmd(args)
 	case "migrate":
 		err = migrateCmd(args)
 	default:
-		err = fmt.Errorf("unknown command %q (biencoder, mine, colt, crossencoder, classifier, migrate)", cmd)
+		err = fmt.Errorf("unknown command %q (biencoder, mine, colt, crossencoder, classifier, refiner, migrate)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "train:", err)
