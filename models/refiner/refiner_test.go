@@ -17,10 +17,10 @@ import (
 	"github.com/toolret/toolret/candidates"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/metrics"
-	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/train"
 	"github.com/toolret/toolret/models/encoder"
+	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/tokenize"
+	"github.com/toolret/toolret/train"
 )
 
 func TestSlate(t *testing.T) {
