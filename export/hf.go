@@ -95,6 +95,13 @@ func hfConfig(cfg encoder.Config, head *Head) (map[string]any, error) {
 	c["model_type"] = cfg.ModelType()
 	c["architectures"] = []string{cfg.HF().Model}
 	c["torch_dtype"] = "float32"
+	if _, ok := c["pooler_hidden_act"]; ok {
+		// DeBERTa's ContextPooler: HF reads pooler_hidden_size (default hidden_size),
+		// pooler_hidden_act and pooler_dropout (written by the encoder).
+		if _, ok := c["pooler_hidden_size"]; !ok {
+			c["pooler_hidden_size"] = cfg.Hidden()
+		}
+	}
 	if head != nil {
 		c["architectures"] = []string{cfg.HF().SequenceClassification}
 		id2label, label2id := map[string]string{}, map[string]int{}
@@ -113,9 +120,12 @@ func writeTowerHF(m *Model, t *Tower, dir string, maxLen int) error {
 	head := m.Head
 	if mt := t.Encoder.ModelType(); mt != "bert" {
 		// The [CLS] head's scaled identity pooler and the sentence-transformers Dense module
-		// stand for BERT's tanh pooler; other encoders' poolers (DeBERTa: dense + GELU) differ.
+		// stand for BERT's tanh pooler; other encoders' poolers (DeBERTa: dense + GELU, which
+		// cannot stand for the identity) differ. A head over the pooler is the encoder's own
+		// XxxForSequenceClassification.
 		if head != nil && head.pooling() == encoder.PoolCLS {
-			return fmt.Errorf("export: hf: a [CLS] classification head over a %s encoder cannot be written in HF layout (only BERT's tanh pooler can stand for [CLS])", mt)
+			return fmt.Errorf("export: hf: a [CLS] classification head over a %s encoder cannot be written in HF layout: %s always applies its pooler, and only BERT's tanh pooler can stand for [CLS]; train the model with -pooling pooler (the default for %s)",
+				mt, t.Encoder.HF().SequenceClassification, mt)
 		}
 		if m.Kind == KindBiEncoder && t.Pooling == encoder.PoolPooler {
 			return fmt.Errorf("export: hf: pooler pooling of a %s encoder cannot be written as a sentence-transformers model (its Dense module is BERT's tanh pooler)", mt)
@@ -326,8 +336,9 @@ func sharedLengths(m *Model, maxLen int) *stLengths {
 // model_type, see encoder.ModelTypes) as a one-tower Model on
 // backend be: a bi-encoder tower when it has sentence-transformers files (pooling, Dense
 // pooler, Normalize, max_seq_length), a classifier (or a one-label cross-encoder) when
-// config.json declares the sequence-classification architecture (BertForSequenceClassification),
-// otherwise a [CLS]-pooled encoder.
+// config.json declares the sequence-classification architecture
+// (BertForSequenceClassification, DebertaV2ForSequenceClassification: a head over the
+// pooler), otherwise a [CLS]-pooled encoder.
 func LoadHF(dir string, be compute.Backend) (*Model, error) {
 	tok, err := tokenize.Load(dir)
 	if err != nil {
@@ -492,8 +503,10 @@ func samePooler(dir, prefix string, dense *safetensors.File) error {
 	return nil
 }
 
-// readHead reads a sequence-classification head (BertForSequenceClassification:
-// classifier.weight/bias, id2label).
+// readHead reads a sequence-classification head (the encoder's XxxForSequenceClassification,
+// BertForSequenceClassification or DebertaV2ForSequenceClassification: classifier.weight/bias
+// over the pooler, id2label), or the [CLS] head toolret writes as BERT with a scaled identity
+// pooler (toolret_head).
 func readHead(dir string, cfg encoder.Config) (*Head, error) {
 	var c struct {
 		Architectures []string          `json:"architectures"`

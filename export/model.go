@@ -73,8 +73,9 @@ type Tower struct {
 }
 
 // Head is a sequence-classification head: logits = W·pooled + b, with W [labels, hidden].
-// It reads the pooler output (dense+tanh over [CLS]), as HF's BertForSequenceClassification
-// does, or the raw [CLS] state with Pooling PoolCLS.
+// It reads the encoder's pooler output (BERT: dense+tanh over [CLS]; DeBERTa: the
+// ContextPooler, dense+GELU), as HF's XxxForSequenceClassification does, or the raw [CLS]
+// state with Pooling PoolCLS.
 type Head struct {
 	Weight  []float32 // [len(Labels), hidden], row-major
 	Bias    []float32 // [len(Labels)]
@@ -337,10 +338,11 @@ func init() {
 
 // HeadLoader returns a loader for checkpoints of encoder + classification head models (the
 // cross-encoder and the classifiers): the encoder at the store root, the head's variables
-// /classifier/weight [n, hidden] and /classifier/bias [n] over the [CLS] state, and a
-// configuration file with "encoder" (or the older "bert"), "max_len", optional "labels"
-// (else defaultLabels, else LABEL_i) and "loss" ("ce" means softmax probabilities, anything
-// else sigmoid).
+// /classifier/weight [n, hidden] and /classifier/bias [n], and a configuration file with
+// "encoder" (or the older "bert"), "max_len", optional "labels" (else defaultLabels, else
+// LABEL_i), "loss" ("ce" and "softmax" mean softmax probabilities, anything else sigmoid) and optional
+// "pooling", the head's input: "cls" (the [CLS] state, the default) or "pooler" (the
+// encoder's pooler layer over it).
 func HeadLoader(kind, configFile string, defaultLabels []string) func(dir string, be compute.Backend) (*Model, error) {
 	return func(dir string, be compute.Backend) (*Model, error) {
 		c, err := checkpoints.Load(dir)
@@ -401,16 +403,24 @@ func HeadLoader(kind, configFile string, defaultLabels []string) func(dir string
 			}
 		}
 		act := "sigmoid"
-		if cfg.Loss == "ce" {
+		if cfg.Loss == "ce" || cfg.Loss == "softmax" { // mlc -loss softmax: softmax over all tools
 			act = "softmax"
+		}
+		pool := cfg.Pooling
+		switch pool {
+		case "":
+			pool = encoder.PoolCLS
+		case encoder.PoolCLS, encoder.PoolPooler:
+		default:
+			return nil, fmt.Errorf("%s: %s: pooling %q (want cls or pooler)", dir, configFile, pool)
 		}
 		maxLen := cfg.MaxLen
 		if maxLen <= 0 {
 			maxLen = cfg.Encoder.MaxPositions()
 		}
 		return &Model{Kind: kind, Tok: tok, Store: store, Backend: be, Source: dir,
-			Towers: []Tower{{Encoder: cfg.Encoder, Pooling: encoder.PoolCLS, MaxLen: maxLen}},
-			Head:   &Head{Weight: w, Bias: b, Labels: labels, Pooling: encoder.PoolCLS, Activation: act}}, nil
+			Towers: []Tower{{Encoder: cfg.Encoder, Pooling: pool, MaxLen: maxLen}},
+			Head:   &Head{Weight: w, Bias: b, Labels: labels, Pooling: pool, Activation: act}}, nil
 	}
 }
 
@@ -528,10 +538,11 @@ func NewBiEncoder(cfg *biencoder.Config, tok *tokenize.Tokenizer, be compute.Bac
 
 // headConfig is what HeadLoader reads of a head model's configuration file.
 type headConfig struct {
-	Encoder encoder.Config `json:"encoder"`
-	MaxLen  int            `json:"max_len"`
-	Labels  []string       `json:"labels"`
-	Loss    string         `json:"loss"`
+	Encoder encoder.Config  `json:"encoder"`
+	MaxLen  int             `json:"max_len"`
+	Labels  []string        `json:"labels"`
+	Loss    string          `json:"loss"`
+	Pooling encoder.Pooling `json:"pooling"`
 }
 
 // UnmarshalJSON reads the "encoder" object, or the "bert" object of configurations written

@@ -2,7 +2,9 @@ package rundir
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -10,8 +12,14 @@ import (
 	"github.com/toolret/toolret/tokenize"
 )
 
-// TokenizerFiles are the tokenizer's files kept in a run and in each checkpoint.
-var TokenizerFiles = []string{"tokenizer.json", "vocab.txt", "tokenizer_config.json"}
+// TokenizerFiles are the tokenizer's files kept in a run and in each checkpoint, those
+// tokenize.Tokenizer.Save writes: tokenizer.json and tokenizer_config.json always, vocab.txt
+// for WordPiece, spm.model and added_tokens.json for a SentencePiece Unigram tokenizer loaded
+// from spm.model (DeBERTa-v3).
+var TokenizerFiles = []string{"tokenizer.json", "vocab.txt", "tokenizer_config.json", "spm.model", "added_tokens.json"}
+
+// requiredTokenizerFiles are the TokenizerFiles every tokenizer writes.
+var requiredTokenizerFiles = map[string]bool{"tokenizer.json": true, "tokenizer_config.json": true}
 
 // WriteModelFiles stores a model configuration (as name) and the tokenizer at the top of a
 // run directory and returns the files to keep in every checkpoint.
@@ -28,6 +36,9 @@ func WriteModelFiles(dir, name string, cfg []byte, tok *tokenize.Tokenizer) (map
 	files := map[string][]byte{name: cfg}
 	for _, f := range TokenizerFiles {
 		b, err := os.ReadFile(filepath.Join(dir, f))
+		if errors.Is(err, fs.ErrNotExist) && !requiredTokenizerFiles[f] {
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("run %s: %w", dir, err)
 		}

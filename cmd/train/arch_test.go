@@ -66,6 +66,9 @@ func TestArchDeberta(t *testing.T) {
 			if e["model_type"] != "deberta-v2" || e["type_vocab_size"] != wantTypes {
 				t.Errorf("%s encoder %v", tc.name, e)
 			}
+			if p := poolingOf(t, run, tc.file); p != "pooler" { // HF's DebertaV2ForSequenceClassification head
+				t.Errorf("%s head pooling %q, want pooler (the default over DeBERTa)", tc.name, p)
+			}
 			checkLossFalls(t, run, tc.frac)
 		})
 	}
@@ -77,6 +80,9 @@ func TestArchDeberta(t *testing.T) {
 	if e := encoderOf(warm, "classifier.json"); e["model_type"] != "deberta-v2" {
 		t.Errorf("warm-started encoder %v", e)
 	}
+	if p := poolingOf(t, warm, "classifier.json"); p != "pooler" { // a new ContextPooler over the retriever's encoder
+		t.Errorf("warm-started head pooling %q, want pooler", p)
+	}
 	for _, tc := range []struct {
 		run  func() error
 		want string
@@ -86,6 +92,9 @@ func TestArchDeberta(t *testing.T) {
 		}, "-arch bert: the -retriever run has a deberta-v2 encoder"},
 		{func() error { return biencoderCmd([]string{"-arch", "xlnet", "-run", filepath.Join(dir, "x2")}) }, `-arch "xlnet"`},
 		{func() error {
+			return classifierCmd([]string{"-pooling", "mean", "-retriever", be, "-run", filepath.Join(dir, "x4")})
+		}, `-pooling "mean": want cls or pooler`},
+		{func() error {
 			return crossencoderCmd([]string{"-arch", "gpt", "-retriever", be, "-run", filepath.Join(dir, "x3")})
 		}, `-arch "gpt"`},
 	} {
@@ -93,4 +102,20 @@ func TestArchDeberta(t *testing.T) {
 			t.Errorf("want an error containing %q, got %v", tc.want, err)
 		}
 	}
+}
+
+// poolingOf returns the head pooling stored in a run's model configuration file.
+func poolingOf(t *testing.T, run, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(run, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Pooling string `json:"pooling"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c.Pooling
 }

@@ -40,6 +40,9 @@ func classifierCmd(args []string) error {
 	if err := checkClassifierFlags(*kind, *loss, *h.metric, *h.maxLen, *h.resume); err != nil {
 		return err
 	}
+	if err := checkPooling(*h.pool); err != nil {
+		return err
+	}
 	d, bk, tr, dev, err := h.setup(*kind, "classifier")
 	if err != nil {
 		return err
@@ -62,7 +65,8 @@ func classifierCmd(args []string) error {
 			return err
 		}
 		tok = t
-		cfg = &classifier.Config{Kind: *kind, Encoder: bc, MaxLen: *h.maxLen, LossKind: *loss}
+		pool, bc := h.headPooling(bc)
+		cfg = &classifier.Config{Kind: *kind, Encoder: bc, MaxLen: *h.maxLen, LossKind: *loss, Pooling: pool}
 		if *kind == classifier.KindMLC {
 			cfg.Labels = classifier.ToolLabels(d)
 		} else {
@@ -87,8 +91,8 @@ func classifierCmd(args []string) error {
 			multi++
 		}
 	}
-	fmt.Fprintf(os.Stderr, "%s\nclassifier %s: %d layers, hidden %d, vocab %d, %d outputs, %s loss, %d train queries (%d multi-tool), %d dev, %d steps -> %s\n",
-		d.Stats(), cfg.Kind, cfg.Encoder.Layers(), cfg.Encoder.Hidden(), cfg.Encoder.Vocab(), cfg.Outputs(), cfg.LossKind,
+	fmt.Fprintf(os.Stderr, "%s\nclassifier %s: %s, %d layers, hidden %d, vocab %d, %d outputs, %s head, %s loss, %d train queries (%d multi-tool), %d dev, %d steps -> %s\n",
+		d.Stats(), cfg.Kind, cfg.Encoder.ModelType(), cfg.Encoder.Layers(), cfg.Encoder.Hidden(), cfg.Encoder.Vocab(), cfg.Outputs(), classifier.HeadPooling(cfg.Pooling), cfg.LossKind,
 		len(tr.Judged()), multi, len(dev.Queries), steps, *h.runDir)
 	if err := h.create(); err != nil {
 		return err

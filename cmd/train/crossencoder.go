@@ -15,6 +15,7 @@ import (
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/models/classifier"
 	"github.com/toolret/toolret/models/crossencoder"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
@@ -31,6 +32,8 @@ type headFlags struct {
 	lr, wd, warmup, clip, devFrac                                                   *float64
 	seed                                                                            *uint64
 	resume, quiet, warm                                                             *bool
+	// pool is -pooling: the head's input, cls or pooler (empty: the encoder's default).
+	pool *string
 
 	// pending is a new run's run.json, written by create when training starts.
 	pending *rundir.Meta
@@ -46,6 +49,7 @@ func addHeadFlags(fs *flag.FlagSet, maxLen, batch, epochs int, metric string) *h
 		retriever: cli.Retriever(fs),
 		initDir:   fs.String("init", "", "initialise the encoder from a HuggingFace BERT or DeBERTa-v2/v3 directory (else from scratch)"),
 		arch:      archFlag(fs),
+		pool:      fs.String("pooling", "", "head input: cls (the [CLS] state) or pooler (the encoder's pooler layer over [CLS], as HF's XxxForSequenceClassification: BERT dense + tanh, DeBERTa's ContextPooler dense + GELU); default pooler for DeBERTa, cls for BERT"),
 		layers:    fs.Int("layers", 2, "from scratch: layers"),
 		hidden:    fs.Int("hidden", 128, "from scratch: hidden size"),
 		heads:     fs.Int("heads", 4, "from scratch: attention heads"),
@@ -227,6 +231,29 @@ func (h *headFlags) encoder(store *model.Store, bk compute.Backend, d *data.Data
 	return bc, tok, nil
 }
 
+// checkPooling validates -pooling: empty (the encoder's default) or a head pooling.
+func checkPooling(p string) error {
+	if p != "" && p != string(encoder.PoolCLS) && p != string(encoder.PoolPooler) {
+		return fmt.Errorf("-pooling %q: want cls or pooler", p)
+	}
+	return nil
+}
+
+// headPooling returns the head pooling of a new model over bc (-pooling, else
+// classifier.DefaultPooling) and bc with the pooler layer when the head reads it: a checkpoint
+// without one (deberta-v3 from the hub, a warm start) gets a new pooler, initialised as the
+// encoder's other dense layers, as HF initialises a task model's pooler.
+func (h *headFlags) headPooling(bc encoder.Config) (encoder.Pooling, encoder.Config) {
+	p := classifier.DefaultPooling(bc)
+	if *h.pool != "" {
+		p = encoder.Pooling(*h.pool)
+	}
+	if p == encoder.PoolPooler && !bc.HasPooler() {
+		bc = bc.WithPooler(true)
+	}
+	return p, bc
+}
+
 // checkMaxLen reports an error naming -max-len unless it holds at least the min special tokens.
 func checkMaxLen(n, least int, specials string) error {
 	if n < least {
@@ -327,6 +354,9 @@ func crossencoderCmd(args []string) error {
 	if *loss != "bce" && *loss != "listwise" {
 		return fmt.Errorf("-loss %q: want bce or listwise", *loss)
 	}
+	if err := checkPooling(*h.pool); err != nil {
+		return err
+	}
 	d, bk, tr, dev, err := h.setup("crossencoder", "crossencoder")
 	if err != nil {
 		return err
@@ -352,7 +382,8 @@ func crossencoderCmd(args []string) error {
 			return err
 		}
 		tok = t
-		cfg = &crossencoder.Config{Encoder: bc, MaxLen: *h.maxLen, LossKind: *loss}
+		pool, bc := h.headPooling(bc)
+		cfg = &crossencoder.Config{Encoder: bc, MaxLen: *h.maxLen, LossKind: *loss, Pooling: pool}
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -377,8 +408,8 @@ func crossencoderCmd(args []string) error {
 		return err
 	}
 	tc, steps := h.trainConfig(d, task, *h.seed)
-	fmt.Fprintf(os.Stderr, "%s\ncross-encoder: %d layers, hidden %d, vocab %d, max len %d, %s loss, %d train pairs x (1+%d), %d dev queries, %d steps -> %s\n",
-		d.Stats(), cfg.Encoder.Layers(), cfg.Encoder.Hidden(), cfg.Encoder.Vocab(), cfg.MaxLen, cfg.LossKind, len(tr.Pairs()), *negs, len(evalDev.Queries), steps, *h.runDir)
+	fmt.Fprintf(os.Stderr, "%s\ncross-encoder: %s, %d layers, hidden %d, vocab %d, max len %d, %s head, %s loss, %d train pairs x (1+%d), %d dev queries, %d steps -> %s\n",
+		d.Stats(), cfg.Encoder.ModelType(), cfg.Encoder.Layers(), cfg.Encoder.Hidden(), cfg.Encoder.Vocab(), cfg.MaxLen, classifier.HeadPooling(cfg.Pooling), cfg.LossKind, len(tr.Pairs()), *negs, len(evalDev.Queries), steps, *h.runDir)
 	if err := h.create(); err != nil {
 		return err
 	}

@@ -1,6 +1,9 @@
 // Package classifier is the sequence classifier (an encoder and a head) used by ToolRerank and as a retriever:
-// [CLS] state → dropout → linear → n logits (HF BertForSequenceClassification's head, variables
-// "classifier.weight" [n, hidden] and "classifier.bias" [n] beside the encoder at the root).
+// [CLS] state → (the encoder's pooler layer, with pooling "pooler") → dropout → linear → n
+// logits, variables "classifier.weight" [n, hidden] and "classifier.bias" [n] beside the
+// encoder at the root. With pooling "pooler" the head is HF's XxxForSequenceClassification
+// (BERT: dense + tanh; DeBERTa: the ContextPooler, dense + GELU); with "cls" (the default, and
+// what configurations without the field mean) it reads the [CLS] state directly.
 //
 // One head type serves several uses:
 //
@@ -56,6 +59,9 @@ type Config struct {
 	// cross-entropy over all tools, -Σ over positives of log-softmax, as the Tool2Vec paper's
 	// code trains MLC).
 	LossKind string `json:"loss"`
+	// Pooling is the head's input: "cls" (the [CLS] state; "" means cls, as in configurations
+	// written before heads had a pooling) or "pooler" (the encoder's pooler layer over [CLS]).
+	Pooling encoder.Pooling `json:"pooling,omitempty"`
 }
 
 // Outputs is the number of logits of the head.
@@ -95,7 +101,45 @@ func (c *Config) Validate() error {
 	if c.MaxLen < 2 || c.MaxLen > c.Encoder.MaxPositions() {
 		return fmt.Errorf("classifier: max length %d must be in [2, %d]", c.MaxLen, c.Encoder.MaxPositions())
 	}
+	if err := CheckPooling(c.Pooling, c.Encoder); err != nil {
+		return fmt.Errorf("classifier: %w", err)
+	}
 	return nil
+}
+
+// HeadPooling returns p, or encoder.PoolCLS for "" (configurations written before heads had a
+// pooling).
+func HeadPooling(p encoder.Pooling) encoder.Pooling {
+	if p == "" {
+		return encoder.PoolCLS
+	}
+	return p
+}
+
+// CheckPooling validates the pooling p of a head over enc: cls, pooler (enc must have its
+// pooler layer) or "" (cls).
+func CheckPooling(p encoder.Pooling, enc encoder.Config) error {
+	switch HeadPooling(p) {
+	case encoder.PoolCLS:
+		return nil
+	case encoder.PoolPooler:
+		if !enc.HasPooler() {
+			return fmt.Errorf("head pooling %q: the %s encoder has no pooler layer", p, enc.ModelType())
+		}
+		return nil
+	}
+	return fmt.Errorf("head pooling %q: want cls or pooler", p)
+}
+
+// DefaultPooling is the head pooling of a new model over enc: "cls" for BERT (what toolret's
+// BERT heads have always read) and "pooler" for other encoders (DeBERTa: the ContextPooler of
+// HF's DebertaV2ForSequenceClassification; only BERT's tanh pooler can stand for a [CLS] head
+// in HF layout, so other [CLS] heads cannot be exported).
+func DefaultPooling(enc encoder.Config) encoder.Pooling {
+	if enc.ModelType() == "bert" {
+		return encoder.PoolCLS
+	}
+	return encoder.PoolPooler
 }
 
 // Marshal returns the JSON form stored in runs and checkpoints.
@@ -125,12 +169,15 @@ func Unmarshal(b []byte) (*Config, error) {
 	return &c, nil
 }
 
-// Head is the classification head over encoder states: the [CLS] state of hidden
-// [B, S, H], dropout (training only, the encoder's hidden dropout), then a linear layer to n
-// logits [B, n], with variables under root/classifier (HF layout: weight [n, H], bias [n]).
-func Head(root *model.Scope, cfg encoder.Config, hidden, mask *Node, n int) *Node {
+// Head is the classification head over encoder states: hidden [B, S, H] pooled with p (cls:
+// the [CLS] state; pooler: the encoder's pooler layer over it, variables root/pooler/dense;
+// "" means cls), dropout (training only, the encoder's hidden dropout), then a linear layer
+// to n logits [B, n], with variables under root/classifier (HF layout: weight [n, H], bias
+// [n]). With p pooler it computes HF's XxxForSequenceClassification (BERT, DeBERTa-v2/v3).
+// The classifier and the cross-encoder both use it.
+func Head(root *model.Scope, cfg encoder.Config, p encoder.Pooling, hidden, mask *Node, n int) *Node {
 	g := hidden.Graph()
-	cls := cfg.Pool(root, hidden, mask, encoder.PoolCLS)
+	cls := cfg.Pool(root, hidden, mask, HeadPooling(p))
 	if p := cfg.Dropout(); p > 0 && root.IsTraining(g) {
 		cls = layers.Dropout(root, cls, Scalar(g, cls.DType(), p))
 	}
@@ -145,7 +192,7 @@ func Head(root *model.Scope, cfg encoder.Config, hidden, mask *Node, n int) *Nod
 // Logits runs the model: ids and mask [B, S] (types may be nil) -> logits [B, Outputs()].
 func (c *Config) Logits(root *model.Scope, ids, types, mask *Node) *Node {
 	h := c.Encoder.Encode(root, ids, types, mask)
-	return Head(root, c.Encoder, h, mask, c.Outputs())
+	return Head(root, c.Encoder, c.Pooling, h, mask, c.Outputs())
 }
 
 // Probabilities turns logits into per-output probabilities: softmax for "ce" and "softmax",

@@ -1,6 +1,8 @@
 // Package crossencoder is ToolRerank's reranker: an encoder over "[CLS] query [SEP] tool text [SEP]"
-// (token types 0 then 1, longest-first truncation), the [CLS] state → linear → one logit,
-// score = sigmoid(logit). It is trained on (query, positive API) pairs with hard negatives
+// (token types 0 then 1, longest-first truncation; encoders without token-type embeddings, as
+// DeBERTa-v3, tell the texts apart by [SEP] alone), classifier.Head with one logit over the
+// [CLS] state (pooling "cls") or the encoder's pooler layer ("pooler", HF's
+// XxxForSequenceClassification), score = sigmoid(logit). It is trained on (query, positive API) pairs with hard negatives
 // drawn from a retriever's top-m (binary cross-entropy, or list-wise softmax cross-entropy
 // over [positive + negatives]) and scores rerank.Scorer pairs at inference.
 package crossencoder
@@ -30,6 +32,9 @@ type Config struct {
 	Encoder  encoder.Config `json:"encoder"`
 	MaxLen   int            `json:"max_len"` // tokens of the pair, specials included
 	LossKind string         `json:"loss"`
+	// Pooling is the head's input, as classifier.Config.Pooling: "cls" ("" in configurations
+	// written before heads had a pooling) or "pooler".
+	Pooling encoder.Pooling `json:"pooling,omitempty"`
 }
 
 // Validate checks the configuration.
@@ -40,14 +45,20 @@ func (c *Config) Validate() error {
 	if err := c.Encoder.Validate(); err != nil {
 		return err
 	}
-	if n := c.Encoder.TypeVocab(); n < 2 {
-		return fmt.Errorf("crossencoder: type_vocab_size %d: pairs need 2 token types", n)
+	// Type 0 for the query, 1 for the tool text; an encoder without token-type embeddings
+	// (type_vocab_size 0: DeBERTa-v3, which ignores token types) sees the [SEP] between them
+	// only. BERT's config refuses type_vocab_size 0.
+	if n := c.Encoder.TypeVocab(); n == 1 {
+		return fmt.Errorf("crossencoder: type_vocab_size %d: pairs need 2 token types (or none, as DeBERTa-v3)", n)
 	}
 	if c.MaxLen < 3 || c.MaxLen > c.Encoder.MaxPositions() {
 		return fmt.Errorf("crossencoder: max length %d must be in [3, %d]", c.MaxLen, c.Encoder.MaxPositions())
 	}
 	if c.LossKind != LossBCE && c.LossKind != LossListwise {
 		return fmt.Errorf("crossencoder: loss %q: want bce or listwise", c.LossKind)
+	}
+	if err := classifier.CheckPooling(c.Pooling, c.Encoder); err != nil {
+		return fmt.Errorf("crossencoder: %w", err)
 	}
 	return nil
 }
@@ -82,7 +93,7 @@ func Unmarshal(b []byte) (*Config, error) {
 // Logits scores pairs: ids, types and mask [B, S] -> logits [B].
 func (c *Config) Logits(root *model.Scope, ids, types, mask *Node) *Node {
 	h := c.Encoder.Encode(root, ids, types, mask)
-	l := classifier.Head(root, c.Encoder, h, mask, 1)
+	l := classifier.Head(root, c.Encoder, c.Pooling, h, mask, 1)
 	return Reshape(l, l.Shape().Dimensions[0])
 }
 

@@ -372,28 +372,33 @@ def build(name, cfg, lengths, seed, prefix, half=False, heads=False, pooler=Fals
           f"(max rel diff {ws:.1e}), probability rows max diff {wp:.1e}")
 
 
-# The bucket values the Go tests pin (256 buckets, 512 positions).
-for dist, want in {200: 169, 256: 192, 300: 207, 511: 255, 512: 256, 128: 128, 129: 129}.items():
-    got = int(rel_positions(dist + 1, 256, 512)[dist, 0])
-    assert got == want == bucket_scalar(dist, 256, 512) and -got == bucket_scalar(-dist, 256, 512), (dist, got, want)
+def main():
+    # The bucket values the Go tests pin (256 buckets, 512 positions).
+    for dist, want in {200: 169, 256: 192, 300: 207, 511: 255, 512: 256, 128: 128, 129: 129}.items():
+        got = int(rel_positions(dist + 1, 256, 512)[dist, 0])
+        assert got == want == bucket_scalar(dist, 256, 512) and -got == bucket_scalar(-dist, 256, 512), (dist, got, want)
 
-base = dict(model_type="deberta-v2", architectures=["DebertaV2Model"], vocab_size=400, hidden_size=64,
-            num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, hidden_act="gelu",
-            hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, initializer_range=0.02,
-            pad_token_id=0, relative_attention=True)
+    base = dict(model_type="deberta-v2", architectures=["DebertaV2Model"], vocab_size=400, hidden_size=64,
+                num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, hidden_act="gelu",
+                hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, initializer_range=0.02,
+                pad_token_id=0, relative_attention=True)
 
-v3 = dict(base, max_position_embeddings=512, type_vocab_size=0, layer_norm_eps=1e-7, position_buckets=256,
-          max_relative_positions=-1, norm_rel_ebd="layer_norm", share_att_key=True, pos_att_type="p2c|c2p",
-          position_biased_input=False, pooler_hidden_size=64, pooler_dropout=0, pooler_hidden_act="gelu")
-build("v3", v3, [512, 511, 300, 257, 256, 200, 129, 64, 17, 2, 1], seed=11, prefix=True, half=True,
-      heads=True, pooler=True)
+    v3 = dict(base, max_position_embeddings=512, type_vocab_size=0, layer_norm_eps=1e-7, position_buckets=256,
+              max_relative_positions=-1, norm_rel_ebd="layer_norm", share_att_key=True, pos_att_type="p2c|c2p",
+              position_biased_input=False, pooler_hidden_size=64, pooler_dropout=0, pooler_hidden_act="gelu")
+    build("v3", v3, [512, 511, 300, 257, 256, 200, 129, 64, 17, 2, 1], seed=11, prefix=True, half=True,
+          heads=True, pooler=True)
 
-b8 = dict(base, vocab_size=300, max_position_embeddings=128, type_vocab_size=2, layer_norm_eps=1e-7,
-          position_buckets=8, max_relative_positions=32, norm_rel_ebd="none", share_att_key=False,
-          pos_att_type=["c2p"], position_biased_input=True)
-build("buckets8", b8, [100, 77, 40, 33, 9, 4], seed=12, prefix=False, pair=True)
+    b8 = dict(base, vocab_size=300, max_position_embeddings=128, type_vocab_size=2, layer_norm_eps=1e-7,
+              position_buckets=8, max_relative_positions=32, norm_rel_ebd="none", share_att_key=False,
+              pos_att_type=["c2p"], position_biased_input=True)
+    build("buckets8", b8, [100, 77, 40, 33, 9, 4], seed=12, prefix=False, pair=True)
 
-ep = dict(base, vocab_size=300, embedding_size=32, max_position_embeddings=64, type_vocab_size=0,
-          layer_norm_eps=1e-7, max_relative_positions=24, norm_rel_ebd="layer_norm", share_att_key=False,
-          pos_att_type="p2c", position_biased_input=False)
-build("embproj", ep, [60, 50, 25, 3], seed=13, prefix=True)
+    ep = dict(base, vocab_size=300, embedding_size=32, max_position_embeddings=64, type_vocab_size=0,
+              layer_norm_eps=1e-7, max_relative_positions=24, norm_rel_ebd="layer_norm", share_att_key=False,
+              pos_att_type="p2c", position_biased_input=False)
+    build("embproj", ep, [60, 50, 25, 3], seed=13, prefix=True)
+
+
+if __name__ == "__main__":  # make_head_fixture.py imports the reference
+    main()
