@@ -15,7 +15,8 @@
 //	       labels].
 //	index  the tool embeddings of a bi-encoder over a dataset's tool corpus
 //	       (tools.safetensors, tools.jsonl) plus the query tower in hf layout (query/), all a
-//	       server needs to answer queries (see package retriever).
+//	       server needs to answer queries (see package retriever); given the run's training
+//	       queries (Options.Train), also the tools' Tool2Vec usage vectors (tools_usage.safetensors).
 //
 // Every export writes manifest.json (toolret version, source, model kind, data fingerprint,
 // sha256 of every file). Exports are built in a temporary directory beside the output and
@@ -62,6 +63,10 @@ type Options struct {
 	Data *data.Dataset
 	// DataSource names Data in the manifest (a directory, or "default").
 	DataSource string
+	// Train, for an index, is the training part of the run (its judged queries and qrels, over
+	// Data): the index then also stores Tool2Vec usage vectors (IndexUsage, Manifest.Usage).
+	// nil: text vectors only.
+	Train *data.Split
 	// Source overrides the source recorded in the manifest (default: Model.Source).
 	Source string
 }
@@ -85,6 +90,8 @@ type Manifest struct {
 	// Index: number of tools and embedding dimension.
 	Tools int `json:"tools,omitempty"`
 	Dim   int `json:"dim,omitempty"`
+	// Usage describes an index's Tool2Vec usage vectors (IndexUsage); nil when it has none.
+	Usage *UsageManifest `json:"usage,omitempty"`
 	// Notes are one-line remarks on what the export could not include (an encoder without
 	// an ONNX graph); cmd/export prints them.
 	Notes []string `json:"notes,omitempty"`

@@ -2,22 +2,27 @@ package export
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/losses"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/safetensors"
 )
 
 // Index file names.
 const (
-	IndexEmbeddings = "tools.safetensors" // tensor "embeddings" [n_tools, dim] F32
-	IndexTools      = "tools.jsonl"       // one ToolRecord per line, in embedding order
-	IndexQueryDir   = "query"             // the query tower in hf layout (a shared tower: both sides)
-	IndexToolDir    = "tool"              // the tool tower of separate towers, in hf layout
+	IndexEmbeddings = "tools.safetensors"       // tensor "embeddings" [n_tools, dim] F32
+	IndexTools      = "tools.jsonl"             // one ToolRecord per line, in embedding order
+	IndexUsage      = "tools_usage.safetensors" // tensor "embeddings" [n_tools, dim] F32: Tool2Vec usage vectors
+	IndexQueryDir   = "query"                   // the query tower in hf layout (a shared tower: both sides)
+	IndexToolDir    = "tool"                    // the tool tower of separate towers, in hf layout
 	EmbeddingsName  = "embeddings"
 )
 
@@ -40,11 +45,42 @@ func ToolRecords(d *data.Dataset) []ToolRecord {
 	return recs
 }
 
+// UsageManifest describes the Tool2Vec usage vectors of an index (IndexUsage): row i is the
+// usage vector of tools.jsonl's tool i as exported (biencoder.UsageVectors over the training
+// queries of the run's recorded training part); a tool no training query uses has its text
+// vector, the same row as in tools.safetensors.
+type UsageManifest struct {
+	File string `json:"file"`
+	// Split names the training split and TrainQueries counts its judged queries.
+	Split        string `json:"split"`
+	TrainQueries int    `json:"train_queries"`
+	// Fallbacks is the number of tools no training query uses, FallbackIDs their ids.
+	Fallbacks   int      `json:"fallbacks"`
+	FallbackIDs []string `json:"fallback_ids,omitempty"`
+	// ToolsSHA256 is ToolsDigest of the exported tools: the rows align with tools.jsonl only
+	// while its ids are these (an index updated since, cmd/export -update or a server's
+	// compaction, no longer matches).
+	ToolsSHA256 string `json:"tools_sha256"`
+}
+
+// ToolsDigest is the sha256 of the tools' ids in order, one per line.
+func ToolsDigest(tools []ToolRecord) string {
+	h := sha256.New()
+	for _, t := range tools {
+		h.Write([]byte(t.ID))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // writeIndex embeds the tools of opts.Data (default dataset if nil) with the tool tower and
-// writes them with the towers (writeIndexTowers).
+// writes them with the towers (writeIndexTowers); with opts.Train, also their usage vectors.
 func writeIndex(m *Model, root string, man *Manifest, opts Options) error {
 	d := opts.Data
 	src := opts.DataSource
+	if opts.Train != nil && d == nil {
+		return fmt.Errorf("export: usage vectors: Options.Train needs Options.Data, the dataset it splits")
+	}
 	if d == nil {
 		var err error
 		if d, err = data.Default(); err != nil {
@@ -71,6 +107,11 @@ func writeIndex(m *Model, root string, man *Manifest, opts Options) error {
 	if err := WriteIndexFiles(root, recs, emb, map[string]string{"similarity": sim, "data_fingerprint": d.Fingerprint()}); err != nil {
 		return err
 	}
+	if opts.Train != nil {
+		if man.Usage, err = writeUsage(m, root, d, opts.Train, recs, emb, sim); err != nil {
+			return err
+		}
+	}
 	if err := writeIndexTowers(m, root, man); err != nil {
 		return err
 	}
@@ -79,6 +120,82 @@ func writeIndex(m *Model, root string, man *Manifest, opts Options) error {
 	man.DataSource = src
 	man.Tools, man.Dim = len(emb), len(emb[0])
 	return nil
+}
+
+// writeUsage computes the usage vectors of d's tools from the judged queries of train, with
+// text the tools' text vectors as the fallback, and writes them to IndexUsage.
+func writeUsage(m *Model, root string, d *data.Dataset, train *data.Split, recs []ToolRecord, text [][]float32, sim string) (*UsageManifest, error) {
+	qs := train.Judged()
+	texts := make([]string, len(qs))
+	rel := make([][]int, len(qs))
+	for i, q := range qs {
+		if q < 0 || q >= len(d.Queries) {
+			return nil, fmt.Errorf("export: usage vectors: split %s has query %d, dataset %s has %d", train.Name, q, d.Name, len(d.Queries))
+		}
+		texts[i], rel[i] = d.Queries[q].Text, train.Relevant[q]
+	}
+	var qe [][]float32
+	if len(qs) > 0 {
+		var err error
+		if qe, err = m.Embed(biencoder.QueryTower, texts); err != nil {
+			return nil, fmt.Errorf("export: usage vectors: embed training queries: %w", err)
+		}
+	}
+	s, err := losses.ParseSimilarity(sim)
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	vecs, n, err := biencoder.UsageVectors(qe, rel, text, s == losses.SimCosine)
+	if err != nil {
+		return nil, fmt.Errorf("export: split %s: %w", train.Name, err)
+	}
+	u := &UsageManifest{File: IndexUsage, Split: train.Name, TrainQueries: len(qs), Fallbacks: n, ToolsSHA256: ToolsDigest(recs)}
+	used := make([]bool, len(recs))
+	for _, r := range rel {
+		for _, t := range r {
+			used[t] = true // in range: UsageVectors checked
+		}
+	}
+	for i, ok := range used {
+		if !ok {
+			u.FallbackIDs = append(u.FallbackIDs, recs[i].ID)
+		}
+	}
+	meta := map[string]string{"similarity": sim, "data_fingerprint": d.Fingerprint(), "split": train.Name,
+		"train_queries": strconv.Itoa(len(qs)), "fallbacks": strconv.Itoa(n), "tools_sha256": u.ToolsSHA256}
+	if err := writeMatrix(filepath.Join(root, IndexUsage), vecs, meta); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// ReadUsage reads the usage vectors of the index in dir that man describes: flat [n*dim],
+// row i for tools[i]. tools must be the index's tools as exported (ToolsDigest), dim their
+// text vectors' dimension.
+func ReadUsage(dir string, man *Manifest, tools []ToolRecord, dim int) ([]float32, error) {
+	u := man.Usage
+	if u == nil {
+		return nil, fmt.Errorf("index %s has no usage vectors (exported from a run without run.json, or over other data than the run's)", dir)
+	}
+	if got := ToolsDigest(tools); got != u.ToolsSHA256 {
+		return nil, fmt.Errorf("index %s: its tools changed since its usage vectors were computed (updated with cmd/export -update or a server's live updates): re-export it with cmd/export -format index -run RUN", dir)
+	}
+	p, err := path(dir, u.File)
+	if err != nil {
+		return nil, fmt.Errorf("index %s: manifest: %w", dir, err)
+	}
+	f, err := safetensors.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	flat, shape, err := f.Float32(EmbeddingsName)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if len(shape) != 2 || shape[0] != len(tools) || shape[1] != dim {
+		return nil, fmt.Errorf("%s: usage vectors shape %v, want [%d, %d] (the index's tools and dimension)", p, shape, len(tools), dim)
+	}
+	return flat, nil
 }
 
 // writeIndexTowers writes the towers a server needs: the query tower to embed queries and the
@@ -123,16 +240,8 @@ func WriteIndexFiles(dir string, tools []ToolRecord, emb [][]float32, metadata m
 	if len(tools) != len(emb) || len(emb) == 0 {
 		return fmt.Errorf("export: %d tools for %d embeddings", len(tools), len(emb))
 	}
-	dim := len(emb[0])
-	flat := make([]float32, 0, len(emb)*dim)
-	for i, e := range emb {
-		if len(e) != dim {
-			return fmt.Errorf("export: embedding %d has %d dimensions, want %d", i, len(e), dim)
-		}
-		flat = append(flat, e...)
-	}
-	if err := safetensors.Write(filepath.Join(dir, IndexEmbeddings), []safetensors.Tensor{{Name: EmbeddingsName, Shape: []int{len(emb), dim}, Data: flat}}, metadata); err != nil {
-		return fmt.Errorf("export: %w", err)
+	if err := writeMatrix(filepath.Join(dir, IndexEmbeddings), emb, metadata); err != nil {
+		return err
 	}
 	p := filepath.Join(dir, IndexTools)
 	f, err := os.Create(p)
@@ -153,6 +262,22 @@ func WriteIndexFiles(dir string, tools []ToolRecord, emb [][]float32, metadata m
 		return fmt.Errorf("export: %s: %w", p, err)
 	}
 	return f.Close()
+}
+
+// writeMatrix writes rows as the tensor EmbeddingsName [len(rows), dim] of a safetensors file.
+func writeMatrix(p string, rows [][]float32, metadata map[string]string) error {
+	dim := len(rows[0])
+	flat := make([]float32, 0, len(rows)*dim)
+	for i, e := range rows {
+		if len(e) != dim {
+			return fmt.Errorf("export: embedding %d has %d dimensions, want %d", i, len(e), dim)
+		}
+		flat = append(flat, e...)
+	}
+	if err := safetensors.Write(p, []safetensors.Tensor{{Name: EmbeddingsName, Shape: []int{len(rows), dim}, Data: flat}}, metadata); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
 }
 
 // ReadIndexFiles reads tools.jsonl and tools.safetensors of an index directory: the records

@@ -6,6 +6,11 @@
 //	r, err := retriever.Load("index/", retriever.WithReranker("reranker/", 20))
 //	results, err := r.Retrieve(ctx, "what's the weather in Lisbon", 5)
 //
+// Tools are scored by their text vectors (the tool tower's embeddings in tools.safetensors), or
+// with WithToolVectors("usage") by their Tool2Vec usage vectors when the index has them
+// (tools_usage.safetensors: the mean embedding of the training queries that use a tool; a
+// tool no training query uses keeps its text vector, and so does every tool added later).
+//
 // A Retriever is safe for concurrent use. Its tool library is an immutable Library snapshot
 // swapped atomically (SetLibrary): a query is answered from one library version, never a
 // mix, while a server adds or removes tools (Library.With; new tools are embedded with the
@@ -53,6 +58,7 @@ type options struct {
 	rerankDir  string
 	rerankTopM int
 	verify     bool
+	vectors    string
 }
 
 // Option configures Load.
@@ -66,6 +72,16 @@ func WithBackend(be compute.Backend) Option { return func(o *options) { o.be = b
 func WithReranker(dir string, m int) Option {
 	return func(o *options) { o.rerankDir, o.rerankTopM = dir, m }
 }
+
+// WithToolVectors chooses the tool vectors queries are scored against: "text" (default, the
+// tool tower's embeddings) or "usage" (the index's Tool2Vec usage vectors; Load fails when the
+// index has none or its tools changed since export). Tools added to the library later
+// (Library.With) are scored by the embeddings given for them, their text vectors.
+//
+// Package serve keeps text vectors: its compactions write the library's embeddings
+// (Library.Embedding, always text) into tools.safetensors, after which the usage vectors no
+// longer align with the index and Load refuses them.
+func WithToolVectors(kind string) Option { return func(o *options) { o.vectors = kind } }
 
 // WithoutVerify skips checking the index files against the manifest's sha256 sums.
 func WithoutVerify() Option { return func(o *options) { o.verify = false } }
@@ -82,16 +98,20 @@ type Retriever struct {
 	topM   int
 	man    *export.Manifest
 	meta   map[string]string
+	// vectors is biencoder.VectorsText or VectorsUsage.
+	vectors string
 }
 
 // Library is one immutable version of the tool library: the tool records and their
-// embeddings, in index order. Libraries share embedding rows; never modify a Library or
-// the slices it returns.
+// embeddings, in index order, and the vectors queries are scored against (the embeddings
+// themselves, or usage vectors). Libraries share rows; never modify a Library or the slices
+// it returns.
 type Library struct {
 	// Version is 0 for an index as exported; a server numbers each update after it.
 	Version uint64
 	tools   []export.ToolRecord
 	rows    [][]float32
+	vecs    [][]float32    // scoring vectors; nil: rows
 	pos     map[string]int // id -> index
 }
 
@@ -119,8 +139,20 @@ func (l *Library) Len() int { return len(l.tools) }
 // Tool returns the i-th tool record.
 func (l *Library) Tool(i int) export.ToolRecord { return l.tools[i] }
 
-// Embedding returns the i-th tool's embedding (shared: do not modify).
+// Embedding returns the i-th tool's embedding, its text vector as the index stores it
+// (shared: do not modify).
 func (l *Library) Embedding(i int) []float32 { return l.rows[i] }
+
+// Vector returns the vector the i-th tool is scored with: its usage vector when the library
+// has them, else its embedding (shared: do not modify).
+func (l *Library) Vector(i int) []float32 { return l.scoring()[i] }
+
+func (l *Library) scoring() [][]float32 {
+	if l.vecs != nil {
+		return l.vecs
+	}
+	return l.rows
+}
 
 // Lookup returns the index of the tool with the given id.
 func (l *Library) Lookup(id string) (int, bool) {
@@ -130,8 +162,10 @@ func (l *Library) Lookup(id string) (int, bool) {
 
 // With returns version of the library with the tools put added (or replacing the tools of
 // the same ids, in place) and the tools of the ids in del removed. emb holds the embeddings
-// of put. Deleting an absent id is not an error; put and del must not share an id. l is
-// unchanged; the new library shares l's unchanged rows.
+// of put (their text vectors): a library with usage vectors scores put tools by them, as
+// usage vectors exist only for the tools of the training data. Deleting an absent id is not
+// an error; put and del must not share an id. l is unchanged; the new library shares l's
+// unchanged rows.
 func (l *Library) With(version uint64, put []export.ToolRecord, emb [][]float32, del []string) (*Library, error) {
 	if len(put) != len(emb) {
 		return nil, fmt.Errorf("retriever: %d tools for %d embeddings", len(put), len(emb))
@@ -142,6 +176,10 @@ func (l *Library) With(version uint64, put []export.ToolRecord, emb [][]float32,
 	}
 	tools := make([]export.ToolRecord, 0, len(l.tools)+len(put))
 	rows := make([][]float32, 0, len(l.tools)+len(put))
+	var vecs [][]float32
+	if l.vecs != nil {
+		vecs = make([][]float32, 0, len(l.tools)+len(put))
+	}
 	repl := make(map[string]int, len(put))
 	for i, t := range put {
 		if gone[t.ID] {
@@ -161,29 +199,50 @@ func (l *Library) With(version uint64, put []export.ToolRecord, emb [][]float32,
 		}
 		if j, ok := repl[t.ID]; ok {
 			tools, rows = append(tools, put[j]), append(rows, emb[j])
+			if vecs != nil {
+				vecs = append(vecs, emb[j])
+			}
 			delete(repl, t.ID)
 			continue
 		}
 		tools, rows = append(tools, t), append(rows, l.rows[i])
+		if vecs != nil {
+			vecs = append(vecs, l.vecs[i])
+		}
 	}
 	for i, t := range put {
 		if _, ok := repl[t.ID]; ok {
 			tools, rows = append(tools, t), append(rows, emb[i])
+			if vecs != nil {
+				vecs = append(vecs, emb[i])
+			}
 		}
 	}
-	return NewLibrary(version, tools, rows)
+	nl, err := NewLibrary(version, tools, rows)
+	if err != nil {
+		return nil, err
+	}
+	nl.vecs = vecs
+	return nl, nil
 }
 
 // Load opens an exported index directory (manifest.json, tools.safetensors, tools.jsonl and
-// the query tower in query/).
+// the query tower in query/; with WithToolVectors("usage"), tools_usage.safetensors).
 func Load(dir string, opts ...Option) (*Retriever, error) {
 	o := options{verify: true}
 	for _, f := range opts {
 		f(&o)
 	}
+	vectors, err := biencoder.ParseToolVectors(o.vectors)
+	if err != nil {
+		return nil, fmt.Errorf("retriever: %w", err)
+	}
 	man, err := export.ReadManifest(dir)
 	if err != nil {
 		return nil, fmt.Errorf("retriever: %w", err)
+	}
+	if vectors == biencoder.VectorsUsage && man.Usage == nil {
+		return nil, fmt.Errorf("retriever: tool vectors usage: index %s has none (exported from a run without a recorded training split, or over other data than the run's)", dir)
 	}
 	if man.Format != export.FormatIndex {
 		return nil, fmt.Errorf("retriever: %s is a %q export, want an index (cmd/export -format index)", dir, man.Format)
@@ -216,7 +275,7 @@ func Load(dir string, opts ...Option) (*Retriever, error) {
 	if h := q.Towers[0].Encoder.Hidden(); h != dim {
 		return nil, fmt.Errorf("retriever: index %s has %d-dimensional tool embeddings, the query model %d", dir, dim, h)
 	}
-	r := &Retriever{query: q, dim: dim, man: man, meta: meta}
+	r := &Retriever{query: q, dim: dim, man: man, meta: meta, vectors: vectors}
 	if _, ok := man.Towers[biencoder.ToolTower]; ok {
 		tdir, err := man.TowerDir(dir, biencoder.ToolTower)
 		if err != nil {
@@ -238,6 +297,16 @@ func Load(dir string, opts ...Option) (*Retriever, error) {
 	lib, err := NewLibrary(0, tools, rows)
 	if err != nil {
 		return nil, fmt.Errorf("retriever: index %s: %w", dir, err)
+	}
+	if vectors == biencoder.VectorsUsage {
+		uflat, err := export.ReadUsage(dir, man, tools, dim)
+		if err != nil {
+			return nil, fmt.Errorf("retriever: %w", err)
+		}
+		lib.vecs = make([][]float32, len(tools))
+		for i := range lib.vecs {
+			lib.vecs[i] = uflat[i*dim : (i+1)*dim : (i+1)*dim]
+		}
 	}
 	r.lib.Store(lib)
 	if o.rerankDir != "" {
@@ -292,6 +361,19 @@ func (r *Retriever) Manifest() *export.Manifest { return r.man }
 // Metadata returns the metadata of the index's tools.safetensors (similarity,
 // data_fingerprint, ...). Do not modify it.
 func (r *Retriever) Metadata() map[string]string { return r.meta }
+
+// ToolVectors is the kind of vectors tools are scored with: "text" or "usage".
+func (r *Retriever) ToolVectors() string { return r.vectors }
+
+// UsageNote returns, with usage vectors, the line reporting the tools that keep their text
+// vector ("usage vectors: N of T tools have no training query; they keep their text
+// vector"), counted in the index as exported; "" with text vectors.
+func (r *Retriever) UsageNote() string {
+	if r.vectors != biencoder.VectorsUsage || r.man.Usage == nil {
+		return ""
+	}
+	return biencoder.UsageNote(r.man.Usage.Fallbacks, r.man.Tools)
+}
 
 // Dim is the embedding dimension.
 func (r *Retriever) Dim() int { return r.dim }
@@ -411,7 +493,7 @@ func (r *Retriever) RetrieveFrom(ctx context.Context, lib *Library, queries []st
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		score(lib.rows, q, scores)
+		score(lib.scoring(), q, scores)
 		top := retrieve.TopK(scores, m)
 		res := make([]Result, len(top.Tools))
 		for j, t := range top.Tools {

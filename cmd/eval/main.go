@@ -236,5 +236,8 @@ func buildRun(o *options, d *data.Dataset) (retrieve.QueryRanker, string, error)
 	if err != nil {
 		return nil, "", err
 	}
+	if n := r.UsageNote(); n != "" {
+		fmt.Fprintln(os.Stderr, n)
+	}
 	return retrieve.Texts(r), desc + " (" + o.vectors + " tool vectors)", nil
 }

@@ -16,6 +16,9 @@
 //	index  a bi-encoder's tool embeddings over the tools of -data (default: the embedded
 //	       dataset): tools.safetensors, tools.jsonl and the towers in hf layout (query/; a
 //	       separate tool tower in tool/), loadable with package retriever, served by cmd/serve.
+//	       When -data is the run's training data and the run records its dev split (run.json),
+//	       also the tools' Tool2Vec usage vectors (tools_usage.safetensors) from the run's
+//	       training part, without its dev queries (retriever.WithToolVectors("usage")).
 //
 // -update brings an existing index up to date with the tools of -data offline, as cmd/serve's
 // live updates do: new and changed tools are embedded with the index's own tool tower, tools
@@ -35,6 +38,7 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/serve"
 )
@@ -101,7 +105,26 @@ func runExport(run, format, out string, force bool, dataDir, beName string) (*ex
 		return nil, err
 	}
 	opts.Source = run
-	return export.Export(m, opts)
+	if format == export.FormatIndex {
+		if opts.Data == nil {
+			if opts.Data, err = data.Default(); err != nil {
+				return nil, err
+			}
+			opts.DataSource = "default"
+		}
+		var note string
+		if opts.Train, note, err = trainingPart(run, opts.Data); err != nil {
+			return nil, err
+		}
+		if note != "" {
+			fmt.Fprintln(os.Stderr, "export: note:", note)
+		}
+	}
+	man, err := export.Export(m, opts)
+	if err == nil && man.Usage != nil {
+		fmt.Fprintln(os.Stderr, biencoder.UsageNote(man.Usage.Fallbacks, man.Tools))
+	}
+	return man, err
 }
 
 // runUpdate syncs the index out to the tools of dataDir (default: the embedded dataset).

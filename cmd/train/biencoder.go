@@ -78,6 +78,11 @@ func biencoderCmd(args []string) error {
 	noMask := fs.Bool("no-fn-mask", false, "ablation: no false-negative masking")
 	hardNeg := fs.Int("hard-negatives", 0, "mined hard negatives per example (needs -negatives)")
 	negFile := fs.String("negatives", "", "mined negatives file (train mine)")
+	objective := fs.String("objective", biencoder.ObjectiveQuery2Tool, "query2tool (InfoNCE between queries and tool texts) or query2query (the Tool2Vec retriever: triplet loss over training queries; tools are their usage vectors)")
+	retriever := cli.Retriever(fs) // query2query: its query embeddings find the triplets (default: BM25 over the query texts)
+	posPer := fs.Int("positives-per-query", 4, "query2query: nearest training queries sharing a tool kept per anchor (one example each)")
+	negPer := fs.Int("negatives-per-query", 4, "query2query: nearest training queries sharing no tool kept per anchor (one drawn per example and epoch)")
+	margin := fs.Float64("margin", 1, "query2query: triplet loss margin (Euclidean distance)")
 	devFrac := cli.Dev(fs)
 	evalEvery := fs.Int("eval-every", 0, "optimizer steps between dev evaluations (0: each epoch)")
 	metric := cli.Metric(fs, "ndcg@5")
@@ -132,6 +137,25 @@ func biencoderCmd(args []string) error {
 	if *hardNeg > 0 && *negFile == "" {
 		return fmt.Errorf("-hard-negatives %d needs -negatives FILE (train mine)", *hardNeg)
 	}
+	obj, err := biencoder.ParseObjective(*objective)
+	if err != nil {
+		return fmt.Errorf("-objective: %w", err)
+	}
+	q2q := obj == biencoder.ObjectiveQuery2Query
+	if q2q {
+		if err := cli.First(cli.Positive("positives-per-query", *posPer), cli.Positive("negatives-per-query", *negPer),
+			cli.Positive("margin", *margin)); err != nil {
+			return err
+		}
+		switch {
+		case *hardNeg > 0 || *negFile != "":
+			return fmt.Errorf("-hard-negatives and -negatives are tool negatives of -objective %s; %s mines its own (-negatives-per-query)", biencoder.ObjectiveQuery2Tool, obj)
+		case *separate:
+			return fmt.Errorf("-objective %s trains one shared tower: -separate-towers does not apply", obj)
+		}
+	} else if *retriever != "" {
+		return fmt.Errorf("-retriever is used by -objective %s only (it mines the query triplets)", biencoder.ObjectiveQuery2Query)
+	}
 	d, err := loadData(*dataDir)
 	if err != nil {
 		return err
@@ -146,6 +170,15 @@ func biencoderCmd(args []string) error {
 		if trainSplit, dev, _, err = rundir.Splits(*runDir, d); err != nil {
 			return err
 		}
+	} else if *retriever != "" { // query2query mining with a first retriever: its dev split
+		var parent *rundir.Meta
+		if trainSplit, dev, parent, err = rundir.Splits(*retriever, d); err != nil {
+			return err
+		}
+		if cli.Set(fs)["dev"] && *devFrac != parent.Split.DevFraction {
+			return fmt.Errorf("-dev %v: the dev split is the -retriever run's (%s: dev %v, seed %d); omit -dev", *devFrac, *retriever, parent.Split.DevFraction, parent.Split.Seed)
+		}
+		pending = &rundir.Meta{Kind: "biencoder", Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: parent.Split, Parent: *retriever, Args: cli.Args(fs)}
 	} else {
 		var sp rundir.Split
 		if sp, trainSplit, dev, err = rundir.Carve(d, "train", *devFrac, int64(*seed)); err != nil {
@@ -211,6 +244,9 @@ func biencoderCmd(args []string) error {
 		}
 		cfg = &biencoder.Config{Encoder: bc, Pooling: encoder.Pooling(*pooling), Shared: !*separate, QueryMaxLen: *qLen, ToolMaxLen: *tLen,
 			Similarity: *sim, Temperature: *temp, Symmetric: *symmetric, NoMasking: *noMask}
+		if q2q {
+			cfg.Objective, cfg.Margin = obj, *margin
+		}
 	}
 	files, err := biencoder.WriteRunFiles(*runDir, cfg, tok)
 	if err != nil {
@@ -222,10 +258,26 @@ func biencoderCmd(args []string) error {
 			return err
 		}
 	}
-	task := &biencoder.Task{Cfg: cfg, Data: d, Train: trainSplit, Dev: dev, Tok: tok, Backend: bk, BatchSize: *batch, StrictBatches: *strict,
-		Seed: *seed, HardNegatives: *hardNeg, Negatives: negs, ExtraFiles: files}
-	if err := task.Prepare(); err != nil {
-		return err
+	var task train.Task
+	examples := fmt.Sprintf("%d train pairs", len(trainSplit.Pairs()))
+	if q2q {
+		ns, err := queryTriplets(*runDir, *resume, d, trainSplit, *retriever, bk, *posPer, *negPer)
+		if err != nil {
+			return err
+		}
+		qt := &biencoder.QueryTask{Cfg: cfg, Data: d, Train: trainSplit, Dev: dev, Tok: tok, Backend: bk, BatchSize: *batch,
+			Seed: *seed, Triplets: ns, ExtraFiles: files}
+		if err := qt.Prepare(); err != nil {
+			return err
+		}
+		task, examples = qt, fmt.Sprintf("%d query triplets (%s, margin %v)", qt.Examples(), obj, cfg.Margin)
+	} else {
+		bt := &biencoder.Task{Cfg: cfg, Data: d, Train: trainSplit, Dev: dev, Tok: tok, Backend: bk, BatchSize: *batch, StrictBatches: *strict,
+			Seed: *seed, HardNegatives: *hardNeg, Negatives: negs, ExtraFiles: files}
+		if err := bt.Prepare(); err != nil {
+			return err
+		}
+		task = bt
 	}
 	opt := train.DefaultOptimizer()
 	opt.LR, opt.WeightDecay, opt.Schedule, opt.ClipNorm, opt.Accumulate = *lr, *wd, *schedule, *clip, *accum
@@ -236,8 +288,8 @@ func biencoderCmd(args []string) error {
 	opt.Warmup = int(*warmup * float64(steps))
 	tc := train.Config{RunDir: *runDir, Seed: *seed, Epochs: *epochs, EvalEvery: *evalEvery, Metric: *metric, Patience: *patience,
 		KeepLast: 2, Optimizer: opt, Fingerprint: d.Fingerprint(), Quiet: *quiet}
-	fmt.Fprintf(os.Stderr, "%s\nbi-encoder: %d layers, hidden %d, vocab %d, %s pooling, %d train pairs, %d dev queries, %d steps -> %s\n",
-		d.Stats(), cfg.Encoder.Layers(), cfg.Encoder.Hidden(), cfg.Encoder.Vocab(), cfg.Pooling, len(trainSplit.Pairs()), len(dev.Queries), steps, *runDir)
+	fmt.Fprintf(os.Stderr, "%s\nbi-encoder: %d layers, hidden %d, vocab %d, %s pooling, %s, %d dev queries, %d steps -> %s\n",
+		d.Stats(), cfg.Encoder.Layers(), cfg.Encoder.Hidden(), cfg.Encoder.Vocab(), cfg.Pooling, examples, len(dev.Queries), steps, *runDir)
 	if pending != nil {
 		if err := rundir.Create(*runDir, pending); err != nil {
 			return err
@@ -264,6 +316,9 @@ func biencoderCmd(args []string) error {
 		rep, err := metrics.Run(context.Background(), d, *testSplit, r, metrics.DefaultKs)
 		if err != nil {
 			return err
+		}
+		if n := r.UsageNote(); n != "" {
+			fmt.Println(n)
 		}
 		rep.Dataset = fmt.Sprintf("%s (tool vectors: %s)", d.Name, vec)
 		fmt.Print(rep)

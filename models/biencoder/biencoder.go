@@ -32,6 +32,19 @@ type Config struct {
 	Temperature float64 `json:"temperature"`
 	Symmetric   bool    `json:"symmetric"`
 	NoMasking   bool    `json:"no_masking"`
+	// Objective is the training objective: ObjectiveQuery2Tool (InfoNCE between queries and
+	// tool texts; "" in configurations written before objectives) or ObjectiveQuery2Query
+	// (the Tool2Vec retriever: triplets of training queries, query2query.go).
+	Objective string `json:"objective,omitempty"`
+	// Margin of the query2query triplet loss.
+	Margin float64 `json:"margin,omitempty"`
+}
+
+// Cosine reports whether the model scores by cosine similarity (its embeddings are
+// L2-normalised).
+func (c *Config) Cosine() bool {
+	sim, err := losses.ParseSimilarity(c.Similarity)
+	return err == nil && sim == losses.SimCosine
 }
 
 // Validate checks the configuration.
@@ -57,7 +70,7 @@ func (c *Config) Validate() error {
 	if c.Temperature <= 0 {
 		return fmt.Errorf("biencoder: temperature %v must be > 0", c.Temperature)
 	}
-	return nil
+	return c.validateObjective()
 }
 
 // Marshal returns the JSON form stored in runs and checkpoints.
@@ -107,10 +120,14 @@ func (c *Config) Embed(root *model.Scope, tower string, ids, mask *Node) *Node {
 	return e
 }
 
-// Loss is the training loss of one batch. Inputs: query ids and mask [B, Sq], positive tool
+// Loss is the training loss of one batch. With the query2query objective see tripletLoss;
+// otherwise InfoNCE with inputs: query ids and mask [B, Sq], positive tool
 // ids and mask [B, St], the false-negative mask [B, B(+B*k)] and, with k hard negatives per
 // query, their ids and mask [B*k, St].
 func (c *Config) Loss(root *model.Scope, in []*Node) *Node {
+	if c.Objective == ObjectiveQuery2Query {
+		return c.tripletLoss(root, in)
+	}
 	q := c.Embed(root, QueryTower, in[0], in[1])
 	t := c.Embed(root, ToolTower, in[2], in[3])
 	var neg *Node

@@ -3,7 +3,6 @@ package biencoder
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -69,15 +68,29 @@ func (e *Embedder) Embed(tower string, texts []string) ([][]float32, error) {
 type Retriever struct {
 	e     *Embedder
 	Tools [][]float32
+	// Vectors is the kind of tool vectors: VectorsText or VectorsUsage.
+	Vectors string
+	// Fallbacks is, with usage vectors, the number of tools no training query uses: they keep
+	// their text vector.
+	Fallbacks int
+}
+
+// UsageNote returns the line reporting the usage-vector fallback ("usage vectors: N of T
+// tools have no training query; they keep their text vector"), or "" for text vectors.
+func (r *Retriever) UsageNote() string {
+	if r.Vectors != VectorsUsage {
+		return ""
+	}
+	return UsageNote(r.Fallbacks, len(r.Tools))
 }
 
 // Retriever embeds the tools of d. vectors is "text" (the tool tower over tool texts) or
-// "usage" (Tool2Vec: a tool is the mean embedding of the training queries that use it, in the
-// query tower; tools without training queries keep their text vector). trainSplit names the
-// split whose qrels define usage.
+// "usage" (Tool2Vec, UsageVectors: a tool is the mean embedding of the training queries that
+// use it, in the query tower; tools without training queries keep their text vector).
+// trainSplit names the split whose qrels define usage.
 func (e *Embedder) Retriever(d *data.Dataset, vectors, trainSplit string) (*Retriever, error) {
 	var train *data.Split
-	if vectors == "usage" {
+	if vectors == VectorsUsage {
 		var err error
 		if train, err = d.Split(trainSplit); err != nil {
 			return nil, err
@@ -90,6 +103,10 @@ func (e *Embedder) Retriever(d *data.Dataset, vectors, trainSplit string) (*Retr
 // training part of a run's recorded dev split (rundir.Split.Apply): with "usage" vectors only
 // train's qrels define usage, so no dev query leaks into the tool vectors.
 func (e *Embedder) RetrieverFrom(d *data.Dataset, vectors string, train *data.Split) (*Retriever, error) {
+	vectors, err := ParseToolVectors(vectors)
+	if err != nil {
+		return nil, err
+	}
 	texts := make([]string, len(d.Tools))
 	for i, t := range d.Tools {
 		texts[i] = t.Text
@@ -98,58 +115,37 @@ func (e *Embedder) RetrieverFrom(d *data.Dataset, vectors string, train *data.Sp
 	if err != nil {
 		return nil, err
 	}
-	switch vectors {
-	case "text", "":
-	case "usage":
-		s := train
-		if s == nil {
+	r := &Retriever{e: e, Tools: tools, Vectors: vectors}
+	if vectors == VectorsUsage {
+		if train == nil {
 			return nil, fmt.Errorf("biencoder: usage tool vectors need a training split")
 		}
-		qs := s.Judged()
-		qt := make([]string, len(qs))
-		for i, q := range qs {
-			qt[i] = d.Queries[q].Text
-		}
-		qe, err := e.Embed(QueryTower, qt)
-		if err != nil {
+		if r.Tools, r.Fallbacks, err = e.UsageVectors(d, train, tools); err != nil {
 			return nil, err
 		}
-		sum := make([][]float64, len(d.Tools))
-		cnt := make([]int, len(d.Tools))
-		for i, q := range qs {
-			for _, t := range s.Relevant[q] {
-				if sum[t] == nil {
-					sum[t] = make([]float64, len(qe[i]))
-				}
-				for k, v := range qe[i] {
-					sum[t][k] += float64(v)
-				}
-				cnt[t]++
-			}
-		}
-		cos := e.Cfg.Similarity == "cosine" || e.Cfg.Similarity == "cos"
-		for t := range tools {
-			if cnt[t] == 0 {
-				continue
-			}
-			v := make([]float32, len(sum[t]))
-			norm := 0.0
-			for k := range v {
-				x := sum[t][k] / float64(cnt[t])
-				v[k] = float32(x)
-				norm += x * x
-			}
-			if cos && norm > 0 {
-				for k := range v {
-					v[k] /= float32(math.Sqrt(norm))
-				}
-			}
-			tools[t] = v
-		}
-	default:
-		return nil, fmt.Errorf("tool vectors %q: want text or usage", vectors)
 	}
-	return &Retriever{e: e, Tools: tools}, nil
+	return r, nil
+}
+
+// UsageVectors returns the usage vectors (package function UsageVectors) of d's tools: the
+// judged queries of train embedded with the query tower, their qrels, and text (one vector
+// per tool) as the fallback; normalised for cosine models.
+func (e *Embedder) UsageVectors(d *data.Dataset, train *data.Split, text [][]float32) ([][]float32, int, error) {
+	qs := train.Judged()
+	qt := make([]string, len(qs))
+	rel := make([][]int, len(qs))
+	for i, q := range qs {
+		qt[i], rel[i] = d.Queries[q].Text, train.Relevant[q]
+	}
+	qe, err := e.Embed(QueryTower, qt)
+	if err != nil {
+		return nil, 0, err
+	}
+	vecs, n, err := UsageVectors(qe, rel, text, e.Cfg.Cosine())
+	if err != nil {
+		return nil, 0, fmt.Errorf("biencoder: split %s: %w", train.Name, err)
+	}
+	return vecs, n, nil
 }
 
 // RankTexts embeds queries and returns each one's top k tools (exact search over all tools).
