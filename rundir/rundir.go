@@ -213,3 +213,14 @@ func DiffError(dir string, diffs []string) error {
 	}
 	return fmt.Errorf("resume %s: refused, flags differ from the run's (omit them to use the run's values):\n  %s", dir, strings.Join(diffs, "\n  "))
 }
+
+// RunOf returns the run directory of path: path itself, or the run a checkpoint directory
+// (RUN/checkpoints/step-N) belongs to.
+func RunOf(path string) string {
+	if _, err := os.Stat(filepath.Join(path, MetaFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(path, "state.json")); err == nil && filepath.Base(filepath.Dir(path)) == "checkpoints" {
+			return filepath.Dir(filepath.Dir(path))
+		}
+	}
+	return path
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/models/classifier"
+	"github.com/toolret/toolret/models/refiner"
 	"github.com/toolret/toolret/retrieve"
 )
 
@@ -19,6 +20,10 @@ var runLoaders = map[string]func(dir string, be compute.Backend, d *data.Dataset
 			return nil, err
 		}
 		return classifier.NewRanker(m, d)
+	},
+	// A refiner run ranks with its recorded first stage followed by the refiner.
+	refiner.ConfigFile: func(dir string, be compute.Backend, d *data.Dataset) (retrieve.Ranker, error) {
+		return refiner.LoadPipeline(dir, d, be)
 	},
 }
 

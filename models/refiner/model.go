@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/candidates"
+	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/rundir"
@@ -229,3 +230,27 @@ func (p *Pipeline) Rank(ctx context.Context, queries []string, k int) ([]retriev
 }
 
 var _ retrieve.Ranker = (*Pipeline)(nil)
+
+// LoadPipeline loads a refiner run and re-opens the first stage it was trained over (its
+// recorded candidate source; usage vectors from the training part of the refiner run's
+// recorded dev split), as one ranker of d's tools.
+func LoadPipeline(dir string, d *data.Dataset, be compute.Backend) (*Pipeline, error) {
+	m, err := LoadRun(dir, be)
+	if err != nil {
+		return nil, err
+	}
+	if m.Cfg.Tools != len(d.Tools) {
+		return nil, fmt.Errorf("refiner %s: trained over %d tools, the dataset has %d", dir, m.Cfg.Tools, len(d.Tools))
+	}
+	var train *data.Split
+	if m.Cfg.Candidates.Kind == "usage" {
+		if train, _, _, err = rundir.Splits(rundir.RunOf(dir), d); err != nil {
+			return nil, fmt.Errorf("refiner %s: %w", dir, err)
+		}
+	}
+	first, _, err := candidates.Open(m.Cfg.Candidates, d, train, be)
+	if err != nil {
+		return nil, fmt.Errorf("refiner %s: first stage: %w", dir, err)
+	}
+	return &Pipeline{First: first, Refiner: m}, nil
+}
