@@ -8,6 +8,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 
 	"github.com/gomlx/compute/dtypes"
@@ -142,6 +143,19 @@ func (o Optimizer) Update(scope *model.Scope, loss *Node) (lr, gradNorm *Node) {
 	if len(vars) == 0 {
 		panic(fmt.Errorf("optimizer: no trainable variables in the loss graph"))
 	}
+	// A fixed order (by path), not the store's creation order: a store restored from a
+	// checkpoint creates its variables in another order, and the global gradient norm summed
+	// in another order rounds differently, which would break bit-identical resume.
+	order := make([]int, len(vars))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return vars[order[a]].Path() < vars[order[b]].Path() })
+	sv, sn := make([]*model.Variable, len(vars)), make([]*Node, len(vars))
+	for i, j := range order {
+		sv[i], sn[i] = vars[j], values[j]
+	}
+	vars, values = sv, sn
 	grads := Gradient(ConvertDType(loss, dtypes.Float32), values...)
 
 	stateVar := func(kind string, v *model.Variable) *model.Variable {
