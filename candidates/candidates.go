@@ -94,27 +94,7 @@ func Open(s Source, d *data.Dataset, train *data.Split, be compute.Backend) (r r
 	if err != nil {
 		return nil, 0, fmt.Errorf("candidates %s: %w", s.Kind, err)
 	}
-	if s.Kind == "usage" {
-		fallback = Unused(d, train)
-	}
-	return ret, fallback, nil
-}
-
-// Unused counts the tools of d that no judged query of s uses.
-func Unused(d *data.Dataset, s *data.Split) int {
-	used := make([]bool, len(d.Tools))
-	for _, q := range s.Judged() {
-		for _, t := range s.Relevant[q] {
-			used[t] = true
-		}
-	}
-	n := 0
-	for _, u := range used {
-		if !u {
-			n++
-		}
-	}
-	return n
+	return ret, ret.Fallbacks, nil
 }
 
 // Lists maps a query index to its candidate tools, best first.

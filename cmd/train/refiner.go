@@ -212,7 +212,7 @@ func tool2vec(run string, bk compute.Backend, d *data.Dataset, train *data.Split
 	if err != nil {
 		return nil, 0, fmt.Errorf("-retriever %s: %w", run, err)
 	}
-	return r.Tools, candidates.Unused(d, train), nil
+	return r.Tools, r.Fallbacks, nil
 }
 
 // sameSplit refuses a first-stage run whose recorded dev split differs from the retriever's:
