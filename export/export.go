@@ -17,6 +17,8 @@
 //	       (tools.safetensors, tools.jsonl) plus the query tower in hf layout (query/), all a
 //	       server needs to answer queries (see package retriever); given the run's training
 //	       queries (Options.Train), also the tools' Tool2Vec usage vectors (tools_usage.safetensors).
+//	       With Options.Refiner, a ToolRefiner over the run's candidates is packaged in
+//	       refiner/ (RefinerManifest), and package retriever serves both stages.
 //
 // Every export writes manifest.json (toolret version, source, model kind, data fingerprint,
 // sha256 of every file). Exports are built in a temporary directory beside the output and
@@ -69,6 +71,10 @@ type Options struct {
 	Train *data.Split
 	// Source overrides the source recorded in the manifest (default: Model.Source).
 	Source string
+	// Refiner, for an index, is a refiner run (or checkpoint) to package with it
+	// (IndexRefinerDir, Manifest.Refiner): a ToolRefiner over this run's candidates, trained
+	// on Data.
+	Refiner string
 }
 
 // Manifest describes an export; it is written as manifest.json.
@@ -92,6 +98,9 @@ type Manifest struct {
 	Dim   int `json:"dim,omitempty"`
 	// Usage describes an index's Tool2Vec usage vectors (IndexUsage); nil when it has none.
 	Usage *UsageManifest `json:"usage,omitempty"`
+	// Refiner describes the ToolRefiner packaged with an index (IndexRefinerDir); nil when
+	// it has none.
+	Refiner *RefinerManifest `json:"refiner,omitempty"`
 	// Notes are one-line remarks on what the export could not include (an encoder without
 	// an ONNX graph); cmd/export prints them.
 	Notes []string `json:"notes,omitempty"`
@@ -139,6 +148,9 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 	}
 	if err := m.Validate(); err != nil {
 		return nil, err
+	}
+	if opts.Refiner != "" && opts.Format != FormatIndex {
+		return nil, fmt.Errorf("export: a refiner is packaged with an index (-format index), not -format %s", opts.Format)
 	}
 	if opts.Format == FormatIndex && m.Kind != KindBiEncoder {
 		return nil, fmt.Errorf("export: -format index needs a bi-encoder, %s is a %s", m.Source, m.Kind)

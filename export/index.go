@@ -74,7 +74,8 @@ func ToolsDigest(tools []ToolRecord) string {
 }
 
 // writeIndex embeds the tools of opts.Data (default dataset if nil) with the tool tower and
-// writes them with the towers (writeIndexTowers); with opts.Train, also their usage vectors.
+// writes them with the towers (writeIndexTowers); with opts.Train, also their usage vectors;
+// with opts.Refiner, the refiner (writeRefiner).
 func writeIndex(m *Model, root string, man *Manifest, opts Options) error {
 	d := opts.Data
 	src := opts.DataSource
@@ -109,6 +110,11 @@ func writeIndex(m *Model, root string, man *Manifest, opts Options) error {
 	}
 	if opts.Train != nil {
 		if man.Usage, err = writeUsage(m, root, d, opts.Train, recs, emb, sim); err != nil {
+			return err
+		}
+	}
+	if opts.Refiner != "" {
+		if man.Refiner, err = writeRefiner(m, root, man, opts, d, recs); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,13 @@
 // (tools_usage.safetensors: the mean embedding of the training queries that use a tool; a
 // tool no training query uses keeps its text vector, and so does every tool added later).
 //
+// An index exported with a ToolRefiner (cmd/export -format index -refiner RUN: refiner/) serves
+// the whole pipeline: the first stage's top N re-ordered by the refiner, then the rest in
+// first-stage order (WithRefiner names another refiner, WithoutRefiner serves the first stage
+// alone). Tools added to the library after export have no Tool2Vec vector in the refiner's
+// table: they are not refined and keep their first-stage order among the results below the
+// refined ones.
+//
 // A Retriever is safe for concurrent use. Its tool library is an immutable Library snapshot
 // swapped atomically (SetLibrary): a query is answered from one library version, never a
 // mix, while a server adds or removes tools (Library.With; new tools are embedded with the
@@ -40,8 +47,9 @@ import (
 // Result is one retrieved tool.
 type Result struct {
 	ToolID string
-	// Score is the ranking score: the reranker's sigmoid score when a reranker is used,
-	// else the retrieval score.
+	// Score is the ranking score: the reranker's sigmoid score when a reranker is used, the
+	// refiner's logit for refined results (and lower, decreasing values for the results after
+	// them), else the retrieval score.
 	Score float32
 	// RetrievalScore is the bi-encoder similarity (cosine or dot).
 	RetrievalScore float32
@@ -59,6 +67,8 @@ type options struct {
 	rerankTopM int
 	verify     bool
 	vectors    string
+	refinerDir string
+	noRefiner  bool
 }
 
 // Option configures Load.
@@ -100,6 +110,8 @@ type Retriever struct {
 	meta   map[string]string
 	// vectors is biencoder.VectorsText or VectorsUsage.
 	vectors string
+	// ref re-orders the top results (WithRefiner, or the index's packaged refiner); nil: none.
+	ref *refinerStage
 }
 
 // Library is one immutable version of the tool library: the tool records and their
@@ -227,7 +239,8 @@ func (l *Library) With(version uint64, put []export.ToolRecord, emb [][]float32,
 }
 
 // Load opens an exported index directory (manifest.json, tools.safetensors, tools.jsonl and
-// the query tower in query/; with WithToolVectors("usage"), tools_usage.safetensors).
+// the query tower in query/; with WithToolVectors("usage"), tools_usage.safetensors; its
+// refiner/ unless WithoutRefiner).
 func Load(dir string, opts ...Option) (*Retriever, error) {
 	o := options{verify: true}
 	for _, f := range opts {
@@ -276,6 +289,22 @@ func Load(dir string, opts ...Option) (*Retriever, error) {
 		return nil, fmt.Errorf("retriever: index %s has %d-dimensional tool embeddings, the query model %d", dir, dim, h)
 	}
 	r := &Retriever{query: q, dim: dim, man: man, meta: meta, vectors: vectors}
+	if r.ref, err = loadRefiner(dir, man, meta, tools, o, o.be); err != nil {
+		return nil, err
+	}
+	if r.ref != nil {
+		// The refiner was trained over one first stage: the index must score with it.
+		want := refinerVectors[r.ref.kind]
+		switch {
+		case o.vectors == "":
+			vectors, r.vectors = want, want
+		case vectors != want:
+			return nil, fmt.Errorf("retriever: refiner %s re-orders %s candidates (%s vectors), the index is asked to score with %s vectors (WithToolVectors); give WithoutRefiner to serve the first stage alone", r.ref.dir, r.ref.kind, want, vectors)
+		}
+		if o.rerankDir != "" {
+			return nil, fmt.Errorf("retriever: a reranker (WithReranker) and a refiner (%s) are two second stages: give one (WithoutRefiner drops the index's refiner)", r.ref.dir)
+		}
+	}
 	if _, ok := man.Towers[biencoder.ToolTower]; ok {
 		tdir, err := man.TowerDir(dir, biencoder.ToolTower)
 		if err != nil {
@@ -487,6 +516,9 @@ func (r *Retriever) RetrieveFrom(ctx context.Context, lib *Library, queries []st
 	if r.rerank != nil {
 		m = max(k, r.topM)
 	}
+	if r.ref != nil {
+		m = r.ref.depth(lib, k)
+	}
 	out := make([][]Result, len(queries))
 	scores := make([]float32, lib.Len())
 	for i, q := range qe {
@@ -506,6 +538,14 @@ func (r *Retriever) RetrieveFrom(ctx context.Context, lib *Library, queries []st
 				return nil, err
 			}
 		}
+		out[i] = res
+	}
+	if r.ref != nil {
+		if err := r.ref.refine(ctx, queries, out); err != nil {
+			return nil, err
+		}
+	}
+	for i, res := range out {
 		out[i] = res[:min(k, len(res))]
 	}
 	return out, nil

@@ -1,6 +1,6 @@
 // Command export writes a trained run in a format other programs load.
 //
-//	export -run RUN -format hf|onnx|index -out DIR [-force] [-data DIR] [-backend go]
+//	export -run RUN -format hf|onnx|index -out DIR [-force] [-data DIR] [-refiner RUN] [-backend go]
 //	export -format index -update -out DIR [-data DIR] [-backend go]
 //
 // RUN is a run directory (its best checkpoint is exported) or one checkpoint directory, of
@@ -19,6 +19,10 @@
 //	       When -data is the run's training data and the run records its dev split (run.json),
 //	       also the tools' Tool2Vec usage vectors (tools_usage.safetensors) from the run's
 //	       training part, without its dev queries (retriever.WithToolVectors("usage")).
+//	       -refiner RUN packages a ToolRefiner run (train refiner over -candidates bi-encoder
+//	       or usage of this -run, on -data) into refiner/: its best checkpoint without the
+//	       optimizer state, and tool_ids.json (the tools of its Tool2Vec table, in order);
+//	       retriever.Load then serves the first stage and the refiner.
 //
 // -update brings an existing index up to date with the tools of -data offline, as cmd/serve's
 // live updates do: new and changed tools are embedded with the index's own tool tower, tools
@@ -50,6 +54,7 @@ func main() {
 	force := flag.Bool("force", false, "replace a non-empty output directory")
 	dataDir := flag.String("data", "", "dataset whose tools -format index embeds (default: the embedded dataset)")
 	be := flag.String("backend", "", "compute backend: go (default), onnx, xla:cpu")
+	refinerRun := flag.String("refiner", "", "with -format index: a refiner run (or checkpoint) over this -run's candidates, packaged into the index (refiner/) and served by retriever.Load")
 	update := flag.Bool("update", false, "with -format index: update the index in -out to the tools of -data (new and changed tools embedded with its tool tower, missing ones deleted) instead of exporting; no -run")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -57,6 +62,10 @@ func main() {
 		os.Exit(2)
 	}
 	if *update {
+		if *refinerRun != "" {
+			fmt.Fprintln(os.Stderr, "export: -update keeps the index's refiner: -refiner does not apply (re-export with -run and -refiner)")
+			os.Exit(2)
+		}
 		msg, err := runUpdate(*run, *format, *out, *force, *dataDir, *be)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "export:", err)
@@ -65,7 +74,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, msg)
 		return
 	}
-	man, err := runExport(*run, *format, *out, *force, *dataDir, *be)
+	man, err := exportRun(*run, *format, *out, *force, *dataDir, *be, *refinerRun)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "export:", err)
 		os.Exit(1)
@@ -77,8 +86,16 @@ func main() {
 }
 
 func runExport(run, format, out string, force bool, dataDir, beName string) (*export.Manifest, error) {
+	return exportRun(run, format, out, force, dataDir, beName, "")
+}
+
+// exportRun exports run; refinerRun, with -format index, is packaged with the index.
+func exportRun(run, format, out string, force bool, dataDir, beName, refinerRun string) (*export.Manifest, error) {
 	if run == "" || out == "" {
 		return nil, fmt.Errorf("-run and -out are required")
+	}
+	if refinerRun != "" && format != export.FormatIndex {
+		return nil, fmt.Errorf("-refiner is packaged with an index: give -format index (not %q)", format)
 	}
 	switch format {
 	case export.FormatHF, export.FormatONNX, export.FormatIndex:
@@ -88,7 +105,7 @@ func runExport(run, format, out string, force bool, dataDir, beName string) (*ex
 	if dataDir != "" && format != export.FormatIndex {
 		return nil, fmt.Errorf("-data is only used by -format index")
 	}
-	opts := export.Options{Format: format, Out: out, Force: force}
+	opts := export.Options{Format: format, Out: out, Force: force, Refiner: refinerRun}
 	if dataDir != "" {
 		d, err := data.Load(dataDir)
 		if err != nil {
@@ -123,6 +140,9 @@ func runExport(run, format, out string, force bool, dataDir, beName string) (*ex
 	man, err := export.Export(m, opts)
 	if err == nil && man.Usage != nil {
 		fmt.Fprintln(os.Stderr, biencoder.UsageNote(man.Usage.Fallbacks, man.Tools))
+	}
+	if err == nil && man.Refiner != nil {
+		fmt.Fprintf(os.Stderr, "export: refiner %s (N %d over %s candidates) packaged in %s/\n", man.Refiner.Source, man.Refiner.N, man.Refiner.Candidates, man.Refiner.Dir)
 	}
 	return man, err
 }

@@ -1,0 +1,216 @@
+package retriever
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sync/atomic"
+
+	"github.com/gomlx/compute"
+	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/models/refiner"
+	"github.com/toolret/toolret/rundir"
+)
+
+// libraryVersionKey is serve.VersionKey (serve imports this package): the tools.safetensors
+// metadata key a compaction of live updates (or cmd/export -update) writes.
+const libraryVersionKey = "toolret_library_version"
+
+// WithRefiner re-orders the top N of the first stage's results (N, the refiner's slot count)
+// with the ToolRefiner in dir: a refiner packaged with an index (its refiner/ directory,
+// cmd/export -format index -refiner RUN), or a refiner run or checkpoint (train refiner). The
+// refiner must re-order the candidates of the index's own bi-encoder, by the vectors the index
+// scores with: a refiner over -candidates bi-encoder needs text vectors, one over usage needs
+// usage vectors (without WithToolVectors, Load picks the refiner's); mlc or bm25 candidates are
+// refused. Its tools must be the index's tools as exported (a run's are the tools of the data it
+// was trained on: the index must be that data's, unchanged since export; a packaged refiner
+// lists its tool ids).
+//
+// An index exported with a refiner serves it without this option; WithoutRefiner turns it
+// off.
+func WithRefiner(dir string) Option { return func(o *options) { o.refinerDir = dir } }
+
+// WithoutRefiner serves the first stage alone, even when the index has a refiner.
+func WithoutRefiner() Option { return func(o *options) { o.noRefiner = true } }
+
+// refinerStage is a loaded refiner and the row of its tool table of each tool id.
+type refinerStage struct {
+	m    *refiner.Model
+	dir  string
+	kind string // its candidate source: "bi-encoder" or "usage"
+	rows map[string]int
+	// unknown caches the number of tools of a library that have no row (added after export).
+	unknown atomic.Pointer[unknownCount]
+}
+
+type unknownCount struct {
+	lib *Library
+	n   int
+}
+
+// refinerVectors maps a refiner's candidate source to the tool vectors the index must score
+// with.
+var refinerVectors = map[string]string{"bi-encoder": biencoder.VectorsText, "usage": biencoder.VectorsUsage}
+
+// loadRefiner loads the refiner of o (WithRefiner) or the one packaged with the index in dir,
+// or returns nil. tools are the index's tools as loaded.
+func loadRefiner(dir string, man *export.Manifest, meta map[string]string, tools []export.ToolRecord, o options, be compute.Backend) (*refinerStage, error) {
+	rdir := o.refinerDir
+	packaged := false
+	switch {
+	case o.noRefiner:
+		return nil, nil
+	case rdir == "" && man.Refiner == nil:
+		return nil, nil
+	case rdir == "":
+		p, err := man.RefinerDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("retriever: %w", err)
+		}
+		rdir, packaged = p, true
+	}
+	m, err := refiner.LoadRun(rdir, be)
+	if err != nil {
+		return nil, fmt.Errorf("retriever: refiner: %w", err)
+	}
+	kind := m.Cfg.Candidates.Kind
+	if _, ok := refinerVectors[kind]; !ok {
+		return nil, fmt.Errorf("retriever: refiner %s re-orders %s candidates (first stage %s); an index serves a bi-encoder's text or usage vectors (refiners trained with -candidates bi-encoder or usage)", rdir, kind, m.Cfg.Candidates)
+	}
+	if same, known := export.SameRun(m.Cfg.Candidates.Run, man.Source); known && !same {
+		return nil, fmt.Errorf("retriever: refiner %s re-orders the candidates of %s, index %s was exported from %s", rdir, m.Cfg.Candidates.Run, dir, man.Source)
+	}
+	ids, err := export.ReadRefinerToolIDs(rdir)
+	switch {
+	case err == nil:
+		if len(ids) != m.Cfg.Tools {
+			return nil, fmt.Errorf("retriever: refiner %s: %s lists %d tools, its table has %d", rdir, export.RefinerToolIDs, len(ids), m.Cfg.Tools)
+		}
+		if packaged && (man.Refiner.Tools != len(ids) || man.Refiner.ToolsSHA256 != export.ToolIDsDigest(ids)) {
+			return nil, fmt.Errorf("retriever: index %s: %s does not match the manifest's refiner entry", dir, filepath.Join(rdir, export.RefinerToolIDs))
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		// A run: its table is in the order of its training data's tools.
+		rm, err := rundir.Read(rundir.RunOf(rdir))
+		if err != nil {
+			return nil, fmt.Errorf("retriever: refiner: %w", err)
+		}
+		if rm.Fingerprint == "" || rm.Fingerprint != man.DataFingerprint {
+			return nil, fmt.Errorf("retriever: refiner %s was trained on other data (fingerprint %.12s) than index %s holds (%.12s): its tools are not the index's", rdir, rm.Fingerprint, dir, man.DataFingerprint)
+		}
+		ids = make([]string, len(tools))
+		for i, t := range tools {
+			ids[i] = t.ID
+		}
+	default:
+		return nil, fmt.Errorf("retriever: refiner: %w", err)
+	}
+	if !packaged {
+		// The index must hold the tools the refiner knows, as exported.
+		if _, ok := meta[libraryVersionKey]; ok {
+			return nil, fmt.Errorf("retriever: index %s was updated since export (library version %s): its tools may not be refiner %s's; package the refiner with the index (cmd/export -format index -refiner RUN)", dir, meta[libraryVersionKey], rdir)
+		}
+		if err := sameTools(ids, tools); err != nil {
+			return nil, fmt.Errorf("retriever: refiner %s and index %s: %w", rdir, dir, err)
+		}
+	}
+	rows := make(map[string]int, len(ids))
+	for i, id := range ids {
+		rows[id] = i
+	}
+	return &refinerStage{m: m, dir: rdir, kind: kind, rows: rows}, nil
+}
+
+// sameTools reports an error naming a difference when the refiner's tool ids and the index's
+// tools are not the same set.
+func sameTools(ids []string, tools []export.ToolRecord) error {
+	in := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		in[t.ID] = true
+	}
+	missing := 0
+	first := ""
+	for _, id := range ids {
+		if !in[id] {
+			if missing == 0 {
+				first = id
+			}
+			missing++
+		}
+	}
+	if missing > 0 || len(ids) != len(tools) {
+		return fmt.Errorf("other tools: %d of the refiner's %d tools are not in the index (e.g. %q), which has %d", missing, len(ids), first, len(tools))
+	}
+	return nil
+}
+
+// unknownTools is the number of tools of lib without a row in the refiner's table.
+func (s *refinerStage) unknownTools(lib *Library) int {
+	if c := s.unknown.Load(); c != nil && c.lib == lib {
+		return c.n
+	}
+	n := 0
+	for _, t := range lib.tools {
+		if _, ok := s.rows[t.ID]; !ok {
+			n++
+		}
+	}
+	s.unknown.Store(&unknownCount{lib, n})
+	return n
+}
+
+// depth is how many first-stage results the refiner needs for k results from lib: its N
+// slots filled with tools it knows, whatever tools were added since export rank among them.
+func (s *refinerStage) depth(lib *Library, k int) int {
+	return max(k, s.m.Cfg.N+s.unknownTools(lib))
+}
+
+// refine re-orders each query's first-stage results res[i] (best first) as refiner.Refine
+// does: the first N results whose tools the refiner knows, by its score (ties in first-stage
+// order), then the rest in first-stage order. Tools it does not know (added to the library
+// after export: no Tool2Vec vector) are in the rest, at their first-stage positions among it.
+// Score becomes the refiner's logit for refined results, and lower, decreasing values for
+// the rest; RetrievalScore is kept.
+func (s *refinerStage) refine(ctx context.Context, queries []string, res [][]Result) error {
+	n := s.m.Cfg.N
+	lists := make([][]int, len(res)) // refiner rows
+	order := make([][]int, len(res)) // positions in res[i]: the refined candidates, then the rest
+	for i, rs := range res {
+		var rest []int
+		for j, x := range rs {
+			if row, ok := s.rows[x.ToolID]; ok && len(lists[i]) < n {
+				lists[i] = append(lists[i], row)
+				order[i] = append(order[i], j)
+				continue
+			}
+			rest = append(rest, j)
+		}
+		order[i] = append(order[i], rest...)
+	}
+	sc, err := s.m.Scores(ctx, queries, lists)
+	if err != nil {
+		return fmt.Errorf("retriever: refiner: %w", err)
+	}
+	for i, rs := range res {
+		r := refiner.Refine(order[i], sc[i], 0)
+		out := make([]Result, len(rs))
+		for j, p := range r.Tools {
+			out[j] = rs[p]
+			out[j].Score = r.Scores[j]
+		}
+		res[i] = out
+	}
+	return nil
+}
+
+// Refiner describes the refiner stage: its directory, its candidate source and slot count N;
+// "" and 0 without one.
+func (r *Retriever) Refiner() (dir, candidates string, n int) {
+	if r.ref == nil {
+		return "", "", 0
+	}
+	return r.ref.dir, r.ref.kind, r.ref.m.Cfg.N
+}
