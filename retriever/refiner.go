@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"sync/atomic"
 
 	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/refiner"
+	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -42,13 +42,6 @@ type refinerStage struct {
 	dir  string
 	kind string // its candidate source: "bi-encoder" or "usage"
 	rows map[string]int
-	// unknown caches the number of tools of a library that have no row (added after export).
-	unknown atomic.Pointer[unknownCount]
-}
-
-type unknownCount struct {
-	lib *Library
-	n   int
 }
 
 // refinerVectors maps a refiner's candidate source to the tool vectors the index must score
@@ -147,31 +140,34 @@ func sameTools(ids []string, tools []export.ToolRecord) error {
 	return nil
 }
 
-// unknownTools is the number of tools of lib without a row in the refiner's table.
-func (s *refinerStage) unknownTools(lib *Library) int {
-	if c := s.unknown.Load(); c != nil && c.lib == lib {
-		return c.n
-	}
-	n := 0
-	for _, t := range lib.tools {
-		if _, ok := s.rows[t.ID]; !ok {
-			n++
-		}
-	}
-	s.unknown.Store(&unknownCount{lib, n})
-	return n
-}
+// depth is how many first-stage results the refiner needs for k results: its N slots.
+func (s *refinerStage) depth(k int) int { return max(k, s.m.Cfg.N) }
 
-// depth is how many first-stage results the refiner needs for k results from lib: its N
-// slots filled with tools it knows, whatever tools were added since export rank among them.
-func (s *refinerStage) depth(lib *Library, k int) int {
-	return max(k, s.m.Cfg.N+s.unknownTools(lib))
+// deepen returns the top of the first stage's scores over lib, top or deeper, so that it
+// holds N tools the refiner knows (or every tool): tools added since export (no row in its
+// table) may rank among them.
+func (s *refinerStage) deepen(lib *Library, scores []float32, top retrieve.Ranking) retrieve.Ranking {
+	for m := len(top.Tools); m < lib.Len(); {
+		known := 0
+		for _, t := range top.Tools {
+			if _, ok := s.rows[lib.tools[t].ID]; ok {
+				known++
+			}
+		}
+		if known >= s.m.Cfg.N {
+			break
+		}
+		m = min(2*m+s.m.Cfg.N-known, lib.Len())
+		top = retrieve.TopK(scores, m)
+	}
+	return top
 }
 
 // refine re-orders each query's first-stage results res[i] (best first) as refiner.Refine
 // does: the first N results whose tools the refiner knows, by its score (ties in first-stage
 // order), then the rest in first-stage order. Tools it does not know (added to the library
-// after export: no Tool2Vec vector) are in the rest, at their first-stage positions among it.
+// after export: no Tool2Vec vector) are in the rest, at their first-stage positions among it
+// (deepen made the list long enough to hold N known tools).
 // Score becomes the refiner's logit for refined results, and lower, decreasing values for
 // the rest; RetrievalScore is kept.
 func (s *refinerStage) refine(ctx context.Context, queries []string, res [][]Result) error {

@@ -517,7 +517,7 @@ func (r *Retriever) RetrieveFrom(ctx context.Context, lib *Library, queries []st
 		m = max(k, r.topM)
 	}
 	if r.ref != nil {
-		m = r.ref.depth(lib, k)
+		m = r.ref.depth(k)
 	}
 	out := make([][]Result, len(queries))
 	scores := make([]float32, lib.Len())
@@ -527,6 +527,9 @@ func (r *Retriever) RetrieveFrom(ctx context.Context, lib *Library, queries []st
 		}
 		score(lib.scoring(), q, scores)
 		top := retrieve.TopK(scores, m)
+		if r.ref != nil {
+			top = r.ref.deepen(lib, scores, top)
+		}
 		res := make([]Result, len(top.Tools))
 		for j, t := range top.Tools {
 			rec := lib.tools[t]
