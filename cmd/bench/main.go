@@ -3,7 +3,7 @@
 //	bench encode [-arch bert,deberta] [-backends go,onnx] [-queries 1000] [-layers 6 -hidden 384 -heads 6] [-batch 32]
 //	bench train [-backends go,onnx] [-layers 4 -hidden 256] [-batch 32 -query-len 32 -tool-len 64]
 //	bench colt [-data DIR] [-scale 10] [-dim 192]
-//	bench retrieve [-run RUN] [-data DIR] [-n 200] [-synthetic 100000]
+//	bench retrieve [-run RUN [-refiner RUN]] [-data DIR] [-n 200] [-synthetic 100000]
 //	bench rerank -retriever RUN -reranker RUN [-classifier RUN] [-backends go,onnx] [-m 50] [-n 200]
 //	bench serve [-run RUN | -index DIR] [-data DIR] [-requests 20000] [-concurrency 32] [-k 5]
 //

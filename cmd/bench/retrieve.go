@@ -17,17 +17,21 @@ import (
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/rundir"
 )
 
 // retrieveBench measures retriever.Retrieve latency (one query per call, k tools) over the
 // tools of a dataset (ToolLens: 464) and over a synthetic index of -synthetic random tools.
 //
-//	bench retrieve [-run RUN] [-data DIR] [-n 200] [-k 10] [-synthetic 100000]
+//	bench retrieve [-run RUN [-refiner RUN]] [-data DIR] [-n 200] [-k 10] [-synthetic 100000]
 //
-// Without -run the model is a random bi-encoder of -layers/-hidden/-heads.
+// Without -run the model is a random bi-encoder of -layers/-hidden/-heads. With -refiner (a
+// refiner run over -run's candidates, trained on -data) the index packages it and the
+// dataset's tools are timed with and without it (the synthetic index: without).
 func retrieveBench(args []string) error {
 	fs := flag.NewFlagSet("retrieve", flag.ExitOnError)
 	run := fs.String("run", "", "bi-encoder run to export (default: a random model)")
+	refinerRun := fs.String("refiner", "", "refiner run over -run's candidates: also time the index with it (export -refiner)")
 	dataDir := fs.String("data", "../shared/datasets/toollens", "dataset whose tools are indexed and whose queries are timed (the embedded dataset when the default is absent; a -data given must load)")
 	n := fs.Int("queries", 200, "queries timed")
 	k := fs.Int("k", 10, "tools returned per query")
@@ -39,6 +43,9 @@ func retrieveBench(args []string) error {
 	fs.Parse(args)
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *refinerRun != "" && *run == "" {
+		return fmt.Errorf("-refiner needs -run, the bi-encoder run whose candidates it re-orders")
 	}
 	if err := cli.First(cli.Positive("queries", *n), cli.Positive("k", *k), cli.NonNegative("synthetic", *synthetic),
 		cli.Positive("layers", *layers), cli.Positive("hidden", *hidden), cli.Positive("heads", *heads)); err != nil {
@@ -81,7 +88,14 @@ func retrieveBench(args []string) error {
 	defer os.RemoveAll(tmp)
 	dir := filepath.Join(tmp, "index")
 	start := time.Now()
-	if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: dir, Data: d, DataSource: *dataDir}); err != nil {
+	opts := export.Options{Format: export.FormatIndex, Out: dir, Data: d, DataSource: *dataDir, Refiner: *refinerRun}
+	if *refinerRun != "" {
+		// The run's training part: usage vectors, for a refiner over usage candidates.
+		if opts.Train, _, _, err = rundir.Splits(rundir.RunOf(*run), d); err != nil {
+			return fmt.Errorf("-refiner: %w", err)
+		}
+	}
+	if _, err := export.Export(m, opts); err != nil {
 		return err
 	}
 	fmt.Printf("retrieve: %s, %d tools of %s indexed in %v; %d queries, k=%d, backend %s\n", what, len(d.Tools), d.Name, time.Since(start).Round(time.Millisecond), *n, *k, backend.Name(*beName))
@@ -113,8 +127,13 @@ func retrieveBench(args []string) error {
 		fmt.Printf("  %-26s p50 %8.2f ms   p95 %8.2f ms   max %8.2f ms\n", label, ms(pct(0.50)), ms(pct(0.95)), ms(lat[len(lat)-1]))
 		return nil
 	}
-	if err := measure(fmt.Sprintf("%d tools", len(d.Tools))); err != nil {
+	if err := measure(fmt.Sprintf("%d tools", len(d.Tools)), retriever.WithoutRefiner()); err != nil {
 		return err
+	}
+	if *refinerRun != "" {
+		if err := measure(fmt.Sprintf("%d tools + refiner", len(d.Tools))); err != nil {
+			return err
+		}
 	}
 	if *synthetic > 0 {
 		// Same query model, random unit tool vectors.
@@ -133,7 +152,7 @@ func retrieveBench(args []string) error {
 		if err := export.WriteIndexFiles(dir, recs, emb, nil); err != nil {
 			return err
 		}
-		if err := measure(fmt.Sprintf("%d tools (synthetic)", *synthetic), retriever.WithoutVerify()); err != nil {
+		if err := measure(fmt.Sprintf("%d tools (synthetic)", *synthetic), retriever.WithoutVerify(), retriever.WithoutRefiner()); err != nil {
 			return err
 		}
 	}
