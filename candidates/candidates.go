@@ -97,8 +97,17 @@ func Open(s Source, d *data.Dataset, train *data.Split, be compute.Backend) (r r
 	return ret, ret.Fallbacks, nil
 }
 
-// Lists maps a query index to its candidate tools, best first.
-type Lists map[int][]int
+// Lists maps a query index to its candidate tools, best first, with the first stage's scores.
+type Lists map[int]retrieve.Ranking
+
+// Ranker is a QueryRanker of the lists as they are (the first stage alone).
+func (l Lists) Ranker() retrieve.QueryRanker {
+	f := make(retrieve.Fixed, len(l))
+	for q, r := range l {
+		f[q] = r.Tools
+	}
+	return f
+}
 
 // Compute ranks the queries (indices into d.Queries) with r and keeps each one's top depth
 // tools, in batches of 256 queries.
@@ -118,7 +127,10 @@ func Compute(ctx context.Context, r retrieve.Ranker, d *data.Dataset, queries []
 			return nil, fmt.Errorf("candidates: %w", err)
 		}
 		for i, q := range queries[lo:hi] {
-			out[q] = rk[i].Tools
+			if len(rk[i].Scores) != len(rk[i].Tools) {
+				return nil, fmt.Errorf("candidates: query %q: %d tools, %d scores", d.Queries[q].ID, len(rk[i].Tools), len(rk[i].Scores))
+			}
+			out[q] = rk[i]
 		}
 	}
 	return out, nil
@@ -126,21 +138,23 @@ func Compute(ctx context.Context, r retrieve.Ranker, d *data.Dataset, queries []
 
 // file is the on-disk form of a cache: ids, not indices, so it survives a reordered dataset.
 type file struct {
-	Source      Source              `json:"source"`
-	Depth       int                 `json:"depth"`
-	Fingerprint string              `json:"data_fingerprint"`
-	Queries     map[string][]string `json:"queries"`
+	Source      Source               `json:"source"`
+	Depth       int                  `json:"depth"`
+	Fingerprint string               `json:"data_fingerprint"`
+	Queries     map[string][]string  `json:"queries"`
+	Scores      map[string][]float32 `json:"scores"`
 }
 
 // Save writes lists (computed from src at depth over d) to path atomically.
 func Save(path string, src Source, depth int, d *data.Dataset, l Lists) error {
-	f := file{Source: src, Depth: depth, Fingerprint: d.Fingerprint(), Queries: make(map[string][]string, len(l))}
-	for q, tools := range l {
-		ids := make([]string, len(tools))
-		for i, t := range tools {
+	f := file{Source: src, Depth: depth, Fingerprint: d.Fingerprint(), Queries: make(map[string][]string, len(l)), Scores: make(map[string][]float32, len(l))}
+	for q, r := range l {
+		ids := make([]string, len(r.Tools))
+		for i, t := range r.Tools {
 			ids[i] = d.Tools[t].ID
 		}
 		f.Queries[d.Queries[q].ID] = ids
+		f.Scores[d.Queries[q].ID] = r.Scores
 	}
 	b, err := json.Marshal(f)
 	if err != nil {
@@ -190,7 +204,11 @@ func Load(path string, src Source, depth int, d *data.Dataset) (Lists, error) {
 			}
 			tools[i] = t
 		}
-		out[q] = tools
+		sc := f.Scores[qid]
+		if len(sc) != len(tools) {
+			return nil, fmt.Errorf("candidates %s: query %q: %d tools, %d scores (a cache without scores is from an older toolret: delete it)", path, qid, len(tools), len(sc))
+		}
+		out[q] = retrieve.Ranking{Tools: tools, Scores: sc}
 	}
 	return out, nil
 }

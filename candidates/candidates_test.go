@@ -14,7 +14,7 @@ import (
 
 func tinyData() *data.Dataset {
 	return &data.Dataset{Name: "tiny",
-		Tools: []data.Tool{{ID: "w", Text: "weather forecast"}, {ID: "m", Text: "send mail"}, {ID: "p", Text: "map route"}},
+		Tools:   []data.Tool{{ID: "w", Text: "weather forecast"}, {ID: "m", Text: "send mail"}, {ID: "p", Text: "map route"}},
 		Queries: []data.Query{{ID: "q0", Text: "weather tomorrow"}, {ID: "q1", Text: "mail to bob"}, {ID: "q2", Text: "route to work map"}},
 		Splits: map[string]*data.Split{"train": {Name: "train", Queries: []int{0, 1, 2},
 			Relevant: map[int][]int{0: {0}, 1: {1}, 2: {2}}}},
@@ -47,7 +47,7 @@ func TestCache(t *testing.T) {
 	if err != nil || !computed {
 		t.Fatalf("first call: computed %v, %v", computed, err)
 	}
-	if l[0][0] != 0 || l[1][0] != 1 || len(l[0]) != 2 {
+	if l[0].Tools[0] != 0 || l[1].Tools[0] != 1 || len(l[0].Tools) != 2 || len(l[0].Scores) != 2 || l[0].Scores[0] < l[0].Scores[1] {
 		t.Fatalf("lists %v", l)
 	}
 	// Cached queries are not recomputed; a new one is, and the cache holds the union.
@@ -58,7 +58,7 @@ func TestCache(t *testing.T) {
 	if err != nil || !computed || c.calls != 2 {
 		t.Fatalf("new query: computed %v calls %d, %v", computed, c.calls, err)
 	}
-	if !reflect.DeepEqual(l2[0], l[0]) || l2[2][0] != 2 {
+	if !reflect.DeepEqual(l2[0], l[0]) || l2[2].Tools[0] != 2 {
 		t.Fatalf("union %v", l2)
 	}
 	for _, tc := range []struct {
@@ -76,7 +76,7 @@ func TestCache(t *testing.T) {
 			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
 		}
 	}
-	if err := os.WriteFile(path, []byte(`{"source":{"kind":"bm25"},"depth":2,"data_fingerprint":"`+d.Fingerprint()+`","queries":{"q9":["w"]}}`), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(`{"source":{"kind":"bm25"},"depth":2,"data_fingerprint":"`+d.Fingerprint()+`","queries":{"q9":["w"]},"scores":{"q9":[1]}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Load(path, src, 2, d); err == nil || !strings.Contains(err.Error(), `unknown query id "q9"`) {

@@ -103,6 +103,10 @@ func writeRefiner(m *Model, root string, man *Manifest, opts Options, d *data.Da
 	if err != nil {
 		return nil, fmt.Errorf("export: refiner %s: %w", c.Dir, err)
 	}
+	// The first-stage weight the run chose on dev goes into the packaged config.
+	if err := refiner.ApplyWeight(cfg, src); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
 	kind := cfg.Candidates.Kind
 	if kind != "bi-encoder" && kind != "usage" {
 		return nil, fmt.Errorf("export: refiner %s re-orders %s candidates (first stage %s): an index serves a bi-encoder's text or usage vectors (refiners over -candidates bi-encoder or usage)", src, kind, cfg.Candidates)
@@ -171,6 +175,9 @@ func writeRefiner(m *Model, root string, man *Manifest, opts Options, d *data.Da
 		b, err := c.File(name)
 		if err != nil {
 			return nil, fmt.Errorf("export: refiner: %w", err)
+		}
+		if name == refiner.ConfigFile {
+			b = cfg.Marshal()
 		}
 		if err := writeFile(dir, name, b); err != nil {
 			return nil, err

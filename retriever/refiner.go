@@ -168,8 +168,9 @@ func (s *refinerStage) deepen(lib *Library, scores []float32, top retrieve.Ranki
 // order), then the rest in first-stage order. Tools it does not know (added to the library
 // after export: no Tool2Vec vector) are in the rest, at their first-stage positions among it
 // (deepen made the list long enough to hold N known tools).
-// Score becomes the refiner's logit for refined results, and lower, decreasing values for
-// the rest; RetrievalScore is kept.
+// Score becomes the refiner's logit (mixed with RetrievalScore by the refiner's first-stage
+// weight) for refined results, and lower, decreasing values for the rest; RetrievalScore is
+// kept.
 func (s *refinerStage) refine(ctx context.Context, queries []string, res [][]Result) error {
 	n := s.m.Cfg.N
 	lists := make([][]int, len(res)) // refiner rows
@@ -191,7 +192,11 @@ func (s *refinerStage) refine(ctx context.Context, queries []string, res [][]Res
 		return fmt.Errorf("retriever: refiner: %w", err)
 	}
 	for i, rs := range res {
-		r := refiner.Refine(order[i], sc[i], 0)
+		first := retrieve.Ranking{Tools: order[i], Scores: make([]float32, len(order[i]))}
+		for j, p := range order[i] {
+			first.Scores[j] = rs[p].RetrievalScore
+		}
+		r := refiner.Refine(first, sc[i], s.m.Cfg.FirstStageWeight, 0)
 		out := make([]Result, len(rs))
 		for j, p := range r.Tools {
 			out[j] = rs[p]

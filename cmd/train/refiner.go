@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gomlx/compute"
@@ -45,6 +46,7 @@ func refinerCmd(args []string) error {
 	missing := fs.String("missing", refiner.MissingInsert, "training lists without a positive the first stage missed: insert (at a random slot) or drop (train on the list as is)")
 	order := fs.String("order", refiner.OrderShuffle, "training slot order: shuffle (each epoch) or rank (first-stage order)")
 	slotPos := fs.String("slot-positions", refiner.SlotPosNone, "slot position embeddings: none or learned (a [N, hidden] table added to slot i)")
+	weight := fs.Float64("first-stage-weight", -1, "rank the top N by (1-w)·z(refiner) + w·z(first stage); -1: choose w in {0, 0.1, ..., 1} on dev after training (0: the refiner alone)")
 	h := addHeadFlags(fs, 32, 32, 5, "ndcg@5")
 	// The Tool2Vec paper's code: AdamW lr 8e-4, weight decay 0.01, warm-up then cosine.
 	setDefault(fs, "lr", "0.0008")
@@ -57,6 +59,9 @@ func refinerCmd(args []string) error {
 	}
 	if err := cli.First(cli.Positive("n", *n), cli.Positive("depth", *depth)); err != nil {
 		return err
+	}
+	if *weight != -1 && (*weight < 0 || *weight > 1) {
+		return fmt.Errorf("-first-stage-weight %v: want -1 (choose on dev) or a value in [0, 1]", *weight)
 	}
 	if *depth < *n {
 		return fmt.Errorf("-depth %d: must be >= -n %d", *depth, *n)
@@ -158,10 +163,37 @@ func refinerCmd(args []string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "trained %d steps in %.0fs; best dev %s %.2f at step %d\n", sum.Steps, sum.Seconds, *h.metric, sum.BestMetrics[*h.metric], sum.BestStep)
+	if err := chooseWeight(*h.runDir, *weight, *h.metric, d, dev, lists, bk); err != nil {
+		return err
+	}
 	if *h.testSplit == "" {
 		return nil
 	}
 	return refinerTest(*h.runDir, *h.testSplit, source, *depth, d, tr, bk)
+}
+
+// chooseWeight records the first-stage weight of the run's best refiner (refiner.WeightFile):
+// w as given, or (w = -1) the one of refiner.Weights that maximises the dev metric.
+func chooseWeight(runDir string, w float64, metric string, d *data.Dataset, dev *data.Split, lists candidates.Lists, bk compute.Backend) error {
+	rec := refiner.Weight{FirstStageWeight: w, Metric: metric}
+	if w == -1 {
+		m, err := refiner.LoadRun(runDir, bk)
+		if err != nil {
+			return err
+		}
+		m.Cfg.FirstStageWeight = 0
+		best, vals, err := m.ChooseWeight(context.Background(), d, dev, lists, metric)
+		if err != nil {
+			return err
+		}
+		rec.FirstStageWeight, rec.Weights, rec.Dev = best, refiner.Weights, vals
+		var b strings.Builder
+		for i, x := range refiner.Weights {
+			fmt.Fprintf(&b, " %.1f:%.2f", x, vals[i])
+		}
+		fmt.Fprintf(os.Stderr, "first-stage weight on dev (%s by w):%s -> w = %.1f\n", metric, b.String(), best)
+	}
+	return rundir.WriteJSON(runDir, refiner.WeightFile, rec)
 }
 
 // refinerTest evaluates the first stage alone and with the run's best refiner on the test
@@ -182,12 +214,21 @@ func refinerTest(runDir, split string, source candidates.Source, depth int, d *d
 	if err != nil {
 		return err
 	}
-	first := retrieve.Fixed(lists)
-	out := map[string]metrics.Report{}
-	for _, s := range []struct {
+	aloneCfg := *m.Cfg
+	aloneCfg.FirstStageWeight = 0
+	alone := &refiner.Model{Cfg: &aloneCfg, Tok: m.Tok, Backend: m.Backend, Store: m.Store, Batch: m.Batch}
+	rows := []struct {
 		name string
 		r    retrieve.QueryRanker
-	}{{"first stage (" + source.Kind + ")", first}, {"+ refiner", m.Lists(lists)}} {
+	}{{"first stage (" + source.Kind + ")", lists.Ranker()}, {"+ refiner", alone.Lists(lists)}}
+	if w := m.Cfg.FirstStageWeight; w > 0 {
+		rows = append(rows, struct {
+			name string
+			r    retrieve.QueryRanker
+		}{fmt.Sprintf("+ refiner, first-stage weight %.1f", w), m.Lists(lists)})
+	}
+	out := map[string]metrics.Report{}
+	for _, s := range rows {
 		rep, err := metrics.EvaluateSplit(context.Background(), d, ts, s.r, metrics.DefaultKs)
 		if err != nil {
 			return err

@@ -2,8 +2,11 @@ package refiner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 
@@ -13,6 +16,8 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/candidates"
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/rundir"
@@ -41,6 +46,9 @@ func LoadRun(path string, be compute.Backend) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Dir, err)
 	}
+	if err := ApplyWeight(cfg, path); err != nil {
+		return nil, err
+	}
 	if err := encoder.CheckVocab(tok.VocabSize(), cfg.Encoder); err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Dir, err)
 	}
@@ -56,6 +64,40 @@ func LoadRun(path string, be compute.Backend) (*Model, error) {
 		return nil, fmt.Errorf("%s: tool_vectors/weight is %v, config says [%d %d]", c.Dir, d, cfg.Tools, cfg.Dim)
 	}
 	return &Model{Cfg: cfg, Tok: tok, Backend: be, Store: store, Batch: 64}, nil
+}
+
+// WeightFile is where train refiner records the first-stage weight it chose on dev, in the
+// run directory (checkpoints are written before the choice and stay as they are).
+const WeightFile = "first_stage_weight.json"
+
+// Weight is the content of WeightFile.
+type Weight struct {
+	FirstStageWeight float64   `json:"first_stage_weight"`
+	Metric           string    `json:"metric"`
+	Weights          []float64 `json:"weights"`
+	Dev              []float64 `json:"dev"`
+}
+
+// ApplyWeight sets cfg.FirstStageWeight from the WeightFile of the run that path (a run or
+// one of its checkpoints) belongs to, when it has one.
+func ApplyWeight(cfg *Config, path string) error {
+	p := filepath.Join(rundir.RunOf(path), WeightFile)
+	b, err := os.ReadFile(p)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("refiner: %w", err)
+	}
+	var w Weight
+	if err := json.Unmarshal(b, &w); err != nil {
+		return fmt.Errorf("refiner %s: %w", p, err)
+	}
+	if w.FirstStageWeight < 0 || w.FirstStageWeight > 1 || math.IsNaN(w.FirstStageWeight) {
+		return fmt.Errorf("refiner %s: first_stage_weight %v must be in [0, 1]", p, w.FirstStageWeight)
+	}
+	cfg.FirstStageWeight = w.FirstStageWeight
+	return nil
 }
 
 func (m *Model) getExec() (*encoder.SafeExec, error) {
@@ -138,22 +180,32 @@ func (m *Model) Scores(ctx context.Context, texts []string, lists [][]int) ([][]
 	return out, nil
 }
 
-// Refine is the refined ranking of a candidate list: its first len(scores) candidates by
-// score (ties keep first-stage order), then the rest in first-stage order, cut to k (k <= 0:
-// all). The rest get scores below every refined one, decreasing.
-func Refine(list []int, scores []float32, k int) retrieve.Ranking {
+// Refine is the refined ranking of a first-stage list: its first len(scores) candidates by
+// score (the refiner's logits, mixed with the first stage's scores by weight w as in
+// Config.FirstStageWeight; ties keep first-stage order), then the rest in first-stage order,
+// cut to k (k <= 0: all). The rest get scores below every refined one, decreasing.
+func Refine(first retrieve.Ranking, scores []float32, w float64, k int) retrieve.Ranking {
 	n := len(scores)
+	mixed := scores
+	if w > 0 && len(first.Scores) >= n {
+		a, b := standardise(scores), standardise(first.Scores[:n])
+		mixed = make([]float32, n)
+		for i := range mixed {
+			mixed[i] = float32((1-w)*a[i] + w*b[i])
+		}
+	}
 	idx := make([]int, n)
 	for i := range idx {
 		idx[i] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return scores[idx[a]] > scores[idx[b]] })
+	sort.SliceStable(idx, func(a, b int) bool { return mixed[idx[a]] > mixed[idx[b]] })
+	list := first.Tools
 	r := retrieve.Ranking{Tools: make([]int, 0, len(list)), Scores: make([]float32, 0, len(list))}
 	low := float32(math.Inf(1))
 	for _, i := range idx {
 		r.Tools = append(r.Tools, list[i])
-		r.Scores = append(r.Scores, scores[i])
-		low = min(low, scores[i])
+		r.Scores = append(r.Scores, mixed[i])
+		low = min(low, mixed[i])
 	}
 	if n == 0 {
 		low = 0
@@ -168,18 +220,46 @@ func Refine(list []int, scores []float32, k int) retrieve.Ranking {
 	return r
 }
 
+// standardise returns (x − mean) / std (population std; all zeros when std is 0).
+func standardise(x []float32) []float64 {
+	out := make([]float64, len(x))
+	if len(x) == 0 {
+		return out
+	}
+	mean := 0.0
+	for _, v := range x {
+		mean += float64(v)
+	}
+	mean /= float64(len(x))
+	sd := 0.0
+	for _, v := range x {
+		sd += (float64(v) - mean) * (float64(v) - mean)
+	}
+	sd = math.Sqrt(sd / float64(len(x)))
+	if sd == 0 || math.IsNaN(sd) || math.IsInf(sd, 0) {
+		return out
+	}
+	for i, v := range x {
+		out[i] = (float64(v) - mean) / sd
+	}
+	return out
+}
+
 // Lists is a QueryRanker over candidate lists computed ahead (candidates.Lists by query
 // index): the refined ranking of each query's list.
-func (m *Model) Lists(l candidates.Lists) retrieve.QueryRanker { return listRanker{m, l} }
+func (m *Model) Lists(l Lists) retrieve.QueryRanker { return listRanker{m, l} }
+
+// Lists are first-stage candidate lists by query index (candidates.Lists).
+type Lists = candidates.Lists
 
 type listRanker struct {
 	m *Model
-	l candidates.Lists
+	l Lists
 }
 
 func (r listRanker) RankQueries(ctx context.Context, qs []retrieve.Query, k int) ([]retrieve.Ranking, error) {
 	texts := make([]string, len(qs))
-	lists := make([][]int, len(qs))
+	lists := make([]retrieve.Ranking, len(qs))
 	for i, q := range qs {
 		l, ok := r.l[q.Index]
 		if !ok {
@@ -190,16 +270,65 @@ func (r listRanker) RankQueries(ctx context.Context, qs []retrieve.Query, k int)
 	return r.m.rank(ctx, texts, lists, k)
 }
 
-func (m *Model) rank(ctx context.Context, texts []string, lists [][]int, k int) ([]retrieve.Ranking, error) {
-	sc, err := m.Scores(ctx, texts, lists)
+func (m *Model) rank(ctx context.Context, texts []string, lists []retrieve.Ranking, k int) ([]retrieve.Ranking, error) {
+	tools := make([][]int, len(lists))
+	for i, l := range lists {
+		tools[i] = l.Tools
+	}
+	sc, err := m.Scores(ctx, texts, tools)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]retrieve.Ranking, len(texts))
 	for i := range texts {
-		out[i] = Refine(lists[i], sc[i], k)
+		out[i] = Refine(lists[i], sc[i], m.Cfg.FirstStageWeight, k)
 	}
 	return out, nil
+}
+
+// Weights are the first-stage weights ChooseWeight tries.
+var Weights = []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1}
+
+// ChooseWeight scores the judged queries of split s once and returns the first-stage weight
+// (of Weights) whose refined rankings maximise metric (a metrics name such as "ndcg@5"; ties
+// go to the smaller weight), with the metric at every weight.
+func (m *Model) ChooseWeight(ctx context.Context, d *data.Dataset, s *data.Split, l Lists, metric string) (float64, []float64, error) {
+	qs := s.Judged()
+	texts := make([]string, len(qs))
+	lists := make([]retrieve.Ranking, len(qs))
+	tools := make([][]int, len(qs))
+	for i, q := range qs {
+		r, ok := l[q]
+		if !ok {
+			return 0, nil, fmt.Errorf("refiner: no candidates for %s query %q", s.Name, d.Queries[q].ID)
+		}
+		texts[i], lists[i], tools[i] = d.Queries[q].Text, r, r.Tools
+	}
+	sc, err := m.Scores(ctx, texts, tools)
+	if err != nil {
+		return 0, nil, err
+	}
+	best, bestW := math.Inf(-1), 0.0
+	vals := make([]float64, len(Weights))
+	for wi, w := range Weights {
+		fixed := make(retrieve.Fixed, len(qs))
+		for i, q := range qs {
+			fixed[q] = Refine(lists[i], sc[i], w, 0).Tools
+		}
+		res, err := metrics.EvaluateDev(ctx, d, s, fixed, cli.DevKs)
+		if err != nil {
+			return 0, nil, err
+		}
+		v, ok := res[metric]
+		if !ok {
+			return 0, nil, fmt.Errorf("refiner: metric %q not computed (have e.g. ndcg@5)", metric)
+		}
+		vals[wi] = v
+		if v > best {
+			best, bestW = v, w
+		}
+	}
+	return bestW, vals, nil
 }
 
 // Pipeline is a first stage followed by the refiner: it implements retrieve.Ranker. The first
@@ -222,11 +351,7 @@ func (p *Pipeline) Rank(ctx context.Context, queries []string, k int) ([]retriev
 	if err != nil {
 		return nil, err
 	}
-	lists := make([][]int, len(first))
-	for i, r := range first {
-		lists[i] = r.Tools
-	}
-	return p.Refiner.rank(ctx, queries, lists, k)
+	return p.Refiner.rank(ctx, queries, first, k)
 }
 
 var _ retrieve.Ranker = (*Pipeline)(nil)

@@ -15,6 +15,7 @@ package refiner
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/gomlx/compute"
@@ -69,6 +70,10 @@ type Config struct {
 	// bi-encoder run whose Tool2Vec vectors fill the slots (both recorded for loading).
 	Candidates candidates.Source `json:"candidates"`
 	Vectors    string            `json:"vectors"`
+	// FirstStageWeight w mixes the first stage back in when ranking: the top N are ordered by
+	// (1−w)·z(refiner logits) + w·z(first-stage scores), z standardising over the N
+	// candidates of a query. 0 is the refiner alone; train refiner chooses w on dev.
+	FirstStageWeight float64 `json:"first_stage_weight,omitempty"`
 }
 
 // Validate checks the configuration.
@@ -90,6 +95,9 @@ func (c *Config) Validate() error {
 	}
 	if !slices.Contains([]string{LossSoftmax, LossSoftmaxNorm, LossBCE}, c.LossKind) {
 		return fmt.Errorf("refiner: loss %q: want softmax, softmax-norm or bce", c.LossKind)
+	}
+	if c.FirstStageWeight < 0 || c.FirstStageWeight > 1 || math.IsNaN(c.FirstStageWeight) {
+		return fmt.Errorf("refiner: first-stage weight %v must be in [0, 1]", c.FirstStageWeight)
 	}
 	if c.SlotPositions != SlotPosNone && c.SlotPositions != SlotPosLearned {
 		return fmt.Errorf("refiner: slot positions %q: want none or learned", c.SlotPositions)

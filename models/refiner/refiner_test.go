@@ -88,7 +88,7 @@ func TestSlate(t *testing.T) {
 }
 
 func TestRefine(t *testing.T) {
-	r := Refine([]int{7, 8, 9, 3, 4}, []float32{0.1, 2, 0.1}, 0)
+	r := Refine(retrieve.Ranking{Tools: []int{7, 8, 9, 3, 4}}, []float32{0.1, 2, 0.1}, 0, 0)
 	if !reflect.DeepEqual(r.Tools, []int{8, 7, 9, 3, 4}) {
 		t.Errorf("tools %v, want [8 7 9 3 4] (refined top 3 with ties in first-stage order, then the rest)", r.Tools)
 	}
@@ -97,7 +97,27 @@ func TestRefine(t *testing.T) {
 			t.Errorf("scores not decreasing: %v", r.Scores)
 		}
 	}
-	if r := Refine([]int{7, 8, 9}, []float32{1, 2, 3}, 2); !reflect.DeepEqual(r.Tools, []int{9, 8}) || len(r.Scores) != 2 {
+	// w = 1: the first stage's order; w = 0.5 by hand: z(refiner) = (-1.2247, 0, 1.2247),
+	// z(first) = (1.2247, 0, -1.2247) for scores (3, 2, 1) -> all 0: first-stage order (stable);
+	// with first scores (3, 2.5, 1): z = (1.0690, 0.2673, -1.3363) -> mixed (-0.0779, 0.1336,
+	// -0.0558): 8, 9, 7.
+	first := retrieve.Ranking{Tools: []int{7, 8, 9, 3}, Scores: []float32{3, 2, 1, 0}}
+	for _, tc := range []struct {
+		w     float64
+		first []float32
+		want  []int
+	}{
+		{1, []float32{3, 2, 1, 0}, []int{7, 8, 9, 3}},
+		{0, []float32{3, 2, 1, 0}, []int{9, 8, 7, 3}},
+		{0.5, []float32{3, 2, 1, 0}, []int{7, 8, 9, 3}},
+		{0.5, []float32{3, 2.5, 1, 0}, []int{8, 9, 7, 3}},
+	} {
+		first.Scores = tc.first
+		if got := Refine(first, []float32{1, 2, 3}, tc.w, 0); !reflect.DeepEqual(got.Tools, tc.want) {
+			t.Errorf("w %v first %v: %v, want %v", tc.w, tc.first, got.Tools, tc.want)
+		}
+	}
+	if r := Refine(retrieve.Ranking{Tools: []int{7, 8, 9}}, []float32{1, 2, 3}, 0, 2); !reflect.DeepEqual(r.Tools, []int{9, 8}) || len(r.Scores) != 2 {
 		t.Errorf("k = 2: %v", r)
 	}
 }
@@ -374,7 +394,7 @@ func TestTrainOverHandBuiltFirstStage(t *testing.T) {
 		s.Relevant[q] = []int{tool}
 		// First stage: two wrong tools, then the right one, then the rest.
 		l := []int{(tool + 1) % 6, (tool + 2) % 6, tool, (tool + 3) % 6, (tool + 4) % 6, (tool + 5) % 6}
-		lists[q] = l
+		lists[q] = retrieve.Ranking{Tools: l, Scores: []float32{6, 5, 4, 3, 2, 1}}
 	}
 	tok, cfg, store := tiny(t, "bert", 4, len(words), LossSoftmax, SlotPosNone)
 	task := &Task{Cfg: cfg, Data: d, Train: tr, Dev: dev, Tok: tok, Backend: be, BatchSize: 8, Seed: 1, Lists: lists,
@@ -401,12 +421,20 @@ func TestTrainOverHandBuiltFirstStage(t *testing.T) {
 	if after["recall@1"] < 90 {
 		t.Errorf("dev R@1 %.1f after training, want >= 90 (the first stage has 0)", after["recall@1"])
 	}
+	// The first-stage weight chosen on dev: the first stage alone (w = 1) has R@1 0 here.
+	w, vals, err := m.ChooseWeight(context.Background(), d, dev, lists, "recall@1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vals[len(vals)-1] != 0 || w == 1 || vals[0] < 90 {
+		t.Errorf("ChooseWeight: w %v, dev R@1 by weight %v (want 0 at w = 1, >= 90 at w = 0)", w, vals)
+	}
 	// First-stage order below the refined top N: tools 4 and 5 of each list stay in place.
 	rk, err := m.Lists(lists).RankQueries(context.Background(), []retrieve.Query{{Index: 80, Text: d.Queries[80].Text}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(rk[0].Tools[4:], lists[80][4:]) {
-		t.Errorf("tail %v, want the first stage's %v", rk[0].Tools[4:], lists[80][4:])
+	if !reflect.DeepEqual(rk[0].Tools[4:], lists[80].Tools[4:]) {
+		t.Errorf("tail %v, want the first stage's %v", rk[0].Tools[4:], lists[80].Tools[4:])
 	}
 }

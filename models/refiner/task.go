@@ -120,7 +120,7 @@ func (t *Task) Prepare() error {
 			if !ok {
 				return fmt.Errorf("refiner: no candidates for %s query %q", s.Name, t.Data.Queries[q].ID)
 			}
-			for _, x := range l {
+			for _, x := range l.Tools {
 				if x < 0 || x >= t.Cfg.Tools {
 					return fmt.Errorf("refiner: %s query %q: candidate tool %d out of range (%d tools)", s.Name, t.Data.Queries[q].ID, x, t.Cfg.Tools)
 				}
@@ -177,7 +177,7 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	for j, q := range qs {
 		seqs[j] = t.seqs[q]
 		r := rand.New(rand.NewPCG(t.Seed^uint64(q)*0x9e3779b97f4a7c15, uint64(epoch)))
-		cand, labels := Slate(t.Lists[q], t.Train.Relevant[q], n, t.Missing, t.Order, r)
+		cand, labels := Slate(t.Lists[q].Tools, t.Train.Relevant[q], n, t.Missing, t.Order, r)
 		lists[j] = cand
 		copy(y[j*n:], labels)
 	}
