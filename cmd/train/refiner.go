@@ -54,6 +54,11 @@ func refinerCmd(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	// setup first: a resumed run takes its recorded flags before they are checked.
+	d, bk, tr, dev, err := h.setup("refiner", "refiner")
+	if err != nil {
+		return err
+	}
 	if *h.retriever == "" {
 		return fmt.Errorf("-retriever RUN is required: the bi-encoder run whose Tool2Vec vectors fill the slots (and whose dev split is used)")
 	}
@@ -87,10 +92,6 @@ func refinerCmd(args []string) error {
 	}
 	if err := source.Check(); err != nil {
 		return fmt.Errorf("-candidates: %w", err)
-	}
-	d, bk, tr, dev, err := h.setup("refiner", "refiner")
-	if err != nil {
-		return err
 	}
 	if source.Kind == "mlc" {
 		if err := sameSplit(source.Run, *h.retriever, d); err != nil {
