@@ -131,11 +131,15 @@ func refinerCmd(args []string) error {
 	if err := cfg.SetVectors(store, vecs); err != nil {
 		return err
 	}
-	if err := h.create(); err != nil {
-		return err
+	if *missing != refiner.MissingInsert && *missing != refiner.MissingDrop {
+		return fmt.Errorf("-missing %q: want insert or drop", *missing)
 	}
-	files, err := rundir.WriteModelFiles(*h.runDir, refiner.ConfigFile, cfg.Marshal(), tok)
-	if err != nil {
+	if *order != refiner.OrderShuffle && *order != refiner.OrderRank {
+		return fmt.Errorf("-order %q: want shuffle or rank", *order)
+	}
+	// The candidates are cached in the run directory before the run exists (run.json): a
+	// failed start leaves at most the cache, which a retry reuses.
+	if err := os.MkdirAll(*h.runDir, 0o755); err != nil {
 		return err
 	}
 	queries := append(tr.Judged(), dev.Judged()...)
@@ -151,8 +155,14 @@ func refinerCmd(args []string) error {
 		fmt.Fprintf(os.Stderr, "candidates: %s top %d of %d train+dev queries in %s\n", source, *depth, len(queries), time.Since(start).Round(time.Millisecond))
 	}
 	task := &refiner.Task{Cfg: cfg, Data: d, Train: tr, Dev: dev, Tok: tok, Backend: bk, BatchSize: *h.batch, Seed: *h.seed,
-		Lists: lists, Missing: *missing, Order: *order, ExtraFiles: files}
+		Lists: lists, Missing: *missing, Order: *order}
 	if err := task.Prepare(); err != nil {
+		return err
+	}
+	if err := h.create(); err != nil {
+		return err
+	}
+	if task.ExtraFiles, err = rundir.WriteModelFiles(*h.runDir, refiner.ConfigFile, cfg.Marshal(), tok); err != nil {
 		return err
 	}
 	tc, steps := h.trainConfig(d, task, *h.seed)

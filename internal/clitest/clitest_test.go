@@ -287,6 +287,19 @@ var cases = []badCase{
 	{"train/crossencoder/resume-other-kind", cmd("train", "crossencoder", "-resume", "-run", "{copy:run}"), nil, "not a crossencoder run"},
 	{"train/crossencoder/data-bad-corpus", cmd("train", "crossencoder", "-retriever", "{run}", "-run", "new", "-data", "{badcorpus}"), nil, "corpus.jsonl:5"},
 
+	// train refiner.
+	{"train/refiner/no-retriever", with(cmd("train", "refiner", "-run", "new"), tiny...), nil, "-retriever RUN is required"},
+	{"train/refiner/n-0", with(cmd("train", "refiner", "-retriever", "{run}", "-run", "new", "-n", "0"), tiny...), nil, "-n 0"},
+	{"train/refiner/depth-below-n", with(cmd("train", "refiner", "-retriever", "{run}", "-run", "new", "-n", "8", "-depth", "4"), tiny...), nil, "-depth 4"},
+	{"train/refiner/candidates-typo", with(cmd("train", "refiner", "-retriever", "{run}", "-run", "new", "-candidates", "typo"), tiny...), nil, `candidates "typo"`},
+	{"train/refiner/mlc-without-run", with(cmd("train", "refiner", "-retriever", "{run}", "-run", "new", "-candidates", "mlc"), tiny...), nil, "-candidates-run"},
+	{"train/refiner/bm25-with-run", with(cmd("train", "refiner", "-retriever", "{run}", "-run", "new", "-candidates", "bm25", "-candidates-run", "{run}"), tiny...), nil, "-candidates-run"},
+	{"train/refiner/weight-2", with(cmd("train", "refiner", "-retriever", "{run}", "-run", "new", "-first-stage-weight", "2"), tiny...), nil, "-first-stage-weight 2"},
+	{"train/refiner/loss-typo", with(cmd("train", "refiner", "-retriever", "{run}", "-run", "new", "-loss", "typo"), tiny...), nil, `loss "typo"`},
+	{"train/refiner/missing-typo", with(cmd("train", "refiner", "-retriever", "{run}", "-run", "new", "-missing", "typo"), tiny...), nil, `-missing "typo"`},
+	{"train/refiner/retriever-missing", cmd("train", "refiner", "-retriever", "missing", "-run", "new"), nil, "missing"},
+	{"train/refiner/resume-other-kind", cmd("train", "refiner", "-resume", "-run", "{copy:run}"), nil, "not a refiner run"},
+
 	// train classifier.
 	{"train/classifier/kind-typo", with(cmd("train", "classifier", "-run", "new", "-kind", "typo"), tiny...), nil, `-kind "typo"`},
 	{"train/classifier/loss-typo", with(cmd("train", "classifier", "-run", "new", "-loss", "typo"), tiny...), nil, `-loss "typo"`},
