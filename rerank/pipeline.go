@@ -14,6 +14,10 @@ type Params struct {
 	TauS float32 `json:"tau_s"` // Alg. 1: tools of results scoring above it form X
 	TauM float32 `json:"tau_m"` // Alg. 2: retriever cosine above it links two results
 	N    int     `json:"n"`     // Alg. 2: results kept per connected component in F1
+	// W is the cross-encoder's weight when the pipeline interpolates (Pipeline.Norm not
+	// NormOff): score = W·norm(cross-encoder) + (1−W)·norm(first stage); W = 0 is the first
+	// stage's ranking unchanged.
+	W float32 `json:"w"`
 }
 
 func (p Params) String() string {
@@ -21,7 +25,7 @@ func (p Params) String() string {
 }
 
 // DefaultParams are the values used without a grid search.
-var DefaultParams = Params{MS: 10, MU: 30, TauS: 0.8, TauM: 0.8, N: 2}
+var DefaultParams = Params{MS: 10, MU: 30, TauS: 0.8, TauM: 0.8, N: 2, W: 0.5}
 
 // Mode selects the hierarchy-aware stage of the pipeline.
 type Mode int
@@ -51,6 +55,14 @@ func ParseMode(s string) (Mode, error) {
 
 // Pipeline is ToolRerank's inference: adaptive truncation of the coarse list, cross-encoder
 // reranking of what is kept, then the hierarchy-aware stage chosen by the query type.
+//
+// With Norm set, every score the pipeline ranks and thresholds by (the reranking, Alg. 1's
+// tau_s and the re-reranking of its extended F1, Alg. 2's order) is the interpolation
+// Params.W·norm(cross-encoder) + (1−Params.W)·norm(first stage), normalised over the APIs
+// scored together (Interpolate); the first-stage scores come with each query (Query.First).
+// Params.W = 0 gives the first stage's ranking unchanged: the cross-encoder has no say, and
+// neither have the truncation and hierarchy steps that act on its judgement, so a weight
+// tuned on dev over a grid holding 0 never ranks worse on dev than the first stage.
 type Pipeline struct {
 	Lib    *Library
 	Scorer Scorer
@@ -59,22 +71,64 @@ type Pipeline struct {
 	Sim    func(a, b int) float32
 	Params Params
 	Mode   Mode
+	// Norm is the interpolation's normalisation; NormOff (the zero value) ranks by the
+	// cross-encoder's scores alone.
+	Norm Norm
+}
+
+// Setting describes the parameters and the interpolation, for reports.
+func (p *Pipeline) Setting() string {
+	switch {
+	case p.Norm == NormOff:
+		return p.Params.String() + ", cross-encoder scores only"
+	case p.Params.W == 0:
+		return fmt.Sprintf("the first stage's ranking (interpolation %s w=0)", p.Norm)
+	}
+	return fmt.Sprintf("%s, interpolation %s w=%.2f", p.Params, p.Norm, p.Params.W)
 }
 
 // Run reranks one query. coarse is the retriever's ranking (APIs, best first, at least
 // max(m_s, m_u) long when the library allows); multi is the query type (from the query-type
 // classifier or an oracle). The result is the reranked list followed by the coarse APIs that
 // truncation dropped, in coarse order (with their positions unchanged below the list, so
-// metrics at any K compare with the retriever's).
+// metrics at any K compare with the retriever's). A pipeline that interpolates needs the
+// first-stage scores: use RunQuery.
 func (p *Pipeline) Run(ctx context.Context, query string, coarse []int, multi bool) ([]Candidate, error) {
+	return p.RunQuery(ctx, Query{Text: query, Coarse: coarse, Multi: multi})
+}
+
+// RunQuery reranks one query as Run does, with its first-stage scores (q.First) when the
+// pipeline interpolates.
+func (p *Pipeline) RunQuery(ctx context.Context, q Query) ([]Candidate, error) {
+	query, coarse, multi := q.Text, q.Coarse, q.Multi
+	scorer := p.Scorer
+	if p.Norm != NormOff {
+		if len(q.First) == 0 && len(coarse) > 0 {
+			return nil, fmt.Errorf("rerank: query %q: interpolation (%s) needs the first-stage scores", query, p.Norm)
+		}
+		if !(p.Params.W >= 0 && p.Params.W <= 1) {
+			return nil, fmt.Errorf("rerank: interpolation weight %v: must be in [0, 1]", p.Params.W)
+		}
+		if p.Params.W == 0 { // the first stage alone
+			out := make([]Candidate, len(coarse))
+			for i, a := range coarse {
+				if a < 0 || a >= len(q.First) {
+					return nil, fmt.Errorf("rerank: query %q: no first-stage score for API %d (%d scores)", query, a, len(q.First))
+				}
+				out[i] = Candidate{API: a, Score: q.First[a]}
+			}
+			return out, nil
+		}
+		scorer = fused{Scorer: p.Scorer, first: q.First, w: p.Params.W, norm: p.Norm}
+	}
 	kept := Truncate(coarse, p.Lib.Seen, p.Params.MS, p.Params.MU)
-	res, err := Rerank(ctx, p.Scorer, query, kept)
+	res, err := Rerank(ctx, scorer, query, kept)
 	if err != nil {
 		return nil, err
 	}
 	switch p.mode(multi) {
 	case ModeSingle:
-		res, err = SingleTool(ctx, p.Scorer, p.Lib, query, res, p.Params.TauS)
+		res, err = SingleTool(ctx, scorer, p.Lib, query, res, p.Params.TauS)
 	case ModeMulti:
 		res = MultiTool(p.Lib, res, p.Sim, p.Params.TauM, p.Params.N)
 	}
@@ -216,8 +270,11 @@ func (c *ScoreCache) Score(ctx context.Context, query string, apis []int) ([]flo
 
 // Query is one evaluated query for RunAll and Search.
 type Query struct {
-	Text     string
-	Coarse   []int // retriever ranking, best first
+	Text   string
+	Coarse []int // retriever ranking, best first
+	// First is the first stage's score of every API of the library, by API index (needed
+	// when the pipeline interpolates: Alg. 1 can add APIs from outside Coarse).
+	First    []float32
 	Multi    bool  // query type used to pick the algorithm
 	Relevant []int // ground truth (Search only)
 }
@@ -226,7 +283,7 @@ type Query struct {
 func (p *Pipeline) RunAll(ctx context.Context, qs []Query) ([][]int, error) {
 	out := make([][]int, len(qs))
 	for i, q := range qs {
-		res, err := p.Run(ctx, q.Text, q.Coarse, q.Multi)
+		res, err := p.RunQuery(ctx, q)
 		if err != nil {
 			return nil, err
 		}
@@ -244,6 +301,9 @@ type Grid struct {
 	TauS []float32
 	TauM []float32
 	N    []int
+	// W are the interpolation weights (used when the pipeline interpolates; empty: the base
+	// pipeline's Params.W).
+	W []float32
 }
 
 // DefaultGrid is the paper's: m_s < m_u from {10, 30, 50}, tau_s and tau_m in
@@ -256,14 +316,16 @@ func DefaultGrid() Grid {
 	return Grid{M: [][2]int{{10, 30}, {10, 50}, {30, 50}}, TauS: taus, TauM: taus, N: []int{2, 3, 4}}
 }
 
-// Size is the number of grid points (the full product).
-func (g Grid) Size() int { return len(g.M) * len(g.TauS) * len(g.TauM) * len(g.N) }
+// Size is the number of grid points (the full product; an empty W counts as one weight).
+func (g Grid) Size() int { return len(g.M) * len(g.TauS) * len(g.TauM) * len(g.N) * max(len(g.W), 1) }
 
 // Search finds the Params maximising the mean of score(ranking, relevant) over queries, for
-// base's Lib, Scorer, Sim and Mode. Because the mean is over queries and each query uses
+// base's Lib, Scorer, Sim, Mode and Norm. Because the mean is over queries and each query uses
 // either Alg. 1 (tau_s only) or Alg. 2 (tau_m, n only), the best tau_s and the best (tau_m,
-// n) are found separately for each (m_s, m_u): the result is the optimum of the full product
-// grid at a fraction of the cost. It returns the best Params and their mean score.
+// n) are found separately for each (w, m_s, m_u): the result is the optimum of the full
+// product grid at a fraction of the cost. Ties go to the earlier grid point (weights in the
+// order given: list 0 first to prefer the first stage's ranking). It returns the best Params
+// and their mean score.
 func Search(ctx context.Context, base Pipeline, qs []Query, g Grid, score func(ranked, relevant []int) float64) (Params, float64, error) {
 	if len(g.M) == 0 {
 		return Params{}, 0, fmt.Errorf("rerank: empty grid")
@@ -306,9 +368,41 @@ func Search(ctx context.Context, base Pipeline, qs []Query, g Grid, score func(r
 	if base.Mode == ModeNone || len(multi) == 0 {
 		tauM, ns = tauM[:1], ns[:1]
 	}
+	ws := g.W
+	if len(ws) == 0 || base.Norm == NormOff {
+		ws = []float32{base.Params.W}
+	}
 	best, bestScore := Params{}, math.Inf(-1)
-	for _, m := range g.M {
-		p := Params{MS: m[0], MU: m[1]}
+	for _, w := range ws {
+		b, s, err := search(base, g.M, tauS, tauM, ns, w, single, multi, total)
+		if err != nil {
+			return Params{}, 0, err
+		}
+		if s > bestScore {
+			best, bestScore = b, s
+		}
+	}
+	if len(qs) > 0 {
+		bestScore /= float64(len(qs))
+	}
+	return best, bestScore, nil
+}
+
+// search is Search for one interpolation weight w: the best Params and their summed score.
+func search(base Pipeline, ms [][2]int, tauS, tauM []float32, ns []int, w float32, single, multi []Query,
+	total func(p Params, subset []Query) (float64, error)) (Params, float64, error) {
+	if base.Norm != NormOff && w == 0 { // the first stage's ranking: no parameter matters
+		p := Params{MS: ms[0][0], MU: ms[0][1], TauS: tauS[0], TauM: tauM[0], N: ns[0]}
+		s1, err := total(p, single)
+		if err != nil {
+			return Params{}, 0, err
+		}
+		s2, err := total(p, multi)
+		return p, s1 + s2, err
+	}
+	best, bestScore := Params{}, math.Inf(-1)
+	for _, m := range ms {
+		p := Params{MS: m[0], MU: m[1], W: w}
 		bs, bsScore := tauS[0], math.Inf(-1)
 		for _, t := range tauS {
 			p.TauS = t
@@ -334,11 +428,8 @@ func Search(ctx context.Context, base Pipeline, qs []Query, g Grid, score func(r
 			}
 		}
 		if s := bsScore + bmScore; s > bestScore {
-			best, bestScore = Params{MS: m[0], MU: m[1], TauS: bs, TauM: bm, N: bn}, s
+			best, bestScore = Params{MS: m[0], MU: m[1], TauS: bs, TauM: bm, N: bn, W: w}, s
 		}
-	}
-	if len(qs) > 0 {
-		bestScore /= float64(len(qs))
 	}
 	return best, bestScore, nil
 }

@@ -41,15 +41,17 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/rerank"
 	"github.com/toolret/toolret/retrieve"
 )
 
 // Result is one retrieved tool.
 type Result struct {
 	ToolID string
-	// Score is the ranking score: the reranker's sigmoid score when a reranker is used, the
-	// refiner's logit for refined results (and lower, decreasing values for the results after
-	// them), else the retrieval score.
+	// Score is the ranking score: the reranker's sigmoid score when a reranker is used (with
+	// WithInterpolation, its mix with the retrieval score), the refiner's logit for refined
+	// results (and lower, decreasing values for the results after them), else the retrieval
+	// score.
 	Score float32
 	// RetrievalScore is the bi-encoder similarity (cosine or dot).
 	RetrievalScore float32
@@ -69,6 +71,9 @@ type options struct {
 	vectors    string
 	refinerDir string
 	noRefiner  bool
+	// interp: WithInterpolation was given, with weight interpW.
+	interp  bool
+	interpW float32
 }
 
 // Option configures Load.
@@ -81,6 +86,15 @@ func WithBackend(be compute.Backend) Option { return func(o *options) { o.be = b
 // cross-encoder in dir (cmd/export -format hf of a cross-encoder run).
 func WithReranker(dir string, m int) Option {
 	return func(o *options) { o.rerankDir, o.rerankTopM = dir, m }
+}
+
+// WithInterpolation makes the reranker's score of each of the top m tools
+// w·minmax(sigmoid score) + (1−w)·minmax(retrieval score), each min-max normalised over those
+// m (rerank.Interpolate), as cmd/eval's ToolRerank pipeline does with -interpolate minmax
+// -weight w (it prints the weight it chose on dev). w = 0 keeps the retrieval order (the
+// reranker is not run); w = 1 is the reranker's order. It needs WithReranker; w must be in [0, 1].
+func WithInterpolation(w float32) Option {
+	return func(o *options) { o.interp, o.interpW = true, w }
 }
 
 // WithToolVectors chooses the tool vectors queries are scored against: "text" (default, the
@@ -106,8 +120,11 @@ type Retriever struct {
 	dim    int
 	rerank *export.Model
 	topM   int
-	man    *export.Manifest
-	meta   map[string]string
+	// interp: the reranker's scores are interpolated with the retrieval scores, weight interpW.
+	interp  bool
+	interpW float32
+	man     *export.Manifest
+	meta    map[string]string
 	// vectors is biencoder.VectorsText or VectorsUsage.
 	vectors string
 	// ref re-orders the top results (WithRefiner, or the index's packaged refiner); nil: none.
@@ -338,6 +355,9 @@ func Load(dir string, opts ...Option) (*Retriever, error) {
 		}
 	}
 	r.lib.Store(lib)
+	if o.interp && (o.rerankDir == "" || !(o.interpW >= 0 && o.interpW <= 1)) {
+		return nil, fmt.Errorf("retriever: WithInterpolation(%v): needs WithReranker and a weight in [0, 1]", o.interpW)
+	}
 	if o.rerankDir != "" {
 		rm, err := export.LoadHF(o.rerankDir, o.be)
 		if err != nil {
@@ -349,7 +369,7 @@ func Load(dir string, opts ...Option) (*Retriever, error) {
 		if rm.Kind != export.KindCrossEncoder {
 			return nil, fmt.Errorf("retriever: reranker %s is a %s", o.rerankDir, rm.Kind)
 		}
-		r.rerank, r.topM = rm, o.rerankTopM
+		r.rerank, r.topM, r.interp, r.interpW = rm, o.rerankTopM, o.interp, o.interpW
 		if r.topM <= 0 {
 			r.topM = 20
 		}
@@ -589,6 +609,9 @@ func (r *Retriever) rerankResults(ctx context.Context, query string, res []Resul
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if r.interp && r.interpW == 0 { // the retrieval order: the reranker has no say
+		return nil
+	}
 	qs := make([]string, len(res))
 	docs := make([]string, len(res))
 	for i, x := range res {
@@ -600,6 +623,19 @@ func (r *Retriever) rerankResults(ctx context.Context, query string, res []Resul
 	}
 	for i := range res {
 		res[i].Score = export.Sigmoid(logits[i][0])
+	}
+	if r.interp {
+		ce, first := make([]float32, len(res)), make([]float32, len(res))
+		for i, x := range res {
+			ce[i], first[i] = x.Score, x.RetrievalScore
+		}
+		fused, err := rerank.Interpolate(ce, first, r.interpW, rerank.NormMinMax)
+		if err != nil {
+			return fmt.Errorf("retriever: %w", err)
+		}
+		for i := range res {
+			res[i].Score = fused[i]
+		}
 	}
 	sort.SliceStable(res, func(a, b int) bool { return res[a].Score > res[b].Score })
 	return nil

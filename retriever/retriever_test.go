@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -234,6 +235,58 @@ func TestReranker(t *testing.T) {
 		}
 		if i > 0 && res[i-1].Score < x.Score {
 			t.Fatalf("not sorted: %v", res)
+		}
+	}
+	// WithInterpolation: w·minmax(sigmoid) + (1−w)·minmax(retrieval score) over the top 10.
+	minmax := func(x []float64) []float64 {
+		lo, hi := x[0], x[0]
+		for _, v := range x {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		out := make([]float64, len(x))
+		for i, v := range x {
+			if hi > lo {
+				out[i] = (v - lo) / (hi - lo)
+			}
+		}
+		return out
+	}
+	ceOf, first := make([]float64, len(top10)), make([]float64, len(top10))
+	for i, x := range top10 {
+		logits, _ := ce.Score([]string{q}, []string{x.Text})
+		ceOf[i], first[i] = float64(export.Sigmoid(logits[0][0])), float64(x.Score)
+	}
+	nc, nf := minmax(ceOf), minmax(first)
+	for _, w := range []float64{0, 0.3, 1} {
+		ri, err := retriever.Load(filepath.Join(tmp, "index"), retriever.WithReranker(filepath.Join(tmp, "ce"), 10), retriever.WithInterpolation(float32(w)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]float64{}
+		order := make([]int, len(top10))
+		for i, x := range top10 {
+			want[x.ToolID], order[i] = w*nc[i]+(1-w)*nf[i], i
+		}
+		sort.SliceStable(order, func(a, b int) bool { return want[top10[order[a]].ToolID] > want[top10[order[b]].ToolID] })
+		got, err := ri.Retrieve(context.Background(), q, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range got {
+			if x.ToolID != top10[order[i]].ToolID || (w > 0 && math.Abs(float64(x.Score)-want[x.ToolID]) > 1e-6) {
+				t.Fatalf("w=%v rank %d: %s score %v, want %s score %v", w, i, x.ToolID, x.Score, top10[order[i]].ToolID, want[top10[order[i]].ToolID])
+			}
+		}
+		if w == 0 && !slices.Equal(indexes(got), indexes(top10[:4])) {
+			t.Fatalf("w=0: %v, want the retrieval order %v", indexes(got), indexes(top10[:4]))
+		}
+	}
+	for _, opts := range [][]retriever.Option{
+		{retriever.WithReranker(filepath.Join(tmp, "ce"), 10), retriever.WithInterpolation(1.5)},
+		{retriever.WithInterpolation(0.5)},
+	} {
+		if _, err := retriever.Load(filepath.Join(tmp, "index"), opts...); err == nil || !strings.Contains(err.Error(), "WithInterpolation") {
+			t.Fatalf("bad interpolation: %v", err)
 		}
 	}
 	// A bi-encoder is not a reranker; a damaged index is refused.

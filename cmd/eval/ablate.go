@@ -20,7 +20,9 @@ type rerankVariant struct {
 	name   string
 	mode   rerank.Mode
 	oracle bool // query type from the qrels instead of the classifier
-	plainM int  // > 0: Rerank-m with m = plainM (no grid search)
+	plainM int  // > 0: Rerank-m with m = plainM (no grid search; the weight tuned on dev with -weight dev)
+	// noInterp: the cross-encoder's scores alone (a row only when -interpolate is on).
+	noInterp bool
 }
 
 var rerankVariants = []rerankVariant{
@@ -32,6 +34,7 @@ var rerankVariants = []rerankVariant{
 	{name: "- Alg. 1 only (single)", mode: rerank.ModeSingle},
 	{name: "- Alg. 2 only (multi)", mode: rerank.ModeMulti},
 	{name: "- oracle query type", mode: rerank.ModeAuto, oracle: true},
+	{name: "- without interpolation", mode: rerank.ModeAuto, noInterp: true},
 }
 
 // runAblations evaluates every variant on the -split queries and writes one table.
@@ -40,8 +43,7 @@ func runAblations(o *options, w io.Writer, d *data.Dataset) error {
 	if o.method != "rerank" || o.run != "" || o.rr.noHierarchy || o.rr.only != "" || o.rr.oracleType {
 		return fmt.Errorf("-ablations needs -method rerank without -run, -no-hierarchy, -only or -oracle-type (it runs them all)")
 	}
-	score, err := metricFn(o.rr.gridMetric)
-	if err != nil {
+	if _, err := metricFn(o.rr.gridMetric); err != nil {
 		return err
 	}
 	env, err := setupRerank(o, d, false)
@@ -70,24 +72,43 @@ func runAblations(o *options, w io.Writer, d *data.Dataset) error {
 	}
 	results = append(results, rep.Overall)
 	for _, v := range rerankVariants {
+		if v.noInterp && env.pl.Norm == rerank.NormOff {
+			continue
+		}
 		start := time.Now()
 		pl := env.pl
 		pl.Mode = v.mode
+		if v.noInterp {
+			pl.Norm = rerank.NormOff
+		}
 		dq, eq := devQs, evalQs
 		if v.oracle {
 			dq, eq = withOracleTypes(d, env.dev, devQs), withOracleTypes(d, env.eval, evalQs)
 		}
 		desc := ""
-		if v.plainM > 0 {
+		switch {
+		case v.plainM > 0 && (pl.Norm == rerank.NormOff || len(env.grid.W) <= 1):
 			pl.Params.MS, pl.Params.MU = v.plainM, v.plainM
 			desc = fmt.Sprintf("m=%d", v.plainM)
-		} else {
-			best, val, err := rerank.Search(ctx, pl, dq, env.grid, score)
+			if pl.Norm != rerank.NormOff {
+				desc += fmt.Sprintf(", interpolation %s w=%g", pl.Norm, pl.Params.W)
+			}
+		case v.plainM > 0: // the weight alone, tuned on dev
+			p := pl.Params
+			g := rerank.Grid{M: [][2]int{{v.plainM, v.plainM}}, TauS: []float32{p.TauS}, TauM: []float32{p.TauM}, N: []int{p.N}, W: env.grid.W}
+			best, val, err := tuneOnDev(pl, dq, g, o.rr.gridMetric, o.rr.minT)
 			if err != nil {
 				return fmt.Errorf("%s: %w", v.name, err)
 			}
 			pl.Params = best
-			desc = fmt.Sprintf("%s (dev %s %.2f)", best, o.rr.gridMetric, 100*val)
+			desc = fmt.Sprintf("m=%d, interpolation %s w=%g (dev %s %.2f)", v.plainM, pl.Norm, best.W, o.rr.gridMetric, 100*val)
+		default:
+			best, val, err := tuneOnDev(pl, dq, env.grid, o.rr.gridMetric, o.rr.minT)
+			if err != nil {
+				return fmt.Errorf("%s: %w", v.name, err)
+			}
+			pl.Params = best
+			desc = fmt.Sprintf("%s (dev %s %.2f)", pl.Setting(), o.rr.gridMetric, 100*val)
 		}
 		rk, err := pl.RunAll(ctx, eq)
 		if err != nil {

@@ -3,7 +3,8 @@
 //
 //	eval [-data DIR] [-split test] [-method bm25 | -run RUN [-tool-vectors text|usage]] [-cutoffs 1,3,5,10] [-json] [-subsets]
 //	eval -method rerank -retriever RUN -reranker RUN -classifier RUN [-grid] [-m-seen 10 -m-unseen 30 -tau-s 0.8 -tau-m 0.8 -per-component 2]
-//	eval -method rerank-m -retriever RUN -reranker RUN -depth 30
+//	     [-interpolate minmax|zscore|off] [-weight dev|W]
+//	eval -method rerank-m -retriever RUN -reranker RUN -depth 30 [-interpolate minmax|zscore|off] [-weight dev|W]
 //
 // -run accepts bi-encoder runs and mlc classifier runs (the kind is read from the run's files).
 // The rerank methods tune and evaluate with the dev split the -retriever run recorded
@@ -55,6 +56,8 @@ type rerankOptions struct {
 	gridM, gridMetric               string
 	noHierarchy, oracleType         bool
 	only                            string
+	interpolate, weight             string // -interpolate minmax|zscore|off, -weight dev|W
+	minT                            float64
 	// scorer replaces the -reranker cross-encoder (tests: a scorer with known scores).
 	scorer pairScorer
 }
@@ -98,6 +101,9 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.BoolVar(&r.noHierarchy, "no-hierarchy", false, "rerank ablation: truncation + cross-encoder only")
 	fs.StringVar(&r.only, "only", "", "rerank ablation: single or multi: use one algorithm for every query")
 	fs.BoolVar(&r.oracleType, "oracle-type", false, "rerank ablation: query type from the qrels instead of the classifier")
+	fs.StringVar(&r.interpolate, "interpolate", "minmax", "rerank: score = w·norm(cross-encoder) + (1-w)·norm(retriever), normalised per query over the reranked APIs: minmax, zscore, or off (the cross-encoder alone)")
+	fs.Float64Var(&r.minT, "min-t", 2, "rerank: a dev-tuned weight above 0 is kept only when its per-query dev gain over the retriever's ranking has a paired t-statistic of at least this (else w = 0; 0: keep the dev optimum)")
+	fs.StringVar(&r.weight, "weight", "dev", "rerank: the interpolation's cross-encoder weight w in [0, 1] (0: the retriever's ranking), or dev: the best of 0, 0.1, ..., 1 on the -retriever run's dev split (-grid-metric; with -grid or -ablations tuned with the other parameters)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -112,7 +118,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	if err := cli.First(
 		cli.Positive("m-seen", r.mSeen), cli.Positive("m-unseen", r.mUnseen),
 		cli.Positive("per-component", r.perComponent), cli.Positive("depth", r.depth),
-		cli.Positive("bm25-k1", o.bm25.K1), cli.NonNegative("bm25-b", o.bm25.B),
+		cli.Positive("bm25-k1", o.bm25.K1), cli.NonNegative("bm25-b", o.bm25.B), cli.NonNegative("min-t", r.minT),
 	); err != nil {
 		return nil, err
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -59,7 +59,7 @@ func (r *rerankRanker) RankQueries(ctx context.Context, qs []retrieve.Query, k i
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(os.Stderr, "rerank: %s, %s on %d %s queries in %v\n", r.report, r.pl.Params, len(sel), r.split.Name, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "rerank: %s, %s on %d %s queries in %v\n", r.report, r.pl.Setting(), len(sel), r.split.Name, time.Since(start).Round(time.Millisecond))
 	out := make([]retrieve.Ranking, len(rk))
 	for i, tools := range rk {
 		if k > 0 && len(tools) > k {
@@ -143,22 +143,11 @@ func cosineMatrix(v [][]float32) [][]float32 {
 	return out
 }
 
-// runOf returns the run directory of path: path itself, or the run a checkpoint directory
-// (RUN/checkpoints/step-N) belongs to.
-func runOf(path string) string {
-	if _, err := os.Stat(filepath.Join(path, rundir.MetaFile)); err != nil {
-		if _, err := os.Stat(filepath.Join(path, "state.json")); err == nil && filepath.Base(filepath.Dir(path)) == "checkpoints" {
-			return filepath.Dir(filepath.Dir(path))
-		}
-	}
-	return path
-}
-
 // checkDev reports an error unless the run at path (given as -name) was trained on d and held
 // out every dev query of the retriever's split, so that tuning on that split never sees one
 // of its training queries.
 func checkDev(name, path string, d *data.Dataset, dev rundir.Split) error {
-	m, err := rundir.Read(runOf(path))
+	m, err := rundir.Read(rundir.RunOf(path))
 	if err != nil {
 		return fmt.Errorf("-%s: %w", name, err)
 	}
@@ -183,9 +172,10 @@ func checkDev(name, path string, d *data.Dataset, dev rundir.Split) error {
 }
 
 // rerankEnv is what every ToolRerank variant shares: the loaded models, the pipeline with
-// the options' parameters and mode, the splits (dev: the -retriever run's recorded dev split;
-// eval: -split), and prep, which ranks, types and scores the queries of a split once
-// (memoised by split name) and returns them in s.Queries order.
+// the options' parameters, mode and interpolation, the splits (dev: the -retriever run's
+// recorded dev split; eval: -split), and prep, which ranks, types and scores the queries of a
+// split once (memoised by split name) and returns them in s.Queries order. grid.W holds the
+// interpolation weights to tune on dev (-weight dev), or the one -weight gives.
 type rerankEnv struct {
 	d         *data.Dataset
 	ret       *biencoder.Retriever
@@ -193,6 +183,78 @@ type rerankEnv struct {
 	grid      rerank.Grid
 	dev, eval *data.Split
 	prep      func(s *data.Split) ([]rerank.Query, error)
+}
+
+// parseWeight parses -weight: "dev" (tune w ∈ {0, 0.1, …, 1} on the retriever's dev split)
+// or a fixed w in [0, 1].
+func parseWeight(s string) (w float32, tune bool, err error) {
+	if s == "dev" {
+		return 0, true, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(f >= 0 && f <= 1) {
+		return 0, false, fmt.Errorf("-weight %q: want dev or a number in [0, 1]", s)
+	}
+	return float32(f), false, nil
+}
+
+// tuneOnDev searches g on the dev queries qs for pl and reports the best dev metric of each
+// interpolation weight (one line), and the retriever's own (w = 0), on stderr. With one
+// weight, or no interpolation, it is rerank.Search.
+//
+// A dev optimum of 198 queries moves by noise: a weight above 0 is kept only when its
+// per-query gain over the retriever's ranking (w = 0, in the grid) has a paired t-statistic
+// of at least minT (0: always kept); otherwise the result is w = 0, the retriever's ranking.
+func tuneOnDev(pl rerank.Pipeline, qs []rerank.Query, g rerank.Grid, metric string, minT float64) (rerank.Params, float64, error) {
+	score, err := metricFn(metric)
+	if err != nil {
+		return rerank.Params{}, 0, err
+	}
+	ctx := context.Background()
+	if pl.Norm == rerank.NormOff || len(g.W) <= 1 {
+		return rerank.Search(ctx, pl, qs, g, score)
+	}
+	best, bestVal := rerank.Params{}, math.Inf(-1)
+	var curve []string
+	for _, w := range g.W { // in order: ties go to the smaller weight
+		gw := g
+		gw.W = []float32{w}
+		p, v, err := rerank.Search(ctx, pl, qs, gw, score)
+		if err != nil {
+			return rerank.Params{}, 0, err
+		}
+		curve = append(curve, fmt.Sprintf("%g:%.2f", w, 100*v))
+		if v > bestVal {
+			best, bestVal = p, v
+		}
+	}
+	fmt.Fprintf(os.Stderr, "rerank: interpolation %s: dev %s by weight (0 = the retriever alone) %s: w=%g\n", pl.Norm, metric, strings.Join(curve, " "), best.W)
+	if minT <= 0 || best.W == 0 || !slices.Contains(g.W, 0) {
+		return best, bestVal, nil
+	}
+	tuned, first := pl, pl
+	tuned.Params, first.Params = best, best
+	first.Params.W = 0
+	a, err := rerank.PerQuery(ctx, tuned, qs, score)
+	if err != nil {
+		return rerank.Params{}, 0, err
+	}
+	b, err := rerank.PerQuery(ctx, first, qs, score)
+	if err != nil {
+		return rerank.Params{}, 0, err
+	}
+	t := rerank.PairedT(a, b)
+	if t >= minT {
+		fmt.Fprintf(os.Stderr, "rerank: w=%g beats the retriever on dev with paired t %.2f >= -min-t %g\n", best.W, t, minT)
+		return best, bestVal, nil
+	}
+	retr := 0.0
+	for _, v := range b {
+		retr += v / float64(len(b))
+	}
+	fmt.Fprintf(os.Stderr, "rerank: w=%g gains %+.2f dev %s over the retriever with paired t %.2f < -min-t %g: w=0, the retriever's ranking\n",
+		best.W, 100*(bestVal-retr), metric, t, minT)
+	return first.Params, retr, nil
 }
 
 // buildRerank loads the runs, prepares the pipeline and, with -grid, tunes it on dev.
@@ -218,24 +280,37 @@ func buildRerank(o *options, d *data.Dataset) (retrieve.QueryRanker, string, err
 	if r.oracleType && mode == rerank.ModeAuto {
 		desc += " with oracle query types"
 	}
-	if r.grid && !plain {
-		score, err := metricFn(r.gridMetric)
-		if err != nil {
-			return nil, "", err
+	// Without -grid, a weight to tune is the only grid dimension: the other parameters are
+	// the flags' (Rerank-m's depth for both m).
+	tuneW := pl.Norm != rerank.NormOff && len(env.grid.W) > 1
+	if (r.grid && !plain) || tuneW {
+		g := env.grid
+		if !r.grid || plain {
+			p := pl.Params
+			g = rerank.Grid{M: [][2]int{{p.MS, p.MU}}, TauS: []float32{p.TauS}, TauM: []float32{p.TauM}, N: []int{p.N}, W: env.grid.W}
 		}
 		qs, err := env.prep(env.dev)
 		if err != nil {
 			return nil, "", err
 		}
 		start := time.Now()
-		best, val, err := rerank.Search(context.Background(), pl, qs, env.grid, score)
+		best, val, err := tuneOnDev(pl, qs, g, r.gridMetric, r.minT)
 		if err != nil {
 			return nil, "", err
 		}
 		pl.Params = best
 		fmt.Fprintf(os.Stderr, "rerank: grid search (%d points) on %d dev queries in %v: best %s, dev %s %.2f\n",
-			env.grid.Size(), len(qs), time.Since(start).Round(time.Millisecond), best, r.gridMetric, 100*val)
-		desc += " (grid-searched on dev)"
+			g.Size(), len(qs), time.Since(start).Round(time.Millisecond), pl.Setting(), r.gridMetric, 100*val)
+		if r.grid && !plain {
+			desc += " (grid-searched on dev)"
+		}
+	}
+	if pl.Norm != rerank.NormOff {
+		w := fmt.Sprintf("w=%g", pl.Params.W)
+		if tuneW {
+			w += " on dev"
+		}
+		desc += fmt.Sprintf(" + %s interpolation with the retriever (%s)", pl.Norm, w)
 	}
 	return &rerankRanker{env: env, split: env.eval, pl: pl, report: desc}, desc, nil
 }
@@ -267,14 +342,28 @@ func setupRerank(o *options, d *data.Dataset, plain bool) (*rerankEnv, error) {
 	if grid.M, err = parseGridM(r.gridM); err != nil {
 		return nil, err
 	}
-	if (r.grid || o.ablations) && !plain {
+	norm, err := rerank.ParseNorm(r.interpolate)
+	if err != nil {
+		return nil, fmt.Errorf("-interpolate: %w", err)
+	}
+	w, tuneW, err := parseWeight(r.weight)
+	if err != nil {
+		return nil, err
+	}
+	if norm != rerank.NormOff {
+		grid.W = []float32{w}
+		if tuneW {
+			grid.W = rerank.Weights(10)
+		}
+	}
+	if ((r.grid || o.ablations) && !plain) || len(grid.W) > 1 {
 		if _, err := metricFn(r.gridMetric); err != nil {
 			return nil, fmt.Errorf("-grid-metric: %w", err)
 		}
 	}
 	// The retriever's recorded split: the grid tunes on its dev part, and "seen" APIs are
 	// those of its training part.
-	trainPart, dev, meta, err := rundir.Splits(runOf(r.retriever), d)
+	trainPart, dev, meta, err := rundir.Splits(rundir.RunOf(r.retriever), d)
 	if err != nil {
 		return nil, fmt.Errorf("-retriever: %w", err)
 	}
@@ -340,10 +429,11 @@ func setupRerank(o *options, d *data.Dataset, plain bool) (*rerankEnv, error) {
 	sim := cosineMatrix(ret.Tools)
 	cache := &rerank.ScoreCache{Scorer: ce}
 	params := r.params()
+	params.W = w
 	if plain {
 		params.MS, params.MU = r.depth, r.depth
 	}
-	pl := rerank.Pipeline{Lib: lib, Scorer: cache, Sim: func(a, b int) float32 { return sim[a][b] }, Params: params, Mode: mode}
+	pl := rerank.Pipeline{Lib: lib, Scorer: cache, Sim: func(a, b int) float32 { return sim[a][b] }, Params: params, Mode: mode, Norm: norm}
 	depth := max(params.MS, params.MU)
 	if (r.grid || o.ablations) && !plain {
 		for _, g := range grid.M {
@@ -356,7 +446,9 @@ func setupRerank(o *options, d *data.Dataset, plain bool) (*rerankEnv, error) {
 		}
 	}
 	// prep ranks a split's queries with the retriever, types them and fills the score
-	// cache with every pair the pipeline (or the grid) can ask for, in one batched pass.
+	// cache with every pair the pipeline (or the grid) can ask for, in one batched pass. The
+	// retriever scores every API (the interpolation's first-stage scores: Alg. 1 can add APIs
+	// from beyond the coarse list); the coarse list is its top max(depth, 50).
 	prep := func(s *data.Split) ([]rerank.Query, error) {
 		ctx := context.Background()
 		qs := s.Queries
@@ -365,14 +457,19 @@ func setupRerank(o *options, d *data.Dataset, plain bool) (*rerankEnv, error) {
 			texts[i] = d.Queries[q].Text
 		}
 		start := time.Now()
-		coarse, err := ret.RankTexts(texts, max(depth, 50))
+		coarse, err := ret.RankTexts(texts, len(d.Tools))
 		if err != nil {
 			return nil, err
 		}
 		out := make([]rerank.Query, len(qs))
 		var pairs []crossencoder.Pair
 		for i, q := range qs {
-			out[i] = rerank.Query{Text: texts[i], Coarse: coarse[i].Tools, Relevant: s.Relevant[q]}
+			first := make([]float32, len(d.Tools))
+			for j, a := range coarse[i].Tools {
+				first[a] = coarse[i].Scores[j]
+			}
+			coarse[i].Tools = coarse[i].Tools[:min(max(depth, 50), len(coarse[i].Tools))]
+			out[i] = rerank.Query{Text: texts[i], Coarse: coarse[i].Tools, First: first, Relevant: s.Relevant[q]}
 			need := coarse[i].Tools[:min(depth, len(coarse[i].Tools))]
 			if mode == rerank.ModeAuto || mode == rerank.ModeSingle { // Alg. 1 may add unseen tools' APIs
 				need = rerank.Needed(lib, coarse[i].Tools, depth)

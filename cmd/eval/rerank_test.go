@@ -3,15 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -378,8 +381,9 @@ func TestRerankMethods(t *testing.T) {
 	f := newFixture(t, r)
 	ks := []int{1, 5, 10}
 	nTools := len(f.d.Tools)
+	// The paper's pipeline (the cross-encoder's scores alone); interpolation has its subtest.
 	base := func(kv map[string]string) map[string]string {
-		out := map[string]string{"retriever": r.be, "reranker": r.ce, "cutoffs": "1,5,10", "m-seen": "3", "m-unseen": "8", "grid-m": "2:4,3:8"}
+		out := map[string]string{"retriever": r.be, "reranker": r.ce, "cutoffs": "1,5,10", "m-seen": "3", "m-unseen": "8", "grid-m": "2:4,3:8", "interpolate": "off"}
 		for k, v := range kv {
 			out[k] = v
 		}
@@ -513,6 +517,128 @@ func TestRerankMethods(t *testing.T) {
 			})
 		}
 	})
+
+	// Interpolation with the retriever's scores: expectations computed here.
+	t.Run("interpolation", func(t *testing.T) {
+		interp := func(kv map[string]string) map[string]string {
+			out := base(kv)
+			if _, ok := kv["interpolate"]; !ok {
+				delete(out, "interpolate") // the default: minmax
+			}
+			return out
+		}
+		withOracle := func(kv map[string]string) map[string]any {
+			o := parseKV(t, kv)
+			o.rr.scorer = oracle
+			return runOpts(t, o)
+		}
+		// w = 0 is the retriever's ranking, whatever the stage, with the untrained cross-encoder.
+		retr := runJSON(t, map[string]string{"run": r.be, "cutoffs": "1,5,10"})
+		for _, kv := range []map[string]string{
+			{"method": "rerank-m", "depth": "8", "weight": "0"},
+			{"method": "rerank", "classifier": r.qt, "weight": "0"},
+			{"method": "rerank", "classifier": r.qt, "weight": "0", "interpolate": "zscore", "grid": "true"},
+		} {
+			sameMetrics(t, fmt.Sprint(kv), runJSON(t, interp(kv)), retr)
+		}
+		first := func(s *data.Split, k int) []retrieve.Ranking {
+			texts := make([]string, len(s.Queries))
+			for i, q := range s.Queries {
+				texts[i] = f.d.Queries[q].Text
+			}
+			rk, err := f.ret.RankTexts(texts, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rk
+		}
+		// fusedRankings reranks the top m of each query of s by w·norm(oracle) +
+		// (1−w)·norm(retriever), norm over those m.
+		fusedRankings := func(s *data.Split, coarse []retrieve.Ranking, m int, w float64, norm string) [][]int {
+			out := make([][]int, len(s.Queries))
+			for i, q := range s.Queries {
+				text := f.d.Queries[q].Text
+				top := coarse[i].Tools[:m]
+				ce, fs := make([]float64, m), make([]float64, m)
+				for j, a := range top {
+					ce[j], fs[j] = float64(oracle.score(text, a)), float64(coarse[i].Scores[j])
+				}
+				ce, fs = normalise(ce, norm), normalise(fs, norm)
+				score := map[int]float64{}
+				for j, a := range top {
+					score[a] = w*ce[j] + (1-w)*fs[j]
+				}
+				out[i] = rerankKept(coarse[i].Tools, func(pos, _ int) bool { return pos <= m }, func(a int) float32 { return float32(score[a]) })
+			}
+			return out
+		}
+		testCoarse, devCoarse := first(f.test, 50), first(f.dev, 50)
+		for _, tc := range []struct {
+			norm string
+			w    float64
+		}{{"minmax", 0.5}, {"minmax", 0.2}, {"zscore", 0.7}} {
+			got := withOracle(interp(map[string]string{"method": "rerank-m", "depth": "6", "interpolate": tc.norm, "weight": fmt.Sprint(tc.w)}))
+			sameMetrics(t, fmt.Sprintf("rerank-m 6, %s w=%v", tc.norm, tc.w), got, f.metricsOf(t, f.test, fusedRankings(f.test, testCoarse, 6, tc.w, tc.norm), ks))
+		}
+		// -weight dev: the weight of 0, 0.1, ..., 1 with the best dev ndcg@5 (the first on ties).
+		bestW, bestDev := -1.0, -1.0
+		for i := 0; i <= 10; i++ {
+			w := float64(i) / 10
+			rk := fusedRankings(f.dev, devCoarse, 6, w, "minmax")
+			if w == 0 {
+				for j := range rk {
+					rk[j] = devCoarse[j].Tools
+				}
+			}
+			v := 0.0
+			for j, q := range f.dev.Queries {
+				_, n, _ := metrics.Query(rk[j], f.dev.Relevant[q], 5)
+				v += n
+			}
+			if v > bestDev+1e-9 {
+				bestW, bestDev = w, v
+			}
+		}
+		t.Logf("dev ndcg@5 picks w=%v", bestW)
+		if bestW == 0 {
+			t.Fatalf("the oracle cross-encoder must get some weight on dev")
+		}
+		got := withOracle(interp(map[string]string{"method": "rerank-m", "depth": "6"}))
+		want := f.metricsOf(t, f.test, fusedRankings(f.test, testCoarse, 6, bestW, "minmax"), ks)
+		sameMetrics(t, "rerank-m 6, w on dev", got, want)
+		// A gain that must be overwhelming to count (-min-t) leaves the retriever's ranking;
+		// -min-t 0 keeps the dev optimum whatever its evidence.
+		sameMetrics(t, "rerank-m 6, w on dev, -min-t 1e9", withOracle(interp(map[string]string{"method": "rerank-m", "depth": "6", "min-t": "1e9"})), retr)
+		sameMetrics(t, "rerank-m 6, w on dev, -min-t 0", withOracle(interp(map[string]string{"method": "rerank-m", "depth": "6", "min-t": "0"})), want)
+		// The check tells the chosen weight from the one below it.
+		below := f.metricsOf(t, f.test, fusedRankings(f.test, testCoarse, 6, bestW-0.1, "minmax"), ks)
+		if slices.EqualFunc(rerankKeys, rerankKeys, func(k, _ string) bool { return want[k] == below[k] }) {
+			t.Fatalf("w=%v and w=%v give the same test metrics: the check cannot tell them apart", bestW, bestW-0.1)
+		}
+	})
+}
+
+// normalise is min-max or z-score normalisation, computed independently of package rerank.
+func normalise(x []float64, norm string) []float64 {
+	out := make([]float64, len(x))
+	lo, hi, mean := math.Inf(1), math.Inf(-1), 0.0
+	for _, v := range x {
+		lo, hi, mean = math.Min(lo, v), math.Max(hi, v), mean+v/float64(len(x))
+	}
+	sd := 0.0
+	for _, v := range x {
+		sd += (v - mean) * (v - mean) / float64(len(x))
+	}
+	sd = math.Sqrt(sd)
+	for i, v := range x {
+		switch {
+		case norm == "minmax" && hi > lo:
+			out[i] = (v - lo) / (hi - lo)
+		case norm == "zscore" && sd > 0:
+			out[i] = (v - mean) / sd
+		}
+	}
+	return out
 }
 
 // TestRerankUsageVectors checks that with -tool-vectors usage the retriever's tool vectors
@@ -594,15 +720,16 @@ func TestRerankAblations(t *testing.T) {
 		t.Fatalf("decode %q: %v", out.String(), err)
 	}
 	alone := map[string]map[string]string{
-		"bi-encoder alone":       {"run": r.be},
-		"Rerank-10":              {"method": "rerank-m", "depth": "10"},
-		"Rerank-30":              {"method": "rerank-m", "depth": "30"},
-		"Rerank-50":              {"method": "rerank-m", "depth": "50"},
-		"ToolRerank":             {"method": "rerank", "classifier": r.qt, "grid": "true"},
-		"- without hierarchy":    {"method": "rerank", "no-hierarchy": "true", "grid": "true"},
-		"- Alg. 1 only (single)": {"method": "rerank", "only": "single", "grid": "true"},
-		"- Alg. 2 only (multi)":  {"method": "rerank", "only": "multi", "grid": "true"},
-		"- oracle query type":    {"method": "rerank", "oracle-type": "true", "grid": "true"},
+		"bi-encoder alone":        {"run": r.be},
+		"Rerank-10":               {"method": "rerank-m", "depth": "10"},
+		"Rerank-30":               {"method": "rerank-m", "depth": "30"},
+		"Rerank-50":               {"method": "rerank-m", "depth": "50"},
+		"ToolRerank":              {"method": "rerank", "classifier": r.qt, "grid": "true"},
+		"- without hierarchy":     {"method": "rerank", "no-hierarchy": "true", "grid": "true"},
+		"- Alg. 1 only (single)":  {"method": "rerank", "only": "single", "grid": "true"},
+		"- Alg. 2 only (multi)":   {"method": "rerank", "only": "multi", "grid": "true"},
+		"- oracle query type":     {"method": "rerank", "oracle-type": "true", "grid": "true"},
+		"- without interpolation": {"method": "rerank", "classifier": r.qt, "grid": "true", "interpolate": "off"},
 	}
 	if len(rows) != len(rerankVariants)+1 || len(rows) != len(alone) {
 		t.Fatalf("%d rows, want %d", len(rows), len(rerankVariants)+1)
@@ -641,6 +768,9 @@ func TestRerankErrors(t *testing.T) {
 		{map[string]string{"method": "rerank", "retriever": r.be, "reranker": r.ce, "classifier": r.mlc}, "querytype"},
 		{map[string]string{"method": "rerank", "retriever": r.be, "reranker": r.ce, "oracle-type": "true", "grid": "true", "grid-metric": "mrr"}, "mrr"},
 		{map[string]string{"method": "rerank", "retriever": r.be, "reranker": r.ce, "oracle-type": "true", "grid": "true", "grid-m": "30:10"}, "m_s < m_u"},
+		{map[string]string{"method": "rerank-m", "retriever": r.be, "reranker": r.ce, "interpolate": "sigmoid"}, "-interpolate"},
+		{map[string]string{"method": "rerank-m", "retriever": r.be, "reranker": r.ce, "weight": "1.5"}, "-weight \"1.5\""},
+		{map[string]string{"method": "rerank-m", "retriever": r.be, "reranker": r.ce, "weight": "best"}, "-weight \"best\""},
 		// A reranker selected on another dev split: its training queries are in the grid's dev.
 		{map[string]string{"method": "rerank-m", "retriever": r.be, "reranker": r.otherDev}, "dev queries are training queries"},
 		// A run made before run.json: the migration error.
@@ -670,5 +800,117 @@ func TestMLCRun(t *testing.T) {
 	sameMetrics(t, "mlc (popularity)", got, f.metricsOf(t, f.test, want, []int{1, 5, 10}))
 	if err := runErr(map[string]string{"run": r.qt}); err == nil || !strings.Contains(err.Error(), "mlc") {
 		t.Fatalf("a querytype run as a ranker: %v", err)
+	}
+}
+
+// TestDefaultsFlow runs the README's ToolRerank recipe with every default on a tiny dataset
+// cut from the embedded one (the tools of its first 3 tool groups; 30 training and 6 test
+// queries whose relevant tools are all among them): train biencoder, then crossencoder and
+// classifier -kind querytype with -retriever only (the train command is built here), then eval
+// -method rerank and -ablations. Beyond not failing, the default pipeline interpolates with a
+// weight tuned on the retriever's dev split, so its dev metric cannot be below the
+// retriever's.
+func TestDefaultsFlow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cmd/train and trains models")
+	}
+	dir := t.TempDir()
+	full, err := data.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, group := full.Groups()
+	d := &data.Dataset{Name: "tiny", Splits: map[string]*data.Split{}}
+	newIdx := map[int]int{}
+	for a, g := range group {
+		if g < 3 {
+			newIdx[a] = len(d.Tools)
+			d.Tools = append(d.Tools, full.Tools[a])
+		}
+	}
+	for name, n := range map[string]int{"train": 30, "test": 6} {
+		s := &data.Split{Name: name, Relevant: map[int][]int{}}
+		for _, q := range full.Splits[name].Judged() {
+			var rel []int
+			for _, a := range full.Splits[name].Relevant[q] {
+				if i, ok := newIdx[a]; ok {
+					rel = append(rel, i)
+				}
+			}
+			if len(rel) < len(full.Splits[name].Relevant[q]) || len(s.Queries) == n {
+				continue
+			}
+			s.Queries = append(s.Queries, len(d.Queries))
+			s.Relevant[len(d.Queries)] = rel
+			d.Queries = append(d.Queries, full.Queries[q])
+		}
+		if len(s.Queries) < n {
+			t.Fatalf("%s: %d queries on the first 3 tool groups, want %d", name, len(s.Queries), n)
+		}
+		d.Splits[name] = s
+	}
+	dataDir := filepath.Join(dir, "data")
+	if err := data.WriteBEIR(d, dataDir); err != nil {
+		t.Fatal(err)
+	}
+	train := filepath.Join(dir, "train")
+	if out, err := exec.Command("go", "build", "-o", train, "../train").CombinedOutput(); err != nil {
+		t.Fatalf("go build ../train: %v\n%s", err, out)
+	}
+	be, ce, qt := filepath.Join(dir, "be"), filepath.Join(dir, "ce"), filepath.Join(dir, "qt")
+	for _, args := range [][]string{
+		{"biencoder", "-data", dataDir, "-run", be},
+		{"crossencoder", "-data", dataDir, "-retriever", be, "-run", ce},
+		{"classifier", "-kind", "querytype", "-data", dataDir, "-retriever", be, "-run", qt},
+	} {
+		start := time.Now()
+		if out, err := exec.Command(train, append(args, "-quiet")...).CombinedOutput(); err != nil {
+			t.Fatalf("train %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		t.Logf("train %s in %v", args[0], time.Since(start).Round(time.Millisecond))
+	}
+	t.Logf("tiny dataset: %d tools, %d training and %d test queries", len(d.Tools), len(d.Splits["train"].Queries), len(d.Splits["test"].Queries))
+	kv := map[string]string{"data": dataDir, "method": "rerank", "retriever": be, "reranker": ce, "classifier": qt, "cutoffs": "1,3,5"}
+	got := runJSON(t, kv)
+	if _, ok := got["ndcg@5"]; !ok {
+		t.Fatalf("eval -method rerank: no ndcg@5 in %v", got)
+	}
+	// The default pipeline's dev ndcg@5 against the retriever's on the same dev split.
+	o := parseKV(t, kv)
+	tiny, err := data.Load(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := setupRerank(o, tiny, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := env.prep(env.dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tuned, err := tuneOnDev(env.pl, qs, rerank.Grid{M: [][2]int{{env.pl.Params.MS, env.pl.Params.MU}}, TauS: []float32{env.pl.Params.TauS},
+		TauM: []float32{env.pl.Params.TauM}, N: []int{env.pl.Params.N}, W: env.grid.W}, "ndcg@5", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retr := 0.0
+	for _, q := range qs {
+		_, n, _ := metrics.Query(q.Coarse, q.Relevant, 5)
+		retr += n / float64(len(qs))
+	}
+	if env.pl.Norm != rerank.NormMinMax || len(env.grid.W) != 11 || tuned < retr-1e-9 {
+		t.Errorf("default pipeline: interpolation %s over %d weights, dev ndcg@5 %.4f, retriever %.4f", env.pl.Norm, len(env.grid.W), tuned, retr)
+	}
+	kv["ablations"] = "true"
+	o = parseKV(t, kv)
+	o.asJSON = true
+	var out strings.Builder
+	if err := run(o, &out); err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out.String()), &rows); err != nil || len(rows) != len(rerankVariants)+1 {
+		t.Fatalf("-ablations: %d rows (%v), want %d", len(rows), err, len(rerankVariants)+1)
 	}
 }

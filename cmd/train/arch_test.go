@@ -46,7 +46,7 @@ func TestArchDeberta(t *testing.T) {
 		file string
 		frac float64
 	}{
-		{"crossencoder", []string{"crossencoder", "-depth", "10", "-max-len", "64", "-batch", "8", "-epochs", "2", "-lr", "1e-3", "-dev-max", "20", "-test", ""}, "crossencoder.json", 0.95},
+		{"crossencoder", []string{"crossencoder", "-depth", "10", "-loss", "bce", "-negatives-per-positive", "3", "-max-len", "64", "-batch", "8", "-epochs", "2", "-lr", "1e-3", "-dev-max", "20", "-test", ""}, "crossencoder.json", 0.95},
 		{"querytype", []string{"classifier", "-kind", "querytype", "-batch", "16", "-epochs", "6", "-lr", "2e-3", "-test", ""}, "classifier.json", 0.95},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/rundir"
+	"github.com/toolret/toolret/safetensors"
 	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
@@ -72,7 +75,7 @@ func addHeadFlags(fs *flag.FlagSet, maxLen, batch, epochs int, metric string) *h
 		testSplit: fs.String("test", "test", "split evaluated at the end (empty: none)"),
 		resume:    cli.Resume(fs),
 		quiet:     cli.Quiet(fs),
-		warm:      fs.Bool("warm-start", false, "initialise the encoder with the -retriever run's trained weights (its sizes and vocabulary; -max-len is capped at its max_position_embeddings)"),
+		warm:      fs.Bool("warm-start", false, "initialise the encoder with the -retriever run's trained weights (its sizes and vocabulary; a BERT position table shorter than -max-len is extended with new rows, other encoders cap -max-len at theirs)"),
 	}
 }
 
@@ -173,14 +176,14 @@ func (h *headFlags) encoder(store *model.Store, bk compute.Backend, d *data.Data
 		if *h.retriever == "" {
 			return nil, nil, fmt.Errorf("-warm-start needs -retriever RUN")
 		}
-		bc, tok, err := warmStart(*h.retriever, bk, store)
+		bc, tok, err := warmStart(*h.retriever, bk, store, *h.maxLen, *h.seed)
 		if err != nil {
 			return nil, nil, err
 		}
 		if err := checkArchOf(h.fs, *h.arch, bc, "the -retriever run"); err != nil {
 			return nil, nil, err
 		}
-		if *h.maxLen > bc.MaxPositions() {
+		if *h.maxLen > bc.MaxPositions() { // an encoder whose positions warmStart cannot extend
 			fmt.Fprintf(os.Stderr, "warm start: -max-len %d capped at the retriever's max_position_embeddings %d\n", *h.maxLen, bc.MaxPositions())
 			*h.maxLen = bc.MaxPositions()
 		}
@@ -229,6 +232,22 @@ func (h *headFlags) encoder(store *model.Store, bk compute.Backend, d *data.Data
 		return nil, nil, err
 	}
 	return bc, tok, nil
+}
+
+// defaultWarm turns a default -warm-start (not given on the command line) off when -init or a
+// from-scratch size (-layers, -hidden, -heads, -intermediate) says how to build the encoder.
+func (h *headFlags) defaultWarm() {
+	set := cli.Set(h.fs)
+	if !*h.warm || set["warm-start"] {
+		return
+	}
+	for _, f := range []string{"init", "layers", "hidden", "heads", "intermediate"} {
+		if set[f] {
+			*h.warm = false
+			fmt.Fprintf(os.Stderr, "-%s given: no warm start from the retriever\n", f)
+			return
+		}
+	}
 }
 
 // checkPooling validates -pooling: empty (the encoder's default) or a head pooling.
@@ -312,8 +331,10 @@ func retrieverCandidates(run string, bk compute.Backend, d *data.Dataset, querie
 }
 
 // warmStart loads the encoder weights of a bi-encoder run (its query tower) into store, at
-// the root in HF layout, and returns its encoder config and tokenizer.
-func warmStart(run string, bk compute.Backend, store *model.Store) (encoder.Config, *tokenize.Tokenizer, error) {
+// the root in HF layout, and returns its encoder config and tokenizer. A BERT encoder with
+// fewer than maxLen absolute positions gets its position table extended to maxLen rows (see
+// extendPositions); other encoders keep theirs.
+func warmStart(run string, bk compute.Backend, store *model.Store, maxLen int, seed uint64) (encoder.Config, *tokenize.Tokenizer, error) {
 	emb, err := biencoder.LoadRun(run, bk)
 	if err != nil {
 		return nil, nil, err
@@ -327,6 +348,13 @@ func warmStart(run string, bk compute.Backend, store *model.Store) (encoder.Conf
 	if err := bc.SaveHF(encoder.In(emb.Store.RootScope(), emb.Cfg.TowerBase(biencoder.QueryTower)), tmp, false); err != nil {
 		return nil, nil, fmt.Errorf("warm start: %w", err)
 	}
+	if bc.ModelType() == "bert" && maxLen > bc.MaxPositions() {
+		if err := extendPositions(tmp, maxLen, bc.InitRange(), seed); err != nil {
+			return nil, nil, fmt.Errorf("warm start from %s: %w", run, err)
+		}
+		fmt.Fprintf(os.Stderr, "warm start: position table extended from the retriever's %d rows to -max-len %d (rows %d.. initialised N(0, %g))\n",
+			bc.MaxPositions(), maxLen, bc.MaxPositions(), bc.InitRange())
+	}
 	loaded, err := encoder.LoadHF(store.RootScope(), tmp)
 	if err != nil {
 		return nil, nil, fmt.Errorf("warm start: %w", err)
@@ -334,16 +362,86 @@ func warmStart(run string, bk compute.Backend, store *model.Store) (encoder.Conf
 	return loaded, emb.Tok, nil
 }
 
+// positionTable is the tensor of BERT's absolute position embeddings in an HF directory
+// written without the model prefix.
+const positionTable = "embeddings.position_embeddings.weight"
+
+// extendPositions rewrites the BERT HF directory dir (config.json, model.safetensors in F32,
+// tensor names without prefix) for n absolute positions: max_position_embeddings becomes n
+// and the position table keeps its rows, followed by new rows drawn from N(0, std) (seeded),
+// as a from-scratch BERT initialises them. Copying trained rows instead would give the new
+// positions the embedding of another position (row 0 is [CLS]'s).
+func extendPositions(dir string, n int, std float64, seed uint64) error {
+	cfgPath := filepath.Join(dir, "config.json")
+	b, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return err
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return fmt.Errorf("%s: %w", cfgPath, err)
+	}
+	old, ok := cfg["max_position_embeddings"].(float64)
+	if !ok || int(old) < 1 {
+		return fmt.Errorf("%s: max_position_embeddings %v: want a positive number", cfgPath, cfg["max_position_embeddings"])
+	}
+	if n <= int(old) {
+		return fmt.Errorf("%s: extend %d positions to %d: not more", cfgPath, int(old), n)
+	}
+	wPath := filepath.Join(dir, "model.safetensors")
+	f, err := safetensors.Open(wPath)
+	if err != nil {
+		return err
+	}
+	var ts []safetensors.Tensor
+	found := false
+	for _, name := range f.Names() {
+		v, shape, err := f.Float32(name)
+		if err != nil {
+			return err
+		}
+		if name == positionTable {
+			if len(shape) != 2 || shape[0] != int(old) {
+				return fmt.Errorf("%s: %s has shape %v, want [%d, hidden]", wPath, name, shape, int(old))
+			}
+			r := rand.New(rand.NewPCG(seed, 0x706f73))
+			ext := make([]float32, n*shape[1])
+			copy(ext, v)
+			for i := len(v); i < len(ext); i++ {
+				ext[i] = float32(r.NormFloat64() * std)
+			}
+			v, shape, found = ext, []int{n, shape[1]}, true
+		}
+		ts = append(ts, safetensors.Tensor{Name: name, Shape: shape, Data: v})
+	}
+	if !found {
+		return fmt.Errorf("%s: no tensor %s", wPath, positionTable)
+	}
+	cfg["max_position_embeddings"] = n
+	if b, err = json.MarshalIndent(cfg, "", "  "); err != nil {
+		return err
+	}
+	if err := safetensors.Write(wPath, ts, f.Metadata); err != nil {
+		return err
+	}
+	return rundir.WriteFile(cfgPath, b)
+}
+
 func crossencoderCmd(args []string) error {
 	fs := flag.NewFlagSet("crossencoder", flag.ContinueOnError)
-	h := addHeadFlags(fs, 128, 8, 2, "ndcg@5")
+	h := addHeadFlags(fs, 128, 8, 4, "ndcg@5")
+	// A cross-encoder started from random weights learns no query-tool matching in these
+	// budgets (its loss stays at the prior's for thousands of steps): it warm-starts from the
+	// retriever's encoder unless -warm-start=false, -init or a from-scratch size is given.
+	setDefault(fs, "warm-start", "true")
 	m := fs.Int("depth", 30, "hard negatives are drawn from the retriever's top -depth tools (also the dev reranking depth; the paper's m)")
-	negs := fs.Int("negatives-per-positive", 3, "negatives per positive pair")
-	loss := fs.String("loss", "bce", "bce (per pair) or listwise (softmax CE over positive + negatives)")
+	negs := fs.Int("negatives-per-positive", 7, "negatives per positive pair")
+	loss := fs.String("loss", "listwise", "listwise (softmax CE over the positive and its negatives) or bce (per pair)")
 	devMax := fs.Int("dev-max", 0, "evaluate on at most this many dev queries during training (0: all)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	h.defaultWarm()
 	if *h.retriever == "" && !*h.resume {
 		return fmt.Errorf("crossencoder needs -retriever RUN (a trained bi-encoder: hard negatives and dev candidates)")
 	}

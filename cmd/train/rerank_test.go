@@ -103,7 +103,7 @@ func TestRerankStages(t *testing.T) {
 		args []string
 		frac float64
 	}{
-		{"crossencoder", []string{"crossencoder", "-depth", "10", "-max-len", "64", "-batch", "8", "-epochs", "2", "-lr", "1e-3", "-dev-max", "20", "-test", ""}, 0.95},
+		{"crossencoder", []string{"crossencoder", "-depth", "10", "-loss", "bce", "-negatives-per-positive", "3", "-max-len", "64", "-batch", "8", "-epochs", "2", "-lr", "1e-3", "-dev-max", "20", "-test", ""}, 0.95},
 		{"crossencoder-listwise-warm", []string{"crossencoder", "-depth", "10", "-warm-start", "-loss", "listwise", "-negatives-per-positive", "2", "-batch", "8", "-epochs", "4", "-lr", "2e-3", "-dev-max", "20", "-test", ""}, 0.97},
 		{"querytype", []string{"classifier", "-kind", "querytype", "-batch", "16", "-epochs", "12", "-lr", "2e-3", "-test", ""}, 0.95},
 		{"mlc", []string{"classifier", "-kind", "mlc", "-batch", "16", "-epochs", "3", "-lr", "2e-3"}, 0.6},
