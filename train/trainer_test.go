@@ -320,7 +320,9 @@ func (t *wideTask) Loss(s *model.Scope, in []*Node) *Node {
 	return MulScalar(ReduceAllMean(Square(Sub(pred, y))), 100)
 }
 
-func (t *wideTask) Evaluate(store *model.Store) (map[string]float64, error) { return map[string]float64{}, nil }
+func (t *wideTask) Evaluate(store *model.Store) (map[string]float64, error) {
+	return map[string]float64{}, nil
+}
 
 func TestResumeBitIdenticalWithClipping(t *testing.T) {
 	be, err := backend.Open("go")

@@ -3,7 +3,6 @@ package classifier
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -35,7 +34,7 @@ type Task struct {
 	seqs    map[int][]int32
 	targets map[int][]float32
 	devT    map[int][]float32
-	order   map[int][]int
+	order   *train.EpochOrder
 }
 
 // Prepare tokenizes the queries and derives the targets.
@@ -66,19 +65,8 @@ func (t *Task) Prepare() error {
 	for _, q := range t.queries {
 		t.seqs[q] = t.Tok.Single(t.Data.Queries[q].Text, t.Cfg.MaxLen)
 	}
-	t.order = map[int][]int{}
+	t.order = &train.EpochOrder{Items: t.queries, Seed: t.Seed, Salt: 0x636c6173}
 	return nil
-}
-
-func (t *Task) epochOrder(epoch int) []int {
-	if o, ok := t.order[epoch]; ok {
-		return o
-	}
-	o := append([]int(nil), t.queries...)
-	r := rand.New(rand.NewPCG(t.Seed, uint64(epoch)+0x636c6173))
-	r.Shuffle(len(o), func(i, j int) { o[i], o[j] = o[j], o[i] })
-	t.order = map[int][]int{epoch: o}
-	return o
 }
 
 // Batches implements train.Task (a trailing partial batch is dropped).
@@ -89,12 +77,10 @@ func (t *Task) Loss(s *model.Scope, in []*Node) *Node { return t.Cfg.Loss(s, in)
 
 // Batch implements train.Task.
 func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
-	o := t.epochOrder(epoch)
-	lo, hi := i*t.BatchSize, min((i+1)*t.BatchSize, len(o))
-	if lo >= hi {
-		return nil, 0, fmt.Errorf("batch %d of epoch %d out of range", i, epoch)
+	qs, err := t.order.Batch(epoch, i, t.BatchSize)
+	if err != nil {
+		return nil, 0, err
 	}
-	qs := o[lo:hi]
 	seqs := make([][]int32, len(qs))
 	n := t.Cfg.Outputs()
 	y := make([]float32, 0, len(qs)*n)

@@ -90,7 +90,7 @@ type Task struct {
 
 	queries []int
 	seqs    map[int][]int32
-	order   map[int][]int
+	order   *train.EpochOrder
 }
 
 // Prepare checks the inputs and tokenizes the training queries.
@@ -140,19 +140,8 @@ func (t *Task) Prepare() error {
 	for _, q := range t.queries {
 		t.seqs[q] = t.Tok.Single(t.Data.Queries[q].Text, t.Cfg.MaxLen)
 	}
-	t.order = map[int][]int{}
+	t.order = &train.EpochOrder{Items: t.queries, Seed: t.Seed, Salt: 0x7265666e}
 	return nil
-}
-
-func (t *Task) epochOrder(epoch int) []int {
-	if o, ok := t.order[epoch]; ok {
-		return o
-	}
-	o := slices.Clone(t.queries)
-	r := rand.New(rand.NewPCG(t.Seed, uint64(epoch)+0x7265666e))
-	r.Shuffle(len(o), func(i, j int) { o[i], o[j] = o[j], o[i] })
-	t.order = map[int][]int{epoch: o}
-	return o
 }
 
 // Batches implements train.Task (a trailing partial batch is dropped).
@@ -164,12 +153,10 @@ func (t *Task) Loss(s *model.Scope, in []*Node) *Node { return t.Cfg.Loss(s, in)
 // Batch implements train.Task: query ids and mask, candidates, slot mask and labels, a pure
 // function of (seed, epoch, i).
 func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
-	o := t.epochOrder(epoch)
-	lo, hi := i*t.BatchSize, min((i+1)*t.BatchSize, len(o))
-	if lo >= hi {
-		return nil, 0, fmt.Errorf("batch %d of epoch %d out of range", i, epoch)
+	qs, err := t.order.Batch(epoch, i, t.BatchSize)
+	if err != nil {
+		return nil, 0, err
 	}
-	qs := o[lo:hi]
 	n := t.Cfg.N
 	seqs := make([][]int32, len(qs))
 	lists := make([][]int, len(qs))
