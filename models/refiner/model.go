@@ -183,7 +183,10 @@ func (m *Model) Scores(ctx context.Context, texts []string, lists [][]int) ([][]
 // Refine is the refined ranking of a first-stage list: its first len(scores) candidates by
 // score (the refiner's logits, mixed with the first stage's scores by weight w as in
 // Config.FirstStageWeight; ties keep first-stage order), then the rest in first-stage order,
-// cut to k (k <= 0: all). The rest get scores below every refined one, decreasing.
+// cut to k (k <= 0: all). The rest get scores below every refined one, decreasing. With w > 0
+// the first stage must give a score for each refined candidate; a list without them is ranked
+// by the refiner alone (candidates.Compute and Cached refuse rankings without scores, so only a
+// caller building lists by hand meets this).
 func Refine(first retrieve.Ranking, scores []float32, w float64, k int) retrieve.Ranking {
 	n := len(scores)
 	mixed := scores
