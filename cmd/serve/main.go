@@ -45,6 +45,8 @@ type options struct {
 	index, addr, backend, reranker, model, mcp string
 	k, depth, maxK, maxBatch, compactEvery     int
 	maxBody                                    int64
+	rerankWeight                               float64
+	noRefiner                                  bool
 	timeout, grace                             time.Duration
 }
 
@@ -70,6 +72,8 @@ func parse(args []string) (*options, error) {
 	fs.IntVar(&o.k, "k", 5, "tools returned per query when a request gives no k")
 	fs.StringVar(&o.reranker, "reranker", "", "exported cross-encoder (cmd/export -format hf) reranking the top -depth tools")
 	fs.IntVar(&o.depth, "depth", 20, "tools the -reranker rescores per query")
+	fs.Float64Var(&o.rerankWeight, "rerank-weight", -1, "with -reranker: w·minmax(cross-encoder) + (1-w)·minmax(retriever) over the top -depth, w in [0, 1] (the weight cmd/eval -method rerank -weight dev prints); -1: the cross-encoder's order alone")
+	fs.BoolVar(&o.noRefiner, "no-refiner", false, "serve the index's first stage alone, without the refiner packaged in it (cmd/export -refiner)")
 	fs.IntVar(&o.maxK, "max-k", 100, "largest k a request may ask for")
 	fs.IntVar(&o.maxBatch, "max-batch", 64, "most queries, embedding inputs or tools in one request")
 	fs.Int64Var(&o.maxBody, "max-body", 1<<20, "request body limit in bytes")
@@ -98,6 +102,14 @@ func parse(args []string) (*options, error) {
 		cli.NonNegative("grace", o.grace.Seconds()), cli.NonNegative("compact-every", o.compactEvery)); err != nil {
 		return nil, err
 	}
+	if o.rerankWeight != -1 {
+		if o.reranker == "" {
+			return nil, errors.New("-rerank-weight needs -reranker")
+		}
+		if o.rerankWeight < 0 || o.rerankWeight > 1 {
+			return nil, fmt.Errorf("-rerank-weight %g: want a weight in [0, 1], or -1 for none", o.rerankWeight)
+		}
+	}
 	if o.k > o.maxK {
 		return nil, fmt.Errorf("-k %d is above -max-k %d", o.k, o.maxK)
 	}
@@ -119,6 +131,12 @@ func run(o *options, log *slog.Logger) error {
 	ropts := []retriever.Option{retriever.WithBackend(be)}
 	if o.reranker != "" {
 		ropts = append(ropts, retriever.WithReranker(o.reranker, o.depth))
+		if o.rerankWeight != -1 {
+			ropts = append(ropts, retriever.WithInterpolation(float32(o.rerankWeight)))
+		}
+	}
+	if o.noRefiner {
+		ropts = append(ropts, retriever.WithoutRefiner())
 	}
 	start := time.Now()
 	store, err := serve.Open(o.index, o.compactEvery, ropts...)

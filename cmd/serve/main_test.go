@@ -10,6 +10,9 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if o.rerankWeight != -1 || o.noRefiner {
+		t.Fatalf("defaults: rerank weight %g, no-refiner %v", o.rerankWeight, o.noRefiner)
+	}
 	if o.addr != "127.0.0.1:8080" || o.k != 3 || o.maxK != 100 || o.maxBatch != 64 || o.maxBody != 1<<20 || o.model != "my-index" || o.mcp != "" {
 		t.Fatalf("defaults: %+v", o)
 	}
@@ -27,6 +30,9 @@ func TestParse(t *testing.T) {
 		{[]string{"-index", "x", "-timeout", "0s"}, "-timeout 0: must be > 0"},
 		{[]string{"-index", "x", "-compact-every", "-5"}, "-compact-every -5: must be >= 0"},
 		{[]string{"-index", "x", "-bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"-index", "x", "-rerank-weight", "0.5"}, "-rerank-weight needs -reranker"},
+		{[]string{"-index", "x", "-reranker", "ce", "-rerank-weight", "1.5"}, "-rerank-weight 1.5: want a weight in [0, 1]"},
+		{[]string{"-index", "x", "-reranker", "ce", "-rerank-weight", "-0.5"}, "-rerank-weight -0.5: want a weight in [0, 1]"},
 	} {
 		if _, err := parse(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parse(%q): %v, want %q", tc.args, err, tc.want)
