@@ -6,6 +6,10 @@
 #   scripts/refiner/ablations.sh RETRIEVER_RUN OUT_DIR [extra train flags...]
 #
 # e.g. scripts/refiner/ablations.sh runs/biencoder-default runs/refiner-ablations -epochs 12
+#
+# ROWS="base n8" runs only those rows (two shells with disjoint ROWS share the machine's cores);
+# a row whose OUT_DIR/NAME/test_metrics.json exists is kept (a run made elsewhere with the same
+# flags can be linked in, e.g. ln -s ../ref-mlc OUT_DIR/n64).
 set -euo pipefail
 ret=${1:?retriever run}; out=${2:?output dir}; shift 2
 train=${TRAIN:-go run ./cmd/train}
@@ -22,9 +26,11 @@ declare -A rows=(
   [order-rank-learned]="-n 16 -warm-start -order rank -slot-positions learned"
   [scratch]="-n 16"
 )
-for name in base n8 n32 n64 bce softmax-norm missing-drop order-rank order-rank-learned scratch; do
+all="base n8 n32 n64 bce softmax-norm missing-drop order-rank order-rank-learned scratch"
+for name in ${ROWS:-$all}; do
+  [ -n "${rows[$name]+x}" ] || { echo "ablations: unknown row $name (rows: $all)" >&2; exit 2; }
   [ -f "$out/$name/test_metrics.json" ] && continue
-  rm -rf "${out:?}/$name"
+  [ -L "$out/$name" ] || rm -rf "${out:?}/$name"
   echo "== $name: ${rows[$name]}" >&2
   $train refiner -retriever "$ret" ${rows[$name]} -quiet -run "$out/$name" "$@" > "$out/$name.log" 2>&1
 done
