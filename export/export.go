@@ -17,6 +17,9 @@
 //	       (tools.safetensors, tools.jsonl) plus the query tower in hf layout (query/), all a
 //	       server needs to answer queries (see package retriever); given the run's training
 //	       queries (Options.Train), also the tools' Tool2Vec usage vectors (tools_usage.safetensors).
+//	       An MLC classifier (classifier -kind mlc) is indexed the same way: its head's rows are
+//	       the tool vectors, its encoder ([CLS] or its pooler) the query tower, and its per-tool
+//	       bias a "bias" tensor beside them (MLCManifest).
 //	       With Options.Refiner, a ToolRefiner over the run's candidates is packaged in
 //	       refiner/ (RefinerManifest), and package retriever serves both stages.
 //
@@ -67,7 +70,7 @@ type Options struct {
 	DataSource string
 	// Train, for an index, is the training part of the run (its judged queries and qrels, over
 	// Data): the index then also stores Tool2Vec usage vectors (IndexUsage, Manifest.Usage).
-	// nil: text vectors only.
+	// nil: text vectors only. Usage vectors are a bi-encoder's: an MLC index ignores Train.
 	Train *data.Split
 	// Source overrides the source recorded in the manifest (default: Model.Source).
 	Source string
@@ -96,6 +99,11 @@ type Manifest struct {
 	// Index: number of tools and embedding dimension.
 	Tools int `json:"tools,omitempty"`
 	Dim   int `json:"dim,omitempty"`
+	// FirstStage is an index's first stage: FirstStageBiEncoder or FirstStageMLC ("" in
+	// indexes written before it was recorded: a bi-encoder; see Stage).
+	FirstStage string `json:"first_stage,omitempty"`
+	// MLC describes an index from an MLC classifier; nil for a bi-encoder's.
+	MLC *MLCManifest `json:"mlc,omitempty"`
 	// Usage describes an index's Tool2Vec usage vectors (IndexUsage); nil when it has none.
 	Usage *UsageManifest `json:"usage,omitempty"`
 	// Refiner describes the ToolRefiner packaged with an index (IndexRefinerDir); nil when
@@ -152,8 +160,8 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 	if opts.Refiner != "" && opts.Format != FormatIndex {
 		return nil, fmt.Errorf("export: a refiner is packaged with an index (-format index), not -format %s", opts.Format)
 	}
-	if opts.Format == FormatIndex && m.Kind != KindBiEncoder {
-		return nil, fmt.Errorf("export: -format index needs a bi-encoder, %s is a %s", m.Source, m.Kind)
+	if opts.Format == FormatIndex && m.Kind != KindBiEncoder && m.Kind != KindClassifier {
+		return nil, fmt.Errorf("export: -format index needs a bi-encoder or an mlc classifier, %s is a %s", m.Source, m.Kind)
 	}
 	out, err := checkOut(opts.Out, opts.Force)
 	if err != nil {
@@ -178,7 +186,11 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 	case FormatONNX:
 		err = writeONNX(m, tmp, man)
 	case FormatIndex:
-		err = writeIndex(m, tmp, man, opts)
+		if m.Kind == KindClassifier {
+			err = writeMLCIndex(m, tmp, man, opts)
+		} else {
+			err = writeIndex(m, tmp, man, opts)
+		}
 	}
 	if err != nil {
 		return nil, err

@@ -113,6 +113,7 @@ func writeIndex(m *Model, root string, man *Manifest, opts Options) error {
 			return err
 		}
 	}
+	man.FirstStage = FirstStageBiEncoder
 	if opts.Refiner != "" {
 		if man.Refiner, err = writeRefiner(m, root, man, opts, d, recs); err != nil {
 			return err
@@ -243,10 +244,24 @@ func writeIndexTowers(m *Model, root string, man *Manifest) error {
 // WriteIndexFiles writes tools.safetensors and tools.jsonl into dir: one record and one
 // embedding row per tool, in the same order.
 func WriteIndexFiles(dir string, tools []ToolRecord, emb [][]float32, metadata map[string]string) error {
+	return WriteIndexFilesBias(dir, tools, emb, nil, metadata)
+}
+
+// WriteIndexFilesBias is WriteIndexFiles plus, when bias is not nil, the per-tool bias of an
+// MLC index (one value per tool, same order) as the tensor IndexBias [n_tools] of
+// tools.safetensors. With a nil bias it writes what WriteIndexFiles writes, byte for byte.
+func WriteIndexFilesBias(dir string, tools []ToolRecord, emb [][]float32, bias []float32, metadata map[string]string) error {
 	if len(tools) != len(emb) || len(emb) == 0 {
 		return fmt.Errorf("export: %d tools for %d embeddings", len(tools), len(emb))
 	}
-	if err := writeMatrix(filepath.Join(dir, IndexEmbeddings), emb, metadata); err != nil {
+	var extra []safetensors.Tensor
+	if bias != nil {
+		if len(bias) != len(tools) {
+			return fmt.Errorf("export: %d tools for %d biases", len(tools), len(bias))
+		}
+		extra = append(extra, safetensors.Tensor{Name: IndexBias, Shape: []int{len(bias)}, Data: bias})
+	}
+	if err := writeMatrix(filepath.Join(dir, IndexEmbeddings), emb, metadata, extra...); err != nil {
 		return err
 	}
 	p := filepath.Join(dir, IndexTools)
@@ -270,8 +285,9 @@ func WriteIndexFiles(dir string, tools []ToolRecord, emb [][]float32, metadata m
 	return f.Close()
 }
 
-// writeMatrix writes rows as the tensor EmbeddingsName [len(rows), dim] of a safetensors file.
-func writeMatrix(p string, rows [][]float32, metadata map[string]string) error {
+// writeMatrix writes rows as the tensor EmbeddingsName [len(rows), dim] of a safetensors file,
+// with the extra tensors beside it.
+func writeMatrix(p string, rows [][]float32, metadata map[string]string, extra ...safetensors.Tensor) error {
 	dim := len(rows[0])
 	flat := make([]float32, 0, len(rows)*dim)
 	for i, e := range rows {
@@ -280,7 +296,8 @@ func writeMatrix(p string, rows [][]float32, metadata map[string]string) error {
 		}
 		flat = append(flat, e...)
 	}
-	if err := safetensors.Write(p, []safetensors.Tensor{{Name: EmbeddingsName, Shape: []int{len(rows), dim}, Data: flat}}, metadata); err != nil {
+	ts := append([]safetensors.Tensor{{Name: EmbeddingsName, Shape: []int{len(rows), dim}, Data: flat}}, extra...)
+	if err := safetensors.Write(p, ts, metadata); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	return nil

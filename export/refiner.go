@@ -89,10 +89,10 @@ func SameRun(a, b string) (same, known bool) {
 }
 
 // writeRefiner packages the refiner checkpoint opts.Refiner into root/IndexRefinerDir for the
-// index of m over d's tools recs (written by writeIndex, with usage vectors described by
-// man.Usage when it has them). The refiner must re-order the candidates of the exported run
-// itself (its text vectors, or its usage vectors from the same training part) over d, the
-// data it was trained on.
+// index of m over d's tools recs (written by writeIndex or writeMLCIndex, with usage vectors
+// described by man.Usage when it has them, and man.FirstStage set). The refiner must re-order
+// the candidates of the exported run itself (a bi-encoder's text vectors, or its usage vectors
+// from the same training part; an MLC classifier's scores) over d, the data it was trained on.
 func writeRefiner(m *Model, root string, man *Manifest, opts Options, d *data.Dataset, recs []ToolRecord) (*RefinerManifest, error) {
 	src := opts.Refiner
 	c, cb, _, err := rundir.LoadCheckpoint(src, refiner.ConfigFile)
@@ -108,8 +108,8 @@ func writeRefiner(m *Model, root string, man *Manifest, opts Options, d *data.Da
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	kind := cfg.Candidates.Kind
-	if kind != "bi-encoder" && kind != "usage" {
-		return nil, fmt.Errorf("export: refiner %s re-orders %s candidates (first stage %s): an index serves a bi-encoder's text or usage vectors (refiners over -candidates bi-encoder or usage)", src, kind, cfg.Candidates)
+	if err := RefinerFits(kind, man.Stage()); err != nil {
+		return nil, fmt.Errorf("export: refiner %s re-orders %s candidates (first stage %s), the index is %s's: %w", src, kind, cfg.Candidates, m.Source, err)
 	}
 	if same, known := SameRun(cfg.Candidates.Run, m.Source); !same {
 		why := "another run"
@@ -207,6 +207,26 @@ func writeRefiner(m *Model, root string, man *Manifest, opts Options, d *data.Da
 	}
 	return &RefinerManifest{Dir: IndexRefinerDir, Source: c.Dir, Candidates: kind, N: cfg.N, Tools: len(ids), ToolsSHA256: ToolIDsDigest(ids)}, nil
 }
+
+// refinerStages maps a refiner's candidate source to the index first stage it can re-order.
+var refinerStages = map[string]string{"bi-encoder": FirstStageBiEncoder, "usage": FirstStageBiEncoder, "mlc": FirstStageMLC}
+
+// RefinerFits reports why a refiner over candidates of kind (refiner.Config.Candidates.Kind)
+// cannot re-order the candidates of an index whose first stage is stage (Manifest.Stage): a
+// refiner over bi-encoder or usage candidates needs a bi-encoder's index, one over mlc
+// candidates an MLC classifier's; bm25 candidates are not an index's.
+func RefinerFits(kind, stage string) error {
+	want, ok := refinerStages[kind]
+	switch {
+	case !ok:
+		return fmt.Errorf("an index serves a bi-encoder's text or usage vectors or an MLC classifier's scores (refiners over -candidates bi-encoder, usage or mlc), not %s candidates", kind)
+	case want != stage:
+		return fmt.Errorf("a refiner over %s candidates needs an index of %s (cmd/export -format index -run of its candidates run), this index's first stage is %s", kind, stageNames[want], stageNames[stage])
+	}
+	return nil
+}
+
+var stageNames = map[string]string{FirstStageBiEncoder: "a bi-encoder", FirstStageMLC: "an MLC classifier"}
 
 // RefinerDir returns the directory of the refiner packaged with the index in dir.
 func (m *Manifest) RefinerDir(dir string) (string, error) {

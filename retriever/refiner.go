@@ -22,12 +22,13 @@ const libraryVersionKey = "toolret_library_version"
 // WithRefiner re-orders the top N of the first stage's results (N, the refiner's slot count)
 // with the ToolRefiner in dir: a refiner packaged with an index (its refiner/ directory,
 // cmd/export -format index -refiner RUN), or a refiner run or checkpoint (train refiner). The
-// refiner must re-order the candidates of the index's own bi-encoder, by the vectors the index
-// scores with: a refiner over -candidates bi-encoder needs text vectors, one over usage needs
-// usage vectors (without WithToolVectors, Load picks the refiner's); mlc or bm25 candidates are
-// refused. Its tools must be the index's tools as exported (a run's are the tools of the data it
-// was trained on: the index must be that data's, unchanged since export; a packaged refiner
-// lists its tool ids).
+// refiner must re-order the candidates of the index's own first stage: on a bi-encoder's index,
+// by the vectors the index scores with (a refiner over -candidates bi-encoder needs text
+// vectors, one over usage needs usage vectors; without WithToolVectors, Load picks the
+// refiner's); on an MLC classifier's index, a refiner over -candidates mlc of that classifier.
+// Other pairings, and bm25 candidates, are refused. Its tools must be the index's tools as
+// exported (a run's are the tools of the data it was trained on: the index must be that
+// data's, unchanged since export; a packaged refiner lists its tool ids).
 //
 // An index exported with a refiner serves it without this option; WithoutRefiner turns it
 // off.
@@ -40,13 +41,13 @@ func WithoutRefiner() Option { return func(o *options) { o.noRefiner = true } }
 type refinerStage struct {
 	m    *refiner.Model
 	dir  string
-	kind string // its candidate source: "bi-encoder" or "usage"
+	kind string // its candidate source: "bi-encoder", "usage" or "mlc"
 	rows map[string]int
 }
 
 // refinerVectors maps a refiner's candidate source to the tool vectors the index must score
-// with.
-var refinerVectors = map[string]string{"bi-encoder": biencoder.VectorsText, "usage": biencoder.VectorsUsage}
+// with (an MLC index's are its head's rows, reported as text).
+var refinerVectors = map[string]string{"bi-encoder": biencoder.VectorsText, "usage": biencoder.VectorsUsage, "mlc": biencoder.VectorsText}
 
 // loadRefiner loads the refiner of o (WithRefiner) or the one packaged with the index in dir,
 // or returns nil. tools are the index's tools as loaded.
@@ -70,8 +71,8 @@ func loadRefiner(dir string, man *export.Manifest, meta map[string]string, tools
 		return nil, fmt.Errorf("retriever: refiner: %w", err)
 	}
 	kind := m.Cfg.Candidates.Kind
-	if _, ok := refinerVectors[kind]; !ok {
-		return nil, fmt.Errorf("retriever: refiner %s re-orders %s candidates (first stage %s); an index serves a bi-encoder's text or usage vectors (refiners trained with -candidates bi-encoder or usage)", rdir, kind, m.Cfg.Candidates)
+	if err := export.RefinerFits(kind, man.Stage()); err != nil {
+		return nil, fmt.Errorf("retriever: refiner %s re-orders %s candidates (first stage %s), index %s was exported from %s: %w", rdir, kind, m.Cfg.Candidates, dir, man.Source, err)
 	}
 	if same, known := export.SameRun(m.Cfg.Candidates.Run, man.Source); known && !same {
 		return nil, fmt.Errorf("retriever: refiner %s re-orders the candidates of %s, index %s was exported from %s", rdir, m.Cfg.Candidates.Run, dir, man.Source)
@@ -168,10 +169,12 @@ func (s *refinerStage) deepen(lib *Library, scores []float32, top retrieve.Ranki
 // order), then the rest in first-stage order. Tools it does not know (added to the library
 // after export: no Tool2Vec vector) are in the rest, at their first-stage positions among it
 // (deepen made the list long enough to hold N known tools).
-// Score becomes the refiner's logit (mixed with RetrievalScore by the refiner's first-stage
-// weight) for refined results, and lower, decreasing values for the rest; RetrievalScore is
-// kept.
-func (s *refinerStage) refine(ctx context.Context, queries []string, res [][]Result) error {
+// Score becomes the refiner's logit (mixed with the first stage's score by the refiner's
+// first-stage weight) for refined results, and lower, decreasing values for the rest;
+// RetrievalScore is kept. The first stage's score of query i's result is prob(i,
+// RetrievalScore) (an MLC's probability, as the refiner's candidates had), or RetrievalScore
+// when prob is nil.
+func (s *refinerStage) refine(ctx context.Context, queries []string, res [][]Result, prob func(i int, x float32) float32) error {
 	n := s.m.Cfg.N
 	lists := make([][]int, len(res)) // refiner rows
 	order := make([][]int, len(res)) // positions in res[i]: the refined candidates, then the rest
@@ -195,6 +198,9 @@ func (s *refinerStage) refine(ctx context.Context, queries []string, res [][]Res
 		first := retrieve.Ranking{Tools: order[i], Scores: make([]float32, len(order[i]))}
 		for j, p := range order[i] {
 			first.Scores[j] = rs[p].RetrievalScore
+			if prob != nil {
+				first.Scores[j] = prob(i, first.Scores[j])
+			}
 		}
 		r := refiner.Refine(first, sc[i], s.m.Cfg.FirstStageWeight, 0)
 		out := make([]Result, len(rs))

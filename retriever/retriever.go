@@ -18,6 +18,17 @@
 // table: they are not refined and keep their first-stage order among the results below the
 // refined ones.
 //
+// An index exported from an MLC classifier (cmd/export -format index -run MLC_RUN; its
+// manifest's first_stage is "mlc") is served the same way: its query tower is the
+// classifier's encoder ([CLS], or its pooler for a head over the pooler) and its tool vectors
+// the rows of the classifier's head, so a tool's score, the dot product plus the tool's bias
+// (the index's "bias" tensor), is the classifier's logit, and the ranking is the classifier's
+// ranking by its sigmoid (or softmax) probabilities. Its tools are the classifier's labels:
+// tools cannot be added or changed (Library.With, CanEmbedTools), only removed, and it has no
+// usage vectors. A refiner packaged with it re-orders the MLC's candidates (train refiner
+// -candidates mlc), with the first-stage weight applied to the classifier's probabilities, as
+// the refiner was trained and tuned.
+//
 // A Retriever is safe for concurrent use. Its tool library is an immutable Library snapshot
 // swapped atomically (SetLibrary): a query is answered from one library version, never a
 // mix, while a server adds or removes tools (Library.With; new tools are embedded with the
@@ -28,8 +39,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -53,7 +66,8 @@ type Result struct {
 	// results (and lower, decreasing values for the results after them), else the retrieval
 	// score.
 	Score float32
-	// RetrievalScore is the bi-encoder similarity (cosine or dot).
+	// RetrievalScore is the first stage's score: the bi-encoder similarity (cosine or dot), or
+	// for an MLC index the classifier's logit (dot product plus bias).
 	RetrievalScore float32
 	// Index is the tool's position in the index (tools.jsonl line - 1).
 	Index int
@@ -129,7 +143,12 @@ type Retriever struct {
 	vectors string
 	// ref re-orders the top results (WithRefiner, or the index's packaged refiner); nil: none.
 	ref *refinerStage
+	// mlc describes an index from an MLC classifier; nil for a bi-encoder's.
+	mlc *export.MLCManifest
 }
+
+// ErrMLCTools is the error of adding or changing tools of an index from an MLC classifier.
+var ErrMLCTools = errors.New("index from an MLC classifier: its tools are its labels; retrain to add tools")
 
 // Library is one immutable version of the tool library: the tool records and their
 // embeddings, in index order, and the vectors queries are scored against (the embeddings
@@ -141,6 +160,7 @@ type Library struct {
 	tools   []export.ToolRecord
 	rows    [][]float32
 	vecs    [][]float32    // scoring vectors; nil: rows
+	bias    []float32      // per-tool bias added to every score (an MLC index); nil: none
 	pos     map[string]int // id -> index
 }
 
@@ -176,6 +196,10 @@ func (l *Library) Embedding(i int) []float32 { return l.rows[i] }
 // has them, else its embedding (shared: do not modify).
 func (l *Library) Vector(i int) []float32 { return l.scoring()[i] }
 
+// Bias returns the per-tool bias added to every score, in index order, for the library of an
+// MLC index (nil for a bi-encoder's; shared: do not modify).
+func (l *Library) Bias() []float32 { return l.bias }
+
 func (l *Library) scoring() [][]float32 {
 	if l.vecs != nil {
 		return l.vecs
@@ -194,10 +218,14 @@ func (l *Library) Lookup(id string) (int, bool) {
 // of put (their text vectors): a library with usage vectors scores put tools by them, as
 // usage vectors exist only for the tools of the training data. Deleting an absent id is not
 // an error; put and del must not share an id. l is unchanged; the new library shares l's
-// unchanged rows.
+// unchanged rows. The library of an MLC index (Bias not nil) only loses tools: put is
+// refused (ErrMLCTools).
 func (l *Library) With(version uint64, put []export.ToolRecord, emb [][]float32, del []string) (*Library, error) {
 	if len(put) != len(emb) {
 		return nil, fmt.Errorf("retriever: %d tools for %d embeddings", len(put), len(emb))
+	}
+	if l.bias != nil && len(put) > 0 {
+		return nil, fmt.Errorf("retriever: tool %q: %w", put[0].ID, ErrMLCTools)
 	}
 	gone := make(map[string]bool, len(del))
 	for _, id := range del {
@@ -208,6 +236,10 @@ func (l *Library) With(version uint64, put []export.ToolRecord, emb [][]float32,
 	var vecs [][]float32
 	if l.vecs != nil {
 		vecs = make([][]float32, 0, len(l.tools)+len(put))
+	}
+	var bias []float32
+	if l.bias != nil {
+		bias = make([]float32, 0, len(l.tools))
 	}
 	repl := make(map[string]int, len(put))
 	for i, t := range put {
@@ -238,6 +270,9 @@ func (l *Library) With(version uint64, put []export.ToolRecord, emb [][]float32,
 		if vecs != nil {
 			vecs = append(vecs, l.vecs[i])
 		}
+		if bias != nil {
+			bias = append(bias, l.bias[i])
+		}
 	}
 	for i, t := range put {
 		if _, ok := repl[t.ID]; ok {
@@ -251,13 +286,13 @@ func (l *Library) With(version uint64, put []export.ToolRecord, emb [][]float32,
 	if err != nil {
 		return nil, err
 	}
-	nl.vecs = vecs
+	nl.vecs, nl.bias = vecs, bias
 	return nl, nil
 }
 
 // Load opens an exported index directory (manifest.json, tools.safetensors, tools.jsonl and
 // the query tower in query/; with WithToolVectors("usage"), tools_usage.safetensors; its
-// refiner/ unless WithoutRefiner).
+// refiner/ unless WithoutRefiner), of a bi-encoder or of an MLC classifier.
 func Load(dir string, opts ...Option) (*Retriever, error) {
 	o := options{verify: true}
 	for _, f := range opts {
@@ -270,6 +305,10 @@ func Load(dir string, opts ...Option) (*Retriever, error) {
 	man, err := export.ReadManifest(dir)
 	if err != nil {
 		return nil, fmt.Errorf("retriever: %w", err)
+	}
+	stage := man.Stage()
+	if stage == export.FirstStageMLC && vectors == biencoder.VectorsUsage {
+		return nil, fmt.Errorf("retriever: tool vectors usage: index %s is from an MLC classifier (%s), whose tool vectors are its head's rows; usage vectors are a bi-encoder's", dir, man.Source)
 	}
 	if vectors == biencoder.VectorsUsage && man.Usage == nil {
 		return nil, fmt.Errorf("retriever: tool vectors usage: index %s has none (exported from a run without a recorded training split, or over other data than the run's)", dir)
@@ -305,7 +344,20 @@ func Load(dir string, opts ...Option) (*Retriever, error) {
 	if h := q.Towers[0].Encoder.Hidden(); h != dim {
 		return nil, fmt.Errorf("retriever: index %s has %d-dimensional tool embeddings, the query model %d", dir, dim, h)
 	}
+	bias, err := export.ReadIndexBias(dir, man, len(tools))
+	if err != nil {
+		return nil, fmt.Errorf("retriever: %w", err)
+	}
 	r := &Retriever{query: q, dim: dim, man: man, meta: meta, vectors: vectors}
+	if stage == export.FirstStageMLC {
+		r.mlc = man.MLC
+		if _, ok := man.Towers[biencoder.ToolTower]; ok {
+			return nil, fmt.Errorf("retriever: index %s is from an MLC classifier and lists a tool tower: an MLC index has none", dir)
+		}
+		if q.Towers[0].Normalize {
+			return nil, fmt.Errorf("retriever: index %s is from an MLC classifier and its query tower normalises: the classifier's logits need the unnormalised state", dir)
+		}
+	}
 	if r.ref, err = loadRefiner(dir, man, meta, tools, o, o.be); err != nil {
 		return nil, err
 	}
@@ -344,6 +396,7 @@ func Load(dir string, opts ...Option) (*Retriever, error) {
 	if err != nil {
 		return nil, fmt.Errorf("retriever: index %s: %w", dir, err)
 	}
+	lib.bias = bias
 	if vectors == biencoder.VectorsUsage {
 		uflat, err := export.ReadUsage(dir, man, tools, dim)
 		if err != nil {
@@ -411,8 +464,12 @@ func (r *Retriever) Manifest() *export.Manifest { return r.man }
 // data_fingerprint, ...). Do not modify it.
 func (r *Retriever) Metadata() map[string]string { return r.meta }
 
-// ToolVectors is the kind of vectors tools are scored with: "text" or "usage".
+// ToolVectors is the kind of vectors tools are scored with: "text" or "usage" ("text" for an
+// MLC index: its only vectors, the rows of the classifier's head).
 func (r *Retriever) ToolVectors() string { return r.vectors }
+
+// FirstStage is the index's first stage: export.FirstStageBiEncoder or export.FirstStageMLC.
+func (r *Retriever) FirstStage() string { return r.man.Stage() }
 
 // UsageNote returns, with usage vectors, the line reporting the tools that keep their text
 // vector ("usage vectors: N of T tools have no training query; they keep their text
@@ -441,8 +498,12 @@ func (r *Retriever) SetLibrary(l *Library) error {
 }
 
 // CanEmbedTools reports why tools cannot be embedded (nil when they can): an index exported
-// before the tool tower was written into it has only the query tower.
+// before the tool tower was written into it has only the query tower, and the tools of an
+// index from an MLC classifier are its labels (ErrMLCTools).
 func (r *Retriever) CanEmbedTools() error {
+	if r.mlc != nil {
+		return fmt.Errorf("retriever: %w", ErrMLCTools)
+	}
 	if r.tool == nil {
 		return fmt.Errorf("retriever: index has no tool tower (exported before toolret wrote it); re-export it with cmd/export -format index to add tools")
 	}
@@ -541,11 +602,20 @@ func (r *Retriever) RetrieveFrom(ctx context.Context, lib *Library, queries []st
 	}
 	out := make([][]Result, len(queries))
 	scores := make([]float32, lib.Len())
+	// A refiner over an MLC's candidates mixes in the classifier's probabilities: a softmax
+	// classifier's need each query's log-sum-exp of the logits.
+	var lse []float64
+	if r.ref != nil && r.mlc != nil && r.mlc.Activation == "softmax" {
+		lse = make([]float64, len(queries))
+	}
 	for i, q := range qe {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		score(lib.scoring(), q, scores)
+		score(lib.scoring(), lib.bias, q, scores)
+		if lse != nil {
+			lse[i] = logSumExp(scores)
+		}
 		top := retrieve.TopK(scores, m)
 		if r.ref != nil {
 			top = r.ref.deepen(lib, scores, top)
@@ -564,7 +634,7 @@ func (r *Retriever) RetrieveFrom(ctx context.Context, lib *Library, queries []st
 		out[i] = res
 	}
 	if r.ref != nil {
-		if err := r.ref.refine(ctx, queries, out); err != nil {
+		if err := r.ref.refine(ctx, queries, out, r.probability(lse)); err != nil {
 			return nil, err
 		}
 	}
@@ -574,9 +644,36 @@ func (r *Retriever) RetrieveFrom(ctx context.Context, lib *Library, queries []st
 	return out, nil
 }
 
-// score fills scores with the dot product of q and every tool embedding, in parallel for
-// large indexes.
-func score(rows [][]float32, q []float32, scores []float32) {
+// probability returns the function that turns the first stage's score of a query's result
+// (query i) into the score a refiner was trained with: an MLC classifier's probability (the
+// sigmoid of the logit, or its softmax over the library, exp(logit - lse[i])); nil for a
+// bi-encoder's scores, used as they are.
+func (r *Retriever) probability(lse []float64) func(i int, x float32) float32 {
+	switch {
+	case r.mlc == nil:
+		return nil
+	case lse != nil:
+		return func(i int, x float32) float32 { return float32(math.Exp(float64(x) - lse[i])) }
+	}
+	return func(_ int, x float32) float32 { return export.Sigmoid(x) }
+}
+
+// logSumExp is log Σ exp(x), computed in float64 from the maximum.
+func logSumExp(x []float32) float64 {
+	m := math.Inf(-1)
+	for _, v := range x {
+		m = max(m, float64(v))
+	}
+	s := 0.0
+	for _, v := range x {
+		s += math.Exp(float64(v) - m)
+	}
+	return m + math.Log(s)
+}
+
+// score fills scores with the dot product of q and every tool embedding, plus the tool's bias
+// when bias is not nil, in parallel for large indexes.
+func score(rows [][]float32, bias []float32, q []float32, scores []float32) {
 	n, d := len(rows), len(q)
 	work := func(lo, hi int) {
 		for t := lo; t < hi; t++ {
@@ -584,6 +681,9 @@ func score(rows [][]float32, q []float32, scores []float32) {
 			s := float32(0)
 			for k, v := range q {
 				s += v * row[k]
+			}
+			if bias != nil {
+				s += bias[t]
 			}
 			scores[t] = s
 		}

@@ -574,7 +574,8 @@ func (s *Store) writeCompaction(tmp string, lib *retriever.Library) error {
 	if s.data != nil {
 		meta["data_fingerprint"] = s.data.fingerprint
 	}
-	if err := export.WriteIndexFiles(tmp, tools, emb, meta); err != nil {
+	// An MLC index's per-tool bias goes with its rows (nil for a bi-encoder's: the same files).
+	if err := export.WriteIndexFilesBias(tmp, tools, emb, lib.Bias(), meta); err != nil {
 		return fmt.Errorf("serve: compact: %w", err)
 	}
 	if err := testHook("files"); err != nil {

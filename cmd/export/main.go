@@ -19,15 +19,22 @@
 //	       When -data is the run's training data and the run records its dev split (run.json),
 //	       also the tools' Tool2Vec usage vectors (tools_usage.safetensors) from the run's
 //	       training part, without its dev queries (retriever.WithToolVectors("usage")).
+//	       -run may also be an MLC classifier (train classifier -kind mlc): the index holds its
+//	       head's rows as the tool vectors and its per-tool bias (tensor "bias"), its encoder
+//	       as the query tower, and scores are the classifier's logits. -data must hold exactly
+//	       its labels (the data it was trained on); its tools cannot be added to later (cmd/serve,
+//	       -update), only removed; a DeBERTa head over the pooler is refused (train with
+//	       -pooling cls).
 //	       -refiner RUN packages a ToolRefiner run (train refiner over -candidates bi-encoder
-//	       or usage of this -run, on -data) into refiner/: its best checkpoint without the
-//	       optimizer state, and tool_ids.json (the tools of its Tool2Vec table, in order);
-//	       retriever.Load then serves the first stage and the refiner.
+//	       or usage of this -run, or -candidates mlc -candidates-run of this MLC -run; on
+//	       -data) into refiner/: its best checkpoint without the optimizer state, and
+//	       tool_ids.json (the tools of its Tool2Vec table, in order); retriever.Load then
+//	       serves the first stage and the refiner.
 //
 // -update brings an existing index up to date with the tools of -data offline, as cmd/serve's
 // live updates do: new and changed tools are embedded with the index's own tool tower, tools
 // missing from -data are deleted, and the index is rewritten in place (temporary files
-// renamed; see package serve). It takes no -run.
+// renamed; see package serve). It takes no -run. An MLC index can only lose tools.
 //
 // Every export has a manifest.json (toolret version, source, kind, data fingerprint, sha256 of
 // every file). DIR must be absent or empty unless -force; the export is written beside it
@@ -48,13 +55,13 @@ import (
 )
 
 func main() {
-	run := flag.String("run", "", "run directory or checkpoint directory (required)")
+	run := flag.String("run", "", "run directory or checkpoint directory (required); -format index: a bi-encoder or an MLC classifier")
 	format := flag.String("format", "hf", "hf, onnx or index")
 	out := flag.String("out", "", "output directory (required)")
 	force := flag.Bool("force", false, "replace a non-empty output directory")
 	dataDir := flag.String("data", "", "dataset whose tools -format index embeds (default: the embedded dataset)")
 	be := flag.String("backend", "", "compute backend: go (default), onnx, xla:cpu")
-	refinerRun := flag.String("refiner", "", "with -format index: a refiner run (or checkpoint) over this -run's candidates, packaged into the index (refiner/) and served by retriever.Load")
+	refinerRun := flag.String("refiner", "", "with -format index: a refiner run (or checkpoint) over this -run's candidates (bi-encoder, usage, or mlc for an MLC -run), packaged into the index (refiner/) and served by retriever.Load")
 	update := flag.Bool("update", false, "with -format index: update the index in -out to the tools of -data (new and changed tools embedded with its tool tower, missing ones deleted) instead of exporting; no -run")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -129,12 +136,14 @@ func exportRun(run, format, out string, force bool, dataDir, beName, refinerRun 
 			}
 			opts.DataSource = "default"
 		}
-		var note string
-		if opts.Train, note, err = trainingPart(run, opts.Data); err != nil {
-			return nil, err
-		}
-		if note != "" {
-			fmt.Fprintln(os.Stderr, "export: note:", note)
+		if m.Kind == export.KindBiEncoder { // usage vectors are a bi-encoder's
+			var note string
+			if opts.Train, note, err = trainingPart(run, opts.Data); err != nil {
+				return nil, err
+			}
+			if note != "" {
+				fmt.Fprintln(os.Stderr, "export: note:", note)
+			}
 		}
 	}
 	man, err := export.Export(m, opts)

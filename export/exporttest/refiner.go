@@ -35,12 +35,15 @@ func WriteRecordedRun(runDir string, o Options, be compute.Backend, seed uint64)
 // RefinerOptions shape a tiny refiner run.
 type RefinerOptions struct {
 	// Candidates is the first stage recorded in the run: bi-encoder (default), usage, bm25 or
-	// mlc. Its training lists come from that first stage, except mlc's, which come from the
-	// bi-encoder (no MLC run is trained: tests of mlc refusals only read the recorded source,
-	// whose run is the bi-encoder run's directory).
+	// mlc. Its training lists come from that first stage, except mlc's without CandidatesRun,
+	// which come from the bi-encoder (no MLC run is trained: tests of mlc refusals only read
+	// the recorded source, whose run is the bi-encoder run's directory).
 	Candidates string
-	N          int // slots, default 8
-	Epochs     int // default 1
+	// CandidatesRun is the run of the first stage (default: the bi-encoder run), e.g. an MLC
+	// classifier run (WriteClassifierRun) for mlc candidates, whose lists then come from it.
+	CandidatesRun string
+	N             int // slots, default 8
+	Epochs        int // default 1
 }
 
 // WriteRefinerRun trains a tiny refiner (a one-layer BERT, hidden 16) over the embedded
@@ -87,6 +90,9 @@ func WriteRefinerRun(runDir, beRun string, o RefinerOptions, be compute.Backend,
 		return fmt.Errorf("exporttest: %w", err)
 	}
 	src := candidates.Source{Kind: o.Candidates, Run: beRun}
+	if o.CandidatesRun != "" {
+		src.Run = o.CandidatesRun
+	}
 	if src.Kind == "bm25" {
 		src.Run = ""
 	}
@@ -111,7 +117,7 @@ func WriteRefinerRun(runDir, beRun string, o RefinerOptions, be compute.Backend,
 		return err
 	}
 	listSrc := src
-	if listSrc.Kind == "mlc" {
+	if listSrc.Kind == "mlc" && o.CandidatesRun == "" {
 		listSrc.Kind = "bi-encoder"
 	}
 	first, _, err := candidates.Open(listSrc, d, tr, be)
