@@ -30,7 +30,7 @@ import (
 // dataset's tools are timed with and without it (the synthetic index: without).
 func retrieveBench(args []string) error {
 	fs := flag.NewFlagSet("retrieve", flag.ExitOnError)
-	run := fs.String("run", "", "bi-encoder run to export (default: a random model)")
+	run := fs.String("run", "", "bi-encoder or MLC classifier run to export (default: a random bi-encoder)")
 	refinerRun := fs.String("refiner", "", "refiner run over -run's candidates: also time the index with it (export -refiner)")
 	dataDir := fs.String("data", "../shared/datasets/toollens", "dataset whose tools are indexed and whose queries are timed (the embedded dataset when the default is absent; a -data given must load)")
 	n := fs.Int("queries", 200, "queries timed")
@@ -149,7 +149,20 @@ func retrieveBench(args []string) error {
 			export.L2Normalize(emb[i])
 			recs[i] = export.ToolRecord{ID: fmt.Sprintf("synthetic-%d", i), Text: d.Tools[i%len(d.Tools)].Text}
 		}
-		if err := export.WriteIndexFiles(dir, recs, emb, nil); err != nil {
+		// An MLC index scores dot product + per-tool bias: the synthetic tools get random
+		// biases of the classifier's scale, so the timed path is the one the index serves.
+		var bias []float32
+		man, err := export.ReadManifest(dir)
+		if err != nil {
+			return err
+		}
+		if man.FirstStage == export.FirstStageMLC {
+			bias = make([]float32, *synthetic)
+			for i := range bias {
+				bias[i] = float32(rng.NormFloat64())
+			}
+		}
+		if err := export.WriteIndexFilesBias(dir, recs, emb, bias, nil); err != nil {
 			return err
 		}
 		if err := measure(fmt.Sprintf("%d tools (synthetic)", *synthetic), retriever.WithoutVerify(), retriever.WithoutRefiner()); err != nil {
