@@ -18,7 +18,8 @@ import (
 
 // Load reads a dataset from path: a BEIR directory (corpus.jsonl, queries.jsonl,
 // qrels/<split>.tsv, optional query_scene_<split>.txt and scene_tool.txt) or a Parquet
-// directory (tools.parquet, queries.parquet, qrels_<split>.parquet, ...).
+// directory (tools.parquet, queries.parquet, qrels_<split>.parquet, ...). Either may hold
+// HoldoutFile: the dataset is then a held-out-tool view (written from HoldoutTools).
 func Load(p string) (*Dataset, error) {
 	st, err := os.Stat(p)
 	if err != nil {
@@ -29,7 +30,11 @@ func Load(p string) (*Dataset, error) {
 	}
 	name := filepath.Base(filepath.Clean(p))
 	if _, err := os.Stat(filepath.Join(p, "tools.parquet")); err == nil {
-		return LoadParquet(p)
+		d, err := LoadParquet(p)
+		if err != nil {
+			return nil, err
+		}
+		return loadHoldout(p, d)
 	}
 	return LoadFS(os.DirFS(p), ".", name)
 }
@@ -80,7 +85,11 @@ func LoadFS(fsys fs.FS, dir, name string) (*Dataset, error) {
 			}
 		}
 	}
-	return b.finish()
+	d, err := b.finish()
+	if err != nil {
+		return nil, err
+	}
+	return readHoldout(fsys, dir, d)
 }
 
 // readLines calls fn for every line of file (1-based line numbers, trailing \r\n removed).

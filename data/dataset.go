@@ -66,4 +66,9 @@ type Dataset struct {
 	Scenes [][]int
 	// SceneIDs holds the external id of each scene.
 	SceneIDs []string
+	// Holdout is set on a held-out-tool view (HoldoutTools, or a dataset written from one and
+	// loaded again), whose dev splits CarveDev carves by tools; HeldOut lists its held-out
+	// tools (sorted indices).
+	Holdout *Holdout
+	HeldOut []int
 }

@@ -212,7 +212,7 @@ func WriteParquet(d *Dataset, dir string) error {
 			return err
 		}
 	}
-	return nil
+	return writeHoldout(d, dir)
 }
 
 // writeParquet writes rows atomically (temporary file + rename).

@@ -56,8 +56,12 @@ func (d *Dataset) Seen(split string) []bool {
 
 // CarveDev splits the judged queries of split from into (train, dev): a deterministic random
 // fraction frac (0 < frac < 1) of them becomes dev. Trainers select models on dev, never on
-// the test split.
+// the test split. On a held-out-tool view (d.Holdout set) dev is carved by tools instead
+// (CarveDevTools): frac of the training tools, and every query that needs one of them.
 func (d *Dataset) CarveDev(from string, frac float64, seed int64) (train, dev *Split, err error) {
+	if d.Holdout != nil {
+		return d.CarveDevTools(from, frac, seed)
+	}
 	s, err := d.Split(from)
 	if err != nil {
 		return nil, nil, err
@@ -103,8 +107,9 @@ func (s *Split) Divide(isDev func(q int) bool) (train, dev *Split) {
 	return train, dev
 }
 
-// Fingerprint is a stable SHA-256 over tools, queries, qrels and scenes. Checkpoints store it
-// so a run is never resumed or evaluated on different data by mistake.
+// Fingerprint is a stable SHA-256 over tools, queries, qrels and scenes, and the held-out-tool
+// view (Holdout) when d is one. Checkpoints store it so a run is never resumed or evaluated
+// on different data by mistake.
 func (d *Dataset) Fingerprint() string {
 	h := sha256.New()
 	w := func(s string) {
@@ -112,6 +117,9 @@ func (d *Dataset) Fingerprint() string {
 		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
 		h.Write(n[:])
 		h.Write([]byte(s))
+	}
+	if d.Holdout != nil {
+		w(fmt.Sprintf("holdout:%g:%d", d.Holdout.Fraction, d.Holdout.Seed))
 	}
 	for _, t := range d.Tools {
 		w(t.ID)

@@ -10,7 +10,8 @@ import (
 
 // WriteBEIR writes d in the BEIR layout into dir (created if needed): corpus.jsonl,
 // queries.jsonl, qrels/<split>.tsv and, when the dataset has scenes, scene_tool.txt and
-// query_scene_<split>.txt. Files are written atomically.
+// query_scene_<split>.txt, and HoldoutFile for a held-out-tool view. Files are written
+// atomically.
 func WriteBEIR(d *Dataset, dir string) error {
 	if err := os.MkdirAll(filepath.Join(dir, "qrels"), 0o755); err != nil {
 		return err
@@ -64,7 +65,7 @@ func WriteBEIR(d *Dataset, dir string) error {
 			return err
 		}
 	}
-	return nil
+	return writeHoldout(d, dir)
 }
 
 func orEmpty(m map[string]any) map[string]any {

@@ -47,6 +47,10 @@ type Split struct {
 	Seed        int64   `json:"seed"`
 	// DevIDs are the dataset's ids of the dev queries, in split order.
 	DevIDs []string `json:"dev_query_ids"`
+	// Holdout is the held-out-tool view of the data the split was carved from (-holdout-tools,
+	// -holdout-seed), nil for the dataset's own splits. On a view the dev queries are those
+	// that need one of DevFraction of the training tools (data.Dataset.CarveDevTools).
+	Holdout *data.Holdout `json:"holdout_tools,omitempty"`
 }
 
 // Meta describes a run directory.
@@ -75,7 +79,7 @@ func Carve(d *data.Dataset, from string, frac float64, seed int64) (Split, *data
 	if err != nil {
 		return Split{}, nil, nil, err
 	}
-	s := Split{From: from, DevFraction: frac, Seed: seed, DevIDs: make([]string, len(dev.Queries))}
+	s := Split{From: from, DevFraction: frac, Seed: seed, DevIDs: make([]string, len(dev.Queries)), Holdout: d.Holdout}
 	for i, q := range dev.Queries {
 		s.DevIDs[i] = d.Queries[q].ID
 	}
@@ -86,6 +90,9 @@ func Carve(d *data.Dataset, from string, frac float64, seed int64) (Split, *data
 // query ids (an id d does not have, or one not judged in s.From, is an error), train the rest
 // of s.From's judged queries.
 func (s Split) Apply(d *data.Dataset) (train, dev *data.Split, err error) {
+	if err := checkView(s.Holdout, d); err != nil {
+		return nil, nil, fmt.Errorf("dev split: %w", err)
+	}
 	src, err := d.Split(s.From)
 	if err != nil {
 		return nil, nil, err
@@ -128,12 +135,42 @@ func Splits(dir string, d *data.Dataset) (train, dev *data.Split, m *Meta, err e
 	return train, dev, m, nil
 }
 
-// CheckData reports an error when d is not the data the run was trained on.
+// CheckData reports an error when d is not the data the run was trained on; a held-out-tool
+// view and the dataset's own splits (or two different views) are told apart by name.
 func (m *Meta) CheckData(d *data.Dataset) error {
+	if err := checkView(m.Split.Holdout, d); err != nil {
+		return fmt.Errorf("run was trained on dataset %s: %w", m.Dataset, err)
+	}
 	if fp := d.Fingerprint(); m.Fingerprint != "" && fp != m.Fingerprint {
 		return fmt.Errorf("run was trained on other data (dataset %s, fingerprint %.12s; this data: %s, %.12s)", m.Dataset, m.Fingerprint, d.Name, fp)
 	}
 	return nil
+}
+
+// CheckView reports an error unless d is the held-out-tool view the run's split was carved on
+// (nil: the dataset's own splits), naming the flags that give it. Unlike CheckData it accepts
+// other data: a run may be evaluated on another dataset, not on another view of its own.
+func (m *Meta) CheckView(d *data.Dataset) error {
+	if err := checkView(m.Split.Holdout, d); err != nil {
+		return fmt.Errorf("run was trained on dataset %s: %w", m.Dataset, err)
+	}
+	return nil
+}
+
+// checkView reports an error unless d is the held-out-tool view h (nil: the dataset's own
+// splits), naming the flags that give the recorded one.
+func checkView(h *data.Holdout, d *data.Dataset) error {
+	if h == nil && d.Holdout == nil || h != nil && d.Holdout != nil && *h == *d.Holdout {
+		return nil
+	}
+	if h == nil {
+		return fmt.Errorf("recorded on the dataset's own splits; this data (%s) is the held-out-tool view %s: omit -holdout-tools", d.Name, d.Holdout.Flags())
+	}
+	is := "the dataset's own splits"
+	if d.Holdout != nil {
+		is = "the held-out-tool view " + d.Holdout.Flags()
+	}
+	return fmt.Errorf("recorded on the held-out-tool view %s; this data (%s) is %s: give %s", h.Flags(), d.Name, is, h.Flags())
 }
 
 // Create writes m to dir/MetaFile (creating dir), filling Format and Created.

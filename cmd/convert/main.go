@@ -1,8 +1,13 @@
-// Command convert converts a tool-retrieval dataset between the BEIR and Parquet layouts.
+// Command convert converts a tool-retrieval dataset between the BEIR and Parquet layouts, and
+// writes held-out-tool views of it.
 //
-//	convert -from DIR -to OUTDIR [-format parquet|beir]
+//	convert -from DIR -to OUTDIR [-format parquet|beir] [-holdout-tools F -holdout-seed N]
 //
 // The input layout is detected. Without -from, the embedded default dataset is converted.
+// With -holdout-tools the output is the held-out-tool view (data.Dataset.HoldoutTools): the
+// test split holds every query that needs a held-out tool, train the others, and
+// holdout.json records the view, so that loading the output gives the view -data DIR
+// -holdout-tools F -holdout-seed N gives (same fingerprint, dev split carved by tools).
 package main
 
 import (
@@ -11,6 +16,7 @@ import (
 	"os"
 
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/internal/cli"
 )
 
 func main() {
@@ -18,18 +24,23 @@ func main() {
 	to := flag.String("to", "", "output directory")
 	format := flag.String("format", "parquet", "output layout: parquet or beir")
 	force := flag.Bool("force", false, "write into a non-empty output directory")
+	cli.Holdout(flag.CommandLine)
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "convert: unexpected arguments %q\n", flag.Args())
 		os.Exit(2)
 	}
-	if err := run(*from, *to, *format, *force); err != nil {
+	h, err := cli.HoldoutOf(flag.CommandLine)
+	if err == nil {
+		err = run(*from, *to, *format, *force, h)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "convert:", err)
 		os.Exit(1)
 	}
 }
 
-func run(from, to, format string, force bool) error {
+func run(from, to, format string, force bool, h *data.Holdout) error {
 	if to == "" {
 		return fmt.Errorf("-to is required")
 	}
@@ -39,14 +50,11 @@ func run(from, to, format string, force bool) error {
 	if entries, err := os.ReadDir(to); err == nil && len(entries) > 0 && !force {
 		return fmt.Errorf("output directory %s is not empty (use -force)", to)
 	}
-	var d *data.Dataset
-	var err error
-	if from == "" {
-		d, err = data.Default()
-	} else {
-		d, err = data.Load(from)
-	}
+	d, err := data.Open(from, h)
 	if err != nil {
+		if h != nil {
+			return fmt.Errorf("%s: %w", h.Flags(), err)
+		}
 		return err
 	}
 	if format == "parquet" {

@@ -5,6 +5,14 @@
 //	eval -method rerank -retriever RUN -reranker RUN -classifier RUN [-grid] [-m-seen 10 -m-unseen 30 -tau-s 0.8 -tau-m 0.8 -per-component 2]
 //	     [-interpolate minmax|zscore|off] [-weight dev|W]
 //	eval -method rerank-m -retriever RUN -reranker RUN -depth 30 [-interpolate minmax|zscore|off] [-weight dev|W]
+//	eval -method fusion -runs bm25,run:RUN[,FILE...] [-fusion rrf|minmax|zscore] [-rrf-k 60] [-weight dev|W|W1,W2,...]
+//	eval ... [-save-run FILE [-run-tag TAG]] [-k 100] [-holdout-tools F -holdout-seed N] [-split dev]
+//
+// -save-run writes the rankings of every evaluated query (the top -k) as a TREC run file;
+// -method fusion fuses such files and live methods (fusion.go). -holdout-tools evaluates on
+// tools never seen in training (data.Dataset.HoldoutTools); a -run or -retriever trained on a
+// held-out-tool view selects that view itself. -split dev is the dev split a trained run
+// recorded (-run, else -retriever, else the first run:RUN of -runs).
 //
 // -run accepts bi-encoder runs and mlc classifier runs (the kind is read from the run's files).
 // The rerank methods tune and evaluate with the dev split the -retriever run recorded
@@ -27,12 +35,14 @@ import (
 
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/fusion"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/rerank"
 	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/retrieve/bm25"
+	"github.com/toolret/toolret/rundir"
 )
 
 // options are the parsed flags of one eval invocation.
@@ -44,6 +54,14 @@ type options struct {
 	run, vectors, backend string
 	ablations             bool
 	rr                    rerankOptions
+	// holdout is the held-out-tool view -holdout-tools and -holdout-seed give (nil: none);
+	// holdoutGiven is whether -holdout-tools was given.
+	holdout      *data.Holdout
+	holdoutGiven bool
+	// k is how many tools a query's ranking keeps for -save-run and for fusion.
+	k               int
+	saveRun, runTag string
+	fu              fusionOptions
 }
 
 // rerankOptions are the flags of the rerank methods.
@@ -78,7 +96,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	retriever := cli.Retriever(fs)
 	be := cli.Backend(fs)
 	cutoffs := cli.Cutoffs(fs)
-	fs.StringVar(&o.split, "split", "test", "split to evaluate")
+	fs.StringVar(&o.split, "split", "test", "split to evaluate; dev: the dev split a trained run recorded (-run, else -retriever, else the first run:RUN of -runs), when the dataset has no split named dev")
 	fs.StringVar(&o.method, "method", "bm25", "retrieval method: "+methodNames())
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object instead of a table")
 	fs.BoolVar(&o.subsets, "subsets", false, "also print per-subset rows (number of relevant tools, seen/unseen)")
@@ -97,21 +115,34 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.IntVar(&r.depth, "depth", 30, "rerank-m: how many of the retriever's top tools the cross-encoder reranks")
 	fs.BoolVar(&r.grid, "grid", false, "rerank: grid-search (m_s, m_u) in -grid-m, tau_s, tau_m in {0.6..0.9}, n in {2,3,4} on the -retriever run's dev split, then evaluate with the best")
 	fs.StringVar(&r.gridM, "grid-m", "10:30,10:50,30:50", "rerank: the (m_s:m_u) pairs the grid search tries")
-	fs.StringVar(&r.gridMetric, "grid-metric", "ndcg@5", "rerank: dev metric the grid search maximises (recall@K, ndcg@K or comp@K)")
+	fs.StringVar(&r.gridMetric, "grid-metric", "ndcg@5", "rerank and fusion: dev metric the grid search (and the fusion weights) maximise (recall@K, ndcg@K or comp@K)")
 	fs.BoolVar(&r.noHierarchy, "no-hierarchy", false, "rerank ablation: truncation + cross-encoder only")
 	fs.StringVar(&r.only, "only", "", "rerank ablation: single or multi: use one algorithm for every query")
 	fs.BoolVar(&r.oracleType, "oracle-type", false, "rerank ablation: query type from the qrels instead of the classifier")
 	fs.StringVar(&r.interpolate, "interpolate", "minmax", "rerank: score = w·norm(cross-encoder) + (1-w)·norm(retriever), normalised per query over the reranked APIs: minmax, zscore, or off (the cross-encoder alone)")
 	fs.Float64Var(&r.minT, "min-t", 2, "rerank: a dev-tuned weight above 0 is kept only when its per-query dev gain over the retriever's ranking has a paired t-statistic of at least this (else w = 0; 0: keep the dev optimum)")
-	fs.StringVar(&r.weight, "weight", "dev", "rerank: the interpolation's cross-encoder weight w in [0, 1] (0: the retriever's ranking), or dev: the best of 0, 0.1, ..., 1 on the -retriever run's dev split (-grid-metric; with -grid or -ablations tuned with the other parameters)")
+	fs.StringVar(&r.weight, "weight", "dev", "rerank: the interpolation's cross-encoder weight w in [0, 1] (0: the retriever's ranking), or dev: the best of 0, 0.1, ..., 1 on the -retriever run's dev split (-grid-metric; with -grid or -ablations tuned with the other parameters). "+
+		"fusion (-fusion minmax|zscore): W for W·first + (1-W)·second of two -runs, or one non-negative weight per -runs entry (W1,W2,...), or dev: the best weights in steps of 0.1 summing to 1 on the dev split (-split dev's)")
+	fs.IntVar(&o.k, "k", 100, "how many tools each query's ranking keeps: the depth -save-run writes and each -runs list fuses")
+	fs.StringVar(&o.saveRun, "save-run", "", "write the rankings of the evaluated queries (the top -k) to this file in TREC run format (qid Q0 docid rank score tag; written atomically)")
+	fs.StringVar(&o.runTag, "run-tag", "", "-save-run: the run's tag (default toolret-<method>)")
+	fs.StringVar(&o.fu.runs, "runs", "", "fusion: the rankings to fuse, comma-separated: a method (bm25), run:RUN (a trained run, as -run RUN ranks), or a TREC run file (-save-run; a query of the split missing from it is an error); a file named like a method: ./bm25")
+	fs.StringVar(&o.fu.method, "fusion", "rrf", "fusion: rrf (reciprocal rank fusion, -rrf-k), or minmax or zscore (interpolation of per-query normalised scores, -weight)")
+	fs.Float64Var(&o.fu.rrfK, "rrf-k", fusion.DefaultK, "fusion: the RRF constant k in 1/(k + rank)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	given := cli.Set(fs)
+	o.holdoutGiven = given["holdout-tools"]
+	var err error
+	if o.holdout, err = cli.HoldoutOf(fs); err != nil {
+		return nil, err
+	}
+	o.fu.weightGiven = given["weight"]
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q (flags come first)", fs.Args())
 	}
 	o.data, o.run, r.retriever, o.backend = *dataDir, *runDir, *retriever, *be
-	var err error
 	if o.ks, err = cli.ParseCutoffs(*cutoffs); err != nil {
 		return nil, err
 	}
@@ -119,11 +150,18 @@ func parse(args []string, out io.Writer) (*options, error) {
 		cli.Positive("m-seen", r.mSeen), cli.Positive("m-unseen", r.mUnseen),
 		cli.Positive("per-component", r.perComponent), cli.Positive("depth", r.depth),
 		cli.Positive("bm25-k1", o.bm25.K1), cli.NonNegative("bm25-b", o.bm25.B), cli.NonNegative("min-t", r.minT),
+		cli.Positive("k", o.k), cli.NonNegative("rrf-k", o.fu.rrfK),
 	); err != nil {
 		return nil, err
 	}
 	if o.bm25.B > 1 {
 		return nil, fmt.Errorf("-bm25-b %v: must be in [0, 1]", o.bm25.B)
+	}
+	if o.fu.runs != "" && o.method != "fusion" {
+		return nil, fmt.Errorf("-runs is for -method fusion")
+	}
+	if strings.ContainsAny(o.runTag, " \t\r\n") {
+		return nil, fmt.Errorf("-run-tag %q: a TREC run tag has no white space", o.runTag)
 	}
 	if o.vectors != "text" && o.vectors != "usage" {
 		return nil, fmt.Errorf("-tool-vectors %q: want text or usage", o.vectors)
@@ -138,15 +176,18 @@ type method struct {
 }
 
 var methods = map[string]method{
-	"bm25": {"Okapi BM25 over tool texts", func(o *options, d *data.Dataset) (retrieve.QueryRanker, string, error) {
-		docs := make([]string, len(d.Tools))
-		for i, t := range d.Tools {
-			docs[i] = t.Text
-		}
-		return retrieve.Texts(bm25.New(docs, o.bm25)), "bm25", nil
-	}},
+	"bm25":     {"Okapi BM25 over tool texts", buildBM25},
 	"rerank":   {"ToolRerank (needs -retriever, -reranker, -classifier)", buildRerank},
 	"rerank-m": {"cross-encoder reranking of the retriever's top -depth (needs -retriever, -reranker)", buildRerank},
+	"fusion":   {"fusion of rankings (needs -runs; -fusion rrf|minmax|zscore)", buildFusion},
+}
+
+func buildBM25(o *options, d *data.Dataset) (retrieve.QueryRanker, string, error) {
+	docs := make([]string, len(d.Tools))
+	for i, t := range d.Tools {
+		docs[i] = t.Text
+	}
+	return retrieve.Texts(bm25.New(docs, o.bm25)), "bm25", nil
 }
 
 func methodNames() string {
@@ -176,19 +217,19 @@ func main() {
 func run(o *options, w io.Writer) error {
 	m, ok := methods[o.method]
 	if o.run != "" {
+		if o.method == "fusion" {
+			return fmt.Errorf("-method fusion fuses -runs: give the trained run as run:%s there, not -run", o.run)
+		}
 		m, ok = method{"trained run", buildRun}, true
 	}
 	if !ok {
 		return fmt.Errorf("unknown -method %q (have %s)", o.method, methodNames())
 	}
-	start := time.Now()
-	var d *data.Dataset
-	var err error
-	if o.data == "" {
-		d, err = data.Default()
-	} else {
-		d, err = data.Load(o.data)
+	if o.saveRun != "" && o.ablations {
+		return fmt.Errorf("-save-run writes one method's rankings: not with -ablations")
 	}
+	start := time.Now()
+	d, err := loadData(o)
 	if err != nil {
 		return err
 	}
@@ -196,13 +237,18 @@ func run(o *options, w io.Writer) error {
 	if o.ablations {
 		return runAblations(o, w, d)
 	}
-	s, err := d.Split(o.split)
+	s, err := evalSplit(o, d)
 	if err != nil {
-		return fmt.Errorf("-split: %w", err)
+		return err
 	}
 	r, desc, err := m.build(o, d)
 	if err != nil {
 		return err
+	}
+	var rec *recorder
+	if o.saveRun != "" {
+		rec = &recorder{QueryRanker: r, k: o.k}
+		r = rec
 	}
 	start = time.Now()
 	rep, err := metrics.EvaluateSplit(context.Background(), d, s, r, o.ks)
@@ -210,6 +256,11 @@ func run(o *options, w io.Writer) error {
 		return err
 	}
 	ranked := time.Since(start)
+	if rec != nil {
+		if err := rec.save(d, o.saveRun, runTag(o)); err != nil {
+			return fmt.Errorf("-save-run: %w", err)
+		}
+	}
 	if !o.subsets {
 		rep.Subsets, rep.ToolRecall = nil, nil
 	}
@@ -221,24 +272,43 @@ func run(o *options, w io.Writer) error {
 	return nil
 }
 
-// buildRun loads a trained run (a bi-encoder, or a kind runLoaders knows) as a ranker. With
-// usage vectors a bi-encoder's tools are the mean of every train-split query using them:
-// nothing is tuned here, so the run's dev queries may contribute.
+// buildRun loads the trained run -run (a bi-encoder, or a kind runLoaders knows) as a ranker.
+// With usage vectors a bi-encoder's tools are the mean of every train-split query using them:
+// nothing is tuned here, so the run's dev queries may contribute; on -split dev only the
+// run's recorded training part does.
 func buildRun(o *options, d *data.Dataset) (retrieve.QueryRanker, string, error) {
+	var train *data.Split
+	if isDevSplit(o, d) {
+		var err error
+		if train, _, _, err = rundir.Splits(rundir.RunOf(o.run), d); err != nil {
+			return nil, "", fmt.Errorf("-run: %w", err)
+		}
+	}
+	return buildRunAt(o, d, o.run, train)
+}
+
+// buildRunAt loads the trained run at dir as a ranker; a bi-encoder's usage vectors come from
+// the queries of train (nil: the dataset's train split).
+func buildRunAt(o *options, d *data.Dataset, dir string, train *data.Split) (retrieve.QueryRanker, string, error) {
 	be, err := backend.Open(backend.Name(o.backend))
 	if err != nil {
 		return nil, "", err
 	}
-	desc := "run " + o.run
-	if loader := runLoader(o.run); loader != nil {
-		r, err := loader(o.run, be, d)
+	desc := "run " + dir
+	if loader := runLoader(dir); loader != nil {
+		r, err := loader(dir, be, d)
 		return retrieve.Texts(r), desc, err
 	}
-	emb, err := biencoder.LoadRun(o.run, be)
+	emb, err := biencoder.LoadRun(dir, be)
 	if err != nil {
 		return nil, "", err
 	}
-	r, err := emb.Retriever(d, o.vectors, "train")
+	var r *biencoder.Retriever
+	if train == nil {
+		r, err = emb.Retriever(d, o.vectors, "train")
+	} else {
+		r, err = emb.RetrieverFrom(d, o.vectors, train)
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -106,7 +106,7 @@ func TestBadFlags(t *testing.T) {
 	}{
 		{map[string]string{"cutoffs": "3,x"}, `-cutoffs "3,x"`},
 		{map[string]string{"cutoffs": "0"}, "not a positive integer"},
-		{map[string]string{"k": "5"}, "-k"},       // -k is top-k elsewhere; eval's cutoffs are -cutoffs
+		{map[string]string{"k": "0"}, "-k 0"},     // -k is the depth of saved and fused rankings; cutoffs are -cutoffs
 		{map[string]string{"dev": "0.2"}, "-dev"}, // rerank reads the retriever's recorded dev split
 		{map[string]string{"m": "5"}, "-m"},
 		{map[string]string{"n": "5"}, "-n"},

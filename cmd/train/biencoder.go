@@ -21,13 +21,6 @@ import (
 	"github.com/toolret/toolret/train"
 )
 
-func loadData(dir string) (*data.Dataset, error) {
-	if dir == "" {
-		return data.Default()
-	}
-	return data.Load(dir)
-}
-
 // checkNewRun refuses to start a new run in a directory that already holds one.
 func checkNewRun(dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, rundir.MetaFile)); err == nil {
@@ -48,7 +41,7 @@ func checkWarmup(w float64) error {
 
 func biencoderCmd(args []string) error {
 	fs := flag.NewFlagSet("biencoder", flag.ContinueOnError)
-	dataDir := cli.Data(fs)
+	cli.Data(fs)
 	runDir := cli.Run(fs, "run directory (default runs/biencoder-<time>)")
 	resume := cli.Resume(fs)
 	initDir := fs.String("init", "", "initialise from a HuggingFace BERT or DeBERTa-v2/v3 directory (else from scratch)")
@@ -156,7 +149,7 @@ func biencoderCmd(args []string) error {
 	} else if *retriever != "" {
 		return fmt.Errorf("-retriever is used by -objective %s only (it mines the query triplets)", biencoder.ObjectiveQuery2Query)
 	}
-	d, err := loadData(*dataDir)
+	d, err := cli.LoadData(fs)
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ import (
 // run's recorded training split, selecting on its recorded dev split.
 func coltCmd(args []string) error {
 	fs := flag.NewFlagSet("colt", flag.ContinueOnError)
-	dataDir := cli.Data(fs)
+	cli.Data(fs)
 	retriever := cli.Retriever(fs)
 	runDir := cli.Run(fs, "run directory (default runs/colt-<time>)")
 	resume := cli.Resume(fs)
@@ -100,7 +100,7 @@ func coltCmd(args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	d, err := loadData(*dataDir)
+	d, err := cli.LoadData(fs)
 	if err != nil {
 		return err
 	}

@@ -121,7 +121,7 @@ func (h *headFlags) setup(cmd, kind string) (*data.Dataset, compute.Backend, *da
 			return nil, nil, nil, nil, err
 		}
 	}
-	d, err := loadData(*h.dataDir)
+	d, err := cli.LoadData(h.fs)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}

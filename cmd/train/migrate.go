@@ -25,7 +25,7 @@ var kindFiles = []struct{ file, kind string }{
 // data_split.json when it has one), and the kind is read from its model configuration.
 func migrateCmd(args []string) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	dataDir := cli.Data(fs)
+	cli.Data(fs)
 	runDir := cli.Run(fs, "the run directory to migrate (required)")
 	devFrac := fs.Float64("dev", 0, "the -dev the run was trained with (default: its data_split.json, else 0.1)")
 	seed := fs.Int64("seed", -1, "the -seed the run was trained with (default: its data_split.json, else its train_config.json)")
@@ -83,7 +83,7 @@ func migrateCmd(args []string) error {
 	if err := cli.Fraction("dev", frac); err != nil {
 		return err
 	}
-	d, err := loadData(*dataDir)
+	d, err := cli.LoadData(fs)
 	if err != nil {
 		return err
 	}

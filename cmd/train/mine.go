@@ -17,7 +17,7 @@ import (
 // at ranks [skip, skip+k) that are not relevant: hard negatives for the next training round.
 func mineCmd(args []string) error {
 	fs := flag.NewFlagSet("mine", flag.ContinueOnError)
-	dataDir := cli.Data(fs)
+	cli.Data(fs)
 	run := cli.Run(fs, "trained bi-encoder run (or checkpoint) directory")
 	split := fs.String("split", "train", "split whose queries get negatives")
 	perQuery := fs.Int("per-query", 20, "negatives kept per query")
@@ -36,7 +36,7 @@ func mineCmd(args []string) error {
 	if err := cli.First(cli.Positive("per-query", *perQuery), cli.NonNegative("skip", *skip)); err != nil {
 		return err
 	}
-	d, err := loadData(*dataDir)
+	d, err := cli.LoadData(fs)
 	if err != nil {
 		return err
 	}

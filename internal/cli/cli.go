@@ -3,6 +3,8 @@
 // default and help everywhere. The vocabulary (README, "Command-line vocabulary"):
 //
 //	-data DIR          dataset (BEIR or Parquet); empty: the embedded default dataset
+//	-holdout-tools F, -holdout-seed N   evaluate on tools never seen in training: the
+//	                   held-out-tool view of -data (LoadData; data.Dataset.HoldoutTools)
 //	-run DIR           the run directory a command trains into or reads
 //	-retriever DIR     the stage-1 bi-encoder run a later stage builds on
 //	-backend NAME      compute backend: go (default), onnx, xla:cpu, xla:cuda
@@ -37,9 +39,12 @@ const (
 	DefaultDev  = 0.1
 )
 
-// Data registers -data.
+// Data registers -data, and -holdout-tools and -holdout-seed (Holdout): load the dataset they
+// name with LoadData.
 func Data(fs *flag.FlagSet) *string {
-	return fs.String("data", "", "dataset directory (BEIR or Parquet layout); default: the embedded default dataset")
+	p := fs.String("data", "", "dataset directory (BEIR or Parquet layout); default: the embedded default dataset")
+	Holdout(fs)
+	return p
 }
 
 // Run registers -run with a command-specific help text.
