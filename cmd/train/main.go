@@ -7,6 +7,7 @@
 //	train classifier -kind querytype|mlc [flags]  query-type or multi-label tool classifier
 //	train refiner -retriever RUN [-candidates bi-encoder|usage|mlc|bm25] [flags]  the Tool2Vec paper's ToolRefiner
 //	train migrate -run RUN [-data DIR] [-dev F -seed N]  write run.json for a run made before it existed
+//	train feedback -retriever RUN -llm-url URL -llm-model NAME -out FILE.jsonl [flags]  collect iterative LLM feedback (package feedback)
 //
 // With no flags it trains a small bi-encoder from scratch on the embedded default dataset and
 // prints its test metrics. See `train biencoder -h` and `train mine -h`.
@@ -39,8 +40,10 @@ func main() {
 		err = refinerCmd(args)
 	case "migrate":
 		err = migrateCmd(args)
+	case "feedback":
+		err = feedbackCmd(args)
 	default:
-		err = fmt.Errorf("unknown command %q (biencoder, mine, colt, crossencoder, classifier, refiner, migrate)", cmd)
+		err = fmt.Errorf("unknown command %q (biencoder, mine, colt, crossencoder, classifier, refiner, migrate, feedback)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "train:", err)

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/candidates"
+	"github.com/toolret/toolret/feedback"
+	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/llm"
+	"github.com/toolret/toolret/rundir"
+)
+
+// feedbackCmd collects the iterative LLM feedback of Xu et al. (package feedback): for every
+// judged query of -split, the -retriever run's top -k tools and the refiner's three replies
+// per iteration, up to -iterations refinements, into -out (JSONL). Restarted with the same
+// flags it resumes; replies are cached in -llm-cache.
+func feedbackCmd(args []string) error {
+	fs := flag.NewFlagSet("feedback", flag.ContinueOnError)
+	cli.Data(fs)
+	retr := cli.Retriever(fs)
+	be := cli.Backend(fs)
+	quiet := cli.Quiet(fs)
+	refiner := fs.String("refiner", "llm", "what refines the instructions: llm (an OpenAI-compatible chat server)")
+	llmURL := fs.String("llm-url", "", "base URL of an OpenAI-compatible chat-completions API, e.g. http://127.0.0.1:8080/v1 (llama-server) or http://127.0.0.1:11434/v1 (Ollama); the API key, if any, is read from $"+llm.KeyEnv)
+	model := fs.String("llm-model", "", "model name sent with every request")
+	timeout := fs.Duration("llm-timeout", 2*time.Minute, "timeout of one request")
+	retries := fs.Int("llm-retries", 5, "retries of a request after 429, 5xx, a timeout or a connection error (exponential backoff from 1s, or the server's Retry-After)")
+	conc := fs.Int("llm-concurrency", 4, "requests in flight at once (and queries refined at once)")
+	cache := fs.String("llm-cache", "", "directory of the reply cache (default: llm-cache beside -out); a re-run or resumed run sends no request it has a reply for")
+	jsonMode := fs.Bool("llm-json", true, "ask for a JSON object at the refinement step (response_format; dropped when the server refuses it)")
+	maxTokens := fs.Int("llm-max-tokens", 512, "cap on each reply's tokens (0: the server's default)")
+	prompts := fs.String("prompts", "", "directory holding comprehension.txt, assessment.txt and refinement.txt (text/template; default: the built-in prompts of package feedback)")
+	iterations := fs.Int("iterations", 3, "most refinements per query (T); iteration T is retrieved and not refined")
+	k := fs.Int("k", 10, "tools retrieved per instruction and shown to the refiner")
+	splits := fs.String("split", "train,test", "comma-separated splits whose judged queries are collected")
+	out := fs.String("out", "", "output JSONL file, one line per query and iteration (its settings and prompts go to FILE"+feedback.ConfigSuffix+")")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	switch *refiner {
+	case "llm":
+	case "prf":
+		return fmt.Errorf("-refiner prf: not implemented yet (the LLM-free pseudo-relevance-feedback refiner); use -refiner llm")
+	default:
+		return fmt.Errorf("-refiner %q: want llm", *refiner)
+	}
+	if *out == "" {
+		return errors.New("-out FILE is required")
+	}
+	if *retr == "" {
+		return errors.New("-retriever RUN is required: the bi-encoder run that retrieves the tools of each instruction")
+	}
+	if *llmURL == "" || *model == "" {
+		return errors.New("-llm-url and -llm-model are required (an OpenAI-compatible server; none is reachable from a machine without network)")
+	}
+	if err := cli.First(cli.Positive("k", *k), cli.Positive("iterations", *iterations), cli.Positive("llm-concurrency", *conc),
+		cli.NonNegative("llm-retries", *retries), cli.NonNegative("llm-max-tokens", *maxTokens)); err != nil {
+		return err
+	}
+	if *timeout <= 0 {
+		return fmt.Errorf("-llm-timeout %s: must be > 0", *timeout)
+	}
+	var names []string
+	for _, s := range strings.Split(*splits, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			names = append(names, s)
+		}
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("-split %q: no split", *splits)
+	}
+	p := feedback.DefaultPrompts()
+	if *prompts != "" {
+		var err error
+		if p, err = feedback.LoadPrompts(*prompts); err != nil {
+			return fmt.Errorf("-prompts: %w", err)
+		}
+	}
+	if *cache == "" {
+		*cache = filepath.Join(filepath.Dir(*out), "llm-cache")
+	}
+	client, err := llm.New(llm.Config{URL: *llmURL, Model: *model, Key: llm.FromEnv(), Timeout: *timeout, Retries: *retries,
+		Concurrency: *conc, Cache: *cache})
+	if err != nil {
+		return fmt.Errorf("-llm-url/-llm-model: %w", err)
+	}
+	ref, err := feedback.NewLLM(client, p, feedback.LLMOptions{JSON: *jsonMode, MaxTokens: *maxTokens})
+	if err != nil {
+		return err
+	}
+	d, err := cli.LoadData(fs)
+	if err != nil {
+		return err
+	}
+	// The retriever's run.json, when it has one (a checkpoint directory has none), must name
+	// this data.
+	if m, err := rundir.Read(rundir.RunOf(*retr)); err == nil {
+		if err := m.CheckData(d); err != nil {
+			return fmt.Errorf("-retriever %s: %w", *retr, err)
+		}
+	} else if !errors.Is(err, rundir.ErrNoMeta) {
+		return fmt.Errorf("-retriever: %w", err)
+	}
+	bk, err := backend.Open(backend.Name(*be))
+	if err != nil {
+		return err
+	}
+	rk, _, err := candidates.Open(candidates.Source{Kind: "bi-encoder", Run: *retr}, d, nil, bk)
+	if err != nil {
+		return fmt.Errorf("-retriever: %w", err)
+	}
+	absRetr, err := filepath.Abs(*retr)
+	if err != nil {
+		return err
+	}
+	u := *llmURL
+	if pu, err := url.Parse(u); err == nil {
+		u = pu.Redacted()
+	}
+	bar := newCountBar("queries", *quiet, func() string {
+		st := client.Stats()
+		return fmt.Sprintf("requests %d, cached %d", st.Requests, st.CacheHits)
+	})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	sum, err := feedback.Run(ctx, feedback.Config{Data: d, Ranker: rk, Refiner: ref, Splits: names, K: *k, Iterations: *iterations, Out: *out,
+		Settings:    map[string]string{"refiner": *refiner, "retriever": absRetr, "llm-model": *model, "llm-json": fmt.Sprint(*jsonMode), "llm-max-tokens": fmt.Sprint(*maxTokens)},
+		Prompts:     p,
+		Info:        map[string]string{"llm-url": u, "llm-cache": *cache, "backend": *be, "data": fs.Lookup("data").Value.String()},
+		Concurrency: client.Concurrency(), Progress: bar.update})
+	bar.finish()
+	st := client.Stats()
+	if err != nil {
+		return fmt.Errorf("%w (rerun the same command to resume; %d requests sent, %d replies cached so far)", err, st.Requests, st.CacheHits)
+	}
+	took := time.Since(start)
+	per := ""
+	if sum.Steps > 0 {
+		per = fmt.Sprintf(" (%d refinement rounds, %.2fs each at -llm-concurrency %d)", sum.Steps, took.Seconds()/float64(sum.Steps), client.Concurrency())
+	}
+	fmt.Fprintf(os.Stderr, "feedback: %d queries (%d finished before), %d lines (%d new), %d refinements; loops stopped by n/a %d, unchanged %d, error %d, iterations %d\n"+
+		"llm: %d requests (%d retries, %d JSON fallbacks), %d cached replies; %s%s -> %s\n",
+		sum.Queries, sum.Resumed, sum.Lines, sum.Written, sum.Refinements,
+		sum.Reasons[feedback.ReasonNA], sum.Reasons[feedback.ReasonUnchanged], sum.Reasons[feedback.ReasonError], sum.Reasons[feedback.ReasonIterations],
+		st.Requests, st.Retries, st.JSONFallbacks, st.CacheHits, took.Round(time.Millisecond), per, *out)
+	return nil
+}
+
+// countBar is a progress bar over a count (queries): on a terminal it redraws one line,
+// otherwise it prints a line every 10 seconds, as the trainer's.
+type countBar struct {
+	what       string
+	quiet, tty bool
+	start      time.Time
+	last       time.Time
+	first      int
+	started    bool
+	extra      func() string
+}
+
+func newCountBar(what string, quiet bool, extra func() string) *countBar {
+	fi, err := os.Stderr.Stat()
+	return &countBar{what: what, quiet: quiet, tty: err == nil && fi.Mode()&os.ModeCharDevice != 0, start: time.Now(), extra: extra}
+}
+
+func (b *countBar) update(done, total int) {
+	if b.quiet {
+		return
+	}
+	if !b.started {
+		b.started, b.first = true, done
+	}
+	now := time.Now()
+	if !b.tty && now.Sub(b.last) < 10*time.Second && done != total {
+		return
+	}
+	b.last = now
+	frac := float64(done) / float64(max(total, 1))
+	eta := "?"
+	if n := done - b.first; n > 0 {
+		eta = time.Duration(float64(now.Sub(b.start)) / float64(n) * float64(total-done)).Round(time.Second).String()
+	}
+	const width = 30
+	bar := strings.Repeat("=", int(frac*width)) + strings.Repeat(" ", width-int(frac*width))
+	line := fmt.Sprintf("[%s] %3.0f%% %s %d/%d %s ETA %s", bar, frac*100, b.what, done, total, b.extra(), eta)
+	if b.tty {
+		fmt.Fprintf(os.Stderr, "\r%s\033[K", line)
+	} else {
+		fmt.Fprintln(os.Stderr, line)
+	}
+}
+
+func (b *countBar) finish() {
+	if !b.quiet && b.tty && b.started {
+		fmt.Fprintln(os.Stderr)
+	}
+}
