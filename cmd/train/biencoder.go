@@ -16,6 +16,7 @@ import (
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/encoder"
+	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
@@ -44,7 +45,7 @@ func biencoderCmd(args []string) error {
 	cli.Data(fs)
 	runDir := cli.Run(fs, "run directory (default runs/biencoder-<time>)")
 	resume := cli.Resume(fs)
-	initDir := fs.String("init", "", "initialise from a HuggingFace BERT or DeBERTa-v2/v3 directory (else from scratch)")
+	initDir := fs.String("init", "", "initialise from a HuggingFace BERT or DeBERTa-v2/v3 directory, or from a trained bi-encoder run (its shared encoder, tokenizer, pooling and similarity; else from scratch)")
 	vocabPath := fs.String("vocab", "", "from scratch: a vocab.txt (default: build a WordPiece vocab from the training texts)")
 	vocabSize := fs.Int("vocab-size", 8000, "from scratch: size of the built vocabulary")
 	layers := fs.Int("layers", 2, "from scratch: layers")
@@ -71,6 +72,7 @@ func biencoderCmd(args []string) error {
 	noMask := fs.Bool("no-fn-mask", false, "ablation: no false-negative masking")
 	hardNeg := fs.Int("hard-negatives", 0, "mined hard negatives per example (needs -negatives)")
 	negFile := fs.String("negatives", "", "mined negatives file (train mine)")
+	fb := addFeedbackFlags(fs)
 	objective := fs.String("objective", biencoder.ObjectiveQuery2Tool, "query2tool (InfoNCE between queries and tool texts) or query2query (the Tool2Vec retriever: triplet loss over training queries; tools are their usage vectors)")
 	retriever := cli.Retriever(fs) // query2query: its query embeddings find the triplets (default: BM25 over the query texts)
 	posPer := fs.Int("positives-per-query", 4, "query2query: nearest training queries sharing a tool kept per anchor (one example each)")
@@ -146,8 +148,11 @@ func biencoderCmd(args []string) error {
 		case *separate:
 			return fmt.Errorf("-objective %s trains one shared tower: -separate-towers does not apply", obj)
 		}
-	} else if *retriever != "" {
-		return fmt.Errorf("-retriever is used by -objective %s only (it mines the query triplets)", biencoder.ObjectiveQuery2Query)
+	} else if *retriever != "" && *fb.file == "" {
+		return fmt.Errorf("-retriever is used by -objective %s only (it mines the query triplets), or with -feedback (the collection's retriever, when it moved)", biencoder.ObjectiveQuery2Query)
+	}
+	if err := fb.check(fs, *hardNeg, *negFile, q2q); err != nil {
+		return err
 	}
 	d, err := cli.LoadData(fs)
 	if err != nil {
@@ -157,12 +162,34 @@ func biencoderCmd(args []string) error {
 	if err != nil {
 		return err
 	}
+	var fbData *trainFeedback
+	fbT := 0
+	if *fb.file != "" {
+		if fbData, err = readFeedback(*fb.file, *retriever, d); err != nil {
+			return err
+		}
+		if fbT, err = fbData.iterations(*fb.iterations); err != nil {
+			return err
+		}
+	}
 	var trainSplit, dev *data.Split
 	var pending *rundir.Meta
+	from := "train" // the split the dev queries were carved from
 	if meta != nil {
 		if trainSplit, dev, _, err = rundir.Splits(*runDir, d); err != nil {
 			return err
 		}
+		from = meta.Split.From
+	} else if fbData != nil { // feedback training: the dev split of the collection's retriever
+		var parent *rundir.Meta
+		if trainSplit, dev, parent, err = rundir.Splits(fbData.retriever, d); err != nil {
+			return fmt.Errorf("-feedback: the collection's retriever: %w", err)
+		}
+		from = parent.Split.From
+		if cli.Set(fs)["dev"] && *devFrac != parent.Split.DevFraction {
+			return fmt.Errorf("-dev %v: the dev split is the retriever's of -feedback (%s: dev %v, seed %d); omit -dev", *devFrac, fbData.retriever, parent.Split.DevFraction, parent.Split.Seed)
+		}
+		pending = &rundir.Meta{Kind: "biencoder", Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: parent.Split, Parent: fbData.retriever, Args: cli.Args(fs)}
 	} else if *retriever != "" { // query2query mining with a first retriever: its dev split
 		var parent *rundir.Meta
 		if trainSplit, dev, parent, err = rundir.Splits(*retriever, d); err != nil {
@@ -197,7 +224,17 @@ func biencoderCmd(args []string) error {
 		}
 	} else {
 		var bc encoder.Config
-		if *initDir != "" {
+		if *initDir != "" && isBiEncoderRun(*initDir) {
+			if *separate {
+				return fmt.Errorf("-separate-towers with -init is not supported yet: the run initialises one shared tower")
+			}
+			if bc, tok, err = initFromRun(fs, *initDir, bk, store, max(*qLen, *tLen), *seed, pooling, sim); err != nil {
+				return err
+			}
+			if err := checkArchOf(fs, *arch, bc, *initDir); err != nil {
+				return err
+			}
+		} else if *initDir != "" {
 			if bc, err = encoder.LoadHF(store.RootScope(), *initDir); err != nil {
 				return err
 			}
@@ -240,6 +277,9 @@ func biencoderCmd(args []string) error {
 		if q2q {
 			cfg.Objective, cfg.Margin = obj, *margin
 		}
+		if fbData != nil {
+			cfg.Marker = *fb.marker
+		}
 	}
 	files, err := biencoder.WriteRunFiles(*runDir, cfg, tok)
 	if err != nil {
@@ -264,6 +304,20 @@ func biencoderCmd(args []string) error {
 			return err
 		}
 		task, examples = qt, fmt.Sprintf("%d query triplets (%s, margin %v)", qt.Examples(), obj, cfg.Margin)
+	} else if fbData != nil {
+		loops, err := fbData.loopsOf(d, trainSplit, from, fbT)
+		if err != nil {
+			return err
+		}
+		ft := &biencoder.FeedbackTask{Cfg: cfg, Data: d, Train: trainSplit, Dev: dev, Tok: tok, Backend: bk, BatchSize: *batch, StrictBatches: *strict,
+			Seed: *seed, Loops: loops, Iterations: fbT, Alpha: *fb.alpha, Joint: *fb.joint, HardNegatives: *fb.hardNegs, ExtraFiles: files}
+		if err := ft.Prepare(); err != nil {
+			return err
+		}
+		if err := fbData.record(*runDir, *fb.file, fbT, *resume); err != nil {
+			return err
+		}
+		task, examples = ft, ft.Describe()
 	} else {
 		bt := &biencoder.Task{Cfg: cfg, Data: d, Train: trainSplit, Dev: dev, Tok: tok, Backend: bk, BatchSize: *batch, StrictBatches: *strict,
 			Seed: *seed, HardNegatives: *hardNeg, Negatives: negs, ExtraFiles: files}
@@ -284,6 +338,7 @@ func biencoderCmd(args []string) error {
 	fmt.Fprintf(os.Stderr, "%s\nbi-encoder: %d layers, hidden %d, vocab %d, %s pooling, %s, %d dev queries, %d steps -> %s\n",
 		d.Stats(), cfg.Encoder.Layers(), cfg.Encoder.Hidden(), cfg.Encoder.Vocab(), cfg.Pooling, examples, len(dev.Queries), steps, *runDir)
 	if pending != nil {
+		pending.Args = cli.Args(fs) // -init RUN may have set -pooling and -similarity
 		if err := rundir.Create(*runDir, pending); err != nil {
 			return err
 		}
@@ -301,12 +356,20 @@ func biencoderCmd(args []string) error {
 		return err
 	}
 	out := map[string]any{}
-	for _, vec := range []string{"text", "usage"} {
+	vecs := []string{"text", "usage"}
+	if cfg.Marker != "" { // usage vectors average unmarked training queries: not for an iteration-aware run
+		vecs = vecs[:1]
+	}
+	for _, vec := range vecs {
 		r, err := emb.Retriever(d, vec, "train")
 		if err != nil {
 			return err
 		}
-		rep, err := metrics.Run(context.Background(), d, *testSplit, r, metrics.DefaultKs)
+		var rk retrieve.Ranker = r
+		if cfg.Marker != "" { // an iteration-aware run: round 0's ranking
+			rk = biencoder.Marked{R: r, Marker: cfg.Marker}
+		}
+		rep, err := metrics.Run(context.Background(), d, *testSplit, rk, metrics.DefaultKs)
 		if err != nil {
 			return err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/toolret/toolret/feedback"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/llm"
+	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -31,7 +32,11 @@ func feedbackCmd(args []string) error {
 	retr := cli.Retriever(fs)
 	be := cli.Backend(fs)
 	quiet := cli.Quiet(fs)
-	refiner := fs.String("refiner", "llm", "what refines the instructions: llm (an OpenAI-compatible chat server)")
+	refiner := fs.String("refiner", "llm", "what refines the instructions: llm (an OpenAI-compatible chat server) or prf (pseudo-relevance feedback: q^0 plus the retrieved tools a -prf-model run accepts; no LLM)")
+	prfModel := fs.String("prf-model", "", "-refiner prf: the run that judges the retrieved tools: an mlc classifier, a refiner or a cross-encoder run (kind read from the run)")
+	prfThreshold := fs.Float64("prf-threshold", feedback.DefaultPRFThreshold, "-refiner prf: a retrieved tool is accepted when the -prf-model's score of (q^0, tool) is at least this")
+	prfTools := fs.Int("prf-tools", feedback.DefaultPRFTools, "-refiner prf: most accepted tools written into the instruction, best scored first")
+	prfChars := fs.Int("prf-chars", feedback.DefaultPRFChars, "-refiner prf: characters of each accepted tool's description written (-1: names only)")
 	llmURL := fs.String("llm-url", "", "base URL of an OpenAI-compatible chat-completions API, e.g. http://127.0.0.1:8080/v1 (llama-server) or http://127.0.0.1:11434/v1 (Ollama); the API key, if any, is read from $"+llm.KeyEnv)
 	model := fs.String("llm-model", "", "model name sent with every request")
 	timeout := fs.Duration("llm-timeout", 2*time.Minute, "timeout of one request")
@@ -54,9 +59,17 @@ func feedbackCmd(args []string) error {
 	switch *refiner {
 	case "llm":
 	case "prf":
-		return fmt.Errorf("-refiner prf: not implemented yet (the LLM-free pseudo-relevance-feedback refiner); use -refiner llm")
+		if *prfModel == "" {
+			return errors.New("-refiner prf needs -prf-model RUN (an mlc classifier, refiner or cross-encoder run)")
+		}
+		if err := cli.First(cli.Positive("prf-tools", *prfTools), cli.Positive("prf-threshold", *prfThreshold)); err != nil {
+			return err
+		}
+		if *prfThreshold > 1 || *prfChars == 0 || *prfChars < -1 {
+			return fmt.Errorf("-prf-threshold %v, -prf-chars %d: want a threshold in (0, 1] and -1 or a positive number of characters", *prfThreshold, *prfChars)
+		}
 	default:
-		return fmt.Errorf("-refiner %q: want llm", *refiner)
+		return fmt.Errorf("-refiner %q: want llm or prf", *refiner)
 	}
 	if *out == "" {
 		return errors.New("-out FILE is required")
@@ -64,7 +77,7 @@ func feedbackCmd(args []string) error {
 	if *retr == "" {
 		return errors.New("-retriever RUN is required: the bi-encoder run that retrieves the tools of each instruction")
 	}
-	if *llmURL == "" || *model == "" {
+	if *refiner == "llm" && (*llmURL == "" || *model == "") {
 		return errors.New("-llm-url and -llm-model are required (an OpenAI-compatible server; none is reachable from a machine without network)")
 	}
 	if err := cli.First(cli.Positive("k", *k), cli.Positive("iterations", *iterations), cli.Positive("llm-concurrency", *conc),
@@ -83,24 +96,30 @@ func feedbackCmd(args []string) error {
 	if len(names) == 0 {
 		return fmt.Errorf("-split %q: no split", *splits)
 	}
-	p := feedback.DefaultPrompts()
-	if *prompts != "" {
-		var err error
-		if p, err = feedback.LoadPrompts(*prompts); err != nil {
-			return fmt.Errorf("-prompts: %w", err)
+	var (
+		p      feedback.Prompts
+		client *llm.Client
+		ref    feedback.Refiner
+		err    error
+	)
+	if *refiner == "llm" {
+		p = feedback.DefaultPrompts()
+		if *prompts != "" {
+			if p, err = feedback.LoadPrompts(*prompts); err != nil {
+				return fmt.Errorf("-prompts: %w", err)
+			}
 		}
-	}
-	if *cache == "" {
-		*cache = filepath.Join(filepath.Dir(*out), "llm-cache")
-	}
-	client, err := llm.New(llm.Config{URL: *llmURL, Model: *model, Key: llm.FromEnv(), Timeout: *timeout, Retries: *retries,
-		Concurrency: *conc, Cache: *cache})
-	if err != nil {
-		return fmt.Errorf("-llm-url/-llm-model: %w", err)
-	}
-	ref, err := feedback.NewLLM(client, p, feedback.LLMOptions{JSON: *jsonMode, MaxTokens: *maxTokens})
-	if err != nil {
-		return err
+		if *cache == "" {
+			*cache = filepath.Join(filepath.Dir(*out), "llm-cache")
+		}
+		client, err = llm.New(llm.Config{URL: *llmURL, Model: *model, Key: llm.FromEnv(), Timeout: *timeout, Retries: *retries,
+			Concurrency: *conc, Cache: *cache})
+		if err != nil {
+			return fmt.Errorf("-llm-url/-llm-model: %w", err)
+		}
+		if ref, err = feedback.NewLLM(client, p, feedback.LLMOptions{JSON: *jsonMode, MaxTokens: *maxTokens}); err != nil {
+			return err
+		}
 	}
 	d, err := cli.LoadData(fs)
 	if err != nil {
@@ -123,6 +142,9 @@ func feedbackCmd(args []string) error {
 	if err != nil {
 		return fmt.Errorf("-retriever: %w", err)
 	}
+	if br, ok := rk.(*biencoder.Retriever); ok && br.Marker() != "" {
+		return fmt.Errorf("-retriever %s was trained iteration-aware (marker %q): the loop ranks unmarked instructions; collect with the retriever it was warmed up from", *retr, br.Marker())
+	}
 	absRetr, err := filepath.Abs(*retr)
 	if err != nil {
 		return err
@@ -131,19 +153,42 @@ func feedbackCmd(args []string) error {
 	if pu, err := url.Parse(u); err == nil {
 		u = pu.Redacted()
 	}
-	bar := newCountBar("queries", *quiet, func() string {
-		st := client.Stats()
-		return fmt.Sprintf("requests %d, cached %d", st.Requests, st.CacheHits)
-	})
+	settings := map[string]string{"refiner": *refiner, "retriever": absRetr, "llm-model": *model, "llm-json": fmt.Sprint(*jsonMode), "llm-max-tokens": fmt.Sprint(*maxTokens)}
+	info := map[string]string{"llm-url": u, "llm-cache": *cache, "backend": *be, "data": fs.Lookup("data").Value.String()}
+	conc1, chunk := 1, 0
+	extra := func() string { return "" }
+	if *refiner == "prf" {
+		prf, s, err := loadPRF(*prfModel, d, bk, feedback.PRFOptions{Threshold: *prfThreshold, MaxTools: *prfTools, MaxChars: *prfChars})
+		if err != nil {
+			return err
+		}
+		ref, settings, info = prf, s, map[string]string{"backend": *be, "data": fs.Lookup("data").Value.String()}
+		chunk = 64 // fast steps: fsync every 64 queries
+		settings["retriever"] = absRetr
+	} else {
+		conc1 = client.Concurrency()
+		extra = func() string {
+			st := client.Stats()
+			return fmt.Sprintf("requests %d, cached %d", st.Requests, st.CacheHits)
+		}
+	}
+	bar := newCountBar("queries", *quiet, extra)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
 	sum, err := feedback.Run(ctx, feedback.Config{Data: d, Ranker: rk, Refiner: ref, Splits: names, K: *k, Iterations: *iterations, Out: *out,
-		Settings:    map[string]string{"refiner": *refiner, "retriever": absRetr, "llm-model": *model, "llm-json": fmt.Sprint(*jsonMode), "llm-max-tokens": fmt.Sprint(*maxTokens)},
-		Prompts:     p,
-		Info:        map[string]string{"llm-url": u, "llm-cache": *cache, "backend": *be, "data": fs.Lookup("data").Value.String()},
-		Concurrency: client.Concurrency(), Progress: bar.update})
+		Settings: settings, Prompts: p, Info: info, Concurrency: conc1, Chunk: chunk, Progress: bar.update})
 	bar.finish()
+	if *refiner == "prf" {
+		if err != nil {
+			return fmt.Errorf("%w (rerun the same command to resume)", err)
+		}
+		fmt.Fprintf(os.Stderr, "feedback: %d queries (%d finished before), %d lines (%d new), %d refinements; loops stopped by n/a %d, unchanged %d, error %d, iterations %d; prf %s in %s -> %s\n",
+			sum.Queries, sum.Resumed, sum.Lines, sum.Written, sum.Refinements,
+			sum.Reasons[feedback.ReasonNA], sum.Reasons[feedback.ReasonUnchanged], sum.Reasons[feedback.ReasonError], sum.Reasons[feedback.ReasonIterations],
+			settings["prf-kind"], time.Since(start).Round(time.Millisecond), *out)
+		return nil
+	}
 	st := client.Stats()
 	if err != nil {
 		return fmt.Errorf("%w (rerun the same command to resume; %d requests sent, %d replies cached so far)", err, st.Requests, st.CacheHits)

@@ -166,7 +166,7 @@ func TestFeedbackCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"prf", []string{"-refiner", "prf"}, "-refiner prf: not implemented"},
+		{"prf without a model", []string{"-refiner", "prf"}, "-refiner prf needs -prf-model"},
 		{"unknown refiner", []string{"-refiner", "gpt"}, `-refiner "gpt": want llm`},
 		{"no out", []string{"-out", ""}, "-out FILE is required"},
 		{"no retriever", []string{"-retriever", ""}, "-retriever RUN is required"},

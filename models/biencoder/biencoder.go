@@ -38,6 +38,11 @@ type Config struct {
 	Objective string `json:"objective,omitempty"`
 	// Margin of the query2query triplet loss.
 	Margin float64 `json:"margin,omitempty"`
+	// Marker is the iteration marker of a retriever trained on iterative feedback
+	// (feedback.go): a format with one %d, put before the instruction of iteration t
+	// ("Iteration %d: "); empty for other retrievers. Queries are embedded as given: the
+	// iterative retrieval applies it (Mark).
+	Marker string `json:"marker,omitempty"`
 }
 
 // Cosine reports whether the model scores by cosine similarity (its embeddings are
@@ -69,6 +74,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Temperature <= 0 {
 		return fmt.Errorf("biencoder: temperature %v must be > 0", c.Temperature)
+	}
+	if err := CheckMarker(c.Marker); c.Marker != "" && err != nil {
+		return err
 	}
 	return c.validateObjective()
 }

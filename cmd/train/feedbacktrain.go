@@ -1,0 +1,243 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/feedback"
+	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/models/encoder"
+	"github.com/toolret/toolret/rundir"
+	"github.com/toolret/toolret/tokenize"
+)
+
+// feedbackFlags are train biencoder's flags of iteration-aware training on a feedback
+// collection (train feedback).
+type feedbackFlags struct {
+	file            *string
+	iterations      *int
+	alpha           *float64
+	marker          *string
+	joint, hardNegs *bool
+}
+
+func addFeedbackFlags(fs *flag.FlagSet) *feedbackFlags {
+	return &feedbackFlags{
+		file:       fs.String("feedback", "", "train iteration-aware on a feedback collection (train feedback -out FILE): every instruction q^0..q^T of the training queries, marked with -marker; the dev split is the collection's -retriever run's (give -retriever to name it when it moved)"),
+		iterations: fs.Int("iterations", 0, "-feedback: the last iteration T trained (0: the collection's -iterations)"),
+		alpha:      fs.Float64("alpha", 1, "-feedback: the loss is Σ_t alpha^t · InfoNCE(q^t)"),
+		marker:     fs.String("marker", biencoder.DefaultMarker, "-feedback: the iteration marker, a format with one %d, put before q^t in training and in the iterative retrieval (empty: none)"),
+		joint:      fs.Bool("feedback-joint", true, "-feedback: train every iteration of a query in its batch (false: its last instruction only, an ablation)"),
+		hardNegs:   fs.Bool("feedback-hard-negatives", true, "-feedback: one hard negative per instruction from the incorrect tools of its recorded top K (false: in-batch negatives only, an ablation)"),
+	}
+}
+
+// check validates the flags (f.file given) against the others of the command.
+func (f *feedbackFlags) check(fs *flag.FlagSet, hardNeg int, negFile string, q2q bool) error {
+	if *f.file == "" {
+		for _, n := range []string{"iterations", "alpha", "marker", "feedback-joint", "feedback-hard-negatives"} {
+			if fl := fs.Lookup(n); fl.Value.String() != fl.DefValue { // a resumed run sets every flag, to its default here
+				return fmt.Errorf("-%s is a flag of -feedback training", n)
+			}
+		}
+		return nil
+	}
+	switch {
+	case q2q:
+		return fmt.Errorf("-feedback trains queries against tools: not with -objective %s", biencoder.ObjectiveQuery2Query)
+	case hardNeg > 0 || negFile != "":
+		return errors.New("-feedback draws its hard negatives from the collection's top K (-feedback-hard-negatives): not with -hard-negatives or -negatives")
+	case *f.iterations < 0:
+		return fmt.Errorf("-iterations %d: must be >= 0", *f.iterations)
+	case !(*f.alpha > 0):
+		return fmt.Errorf("-alpha %v: must be > 0", *f.alpha)
+	}
+	if *f.marker != "" {
+		if err := biencoder.CheckMarker(*f.marker); err != nil {
+			return fmt.Errorf("-marker: %w", err)
+		}
+	}
+	return nil
+}
+
+// feedbackRecord is RUN/feedback.json: the collection a run was trained on, so that a
+// resumed run refuses a file that changed.
+type feedbackRecord struct {
+	File       string `json:"file"`
+	SHA256     string `json:"sha256"`
+	Retriever  string `json:"retriever"`
+	Iterations int    `json:"iterations"`
+}
+
+const feedbackRecordFile = "feedback.json"
+
+// trainFeedback is a feedback collection read for training.
+type trainFeedback struct {
+	header feedback.Header
+	loops  []feedback.Loop
+	sha    string
+	// retriever is the run whose recorded dev split the training takes: -retriever, else the
+	// collection's.
+	retriever string
+}
+
+// readFeedback reads the collection at path for data d, checking it was collected on d.
+func readFeedback(path, retriever string, d *data.Dataset) (*trainFeedback, error) {
+	h, loops, err := feedback.Read(path)
+	if err != nil {
+		return nil, fmt.Errorf("-feedback: %w", err)
+	}
+	if fp := d.Fingerprint(); h.Fingerprint != fp {
+		return nil, fmt.Errorf("-feedback %s: collected on other data (dataset %s, fingerprint %.12s; this data: %s, %.12s)", path, h.Dataset, h.Fingerprint, d.Name, fp)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("-feedback: %w", err)
+	}
+	defer f.Close()
+	hash := sha256.New()
+	if _, err := io.Copy(hash, f); err != nil {
+		return nil, fmt.Errorf("-feedback: %w", err)
+	}
+	fb := &trainFeedback{header: h, loops: loops, sha: hex.EncodeToString(hash.Sum(nil)), retriever: retriever}
+	if fb.retriever == "" {
+		fb.retriever = h.Settings["retriever"]
+		if fb.retriever == "" {
+			return nil, fmt.Errorf("-feedback %s: the record names no retriever: give -retriever RUN (the run whose dev split the training takes)", path)
+		}
+	}
+	return fb, nil
+}
+
+// iterations resolves -iterations against the collection.
+func (fb *trainFeedback) iterations(flagT int) (int, error) {
+	if flagT == 0 {
+		return fb.header.Iterations, nil
+	}
+	if flagT > fb.header.Iterations {
+		return 0, fmt.Errorf("-iterations %d: the collection has %d", flagT, fb.header.Iterations)
+	}
+	return flagT, nil
+}
+
+// loopsOf returns the recorded loops of the judged queries of train (queries of the
+// collection's split from, the split train was carved from), as the task takes them: a loop
+// must be finished or reach iteration T.
+func (fb *trainFeedback) loopsOf(d *data.Dataset, train *data.Split, from string, T int) (map[int]biencoder.FeedbackLoop, error) {
+	want := map[int]bool{}
+	for _, q := range train.Judged() {
+		want[q] = true
+	}
+	out := map[int]biencoder.FeedbackLoop{}
+	for _, lp := range fb.loops {
+		if lp.Split != from {
+			continue
+		}
+		q, ok := d.QueryIndex[lp.QueryID]
+		if !ok {
+			return nil, fmt.Errorf("-feedback: query %q is not in dataset %s", lp.QueryID, d.Name)
+		}
+		if !want[q] {
+			continue // a dev query of the retriever
+		}
+		if !lp.Done() && len(lp.Lines) <= T {
+			return nil, fmt.Errorf("-feedback: query %q: the collection stopped at iteration %d of %d (resume train feedback to finish it)", lp.QueryID, len(lp.Lines)-1, T)
+		}
+		var fl biencoder.FeedbackLoop
+		for _, l := range lp.Lines[:min(len(lp.Lines), T+1)] {
+			fl.Instructions = append(fl.Instructions, l.Query)
+			ids := make([]int, len(l.Retrieved))
+			for i, id := range l.Retrieved {
+				t, ok := d.ToolIndex[id]
+				if !ok {
+					return nil, fmt.Errorf("-feedback: query %q iteration %d: unknown tool id %q", lp.QueryID, l.Iteration, id)
+				}
+				ids[i] = t
+			}
+			fl.Retrieved = append(fl.Retrieved, ids)
+		}
+		out[q] = fl
+	}
+	return out, nil
+}
+
+// record writes RUN/feedback.json, or on resume checks the collection against it.
+func (fb *trainFeedback) record(runDir, path string, T int, resume bool) error {
+	rec := feedbackRecord{File: path, SHA256: fb.sha, Retriever: fb.retriever, Iterations: T}
+	if abs, err := filepath.Abs(path); err == nil {
+		rec.File = abs
+	}
+	p := filepath.Join(runDir, feedbackRecordFile)
+	if resume {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
+		var old feedbackRecord
+		if err := json.Unmarshal(b, &old); err != nil {
+			return fmt.Errorf("resume: %s: %w", p, err)
+		}
+		if old.SHA256 != rec.SHA256 {
+			return fmt.Errorf("resume %s: -feedback %s changed since the run started (sha256 %.12s, recorded %.12s)", runDir, path, rec.SHA256, old.SHA256)
+		}
+		return nil
+	}
+	return rundir.WriteJSON(runDir, feedbackRecordFile, rec)
+}
+
+// isBiEncoderRun reports whether path is a bi-encoder run or checkpoint (its biencoder.json,
+// in the directory or in its best checkpoint), as opposed to a HuggingFace directory.
+func isBiEncoderRun(path string) bool {
+	if _, err := os.Stat(filepath.Join(path, biencoder.ConfigFile)); err == nil {
+		return true
+	}
+	if _, err := os.Stat(filepath.Join(path, "config.json")); err == nil {
+		return false // a HuggingFace directory
+	}
+	c, err := rundir.CheckpointDir(path)
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(c, biencoder.ConfigFile))
+	return err == nil
+}
+
+// initFromRun warm-starts a bi-encoder from the trained bi-encoder run at path (-init RUN): its
+// shared encoder and tokenizer (as warmStart loads them, positions extended to maxLen), its
+// pooling and similarity (-pooling and -similarity, when given, must agree).
+func initFromRun(fs *flag.FlagSet, path string, bk compute.Backend, store *model.Store, maxLen int, seed uint64, pooling, sim *string) (encoder.Config, *tokenize.Tokenizer, error) {
+	_, cb, _, err := rundir.LoadCheckpoint(path, biencoder.ConfigFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-init: %w", err)
+	}
+	rc, err := biencoder.Unmarshal(cb)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-init %s: %w", path, err)
+	}
+	set := cli.Set(fs)
+	switch {
+	case !rc.Shared:
+		return nil, nil, fmt.Errorf("-init %s: a bi-encoder with separate towers; export its query tower with export -format hf and give that directory", path)
+	case rc.Pooling == encoder.PoolPooler:
+		return nil, nil, fmt.Errorf("-init %s: pooling %s is not carried over from a run; export it with export -format hf and give that directory", path, rc.Pooling)
+	case rc.Objective == biencoder.ObjectiveQuery2Query:
+		return nil, nil, fmt.Errorf("-init %s: a %s run", path, rc.Objective)
+	case set["pooling"] && *pooling != string(rc.Pooling):
+		return nil, nil, fmt.Errorf("-pooling %s: -init %s pools with %s", *pooling, path, rc.Pooling)
+	case set["similarity"] && *sim != rc.Similarity:
+		return nil, nil, fmt.Errorf("-similarity %s: -init %s scores by %s", *sim, path, rc.Similarity)
+	}
+	*pooling, *sim = string(rc.Pooling), rc.Similarity
+	return warmStart(path, bk, store, maxLen, seed)
+}

@@ -1,0 +1,138 @@
+package retriever_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/toolret/toolret/feedback"
+	"github.com/toolret/toolret/retriever"
+)
+
+// scripted is a refiner that answers by iteration from a script; it records its inputs.
+type scripted struct {
+	answer func(in feedback.Input) (feedback.Step, error)
+	mu     sync.Mutex
+	inputs []feedback.Input
+}
+
+func (s *scripted) Refine(_ context.Context, in feedback.Input) (feedback.Step, error) {
+	s.mu.Lock()
+	s.inputs = append(s.inputs, in)
+	s.mu.Unlock()
+	return s.answer(in)
+}
+
+func TestIterate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "index")
+	if _, err := tinyIndex(dir); err != nil {
+		t.Fatal(err)
+	}
+	r, err := retriever.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const q = "what is the weather like in Lisbon tomorrow?"
+	more := func(in feedback.Input) (feedback.Step, error) {
+		return feedback.Step{Refined: fmt.Sprintf("%s then send it by email (%d)", in.Original, in.Iteration)}, nil
+	}
+	boom := errors.New("boom")
+	for _, c := range []struct {
+		name      string
+		answer    func(feedback.Input) (feedback.Step, error)
+		max       int
+		opts      []retriever.IterateOption
+		rounds    int    // rounds returned
+		reason    string // the last round's
+		err       string // Iterate's error
+		refinerIn int    // refiner calls
+	}{
+		{name: "N/A at round 1", answer: func(in feedback.Input) (feedback.Step, error) {
+			if in.Iteration == 1 {
+				return feedback.Step{Stop: true}, nil
+			}
+			return more(in)
+		}, max: 3, rounds: 2, reason: feedback.ReasonNA, refinerIn: 2},
+		{name: "max rounds", answer: more, max: 2, rounds: 3, reason: feedback.ReasonIterations, refinerIn: 2},
+		{name: "max rounds, marked, deeper", answer: more, max: 2, rounds: 3, reason: feedback.ReasonIterations, refinerIn: 2,
+			opts: []retriever.IterateOption{retriever.WithMarker("Iteration %d: "), retriever.WithFeedbackK(3), retriever.WithDepth(7)}},
+		{name: "no refinement", answer: more, max: 0, rounds: 1, reason: feedback.ReasonIterations},
+		{name: "unchanged", answer: func(in feedback.Input) (feedback.Step, error) {
+			return feedback.Step{Refined: " " + strings.ToUpper(in.Query)}, nil
+		}, max: 3, rounds: 1, reason: feedback.ReasonUnchanged, refinerIn: 1},
+		{name: "failed step", answer: func(feedback.Input) (feedback.Step, error) { return feedback.Step{Err: "malformed"}, nil },
+			max: 3, rounds: 1, reason: feedback.ReasonError, refinerIn: 1},
+		{name: "empty instruction", answer: func(feedback.Input) (feedback.Step, error) { return feedback.Step{Refined: "  "}, nil },
+			max: 3, rounds: 1, reason: feedback.ReasonError, refinerIn: 1},
+		{name: "refiner error", answer: func(feedback.Input) (feedback.Step, error) { return feedback.Step{}, boom },
+			max: 3, err: "boom", refinerIn: 1},
+		{name: "bad marker", answer: more, max: 3, opts: []retriever.IterateOption{retriever.WithMarker("Iteration %s")}, err: "marker"},
+		{name: "negative rounds", answer: more, max: -1, err: "max rounds -1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ref := &scripted{answer: c.answer}
+			rounds, err := r.Iterate(context.Background(), q, ref, c.max, c.opts...)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err %v, want %q", err, c.err)
+				}
+				if len(ref.inputs) != c.refinerIn {
+					t.Errorf("%d refiner calls, want %d", len(ref.inputs), c.refinerIn)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rounds) != c.rounds || rounds[len(rounds)-1].Reason != c.reason || !rounds[len(rounds)-1].Stop || len(ref.inputs) != c.refinerIn {
+				t.Fatalf("%d rounds, last %+v, %d refiner calls; want %d rounds ending %q, %d calls", len(rounds), rounds[len(rounds)-1], len(ref.inputs), c.rounds, c.reason, c.refinerIn)
+			}
+			k, depth, marker := 10, 10, ""
+			if len(c.opts) > 0 {
+				k, depth, marker = 3, 7, "Iteration %d: "
+			}
+			text := q
+			for i, rd := range rounds {
+				if rd.Iteration != i || rd.Query != text {
+					t.Fatalf("round %d: iteration %d, query %q; want %q", i, rd.Iteration, rd.Query, text)
+				}
+				want := text
+				if marker != "" {
+					want = fmt.Sprintf(marker, i) + text
+				}
+				if rd.Text != want {
+					t.Errorf("round %d: retrieved with %q, want %q", i, rd.Text, want)
+				}
+				res, err := r.Retrieve(context.Background(), want, depth)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(ids(rd.Results), ids(res)) || len(rd.Ranking.Tools) != depth || rd.Ranking.Tools[0] != res[0].Index {
+					t.Errorf("round %d: results %v, ranking %v; Retrieve(%q) gives %v", i, ids(rd.Results), rd.Ranking.Tools, want, ids(res))
+				}
+				if i < len(ref.inputs) {
+					in := ref.inputs[i]
+					var shown []string
+					for _, tl := range in.Tools {
+						shown = append(shown, tl.ID)
+						if tl.Name == "" && tl.API == "" {
+							t.Errorf("round %d: tool %s shown without names", i, tl.ID)
+						}
+					}
+					if in.Original != q || in.Query != text || in.Iteration != i || !slices.Equal(shown, ids(res)[:k]) {
+						t.Errorf("round %d: refiner input %+v; want q^0, q^t, the top %d %v", i, in, k, ids(res)[:k])
+					}
+				}
+				if rd.Stop != (i == len(rounds)-1) || (!rd.Stop && rd.Refined == "") {
+					t.Errorf("round %d: stop %v, refined %q", i, rd.Stop, rd.Refined)
+				}
+				text = rd.Refined
+			}
+		})
+	}
+}
