@@ -7,6 +7,9 @@
 //	eval -method rerank-m -retriever RUN -reranker RUN -depth 30 [-interpolate minmax|zscore|off] [-weight dev|W]
 //	eval -method fusion -runs bm25,run:RUN[,FILE...] [-fusion rrf|minmax|zscore] [-rrf-k 60] [-weight dev|W|W1,W2,...]
 //	eval ... [-save-run FILE [-run-tag TAG]] [-k 100] [-holdout-tools F -holdout-seed N] [-split dev]
+//	eval -index DIR [-no-refiner]     (an exported index as retriever.Load serves it)
+//	eval -run RUN -feedback FILE [-iterations T]     (replay a collection's refinements: metrics per round)
+//	eval -run RUN -refiner prf -prf-model RUN [-prf-threshold 0.5] [-iterations 3] [-refiner-k 10]   (live)
 //
 // -save-run writes the rankings of every evaluated query (the top -k) as a TREC run file;
 // -method fusion fuses such files and live methods (fusion.go). -holdout-tools evaluates on
@@ -62,6 +65,11 @@ type options struct {
 	k               int
 	saveRun, runTag string
 	fu              fusionOptions
+	// fb: the iterative retrieval (-feedback FILE, -refiner prf; feedback.go).
+	fb feedbackOptions
+	// index: an exported index evaluated as retriever.Load serves it (index.go).
+	index     string
+	noRefiner bool
 }
 
 // rerankOptions are the flags of the rerank methods.
@@ -98,6 +106,8 @@ func parse(args []string, out io.Writer) (*options, error) {
 	cutoffs := cli.Cutoffs(fs)
 	fs.StringVar(&o.split, "split", "test", "split to evaluate; dev: the dev split a trained run recorded (-run, else -retriever, else the first run:RUN of -runs), when the dataset has no split named dev")
 	fs.StringVar(&o.method, "method", "bm25", "retrieval method: "+methodNames())
+	fs.StringVar(&o.index, "index", "", "evaluate an exported index (cmd/export -format index) as retriever.Load serves it, with its packaged refiner, instead of -method")
+	fs.BoolVar(&o.noRefiner, "no-refiner", false, "-index: its first stage alone, without its packaged refiner")
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object instead of a table")
 	fs.BoolVar(&o.subsets, "subsets", false, "also print per-subset rows (number of relevant tools, seen/unseen)")
 	fs.Float64Var(&o.bm25.K1, "bm25-k1", bm25.DefaultParams.K1, "BM25 k1")
@@ -129,6 +139,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.fu.runs, "runs", "", "fusion: the rankings to fuse, comma-separated: a method (bm25), run:RUN (a trained run, as -run RUN ranks), or a TREC run file (-save-run; a query of the split missing from it is an error); a file named like a method: ./bm25")
 	fs.StringVar(&o.fu.method, "fusion", "rrf", "fusion: rrf (reciprocal rank fusion, -rrf-k), or minmax or zscore (interpolation of per-query normalised scores, -weight)")
 	fs.Float64Var(&o.fu.rrfK, "rrf-k", fusion.DefaultK, "fusion: the RRF constant k in 1/(k + rank)")
+	o.fb.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -165,6 +176,9 @@ func parse(args []string, out io.Writer) (*options, error) {
 	}
 	if o.vectors != "text" && o.vectors != "usage" {
 		return nil, fmt.Errorf("-tool-vectors %q: want text or usage", o.vectors)
+	}
+	if err := o.fb.check(&o); err != nil {
+		return nil, err
 	}
 	return &o, nil
 }
@@ -215,7 +229,18 @@ func main() {
 
 // run evaluates with the options and writes the result to w.
 func run(o *options, w io.Writer) error {
+	if o.fb.active() {
+		return runFeedback(o, w)
+	}
 	m, ok := methods[o.method]
+	if o.index != "" {
+		if o.run != "" || o.method == "fusion" {
+			return fmt.Errorf("-index evaluates an exported index: not with -run or -method fusion")
+		}
+		m, ok = method{"exported index", buildIndex}, true
+	} else if o.noRefiner {
+		return fmt.Errorf("-no-refiner applies to -index")
+	}
 	if o.run != "" {
 		if o.method == "fusion" {
 			return fmt.Errorf("-method fusion fuses -runs: give the trained run as run:%s there, not -run", o.run)
@@ -314,6 +339,9 @@ func buildRunAt(o *options, d *data.Dataset, dir string, train *data.Split) (ret
 	}
 	if n := r.UsageNote(); n != "" {
 		fmt.Fprintln(os.Stderr, n)
+	}
+	if m := r.Marker(); m != "" { // iteration-aware: round 0's instructions
+		return markedRanker{retrieve.Texts(r), m}, desc + " (" + o.vectors + " tool vectors, iteration marker " + fmt.Sprintf("%q", m) + ")", nil
 	}
 	return retrieve.Texts(r), desc + " (" + o.vectors + " tool vectors)", nil
 }
