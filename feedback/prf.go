@@ -180,8 +180,8 @@ func Accept(tools []Tool, scores []float32, threshold float64, max int) []Tool {
 
 // Rewrite returns q0 followed by each tool's names and description, "q0 Name API:
 // description; Name API: description" (a tool without names shows its id), descriptions
-// clipped to chars characters at a word boundary (chars < 0: names only). Tools whose
-// entries read the same are written once.
+// without their final period and clipped to chars characters at a word boundary (chars < 0:
+// names only). Tools whose entries read the same are written once.
 func Rewrite(q0 string, tools []Tool, chars int) string {
 	var parts []string
 	for _, t := range tools {
@@ -189,7 +189,7 @@ func Rewrite(q0 string, tools []Tool, chars int) string {
 		if name == "" {
 			name = t.ID
 		}
-		if d := oneLine(t.Description); chars >= 0 && d != "" {
+		if d := strings.TrimRight(oneLine(t.Description), ".;, "); chars >= 0 && d != "" {
 			name += ": " + clipWords(d, chars)
 		}
 		if !slices.Contains(parts, name) {

@@ -57,7 +57,7 @@ func prfTools() []Tool {
 func TestPRFRefine(t *testing.T) {
 	const q0 = "weather in  Lisbon, then mail it"
 	tools := prfTools()
-	ab := "weather in Lisbon, then mail it Weather Now: Current weather conditions for a city, with wind and humidity; Mail Send: Send an email."
+	ab := "weather in Lisbon, then mail it Weather Now: Current weather conditions for a city, with wind and humidity; Mail Send: Send an email"
 	for _, c := range []struct {
 		name   string
 		scores map[string]float32
