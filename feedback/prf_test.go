@@ -3,6 +3,7 @@ package feedback
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,6 +15,7 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/models/classifier"
+	"github.com/toolret/toolret/models/refiner"
 )
 
 // fixedJudge scores tools by id from a table (0 for tools not in it) and records the
@@ -338,5 +340,61 @@ func TestLoadJudge(t *testing.T) {
 	}
 	if _, _, err := LoadJudge(be, d, bk); err == nil || !strings.Contains(err.Error(), "not an mlc classifier, refiner or cross-encoder run") {
 		t.Errorf("bi-encoder run: %v", err)
+	}
+}
+
+// TestRefinerJudge: a refiner run judges the retrieved tools as its candidate list: the
+// softmax of its logits over the tools it scores (its -loss softmax), 0 beyond its N slots.
+func TestRefinerJudge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a refiner")
+	}
+	d, err := data.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bk, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	be, ref := filepath.Join(dir, "be"), filepath.Join(dir, "ref")
+	if err := exporttest.WriteRecordedRun(be, exporttest.Options{Hidden: 16, Layers: 1, Heads: 2}, bk, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := exporttest.WriteRefinerRun(ref, be, exporttest.RefinerOptions{N: 4}, bk, 1); err != nil {
+		t.Fatal(err)
+	}
+	j, kind, err := LoadJudge(ref, d, bk)
+	if err != nil || kind != JudgeRefiner {
+		t.Fatalf("refiner run: kind %q, %v", kind, err)
+	}
+	m, err := refiner.LoadRun(ref, bk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := Tools(d)
+	pick := []Tool{tools[3], tools[1], tools[7], tools[0], tools[9], tools[2]}
+	q := d.Queries[5].Text
+	got, err := j.Judge(context.Background(), q, pick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logits, err := m.Scores(context.Background(), []string{q}, [][]int{{3, 1, 7, 0, 9, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, x := range logits[0] {
+		sum += math.Exp(float64(x))
+	}
+	for i := range pick {
+		want := 0.0
+		if i < 4 {
+			want = math.Exp(float64(logits[0][i])) / sum
+		}
+		if math.Abs(float64(got[i])-want) > 1e-5 {
+			t.Errorf("tool %d: judge %v, softmax of the refiner's logits %v", i, got[i], want)
+		}
 	}
 }
