@@ -184,6 +184,11 @@ func TestBiencoderFeedback(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(run, "test_metrics.json")); err != nil {
 		t.Error(err)
 	}
+	// An iteration-aware retriever does not collect (its loop would rank unmarked instructions).
+	if err := feedbackCmd([]string{"-data", f.data, "-retriever", run, "-refiner", "prf", "-prf-model", f.mlc, "-quiet",
+		"-out", filepath.Join(f.dir, "again.jsonl")}); err == nil || !strings.Contains(err.Error(), "trained iteration-aware") {
+		t.Errorf("collecting with an iteration-aware retriever: %v", err)
+	}
 	// The ablations: no joint loss, no hard negatives, no warm-up.
 	abl := filepath.Join(f.dir, "abl")
 	if err := biencoderCmd(append([]string{"-run", abl, "-feedback-joint=false", "-feedback-hard-negatives=false", "-iterations", "1",
