@@ -325,9 +325,8 @@ func TestFeedbackResume(t *testing.T) {
 	}
 	cfg := func(dir string) train.Config {
 		o := train.DefaultOptimizer()
-		// No clipping: see TestQueryTaskTrain (the clip norm's summation order differs between
-		// a fresh store and a restored one).
-		o.LR, o.Warmup, o.ClipNorm = 3e-3, 2, 0
+		// Clipping on (the default clip norm): see TestQueryTaskTrain.
+		o.LR, o.Warmup = 3e-3, 2
 		return train.Config{RunDir: dir, Seed: 1, Epochs: 4, Metric: "recall@1", KeepLast: 2, Optimizer: o, Quiet: true}
 	}
 	store := func() *model.Store {
