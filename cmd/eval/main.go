@@ -33,6 +33,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -133,7 +134,8 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.Float64Var(&r.minT, "min-t", 2, "rerank: a dev-tuned weight above 0 is kept only when its per-query dev gain over the retriever's ranking has a paired t-statistic of at least this (else w = 0; 0: keep the dev optimum)")
 	fs.StringVar(&r.weight, "weight", "dev", "rerank: the interpolation's cross-encoder weight w in [0, 1] (0: the retriever's ranking), or dev: the best of 0, 0.1, ..., 1 on the -retriever run's dev split (-grid-metric; with -grid or -ablations tuned with the other parameters). "+
 		"fusion (-fusion minmax|zscore): W for W·first + (1-W)·second of two -runs, or one non-negative weight per -runs entry (W1,W2,...), or dev: the best weights in steps of 0.1 summing to 1 on the dev split (-split dev's)")
-	fs.IntVar(&o.k, "k", 100, "how many tools each query's ranking keeps: the depth -save-run writes and each -runs list fuses")
+	o.k = 100
+	fs.Var(depthFlag{&o.k}, "k", "how many tools each query's ranking keeps: the depth -save-run writes and each -runs list fuses (metric cutoffs are -cutoffs)")
 	fs.StringVar(&o.saveRun, "save-run", "", "write the rankings of the evaluated queries (the top -k) to this file in TREC run format (qid Q0 docid rank score tag; written atomically)")
 	fs.StringVar(&o.runTag, "run-tag", "", "-save-run: the run's tag (default toolret-<method>)")
 	fs.StringVar(&o.fu.runs, "runs", "", "fusion: the rankings to fuse, comma-separated: a method (bm25), run:RUN (a trained run, as -run RUN ranks), or a TREC run file (-save-run; a query of the split missing from it is an error); a file named like a method: ./bm25")
@@ -344,4 +346,27 @@ func buildRunAt(o *options, d *data.Dataset, dir string, train *data.Split) (ret
 		return markedRanker{retrieve.Texts(r), m}, desc + " (" + o.vectors + " tool vectors, iteration marker " + fmt.Sprintf("%q", m) + ")", nil
 	}
 	return retrieve.Texts(r), desc + " (" + o.vectors + " tool vectors)", nil
+}
+
+// depthFlag is -k, the ranking depth: one number. A list such as "1,5" (what -k meant before
+// it was the depth) is refused with a pointer to -cutoffs.
+type depthFlag struct{ k *int }
+
+func (f depthFlag) String() string {
+	if f.k == nil {
+		return "0"
+	}
+	return strconv.Itoa(*f.k)
+}
+
+func (f depthFlag) Set(v string) error {
+	if strings.Contains(v, ",") {
+		return fmt.Errorf("-k is the number of tools a ranking keeps; metric cutoffs such as %q are -cutoffs", v)
+	}
+	k, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("want a number of tools")
+	}
+	*f.k = k
+	return nil
 }

@@ -327,7 +327,7 @@ var cases = []badCase{
 	// eval.
 	{"eval/cutoffs-letters", cmd("eval", "-cutoffs", "a,b"), nil, `-cutoffs "a,b"`},
 	{"eval/cutoffs-0", cmd("eval", "-cutoffs", "0"), nil, `-cutoffs "0"`},
-	{"eval/old-k-cutoffs", cmd("eval", "-k", "1,5"), nil, "flag provided but not defined: -k"},
+	{"eval/old-k-cutoffs", cmd("eval", "-k", "1,5"), nil, `metric cutoffs such as "1,5" are -cutoffs`},
 	{"eval/method-typo", cmd("eval", "-method", "bm52"), nil, `-method "bm52"`},
 	{"eval/unknown-flag", cmd("eval", "-bogus"), nil, "flag provided but not defined: -bogus"},
 	{"eval/positional", cmd("eval", "extra"), nil, `unexpected arguments ["extra"]`},
