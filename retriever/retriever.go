@@ -29,6 +29,11 @@
 // -candidates mlc), with the first-stage weight applied to the classifier's probabilities, as
 // the refiner was trained and tuned.
 //
+// WithHybrid fuses the first stage (bi-encoder or MLC) with BM25 over the tool texts of
+// tools.jsonl (rrf, or min-max / z-score interpolation with a dense weight), as cmd/eval
+// -method fusion does; the BM25 index is built from the library at load and for each library
+// version set, so tools added later are found by their words too.
+//
 // A Retriever is safe for concurrent use. Its tool library is an immutable Library snapshot
 // swapped atomically (SetLibrary): a query is answered from one library version, never a
 // mix, while a server adds or removes tools (Library.With; new tools are embedded with the
@@ -75,6 +80,9 @@ type Result struct {
 	Text  string
 	// Hierarchy (category → tool → API) when the dataset has one.
 	Category, ToolName, APIName string
+	// DenseScore and BM25Score are, with WithHybrid, the tool's dense first-stage score and
+	// its BM25 score, the two scores fused into RetrievalScore (0 without WithHybrid).
+	DenseScore, BM25Score float32
 }
 
 type options struct {
@@ -88,6 +96,11 @@ type options struct {
 	// interp: WithInterpolation was given, with weight interpW.
 	interp  bool
 	interpW float32
+	// hybrid: WithHybrid's method ("" for none) and dense weight; WithHybridDepth.
+	hybrid         string
+	hybridW        float64
+	hybridDepth    int
+	hybridDepthSet bool
 }
 
 // Option configures Load.
@@ -145,6 +158,8 @@ type Retriever struct {
 	ref *refinerStage
 	// mlc describes an index from an MLC classifier; nil for a bi-encoder's.
 	mlc *export.MLCManifest
+	// hyb fuses the first stage with BM25 (WithHybrid); nil: the dense first stage alone.
+	hyb *hybridStage
 }
 
 // ErrMLCTools is the error of adding or changing tools of an index from an MLC classifier.
@@ -162,6 +177,7 @@ type Library struct {
 	vecs    [][]float32    // scoring vectors; nil: rows
 	bias    []float32      // per-tool bias added to every score (an MLC index); nil: none
 	pos     map[string]int // id -> index
+	lex     lexical        // the BM25 index of the tool texts, built on first use (hybrid)
 }
 
 // NewLibrary returns a library of tools with embeddings emb (same order, one row each).
@@ -361,6 +377,13 @@ func Load(dir string, opts ...Option) (*Retriever, error) {
 	if r.ref, err = loadRefiner(dir, man, meta, tools, o, o.be); err != nil {
 		return nil, err
 	}
+	refDir := ""
+	if r.ref != nil {
+		refDir = r.ref.dir
+	}
+	if r.hyb, err = newHybrid(o, refDir); err != nil {
+		return nil, err
+	}
 	if r.ref != nil {
 		// The refiner was trained over one first stage: the index must score with it.
 		want := refinerVectors[r.ref.kind]
@@ -406,6 +429,9 @@ func Load(dir string, opts ...Option) (*Retriever, error) {
 		for i := range lib.vecs {
 			lib.vecs[i] = uflat[i*dim : (i+1)*dim : (i+1)*dim]
 		}
+	}
+	if r.hyb != nil {
+		lib.lexicalIndex() // at load, not on the first query
 	}
 	r.lib.Store(lib)
 	if o.interp && (o.rerankDir == "" || !(o.interpW >= 0 && o.interpW <= 1)) {
@@ -492,6 +518,9 @@ func (r *Retriever) Library() *Library { return r.lib.Load() }
 func (r *Retriever) SetLibrary(l *Library) error {
 	if l.Len() > 0 && len(l.rows[0]) != r.dim {
 		return fmt.Errorf("retriever: library of %d-dimensional embeddings, the index %d", len(l.rows[0]), r.dim)
+	}
+	if r.hyb != nil {
+		l.lexicalIndex() // before the library is published: queries find its BM25 index built
 	}
 	r.lib.Store(l)
 	return nil
@@ -592,6 +621,9 @@ func (r *Retriever) RetrieveFrom(ctx context.Context, lib *Library, queries []st
 	qe, err := r.Embed(biencoder.QueryTower, queries)
 	if err != nil {
 		return nil, err
+	}
+	if r.hyb != nil {
+		return r.retrieveHybrid(ctx, lib, queries, qe, k)
 	}
 	m := k
 	if r.rerank != nil {

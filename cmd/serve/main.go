@@ -3,7 +3,7 @@
 //
 //	serve -index DIR [-addr 127.0.0.1:8080] [-backend go] [-k 5] [-reranker DIR -depth 20]
 //	      [-max-k 100] [-max-batch 64] [-max-body 1048576] [-timeout 10s] [-grace 30s]
-//	      [-compact-every 1000] [-model NAME] [-mcp stdio|http]
+//	      [-compact-every 1000] [-model NAME] [-mcp stdio|http] [-hybrid rrf|minmax|zscore [-hybrid-weight W]]
 //
 // HTTP (package serve): POST /v1/retrieve, POST /v1/embeddings (OpenAI's format), POST
 // /v1/tools, GET and DELETE /v1/tools/{id}, GET /healthz, GET /metrics (Prometheus). Tool
@@ -45,7 +45,8 @@ type options struct {
 	index, addr, backend, reranker, model, mcp string
 	k, depth, maxK, maxBatch, compactEvery     int
 	maxBody                                    int64
-	rerankWeight                               float64
+	rerankWeight, hybridWeight                 float64
+	hybrid                                     string
 	noRefiner                                  bool
 	timeout, grace                             time.Duration
 }
@@ -73,6 +74,8 @@ func parse(args []string) (*options, error) {
 	fs.StringVar(&o.reranker, "reranker", "", "exported cross-encoder (cmd/export -format hf) reranking the top -depth tools")
 	fs.IntVar(&o.depth, "depth", 20, "tools the -reranker rescores per query")
 	fs.Float64Var(&o.rerankWeight, "rerank-weight", -1, "with -reranker: w·minmax(cross-encoder) + (1-w)·minmax(retriever) over the top -depth, w in [0, 1] (the weight cmd/eval -method rerank -weight dev prints); -1: the cross-encoder's order alone")
+	fs.StringVar(&o.hybrid, "hybrid", "", "fuse the index's first stage with BM25 over the tool texts: rrf (k 60), minmax or zscore (-hybrid-weight); each side ranks its top max(k, 100)")
+	fs.Float64Var(&o.hybridWeight, "hybrid-weight", -1, "with -hybrid minmax|zscore: w·dense + (1-w)·bm25, w in [0, 1] (cmd/eval -method fusion -runs run:RUN,bm25 -weight dev prints it); -1: 0.5")
 	fs.BoolVar(&o.noRefiner, "no-refiner", false, "serve the index's first stage alone, without the refiner packaged in it (cmd/export -refiner)")
 	fs.IntVar(&o.maxK, "max-k", 100, "largest k a request may ask for")
 	fs.IntVar(&o.maxBatch, "max-batch", 64, "most queries, embedding inputs or tools in one request")
@@ -110,6 +113,29 @@ func parse(args []string) (*options, error) {
 			return nil, fmt.Errorf("-rerank-weight %g: want a weight in [0, 1], or -1 for none", o.rerankWeight)
 		}
 	}
+	switch o.hybrid {
+	case "":
+		if o.hybridWeight != -1 {
+			return nil, errors.New("-hybrid-weight needs -hybrid minmax or zscore")
+		}
+	case "rrf":
+		if o.hybridWeight != -1 {
+			return nil, errors.New("-hybrid-weight applies to -hybrid minmax or zscore; rrf has no weight")
+		}
+		o.hybridWeight = 0
+	case "minmax", "zscore":
+		if o.hybridWeight == -1 {
+			o.hybridWeight = 0.5
+		}
+		if !(o.hybridWeight >= 0 && o.hybridWeight <= 1) {
+			return nil, fmt.Errorf("-hybrid-weight %g: want a weight in [0, 1]", o.hybridWeight)
+		}
+	default:
+		return nil, fmt.Errorf("-hybrid %q: want rrf, minmax or zscore", o.hybrid)
+	}
+	if o.hybrid != "" && o.reranker != "" {
+		return nil, errors.New("-hybrid and -reranker: a reranker over hybrid candidates is not supported; give one")
+	}
 	if o.k > o.maxK {
 		return nil, fmt.Errorf("-k %d is above -max-k %d", o.k, o.maxK)
 	}
@@ -138,6 +164,9 @@ func run(o *options, log *slog.Logger) error {
 	if o.noRefiner {
 		ropts = append(ropts, retriever.WithoutRefiner())
 	}
+	if o.hybrid != "" {
+		ropts = append(ropts, retriever.WithHybrid(o.hybrid, o.hybridWeight))
+	}
 	start := time.Now()
 	store, err := serve.Open(o.index, o.compactEvery, ropts...)
 	if err != nil {
@@ -145,7 +174,7 @@ func run(o *options, log *slog.Logger) error {
 	}
 	lib := store.R.Library()
 	log.Info("index loaded", "index", o.index, "tools", lib.Len(), "version", lib.Version, "replayed_updates", store.Pending(),
-		"dim", store.R.Dim(), "tool_updates", store.R.CanEmbedTools() == nil, "ms", time.Since(start).Milliseconds())
+		"dim", store.R.Dim(), "tool_updates", store.R.CanEmbedTools() == nil, "hybrid", o.hybrid, "ms", time.Since(start).Milliseconds())
 	token := os.Getenv("TOOLRET_TOKEN")
 	cfg := serve.Config{DefaultK: o.k, MaxK: o.maxK, MaxBatch: o.maxBatch, MaxBody: o.maxBody, Timeout: o.timeout,
 		Token: token, Model: o.model, MCP: o.mcp == "http", Logger: log}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseHybrid(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		method string
+		w      float64
+	}{
+		{[]string{"-index", "x"}, "", -1},
+		{[]string{"-index", "x", "-hybrid", "rrf"}, "rrf", 0},
+		{[]string{"-index", "x", "-hybrid", "minmax"}, "minmax", 0.5},
+		{[]string{"-index", "x", "-hybrid", "zscore", "-hybrid-weight", "0.3"}, "zscore", 0.3},
+		{[]string{"-index", "x", "-hybrid", "minmax", "-hybrid-weight", "0"}, "minmax", 0},
+	} {
+		o, err := parse(tc.args)
+		if err != nil {
+			t.Fatalf("parse(%q): %v", tc.args, err)
+		}
+		if o.hybrid != tc.method || o.hybridWeight != tc.w {
+			t.Errorf("parse(%q): hybrid %q weight %g, want %q %g", tc.args, o.hybrid, o.hybridWeight, tc.method, tc.w)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-index", "x", "-hybrid", "sum"}, `-hybrid "sum": want rrf, minmax or zscore`},
+		{[]string{"-index", "x", "-hybrid-weight", "0.5"}, "-hybrid-weight needs -hybrid minmax or zscore"},
+		{[]string{"-index", "x", "-hybrid", "rrf", "-hybrid-weight", "0.5"}, "rrf has no weight"},
+		{[]string{"-index", "x", "-hybrid", "minmax", "-hybrid-weight", "1.5"}, "-hybrid-weight 1.5: want a weight in [0, 1]"},
+		{[]string{"-index", "x", "-hybrid", "zscore", "-hybrid-weight", "-0.2"}, "-hybrid-weight -0.2: want a weight in [0, 1]"},
+		{[]string{"-index", "x", "-hybrid", "rrf", "-reranker", "ce"}, "-hybrid and -reranker"},
+	} {
+		if _, err := parse(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parse(%q): %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

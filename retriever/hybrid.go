@@ -1,0 +1,165 @@
+package retriever
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/toolret/toolret/fusion"
+	"github.com/toolret/toolret/rerank"
+	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/retrieve/bm25"
+)
+
+// Hybrid fusion methods (WithHybrid).
+const (
+	HybridRRF    = "rrf"
+	HybridMinMax = "minmax"
+	HybridZScore = "zscore"
+)
+
+// DefaultHybridDepth is the least number of candidates each side of a hybrid retriever ranks
+// per query (WithHybridDepth).
+const DefaultHybridDepth = 100
+
+// WithHybrid fuses the first stage's dense ranking with an Okapi BM25 ranking of the tool
+// texts (tools.jsonl's "text", bm25.DefaultParams, as cmd/eval -method bm25 ranks them): each
+// side ranks its top m tools (m = max(k, DefaultHybridDepth), or WithHybridDepth) and the
+// union is fused as package fusion does for cmd/eval -method fusion -runs DENSE,bm25:
+//
+//   - "rrf": reciprocal rank fusion, Σ 1/(60 + rank) (fusion.RRF, fusion.DefaultK); it has no
+//     weight: pass 0.
+//   - "minmax" or "zscore": w·norm(dense) + (1−w)·norm(bm25), each side's scores normalised
+//     per query over its own top m (fusion.Interpolate); a tool missing from one side's list
+//     gets that side's lowest normalised score. w in [0, 1]: 1 is the dense ranking, 0 the
+//     BM25 ranking (ties to the lower index position); cmd/eval -method fusion -fusion minmax
+//     -weight dev prints the weight chosen on a dev split (its first list's weight).
+//
+// The dense side is the index's first stage (a bi-encoder's similarity with the tool vectors
+// WithToolVectors chose, or an MLC classifier's logit). A result's Score and RetrievalScore
+// are the fused score; DenseScore and BM25Score hold the two sides' scores of the tool.
+//
+// The BM25 index is built from the library's tool texts when a library is loaded or set
+// (SetLibrary; a library passed to RetrieveFrom without it is indexed on first use), once
+// per library version: a query scores both sides on the same version. Hybrid retrieval is a
+// first stage of its own: Load refuses it with a reranker or a refiner (whose training and
+// weights assumed the dense first stage's candidates and scores); WithoutRefiner drops an
+// index's packaged refiner.
+func WithHybrid(method string, w float64) Option {
+	return func(o *options) { o.hybrid, o.hybridW = method, w }
+}
+
+// WithHybridDepth sets m, the number of tools each side of WithHybrid ranks per query (at
+// least k; 0: max(k, DefaultHybridDepth)).
+func WithHybridDepth(m int) Option {
+	return func(o *options) { o.hybridDepth, o.hybridDepthSet = m, true }
+}
+
+// hybridStage is the configuration of a hybrid first stage.
+type hybridStage struct {
+	method string
+	w      float64
+	depth  int // 0: max(k, DefaultHybridDepth)
+}
+
+// newHybrid checks the hybrid options of o: nil without WithHybrid. refiner names the
+// refiner Load would serve ("" for none).
+func newHybrid(o options, refiner string) (*hybridStage, error) {
+	if o.hybrid == "" {
+		if o.hybridDepthSet {
+			return nil, fmt.Errorf("retriever: WithHybridDepth(%d) needs WithHybrid", o.hybridDepth)
+		}
+		return nil, nil
+	}
+	h := &hybridStage{method: o.hybrid, w: o.hybridW, depth: o.hybridDepth}
+	switch h.method {
+	case HybridRRF:
+		if h.w != 0 {
+			return nil, fmt.Errorf("retriever: WithHybrid(%q, %v): rrf has no weight (it fuses ranks, k %d): pass 0", h.method, h.w, fusion.DefaultK)
+		}
+	case HybridMinMax, HybridZScore:
+		if !(h.w >= 0 && h.w <= 1) {
+			return nil, fmt.Errorf("retriever: WithHybrid(%q, %v): the dense weight must be in [0, 1]", h.method, h.w)
+		}
+	default:
+		return nil, fmt.Errorf("retriever: WithHybrid(%q): want %s, %s or %s", h.method, HybridRRF, HybridMinMax, HybridZScore)
+	}
+	if h.depth < 0 {
+		return nil, fmt.Errorf("retriever: WithHybridDepth(%d): want >= 0", h.depth)
+	}
+	if o.rerankDir != "" {
+		return nil, fmt.Errorf("retriever: WithHybrid and WithReranker: a reranker over hybrid candidates is not supported (its interpolation weight was tuned on dense scores); give one")
+	}
+	if refiner != "" {
+		return nil, fmt.Errorf("retriever: WithHybrid and refiner %s: the refiner was trained over the dense first stage's candidates and scores, not hybrid ones; give WithoutRefiner (serve -no-refiner) to serve the hybrid first stage", refiner)
+	}
+	return h, nil
+}
+
+// lexical is the BM25 side of one library version, built once.
+type lexical struct {
+	once sync.Once
+	ix   *bm25.Index
+}
+
+// lexicalIndex returns the BM25 index of l's tool texts, building it on first use.
+func (l *Library) lexicalIndex() *bm25.Index {
+	l.lex.once.Do(func() {
+		docs := make([]string, len(l.tools))
+		for i, t := range l.tools {
+			docs[i] = t.Text
+		}
+		l.lex.ix = bm25.New(docs, bm25.DefaultParams)
+	})
+	return l.lex.ix
+}
+
+// Hybrid returns the hybrid fusion method and the dense weight ("" when the retriever is not
+// hybrid; the weight is 0 for rrf).
+func (r *Retriever) Hybrid() (method string, w float64) {
+	if r.hyb == nil {
+		return "", 0
+	}
+	return r.hyb.method, r.hyb.w
+}
+
+// retrieveHybrid answers queries (embedded as qe) from lib with the hybrid first stage.
+func (r *Retriever) retrieveHybrid(ctx context.Context, lib *Library, queries []string, qe [][]float32, k int) ([][]Result, error) {
+	h := r.hyb
+	m := h.depth
+	if m == 0 {
+		m = DefaultHybridDepth
+	}
+	m = max(m, k)
+	ix := lib.lexicalIndex()
+	dense := make([]float32, lib.Len())
+	out := make([][]Result, len(queries))
+	for i, q := range qe {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		score(lib.scoring(), lib.bias, q, dense)
+		lex := ix.Scores(queries[i])
+		lists := []retrieve.Ranking{retrieve.TopK(dense, m), retrieve.TopK(lex, m)}
+		var f retrieve.Ranking
+		var err error
+		if h.method == HybridRRF {
+			f, err = fusion.RRF(lists, fusion.DefaultK)
+		} else {
+			f, err = fusion.Interpolate(lists, []float64{h.w, 1 - h.w}, rerank.Norm(h.method))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("retriever: hybrid %s: query %d: %w", h.method, i, err)
+		}
+		n := min(k, len(f.Tools))
+		res := make([]Result, n)
+		for j, t := range f.Tools[:n] {
+			rec := lib.tools[t]
+			s := f.Scores[j]
+			res[j] = Result{ToolID: rec.ID, Score: s, RetrievalScore: s, DenseScore: dense[t], BM25Score: lex[t], Index: t,
+				Title: rec.Title, Text: rec.Text, Category: rec.Category, ToolName: rec.ToolName, APIName: rec.APIName}
+		}
+		out[i] = res
+	}
+	return out, nil
+}
