@@ -22,6 +22,13 @@ func buildIndex(o *options, d *data.Dataset) (retrieve.QueryRanker, string, erro
 	if o.noRefiner {
 		opts = append(opts, retriever.WithoutRefiner())
 	}
+	if o.hybrid != "" || o.hybridWeight != -1 {
+		w, err := hybridWeight(o.hybrid, o.hybridWeight)
+		if err != nil {
+			return nil, "", err
+		}
+		opts = append(opts, retriever.WithHybrid(o.hybrid, w))
+	}
 	r, err := retriever.Load(o.index, opts...)
 	if err != nil {
 		return nil, "", fmt.Errorf("-index: %w", err)
@@ -33,6 +40,11 @@ func buildIndex(o *options, d *data.Dataset) (retrieve.QueryRanker, string, erro
 	desc := fmt.Sprintf("index %s (%s first stage", o.index, r.FirstStage())
 	if dir, cands, n := r.Refiner(); dir != "" {
 		desc += fmt.Sprintf(", refiner N %d over %s candidates", n, cands)
+	}
+	if h, w := r.Hybrid(); h == retriever.HybridRRF {
+		desc += ", hybrid rrf with bm25"
+	} else if h != "" {
+		desc += fmt.Sprintf(", hybrid %s with bm25, dense weight %g", h, w)
 	}
 	return retrieve.Texts(indexRanker{r: r, pos: pos, data: d.Name}), desc + ")", nil
 }
@@ -65,4 +77,27 @@ func (x indexRanker) Rank(ctx context.Context, queries []string, k int) ([]retri
 		}
 	}
 	return out, nil
+}
+
+// hybridWeight checks -hybrid and -hybrid-weight (w, -1 when not given) as serve does and
+// returns the dense weight: 0 for rrf, 0.5 by default for minmax and zscore.
+func hybridWeight(method string, w float64) (float64, error) {
+	switch method {
+	case "":
+		return 0, fmt.Errorf("-hybrid-weight needs -hybrid minmax or zscore")
+	case retriever.HybridRRF:
+		if w != -1 {
+			return 0, fmt.Errorf("-hybrid-weight applies to -hybrid minmax or zscore; rrf has no weight")
+		}
+		return 0, nil
+	case retriever.HybridMinMax, retriever.HybridZScore:
+		if w == -1 {
+			return 0.5, nil
+		}
+		if !(w >= 0 && w <= 1) {
+			return 0, fmt.Errorf("-hybrid-weight %g: want a weight in [0, 1]", w)
+		}
+		return w, nil
+	}
+	return 0, fmt.Errorf("-hybrid %q: want rrf, minmax or zscore", method)
 }

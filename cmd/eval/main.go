@@ -8,6 +8,7 @@
 //	eval -method fusion -runs bm25,run:RUN[,FILE...] [-fusion rrf|minmax|zscore] [-rrf-k 60] [-weight dev|W|W1,W2,...]
 //	eval ... [-save-run FILE [-run-tag TAG]] [-k 100] [-holdout-tools F -holdout-seed N] [-split dev]
 //	eval -index DIR [-no-refiner]     (an exported index as retriever.Load serves it)
+//	eval -index DIR -hybrid rrf|minmax|zscore [-hybrid-weight W]   (as serve -hybrid serves it)
 //	eval -run RUN -feedback FILE [-iterations T]     (replay a collection's refinements: metrics per round)
 //	eval -run RUN -refiner prf -prf-model RUN [-prf-threshold 0.5] [-iterations 3] [-refiner-k 10]   (live)
 //
@@ -71,6 +72,9 @@ type options struct {
 	// index: an exported index evaluated as retriever.Load serves it (index.go).
 	index     string
 	noRefiner bool
+	// hybrid, hybridWeight: -hybrid, -hybrid-weight (-1: not given) of -index.
+	hybrid       string
+	hybridWeight float64
 }
 
 // rerankOptions are the flags of the rerank methods.
@@ -109,6 +113,8 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.method, "method", "bm25", "retrieval method: "+methodNames())
 	fs.StringVar(&o.index, "index", "", "evaluate an exported index (cmd/export -format index) as retriever.Load serves it, with its packaged refiner, instead of -method")
 	fs.BoolVar(&o.noRefiner, "no-refiner", false, "-index: its first stage alone, without its packaged refiner")
+	fs.StringVar(&o.hybrid, "hybrid", "", "-index: its first stage fused with BM25 as serve -hybrid serves it: rrf, minmax or zscore")
+	fs.Float64Var(&o.hybridWeight, "hybrid-weight", -1, "-index -hybrid minmax|zscore: the dense weight w in [0, 1] (-1: 0.5)")
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object instead of a table")
 	fs.BoolVar(&o.subsets, "subsets", false, "also print per-subset rows (number of relevant tools, seen/unseen)")
 	fs.Float64Var(&o.bm25.K1, "bm25-k1", bm25.DefaultParams.K1, "BM25 k1")
@@ -242,6 +248,8 @@ func run(o *options, w io.Writer) error {
 		m, ok = method{"exported index", buildIndex}, true
 	} else if o.noRefiner {
 		return fmt.Errorf("-no-refiner applies to -index")
+	} else if o.hybrid != "" || o.hybridWeight != -1 {
+		return fmt.Errorf("-hybrid and -hybrid-weight apply to -index (-method fusion -runs run:RUN,bm25 fuses a trained run)")
 	}
 	if o.run != "" {
 		if o.method == "fusion" {
