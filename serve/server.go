@@ -275,9 +275,14 @@ type ToolResult struct {
 	Title string  `json:"title,omitempty"`
 	Score float32 `json:"score"`
 	// RetrievalScore is the bi-encoder similarity when a reranker set Score.
-	RetrievalScore *float32   `json:"retrieval_score,omitempty"`
-	Hierarchy      *Hierarchy `json:"hierarchy,omitempty"`
-	Text           string     `json:"text,omitempty"`
+	RetrievalScore *float32 `json:"retrieval_score,omitempty"`
+	// DenseScore and BM25Score are, when the server fuses with BM25 (serve -hybrid), the two
+	// scores fused into the retrieval score: the first stage's (cosine, dot or MLC logit) and
+	// BM25's (0 for a tool outside BM25's top list).
+	DenseScore *float32   `json:"dense_score,omitempty"`
+	BM25Score  *float32   `json:"bm25_score,omitempty"`
+	Hierarchy  *Hierarchy `json:"hierarchy,omitempty"`
+	Text       string     `json:"text,omitempty"`
 }
 
 // RetrieveRequest is the body of POST /v1/retrieve: one query or a batch.
@@ -353,6 +358,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) (any, *apiErro
 		return nil, internal(r, err)
 	}
 	out := &RetrieveResponse{Version: lib.Version, LibrarySize: lib.Len()}
+	hybrid, _ := s.store.R.Hybrid()
 	conv := func(rs []retriever.Result) []ToolResult {
 		tr := make([]ToolResult, len(rs))
 		for i, x := range rs {
@@ -361,6 +367,10 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) (any, *apiErro
 			if x.Score != x.RetrievalScore {
 				rs := x.RetrievalScore
 				tr[i].RetrievalScore = &rs
+			}
+			if hybrid != "" {
+				d, b := x.DenseScore, x.BM25Score
+				tr[i].DenseScore, tr[i].BM25Score = &d, &b
 			}
 			if req.WithText {
 				tr[i].Text = x.Text
