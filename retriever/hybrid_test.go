@@ -362,12 +362,7 @@ func TestHybridRefusals(t *testing.T) {
 	if err := exporttest.WriteRefinerRun(refRun, run, exporttest.RefinerOptions{}, be, 5); err != nil {
 		t.Fatal(err)
 	}
-	m, err := export.LoadModel(run, be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, _ := data.Default()
-	if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: refIndex, Data: d, DataSource: "default", Refiner: refRun}); err != nil {
+	if _, err := exporttest.IndexRun(run, refIndex, refRun, be); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -390,7 +385,7 @@ func TestHybridRefusals(t *testing.T) {
 		index := c.index
 		if index == filepath.Join(tmp, "plain") {
 			if _, err := os.Stat(index); err != nil {
-				if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: index, Data: d, DataSource: "default"}); err != nil {
+				if _, err := exporttest.IndexRun(run, index, "", be); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -88,15 +88,7 @@ func exportMLC(t *testing.T, dir string, o exporttest.ClassifierOptions, be comp
 	if err := exporttest.WriteClassifierRun(run, o, be, seed); err != nil {
 		t.Fatal(err)
 	}
-	m, err := export.LoadModel(run, be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := data.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	man, err = export.Export(m, export.Options{Format: export.FormatIndex, Out: index, Data: d, DataSource: "default"})
+	man, err := exporttest.IndexRun(run, index, "", be)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,11 +375,7 @@ func TestMLCRefinerStage(t *testing.T) {
 		if err := rundir.WriteJSON(f.ref, refiner.WeightFile, refiner.Weight{FirstStageWeight: 0.6, Metric: "ndcg@5"}); err != nil {
 			t.Fatal(err)
 		}
-		m, err := export.LoadModel(f.mlcRun, be)
-		if err != nil {
-			t.Fatal(err)
-		}
-		man, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: f.index, Data: d, DataSource: "default", Refiner: f.ref})
+		man, err := exporttest.IndexRun(f.mlcRun, f.index, f.ref, be)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -487,7 +475,7 @@ func TestMLCRefinerStage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: beIndex, Data: d, DataSource: "default"}); err != nil {
+		if _, err := exporttest.IndexRun(beRun, beIndex, "", be); err != nil {
 			t.Fatal(err)
 		}
 		mlc := fx[0]

@@ -5,11 +5,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/toolret/toolret/backend"
-	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/export"
-	"github.com/toolret/toolret/export/exporttest"
 )
 
 // TestIndexHybrid: -index DIR -hybrid (what serve -hybrid answers) has the metrics of
@@ -17,36 +12,12 @@ import (
 // rrf, minmax and zscore, over a bi-encoder's and an MLC classifier's index; and differs
 // from the dense index alone. Bad -hybrid flags are refused.
 func TestIndexHybrid(t *testing.T) {
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := data.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	bm := filepath.Join(dir, "bm25.trec")
 	runJSON(t, map[string]string{"method": "bm25", "save-run": bm, "cutoffs": "1,3,5,10"})
-	for _, c := range []struct {
-		name  string
-		write func(run string) error
-	}{
-		{"biencoder", func(run string) error { return exporttest.WriteRun(run, exporttest.Options{}, be, 3) }},
-		{"mlc", func(run string) error { return exporttest.WriteClassifierRun(run, exporttest.ClassifierOptions{}, be, 4) }},
-	} {
+	for _, c := range tinyIndexes(t, dir) {
 		t.Run(c.name, func(t *testing.T) {
-			run, index, dense := filepath.Join(dir, c.name), filepath.Join(dir, c.name+"-index"), filepath.Join(dir, c.name+".trec")
-			if err := c.write(run); err != nil {
-				t.Fatal(err)
-			}
-			m, err := export.LoadModel(run, be)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: index, Data: d, DataSource: "default"}); err != nil {
-				t.Fatal(err)
-			}
+			index, dense := c.index, filepath.Join(dir, c.name+".trec")
 			alone := runJSON(t, map[string]string{"index": index, "save-run": dense, "cutoffs": "1,3,5,10", "backend": "go"})
 			for _, h := range []struct{ method, weight string }{{"rrf", ""}, {"minmax", "0.3"}, {"zscore", "0.6"}} {
 				kv := map[string]string{"index": index, "hybrid": h.method, "cutoffs": "1,3,5,10", "backend": "go"}

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/toolret/toolret/backend"
-	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
 )
 
@@ -16,36 +14,10 @@ import (
 // the metrics equal those of -run on the run they were exported from (the server answers
 // what eval measured), and the bad combinations of flags are refused.
 func TestIndex(t *testing.T) {
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := data.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	for _, c := range []struct {
-		name  string
-		write func(run string) error
-	}{
-		{"biencoder", func(run string) error { return exporttest.WriteRun(run, exporttest.Options{}, be, 3) }},
-		{"mlc", func(run string) error {
-			return exporttest.WriteClassifierRun(run, exporttest.ClassifierOptions{Loss: "softmax"}, be, 4)
-		}},
-	} {
+	for _, c := range tinyIndexes(t, dir) {
 		t.Run(c.name, func(t *testing.T) {
-			run, index := filepath.Join(dir, c.name), filepath.Join(dir, c.name+"-index")
-			if err := c.write(run); err != nil {
-				t.Fatal(err)
-			}
-			m, err := export.LoadModel(run, be)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: index, Data: d, DataSource: "default"}); err != nil {
-				t.Fatal(err)
-			}
+			run, index := c.run, c.index
 			kv := map[string]string{"cutoffs": "1,3,5,10", "backend": "go"}
 			kv["run"] = run
 			want := runJSON(t, kv)
@@ -72,4 +44,35 @@ func TestIndex(t *testing.T) {
 			t.Errorf("%v: %v, want %q", c.kv, err, c.want)
 		}
 	}
+}
+
+// tinyIndex is a tiny run of one kind and its tool index over the embedded dataset.
+type tinyIndex struct{ name, run, index string }
+
+// tinyIndexes writes, into dir, a tiny bi-encoder run and a tiny MLC classifier run (softmax
+// loss), and exports each as an index (dir/NAME and dir/NAME-index).
+func tinyIndexes(t *testing.T, dir string) []tinyIndex {
+	t.Helper()
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := map[string]func(run string) error{
+		"biencoder": func(run string) error { return exporttest.WriteRun(run, exporttest.Options{}, be, 3) },
+		"mlc": func(run string) error {
+			return exporttest.WriteClassifierRun(run, exporttest.ClassifierOptions{Loss: "softmax"}, be, 4)
+		},
+	}
+	var out []tinyIndex
+	for _, name := range []string{"biencoder", "mlc"} {
+		x := tinyIndex{name, filepath.Join(dir, name), filepath.Join(dir, name+"-index")}
+		if err := write[name](x.run); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := exporttest.IndexRun(x.run, x.index, "", be); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, x)
+	}
+	return out
 }

@@ -126,3 +126,18 @@ func WriteRun(runDir string, o Options, be compute.Backend, seed uint64) error {
 	}
 	return nil
 }
+
+// IndexRun exports the run (or checkpoint) in runDir as a tool index in out over the embedded
+// default dataset, as `cmd/export -format index -run RUN` does; refiner, when not empty, is a
+// refiner run packaged with it (-refiner).
+func IndexRun(runDir, out, refiner string, be compute.Backend) (*export.Manifest, error) {
+	m, err := export.LoadModel(runDir, be)
+	if err != nil {
+		return nil, err
+	}
+	d, err := data.Default()
+	if err != nil {
+		return nil, err
+	}
+	return export.Export(m, export.Options{Format: export.FormatIndex, Out: out, Data: d, DataSource: "default", Refiner: refiner})
+}
