@@ -95,7 +95,11 @@ type Manifest struct {
 	// inside the export ("." for the top directory).
 	Towers     map[string]string `json:"towers"`
 	Similarity string            `json:"similarity,omitempty"`
-	Labels     []string          `json:"labels,omitempty"`
+	// Marker is the iteration marker of a bi-encoder trained on iterative feedback (train
+	// biencoder -feedback; a format with one %d): its queries are embedded as iteration t's
+	// instructions, Mark(Marker, t, query); "" for none.
+	Marker string   `json:"marker,omitempty"`
+	Labels []string `json:"labels,omitempty"`
 	// Index: number of tools and embedding dimension.
 	Tools int `json:"tools,omitempty"`
 	Dim   int `json:"dim,omitempty"`
@@ -173,7 +177,7 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 	}
 	defer os.RemoveAll(tmp) // a no-op after the final rename
 	man := &Manifest{Toolret: Version(), Format: opts.Format, Kind: m.Kind, Source: opts.Source,
-		DataFingerprint: m.Fingerprint, Similarity: m.Similarity, Towers: map[string]string{}}
+		DataFingerprint: m.Fingerprint, Similarity: m.Similarity, Marker: m.Marker, Towers: map[string]string{}}
 	if man.Source == "" {
 		man.Source = m.Source
 	}

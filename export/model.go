@@ -42,6 +42,8 @@ type Model struct {
 	Head *Head
 	// Similarity of a bi-encoder ("cosine" or "dot"); empty otherwise.
 	Similarity string
+	// Marker is a bi-encoder's iteration marker (biencoder.Config.Marker; "" for none).
+	Marker string
 	// QueryMaxLen and ToolMaxLen are a bi-encoder's per-side length limits (a shared tower's
 	// MaxLen is the larger one).
 	QueryMaxLen, ToolMaxLen int
@@ -490,7 +492,7 @@ func FromEmbedder(e *biencoder.Embedder) *Model {
 		base := c.TowerBase(name)
 		return Tower{Name: name, Base: base, Encoder: withPooler(c.Encoder, e.Store, base), Pooling: c.Pooling, Normalize: cos, MaxLen: maxLen}
 	}
-	m := &Model{Kind: KindBiEncoder, Tok: e.Tok, Store: e.Store, Backend: e.Backend, Similarity: c.Similarity,
+	m := &Model{Kind: KindBiEncoder, Tok: e.Tok, Store: e.Store, Backend: e.Backend, Similarity: c.Similarity, Marker: c.Marker,
 		QueryMaxLen: c.QueryMaxLen, ToolMaxLen: c.ToolMaxLen, EmbedFn: e.Embed}
 	if c.Shared {
 		t := tower("", max(c.QueryMaxLen, c.ToolMaxLen))

@@ -68,7 +68,8 @@ func WithDepth(n int) IterateOption { return func(l *Loop) { l.Depth = n } }
 
 // WithMarker puts the iteration marker of an iteration-aware retriever before each round's
 // instruction: the format (one %d) its run recorded (biencoder.json "marker"; train
-// biencoder -feedback -marker). An exported index does not record it.
+// biencoder -feedback -marker). Retriever.Iterate defaults to the index's (Marker); "" turns
+// it off.
 func WithMarker(format string) IterateOption { return func(l *Loop) { l.Marker = format } }
 
 // WithQueryID names the query for the refiner.
@@ -83,9 +84,17 @@ func WithQueryID(id string) IterateOption { return func(l *Loop) { l.QueryID = i
 func (r *Retriever) Iterate(ctx context.Context, query string, ref feedback.Refiner, maxRounds int, opts ...IterateOption) ([]Round, error) {
 	lib := r.Library()
 	var results [][]Result // per Rank call, for the rounds' Results
-	l := Loop{
+	var l Loop
+	l = Loop{
+		Marker: r.Marker(),
 		Rank: func(ctx context.Context, text string, k int) (retrieve.Ranking, error) {
-			res, err := r.RetrieveFrom(ctx, lib, []string{text}, k)
+			// Rank is called once per round, in order, with q^t marked: the lexical stage,
+			// reranker and refiner get q^t itself.
+			q := text
+			if l.Marker != "" {
+				q = strings.TrimPrefix(text, fmt.Sprintf(l.Marker, len(results)))
+			}
+			res, err := r.retrieveFrom(ctx, lib, []string{text}, []string{q}, k)
 			if err != nil {
 				return retrieve.Ranking{}, err
 			}

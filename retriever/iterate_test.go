@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/feedback"
 	"github.com/toolret/toolret/retriever"
 )
@@ -132,6 +133,106 @@ func TestIterate(t *testing.T) {
 					t.Errorf("round %d: stop %v, refined %q", i, rd.Stop, rd.Refined)
 				}
 				text = rd.Refined
+			}
+		})
+	}
+}
+
+// TestIterateMarkedIndex: the index of an iteration-aware bi-encoder records its marker;
+// Retrieve embeds a query as round 0's instruction and Iterate marks each round, while the
+// refiner sees the instructions themselves; WithMarker("") turns the marking off.
+func TestIterateMarkedIndex(t *testing.T) {
+	const marker = "Iteration %d: "
+	plainDir := filepath.Join(t.TempDir(), "plain")
+	m, err := tinyIndex(plainDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Marker = marker
+	markedDir := filepath.Join(t.TempDir(), "marked")
+	if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: markedDir}); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := retriever.Load(plainDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked, err := retriever.Load(markedDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Marker() != "" || marked.Marker() != marker || marked.Manifest().Marker != marker {
+		t.Fatalf("markers: plain %q, marked %q (manifest %q); want \"\" and %q", plain.Marker(), marked.Marker(), marked.Manifest().Marker, marker)
+	}
+	ctx := context.Background()
+	const q = "what is the weather like in Lisbon tomorrow?"
+	same := func(what string, got, want []retriever.Result) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d results, want %d", what, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].ToolID != want[i].ToolID || got[i].Score != want[i].Score {
+				t.Fatalf("%s: result %d is %s (%v), want %s (%v)", what, i, got[i].ToolID, got[i].Score, want[i].ToolID, want[i].Score)
+			}
+		}
+	}
+	got, err := marked.Retrieve(ctx, q, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := plain.Retrieve(ctx, fmt.Sprintf(marker, 0)+q, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("Retrieve", got, want)
+	unmarked, err := plain.Retrieve(ctx, q, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	differ := false
+	for i := range got {
+		differ = differ || got[i].Score != unmarked[i].Score
+	}
+	if !differ {
+		t.Fatal("the marked query scores like the unmarked one: the marker is not applied")
+	}
+	more := func(in feedback.Input) (feedback.Step, error) {
+		return feedback.Step{Refined: fmt.Sprintf("%s then send it by email (%d)", in.Original, in.Iteration)}, nil
+	}
+	for _, c := range []struct {
+		name   string
+		opts   []retriever.IterateOption
+		marker string
+	}{
+		{"index marker", nil, marker},
+		{"WithMarker off", []retriever.IterateOption{retriever.WithMarker("")}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ref := &scripted{answer: more}
+			rounds, err := marked.Iterate(ctx, q, ref, 2, c.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rounds) != 3 {
+				t.Fatalf("%d rounds, want 3", len(rounds))
+			}
+			for i, rd := range rounds {
+				text := rd.Query
+				if c.marker != "" {
+					text = fmt.Sprintf(c.marker, i) + rd.Query
+				}
+				if rd.Text != text {
+					t.Errorf("round %d retrieved with %q, want %q", i, rd.Text, text)
+				}
+				want, err := plain.Retrieve(ctx, text, 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				same(fmt.Sprintf("round %d", i), rd.Results, want)
+				if i < len(ref.inputs) && ref.inputs[i].Query != rd.Query {
+					t.Errorf("round %d: the refiner got %q, want the instruction %q", i, ref.inputs[i].Query, rd.Query)
+				}
 			}
 		})
 	}

@@ -607,8 +607,31 @@ func (r *Retriever) RetrieveBatch(ctx context.Context, queries []string, k int) 
 }
 
 // RetrieveFrom returns the k best tools of lib for each query: every answer comes from that
-// one library version.
+// one library version. The index of an iteration-aware bi-encoder (Marker) embeds each query
+// as round 0's instruction, as its training did.
 func (r *Retriever) RetrieveFrom(ctx context.Context, lib *Library, queries []string, k int) ([][]Result, error) {
+	return r.retrieveFrom(ctx, lib, r.mark(queries, 0), queries, k)
+}
+
+// Marker returns the iteration marker of the index's bi-encoder ("" unless it was trained on
+// iterative feedback).
+func (r *Retriever) Marker() string { return r.man.Marker }
+
+// mark returns queries as iteration t's instructions under the index's marker.
+func (r *Retriever) mark(queries []string, t int) []string {
+	if r.man.Marker == "" {
+		return queries
+	}
+	out := make([]string, len(queries))
+	for i, q := range queries {
+		out[i] = biencoder.Mark(r.man.Marker, t, q)
+	}
+	return out
+}
+
+// retrieveFrom embeds texts (the queries, marked when the model is iteration-aware) and
+// gives the lexical stage, the reranker and the refiner the queries themselves.
+func (r *Retriever) retrieveFrom(ctx context.Context, lib *Library, texts, queries []string, k int) ([][]Result, error) {
 	if k <= 0 {
 		return nil, fmt.Errorf("retriever: k = %d, want > 0", k)
 	}
@@ -618,7 +641,7 @@ func (r *Retriever) RetrieveFrom(ctx context.Context, lib *Library, queries []st
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	qe, err := r.Embed(biencoder.QueryTower, queries)
+	qe, err := r.Embed(biencoder.QueryTower, texts)
 	if err != nil {
 		return nil, err
 	}

@@ -40,6 +40,7 @@ type Config struct {
 	RunDir      string    `json:"run_dir"`
 	Seed        uint64    `json:"seed"`
 	Epochs      int       `json:"epochs"`
+	MaxSteps    int       `json:"max_steps,omitempty"` // stop after this many optimizer steps (0: all the epochs' steps)
 	EvalEvery   int       `json:"eval_every"` // optimizer steps between evaluations/checkpoints (0: once per epoch)
 	Metric      string    `json:"metric"`     // dev metric to maximise for the best checkpoint ("" = last)
 	Patience    int       `json:"patience"`   // evaluations without improvement before stopping (0 = never)
@@ -95,6 +96,9 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 		total += perEpoch[e] / acc
 	}
 	stepsPerEpoch := perEpoch[0] / acc
+	if cfg.MaxSteps > 0 && cfg.MaxSteps < total {
+		total = cfg.MaxSteps
+	}
 	if cfg.Optimizer.TotalSteps == 0 {
 		cfg.Optimizer.TotalSteps = total
 	}
@@ -316,6 +320,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train: no run directory")
 	case c.Epochs < 1:
 		return fmt.Errorf("train: -epochs %d: must be >= 1", c.Epochs)
+	case c.MaxSteps < 0:
+		return fmt.Errorf("train: -max-steps %d: must be >= 0", c.MaxSteps)
 	case c.EvalEvery < 0:
 		return fmt.Errorf("train: -eval-every %d: must be >= 0", c.EvalEvery)
 	case c.Patience < 0:

@@ -358,3 +358,65 @@ func TestResumeBitIdenticalWithClipping(t *testing.T) {
 		t.Fatalf("resumed with clipping: %d of %d variables differ from the uninterrupted run (%v)", len(differ), len(want), differ[:min(3, len(differ))])
 	}
 }
+
+// TestMaxSteps: a run capped at MaxSteps stops there mid-epoch, evaluates and checkpoints at
+// its last step, fits the learning-rate schedule to the cap, and resumes bit for bit.
+func TestMaxSteps(t *testing.T) {
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := &toyTask{seed: 3, batches: 10}
+	capped := func(dir string) Config {
+		cfg := toyConfig(dir)
+		cfg.MaxSteps = 13
+		return cfg
+	}
+	dir := filepath.Join(t.TempDir(), "ref")
+	ref := newToyStore()
+	sum, err := Run(be, ref, task, capped(dir), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Steps != 13 || sum.Epochs != 2 {
+		t.Fatalf("summary: %d steps, %d epochs; want 13 steps in 2 epochs", sum.Steps, sum.Epochs)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 13 {
+		t.Fatalf("metrics.jsonl has %d records, want 13", len(lines))
+	}
+	var last, prev map[string]any
+	json.Unmarshal([]byte(lines[12]), &last)
+	json.Unmarshal([]byte(lines[11]), &prev)
+	if _, ok := last["dev_neg_norm"]; !ok {
+		t.Errorf("no dev evaluation at the capped last step: %s", lines[12])
+	}
+	if last["lr"].(float64) >= prev["lr"].(float64) || last["lr"].(float64) > 0.01 {
+		t.Errorf("lr %v then %v at the last two steps: the schedule is not fitted to 13 steps", prev["lr"], last["lr"])
+	}
+	cfg := capped(filepath.Join(t.TempDir(), "run"))
+	cfg.StopAfter = 7
+	if _, err := Run(be, newToyStore(), task, cfg, false); !errors.Is(err, ErrStopped) {
+		t.Fatal(err)
+	}
+	cfg.StopAfter = 0
+	resumed := model.NewStore()
+	if _, err := Run(be, resumed, task, cfg, true); err != nil {
+		t.Fatal(err)
+	}
+	got, want := weightsBytes(t, resumed), weightsBytes(t, ref)
+	for p, w := range want {
+		if !bytes.Equal(got[p], w) {
+			t.Fatalf("variable %s differs after stop at 7 and resume", p)
+		}
+	}
+	bad := toyConfig(filepath.Join(t.TempDir(), "bad"))
+	bad.MaxSteps = -1
+	if _, err := Run(be, newToyStore(), task, bad, false); err == nil || !strings.Contains(err.Error(), "-max-steps -1") {
+		t.Errorf("MaxSteps -1: %v", err)
+	}
+}

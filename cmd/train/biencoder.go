@@ -80,6 +80,7 @@ func biencoderCmd(args []string) error {
 	margin := fs.Float64("margin", 1, "query2query: triplet loss margin (Euclidean distance)")
 	devFrac := cli.Dev(fs)
 	evalEvery := fs.Int("eval-every", 0, "optimizer steps between dev evaluations (0: each epoch)")
+	maxSteps := fs.Int("max-steps", 0, "stop after this many optimizer steps, the learning-rate schedule fitted to them (0: all of -epochs)")
 	metric := cli.Metric(fs, "ndcg@5")
 	patience := fs.Int("patience", 0, "stop after this many evaluations without improvement (0: never)")
 	seed := cli.Seed(fs)
@@ -117,7 +118,7 @@ func biencoderCmd(args []string) error {
 		cli.Positive("temperature", *temp), cli.Positive("accumulate", *accum), cli.Fraction("dev", *devFrac),
 		cli.NonNegative("weight-decay", *wd), cli.NonNegative("clip", *clip), cli.NonNegative("hard-negatives", *hardNeg),
 		cli.NonNegative("eval-every", *evalEvery), cli.NonNegative("patience", *patience), cli.CheckMetric(*metric),
-		checkWarmup(*warmup), checkArch(*arch)); err != nil {
+		cli.NonNegative("max-steps", *maxSteps), checkWarmup(*warmup), checkArch(*arch)); err != nil {
 		return err
 	}
 	if *initDir == "" {
@@ -332,8 +333,11 @@ func biencoderCmd(args []string) error {
 	for e := 0; e < *epochs; e++ {
 		steps += task.Batches(e) / max(*accum, 1)
 	}
+	if *maxSteps > 0 && *maxSteps < steps {
+		steps = *maxSteps
+	}
 	opt.Warmup = int(*warmup * float64(steps))
-	tc := train.Config{RunDir: *runDir, Seed: *seed, Epochs: *epochs, EvalEvery: *evalEvery, Metric: *metric, Patience: *patience,
+	tc := train.Config{RunDir: *runDir, Seed: *seed, Epochs: *epochs, MaxSteps: *maxSteps, EvalEvery: *evalEvery, Metric: *metric, Patience: *patience,
 		KeepLast: 2, Optimizer: opt, Fingerprint: d.Fingerprint(), Quiet: *quiet}
 	fmt.Fprintf(os.Stderr, "%s\nbi-encoder: %d layers, hidden %d, vocab %d, %s pooling, %s, %d dev queries, %d steps -> %s\n",
 		d.Stats(), cfg.Encoder.Layers(), cfg.Encoder.Hidden(), cfg.Encoder.Vocab(), cfg.Pooling, examples, len(dev.Queries), steps, *runDir)
