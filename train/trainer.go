@@ -41,10 +41,10 @@ type Config struct {
 	Seed        uint64    `json:"seed"`
 	Epochs      int       `json:"epochs"`
 	MaxSteps    int       `json:"max_steps,omitempty"` // stop after this many optimizer steps (0: all the epochs' steps)
-	EvalEvery   int       `json:"eval_every"` // optimizer steps between evaluations/checkpoints (0: once per epoch)
-	Metric      string    `json:"metric"`     // dev metric to maximise for the best checkpoint ("" = last)
-	Patience    int       `json:"patience"`   // evaluations without improvement before stopping (0 = never)
-	KeepLast    int       `json:"keep_last"`  // checkpoints kept besides the best
+	EvalEvery   int       `json:"eval_every"`          // optimizer steps between evaluations/checkpoints (0: once per epoch)
+	Metric      string    `json:"metric"`              // dev metric to maximise for the best checkpoint ("" = last)
+	Patience    int       `json:"patience"`            // evaluations without improvement before stopping (0 = never)
+	KeepLast    int       `json:"keep_last"`           // checkpoints kept besides the best
 	Optimizer   Optimizer `json:"optimizer"`
 	Fingerprint string    `json:"data_fingerprint"`
 	Quiet       bool      `json:"-"`
