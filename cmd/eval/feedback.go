@@ -7,12 +7,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/feedback"
+	"github.com/toolret/toolret/fusion"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/retrieve"
@@ -55,14 +59,24 @@ func (f *feedbackOptions) check(o *options) error {
 		return errors.New("-refiner prf needs -prf-model RUN")
 	case o.run == "":
 		return errors.New("the iterative retrieval ranks with a trained run: give -run")
-	case o.saveRun != "" || o.ablations:
-		return errors.New("-feedback and -refiner print rounds: not with -save-run or -ablations")
+	case o.ablations:
+		return errors.New("-feedback and -refiner print rounds: not with -ablations")
 	case f.iterations < 0:
 		return fmt.Errorf("-iterations %d: must be >= 0", f.iterations)
 	case f.k < 1:
 		return fmt.Errorf("-refiner-k %d: must be > 0", f.k)
 	}
 	return nil
+}
+
+// roundPath is the file -save-run writes round t's rankings to: FILE.round<t>, before FILE's
+// extension (runs/x.trec: runs/x.round1.trec).
+func roundPath(path string, t int) string {
+	ext := filepath.Ext(path)
+	if strings.ContainsAny(ext, `/\`) {
+		ext = ""
+	}
+	return fmt.Sprintf("%s.round%d%s", strings.TrimSuffix(path, ext), t, ext)
 }
 
 // markedRanker is an iteration-aware bi-encoder run's ranker for eval -run: every query is
@@ -142,12 +156,17 @@ func runFeedback(o *options, w io.Writer) error {
 		return err
 	}
 	judged := s.Judged()
+	qs := make([]retrieve.Query, len(judged))
+	for i, q := range judged {
+		qs[i] = retrieve.Query{Index: q, Text: d.Queries[q].Text}
+	}
 	for t := range rounds {
 		rk := make(retrieve.Fixed, len(judged))
+		full := make([]retrieve.Ranking, len(judged))
 		for i, q := range judged {
 			for u := t; u >= 0; u-- { // a stopped query keeps its last ranking
 				if rounds[u][i].Tools != nil {
-					rk[q] = rounds[u][i].Tools
+					rk[q], full[i] = rounds[u][i].Tools, rounds[u][i]
 					break
 				}
 			}
@@ -157,6 +176,14 @@ func runFeedback(o *options, w io.Writer) error {
 			return err
 		}
 		stats[t].Metrics = rep.Overall
+		if o.saveRun != "" {
+			res, _ := runResults(d, qs, full, o.k)
+			path := roundPath(o.saveRun, t)
+			if err := fusion.WriteRunFile(path, runTag(o)+"-round"+strconv.Itoa(t), res); err != nil {
+				return fmt.Errorf("-save-run: %w", err)
+			}
+			fmt.Fprintf(os.Stderr, "eval: wrote round %d's %d rankings to %s\n", t, len(res), path)
+		}
 	}
 	if o.asJSON {
 		return json.NewEncoder(w).Encode(map[string]any{"method": desc, "iterative": head, "dataset": d.Name, "split": s.Name, "rounds": stats})

@@ -178,6 +178,38 @@ func TestFeedbackReplayEqualsLive(t *testing.T) {
 			t.Errorf("round 0 %s = %v, eval -run %v", k, v, plain[k])
 		}
 	}
+	// -save-run writes each round's rankings; -compare of rounds 0 and 1 scores them as the
+	// rounds' figures.
+	saved := filepath.Join(t.TempDir(), "fb.trec")
+	f.rounds(t, map[string]string{"run": f.be, "feedback": f.fb, "save-run": saved, "cutoffs": "1,3,5"})
+	for r := range 4 {
+		if _, err := os.Stat(roundPath(saved, r)); err != nil {
+			t.Fatalf("round %d: %v", r, err)
+		}
+	}
+	cmp := runJSON(t, map[string]string{"data": f.data, "compare": roundPath(saved, 0) + "," + roundPath(saved, 1), "cutoffs": "1,3,5", "compare-samples": "500"})
+	rows := cmp["metrics"].([]any)
+	if len(rows) != 9 || cmp["queries"].(float64) != 30 {
+		t.Fatalf("-compare: %v", cmp)
+	}
+	for _, x := range rows {
+		row := x.(map[string]any)
+		m := row["metric"].(string)
+		if math.Abs(row["a"].(float64)-rep[0].Metrics[m]) > 0.006 || math.Abs(row["b"].(float64)-rep[1].Metrics[m]) > 0.006 {
+			t.Errorf("-compare %s: A %v, B %v; the rounds give %v and %v", m, row["a"], row["b"], rep[0].Metrics[m], rep[1].Metrics[m])
+		}
+		if p := row["p"].(float64); p <= 0 || p > 1 || row["ci_low"].(float64) > row["diff"].(float64) {
+			t.Errorf("-compare %s: %v", m, row)
+		}
+	}
+}
+
+func TestRoundPath(t *testing.T) {
+	for in, want := range map[string]string{"runs/x.trec": "runs/x.round2.trec", "x": "x.round2", "a.b/x": "a.b/x.round2"} {
+		if got := roundPath(in, 2); got != want {
+			t.Errorf("roundPath(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
 
 // TestFeedbackMarker: replaying with an iteration-aware run ranks Mark(marker, t, q^t) at
@@ -251,7 +283,7 @@ func TestFeedbackFlags(t *testing.T) {
 		{map[string]string{"run": "x", "refiner": "llm"}, `-refiner "llm"`},
 		{map[string]string{"run": "x", "refiner": "prf"}, "-prf-model"},
 		{map[string]string{"feedback": "f"}, "give -run"},
-		{map[string]string{"run": "x", "feedback": "f", "save-run": "y"}, "not with -save-run"},
+		{map[string]string{"run": "x", "feedback": "f", "ablations": "true"}, "not with -ablations"},
 		{map[string]string{"run": "x", "feedback": "f", "iterations": "-1"}, "-iterations -1"},
 	} {
 		if _, err := parse(args(c.kv), io.Discard); err == nil || !strings.Contains(err.Error(), c.want) {

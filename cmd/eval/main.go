@@ -11,8 +11,10 @@
 //	eval -index DIR -hybrid rrf|minmax|zscore [-hybrid-weight W]   (as serve -hybrid serves it)
 //	eval -run RUN -feedback FILE [-iterations T]     (replay a collection's refinements: metrics per round)
 //	eval -run RUN -refiner prf -prf-model RUN [-prf-threshold 0.5] [-iterations 3] [-refiner-k 10]   (live)
+//	eval -compare A,B [-compare-samples 10000] [-seed 1]   (two rankings query by query: B − A, 95% interval, p)
 //
-// -save-run writes the rankings of every evaluated query (the top -k) as a TREC run file;
+// -save-run writes the rankings of every evaluated query (the top -k) as a TREC run file
+// (with -feedback or -refiner, one per round: FILE.round<t>);
 // -method fusion fuses such files and live methods (fusion.go). -holdout-tools evaluates on
 // tools never seen in training (data.Dataset.HoldoutTools); a -run or -retriever trained on a
 // held-out-tool view selects that view itself. -split dev is the dev split a trained run
@@ -75,6 +77,10 @@ type options struct {
 	// hybrid, hybridWeight: -hybrid, -hybrid-weight (-1: not given) of -index.
 	hybrid       string
 	hybridWeight float64
+	// compare: -compare A,B (compare.go), with compareSamples resamples seeded by seed.
+	compare        string
+	compareSamples int
+	seed           uint64
 }
 
 // rerankOptions are the flags of the rerank methods.
@@ -147,6 +153,9 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.fu.runs, "runs", "", "fusion: the rankings to fuse, comma-separated: a method (bm25), run:RUN (a trained run, as -run RUN ranks), or a TREC run file (-save-run; a query of the split missing from it is an error); a file named like a method: ./bm25")
 	fs.StringVar(&o.fu.method, "fusion", "rrf", "fusion: rrf (reciprocal rank fusion, -rrf-k), or minmax or zscore (interpolation of per-query normalised scores, -weight)")
 	fs.Float64Var(&o.fu.rrfK, "rrf-k", fusion.DefaultK, "fusion: the RRF constant k in 1/(k + rank)")
+	fs.StringVar(&o.compare, "compare", "", "compare two rankings of the split query by query, A,B as -runs names them (a method, run:RUN, a TREC run file): each metric's means, B−A with its 95% paired-bootstrap interval and a paired randomization test's p-value")
+	fs.IntVar(&o.compareSamples, "compare-samples", 10000, "-compare: bootstrap resamples and random sign flips")
+	fs.Uint64Var(&o.seed, "seed", cli.DefaultSeed, "-compare: the seed of the resampling")
 	o.fb.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -169,7 +178,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 		cli.Positive("m-seen", r.mSeen), cli.Positive("m-unseen", r.mUnseen),
 		cli.Positive("per-component", r.perComponent), cli.Positive("depth", r.depth),
 		cli.Positive("bm25-k1", o.bm25.K1), cli.NonNegative("bm25-b", o.bm25.B), cli.NonNegative("min-t", r.minT),
-		cli.Positive("k", o.k), cli.NonNegative("rrf-k", o.fu.rrfK),
+		cli.Positive("k", o.k), cli.NonNegative("rrf-k", o.fu.rrfK), cli.Positive("compare-samples", o.compareSamples),
 	); err != nil {
 		return nil, err
 	}
@@ -237,6 +246,9 @@ func main() {
 
 // run evaluates with the options and writes the result to w.
 func run(o *options, w io.Writer) error {
+	if o.compare != "" {
+		return runCompare(o, w)
+	}
 	if o.fb.active() {
 		return runFeedback(o, w)
 	}

@@ -19,11 +19,13 @@ func runDirs(o *options) []string {
 			out = append(out, d)
 		}
 	}
+	var items []string
 	if o.method == "fusion" {
-		for _, it := range splitRuns(o.fu.runs) {
-			if dir, ok := strings.CutPrefix(it, "run:"); ok && dir != "" {
-				out = append(out, dir)
-			}
+		items = splitRuns(o.fu.runs)
+	}
+	for _, it := range append(items, splitRuns(o.compare)...) {
+		if dir, ok := strings.CutPrefix(it, "run:"); ok && dir != "" {
+			out = append(out, dir)
 		}
 	}
 	return out
