@@ -81,14 +81,37 @@ func (t *Tokenizer) buckets() []int {
 	return DefaultBuckets
 }
 
+// MultipleBuckets returns the lengths m, 2m, 3m, ... up to the first one >= maxLen: with
+// Bucket, a batch is padded to its longest sequence rounded up to a multiple of m, capped at
+// maxLen, so there are at most ceil(maxLen/m) padded lengths. m <= 0 (or maxLen <= 0)
+// returns []int{maxLen}: every batch padded to maxLen.
+func MultipleBuckets(m, maxLen int) []int {
+	if m <= 0 || maxLen <= 0 {
+		return []int{maxLen}
+	}
+	var b []int
+	for l := m; ; l += m {
+		b = append(b, l)
+		if l >= maxLen {
+			return b
+		}
+	}
+}
+
 // Pad pads sequences (and their token types, which may be nil) into a batch whose length is
 // the tokenizer's bucket for the longest sequence (capped at maxLen; longer sequences are cut).
 func (t *Tokenizer) Pad(seqs, types [][]int32, maxLen int) Batch {
+	return t.PadBuckets(seqs, types, maxLen, t.buckets())
+}
+
+// PadBuckets is Pad with the given buckets instead of the tokenizer's (see Bucket;
+// MultipleBuckets).
+func (t *Tokenizer) PadBuckets(seqs, types [][]int32, maxLen int, buckets []int) Batch {
 	longest := 0
 	for _, s := range seqs {
 		longest = max(longest, len(s))
 	}
-	l := Bucket(longest, maxLen, t.buckets())
+	l := Bucket(longest, maxLen, buckets)
 	b := Batch{Len: l, IDs: make([][]int32, len(seqs)), Types: make([][]int32, len(seqs)), Mask: make([][]int32, len(seqs))}
 	for i, s := range seqs {
 		ids, ty, m := make([]int32, l), make([]int32, l), make([]int32, l)

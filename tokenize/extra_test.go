@@ -63,6 +63,53 @@ func TestPad(t *testing.T) {
 	}
 }
 
+// TestMultipleBuckets: padded lengths are the longest sequence rounded up to the multiple,
+// capped at the max length, and there are at most ceil(maxLen/m) of them; m 0 pads to maxLen.
+func TestMultipleBuckets(t *testing.T) {
+	for _, c := range []struct {
+		m, maxLen int
+		want      []int
+	}{
+		{16, 64, []int{16, 32, 48, 64}},
+		{16, 40, []int{16, 32, 48}},
+		{8, 8, []int{8}},
+		{0, 32, []int{32}},
+		{-1, 32, []int{32}},
+	} {
+		if got := MultipleBuckets(c.m, c.maxLen); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("MultipleBuckets(%d, %d) = %v, want %v", c.m, c.maxLen, got, c.want)
+		}
+	}
+	tok := testTokenizer(t)
+	for _, c := range []struct {
+		m, maxLen int
+		lens      []int
+		want      int
+	}{
+		{16, 64, []int{3, 5}, 16},
+		{16, 64, []int{17, 2}, 32},
+		{16, 40, []int{33}, 40},
+		{16, 40, []int{60}, 40}, // cut
+		{0, 40, []int{3}, 40},
+	} {
+		var seqs [][]int32
+		for _, n := range c.lens {
+			seqs = append(seqs, make([]int32, n))
+		}
+		seen := map[int]bool{}
+		for n := 1; n <= c.maxLen; n++ {
+			seen[Bucket(n, c.maxLen, MultipleBuckets(c.m, c.maxLen))] = true
+		}
+		if limit := max(1, (c.maxLen+c.m-1)/max(c.m, 1)); c.m > 0 && len(seen) > limit {
+			t.Errorf("m %d max %d: %d padded lengths, want <= %d", c.m, c.maxLen, len(seen), limit)
+		}
+		b := tok.PadBuckets(seqs, nil, c.maxLen, MultipleBuckets(c.m, c.maxLen))
+		if b.Len != c.want || len(b.IDs[0]) != c.want {
+			t.Errorf("m %d max %d lengths %v: padded to %d (row %d), want %d", c.m, c.maxLen, c.lens, b.Len, len(b.IDs[0]), c.want)
+		}
+	}
+}
+
 func TestPadPairs(t *testing.T) {
 	tok := testTokenizer(t)
 	var seqs, types [][]int32

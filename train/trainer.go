@@ -35,6 +35,14 @@ type Task interface {
 	Files() (map[string][]byte, error)
 }
 
+// Shapes is implemented by a Task whose batches come in more distinct input shapes than a
+// GoMLX executable caches by default (graph.DefaultExecMaxCacheSize, 32: one compiled graph
+// per shape, an error past the limit), such as batches padded to their longest text:
+// MaxShapes bounds their number, and the trainer caches that many.
+type Shapes interface {
+	MaxShapes() int
+}
+
 // Config configures a training run.
 type Config struct {
 	RunDir      string    `json:"run_dir"`
@@ -168,6 +176,9 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 	})
 	if err != nil {
 		return nil, err
+	}
+	if sh, ok := task.(Shapes); ok && sh.MaxShapes() > DefaultExecMaxCacheSize {
+		exec.SetMaxCache(sh.MaxShapes()) // one compiled step per input shape
 	}
 	mf, err := os.OpenFile(filepath.Join(cfg.RunDir, "metrics.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {

@@ -40,6 +40,21 @@ func checkWarmup(w float64) error {
 	return nil
 }
 
+// trainPadding returns the batch padding of -pad-multiple n. A resumed run made before the
+// flag existed (its recorded flags lack it) keeps the padding it was trained with, the
+// tokenizer's buckets, so that it resumes bit for bit; giving -pad-multiple to it is refused.
+func trainPadding(fs *flag.FlagSet, meta *rundir.Meta, n int) (biencoder.Padding, error) {
+	if meta != nil {
+		if _, ok := meta.Args["pad-multiple"]; !ok {
+			if cli.Set(fs)["pad-multiple"] {
+				return 0, fmt.Errorf("-pad-multiple %d: run %s was trained before -pad-multiple existed (batches padded to the tokenizer's length buckets) and resumes with that padding: omit -pad-multiple", n, fs.Lookup("run").Value)
+			}
+			return biencoder.PadTokenizer, nil
+		}
+	}
+	return biencoder.PadMultiple(n)
+}
+
 func biencoderCmd(args []string) error {
 	fs := flag.NewFlagSet("biencoder", flag.ContinueOnError)
 	cli.Data(fs)
@@ -57,6 +72,7 @@ func biencoderCmd(args []string) error {
 	separate := fs.Bool("separate-towers", false, "separate query and tool towers (default: shared)")
 	qLen := fs.Int("query-len", 32, "max query tokens")
 	tLen := fs.Int("tool-len", 64, "max tool tokens")
+	padMult := fs.Int("pad-multiple", biencoder.DefaultPadMultiple, "pad each batch's queries and tools to their longest text rounded up to a multiple of this (0: to -query-len/-tool-len)")
 	batch := fs.Int("batch", 32, "examples per batch (no two share a query or a tool, when possible)")
 	strict := fs.Bool("strict-batches", false, "never repeat a query or tool in a batch, even if batches get small")
 	epochs := fs.Int("epochs", 4, "epochs")
@@ -132,6 +148,10 @@ func biencoderCmd(args []string) error {
 	}
 	if *hardNeg > 0 && *negFile == "" {
 		return fmt.Errorf("-hard-negatives %d needs -negatives FILE (train mine)", *hardNeg)
+	}
+	padding, err := trainPadding(fs, meta, *padMult)
+	if err != nil {
+		return err
 	}
 	obj, err := biencoder.ParseObjective(*objective)
 	if err != nil {
@@ -300,7 +320,7 @@ func biencoderCmd(args []string) error {
 			return err
 		}
 		qt := &biencoder.QueryTask{Cfg: cfg, Data: d, Train: trainSplit, Dev: dev, Tok: tok, Backend: bk, BatchSize: *batch,
-			Seed: *seed, Triplets: ns, ExtraFiles: files}
+			Seed: *seed, Triplets: ns, Padding: padding, ExtraFiles: files}
 		if err := qt.Prepare(); err != nil {
 			return err
 		}
@@ -311,7 +331,7 @@ func biencoderCmd(args []string) error {
 			return err
 		}
 		ft := &biencoder.FeedbackTask{Cfg: cfg, Data: d, Train: trainSplit, Dev: dev, Tok: tok, Backend: bk, BatchSize: *batch, StrictBatches: *strict,
-			Seed: *seed, Loops: loops, Iterations: fbT, Alpha: *fb.alpha, Joint: *fb.joint, HardNegatives: *fb.hardNegs, ExtraFiles: files}
+			Seed: *seed, Loops: loops, Iterations: fbT, Alpha: *fb.alpha, Joint: *fb.joint, HardNegatives: *fb.hardNegs, Padding: padding, ExtraFiles: files}
 		if err := ft.Prepare(); err != nil {
 			return err
 		}
@@ -321,7 +341,7 @@ func biencoderCmd(args []string) error {
 		task, examples = ft, ft.Describe()
 	} else {
 		bt := &biencoder.Task{Cfg: cfg, Data: d, Train: trainSplit, Dev: dev, Tok: tok, Backend: bk, BatchSize: *batch, StrictBatches: *strict,
-			Seed: *seed, HardNegatives: *hardNeg, Negatives: negs, ExtraFiles: files}
+			Seed: *seed, HardNegatives: *hardNeg, Negatives: negs, Padding: padding, ExtraFiles: files}
 		if err := bt.Prepare(); err != nil {
 			return err
 		}

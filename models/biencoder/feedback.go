@@ -122,6 +122,8 @@ type FeedbackTask struct {
 	Joint bool
 	// HardNegatives adds one hard negative per instruction.
 	HardNegatives bool
+	// Padding: see Task.
+	Padding Padding
 	// ExtraFiles are stored with every checkpoint.
 	ExtraFiles map[string][]byte
 
@@ -346,8 +348,20 @@ func randomNonRelevant(r *rand.Rand, n, q int, rel losses.Relevance) (int, error
 }
 
 func (t *FeedbackTask) pad(seqs [][]int32, maxLen int) (ids, mask *tensors.Tensor) {
-	ids, _, mask = encoder.Tensors(t.Tok.Pad(seqs, nil, maxLen))
-	return ids, mask
+	return t.Padding.Pad(t.Tok, seqs, maxLen)
+}
+
+// MaxShapes implements train.Shapes (see Task.MaxShapes).
+func (t *FeedbackTask) MaxShapes() int {
+	sizes := 2
+	if t.StrictBatches {
+		sizes = t.BatchSize
+	}
+	q, tl := t.Padding.Lengths(t.Tok, t.Cfg.QueryMaxLen), t.Padding.Lengths(t.Tok, t.Cfg.ToolMaxLen)
+	if t.HardNegatives {
+		return maxShapes(sizes, q, tl, tl)
+	}
+	return maxShapes(sizes, q, tl)
 }
 
 // Weights returns the loss weight of each row: α^r with Joint, else 1.

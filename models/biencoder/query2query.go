@@ -294,6 +294,8 @@ type QueryTask struct {
 	Seed      uint64
 	// Triplets are the mined neighbours (MineTriplets or ReadTriplets) of Train's queries.
 	Triplets []Neighbours
+	// Padding: see Task (the anchors, positives and negatives share one padded length).
+	Padding Padding
 	// ExtraFiles are stored with every checkpoint.
 	ExtraFiles map[string][]byte
 
@@ -396,8 +398,13 @@ func (t *QueryTask) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	for j, x := range tr {
 		seqs[j], seqs[n+j], seqs[2*n+j] = t.seqs[x[0]], t.seqs[x[1]], t.seqs[x[2]]
 	}
-	ids, _, mask := encoder.Tensors(t.Tok.Pad(seqs, nil, t.Cfg.QueryMaxLen))
+	ids, mask := t.Padding.Pad(t.Tok, seqs, t.Cfg.QueryMaxLen)
 	return []*tensors.Tensor{ids, mask}, n, nil
+}
+
+// MaxShapes implements train.Shapes: a full and a short last batch, times the padded lengths.
+func (t *QueryTask) MaxShapes() int {
+	return maxShapes(2, t.Padding.Lengths(t.Tok, t.Cfg.QueryMaxLen))
 }
 
 // triplets returns the (anchor, positive, negative) query indices of micro-batch i of epoch.

@@ -36,6 +36,9 @@ type Task struct {
 	// indices, positives already excluded by the miner).
 	HardNegatives int
 	Negatives     map[int][]int
+	// Padding pads each batch's queries and tools (PadTokenizer, the zero value: the
+	// tokenizer's buckets, as before -pad-multiple).
+	Padding Padding
 	// ExtraFiles are stored with every checkpoint.
 	ExtraFiles map[string][]byte
 
@@ -104,10 +107,23 @@ func (t *Task) Batches(epoch int) int { return len(t.batches(epoch)) }
 // Loss implements train.Task.
 func (t *Task) Loss(s *model.Scope, in []*Node) *Node { return t.Cfg.Loss(s, in) }
 
-// pad turns sequences into ids and mask tensors of a bucketed length.
+// pad turns sequences into ids and mask tensors of the length t.Padding gives the batch.
 func (t *Task) pad(seqs [][]int32, maxLen int) (ids, mask *tensors.Tensor) {
-	ids, _, mask = encoder.Tensors(t.Tok.Pad(seqs, nil, maxLen))
-	return ids, mask
+	return t.Padding.Pad(t.Tok, seqs, maxLen)
+}
+
+// MaxShapes implements train.Shapes: the batch sizes (full, and a short last batch; any size
+// from 2 with StrictBatches) times the padded query, tool and hard-negative lengths.
+func (t *Task) MaxShapes() int {
+	sizes := 2
+	if t.StrictBatches {
+		sizes = t.BatchSize
+	}
+	q, tl := t.Padding.Lengths(t.Tok, t.Cfg.QueryMaxLen), t.Padding.Lengths(t.Tok, t.Cfg.ToolMaxLen)
+	if t.HardNegatives > 0 {
+		return maxShapes(sizes, q, tl, tl)
+	}
+	return maxShapes(sizes, q, tl)
 }
 
 // Batch implements train.Task.
@@ -205,4 +221,7 @@ func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 // Files implements train.Task.
 func (t *Task) Files() (map[string][]byte, error) { return t.ExtraFiles, nil }
 
-var _ train.Task = (*Task)(nil)
+var (
+	_ train.Task   = (*Task)(nil)
+	_ train.Shapes = (*Task)(nil)
+)
