@@ -1,7 +1,8 @@
 // Command bench measures toolret against PyTorch on the same shapes, in one run.
 //
-//	bench encode [-arch bert,deberta] [-backends go,onnx] [-queries 1000] [-layers 6 -hidden 384 -heads 6] [-batch 32]
-//	bench train [-backends go,onnx] [-layers 4 -hidden 256] [-batch 32 -query-len 32 -tool-len 64]
+//	bench encode [-arch bert,deberta] [-backends go,onnx | -backend NAME] [-queries 1000] [-shape today|bert-base] [-layers 6 -hidden 384 -heads 6] [-batch 32] [-profile FILE]
+//	bench train [-backends go,onnx | -backend NAME] [-shape today|bert-base] [-layers 4 -hidden 256] [-batch 32 -query-len 32 -tool-len 64]
+//	            [-lengths full|toollens] [-pad-multiple 16] [-steps 10] [-profile FILE]
 //	bench colt [-data DIR] [-scale 10] [-dim 192]
 //	bench retrieve [-run RUN [-refiner RUN]] [-data DIR] [-n 200] [-synthetic 100000]
 //	bench rerank -retriever RUN -reranker RUN [-classifier RUN] [-backends go,onnx] [-m 50] [-n 200]
@@ -14,15 +15,21 @@
 // next to PyTorch 1.13 (Debian's python3-torch, run as `env -u OPENBLAS_CORETYPE
 // /usr/bin/python3 scripts/bench/torch_encode.py`, a BERT-only script) on those batches.
 // Build with -tags onnx for the onnx backend (make bench-encode does).
+//
+// train and encode print, per engine, tokens/s (texts/s), the achieved GFLOP/s of the
+// model's matmuls (perf.go has the formula) next to the fp32 matmul peak measured on the same
+// backend (and torch.mm's for PyTorch), and toolret's ratio to PyTorch measured in the same
+// run; -profile writes a Go CPU profile of the timed section. A backend that cannot be opened
+// (xla:cuda without a GPU, onnx without -tags onnx) prints a "skipped" line, and the command
+// then exits with status 1.
 package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -30,7 +37,6 @@ import (
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/encoder"
@@ -53,6 +59,9 @@ func main() {
 			run = rerankBench
 		}
 		if err := run(os.Args[2:]); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				os.Exit(2)
+			}
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -66,21 +75,44 @@ func main() {
 	dataDir := fs.String("data", "../shared/datasets/toollens", "dataset whose queries are encoded")
 	vocab := fs.String("vocab", "../shared/vocab/bert-base-uncased-vocab.txt", "vocab.txt")
 	backends := fs.String("backends", "go,onnx", "toolret backends to measure")
+	one := fs.String("backend", "", "one toolret backend (instead of -backends), e.g. xla:cuda")
 	arch := fs.String("arch", "bert", "encoder architectures to measure, comma-separated: bert, deberta")
 	n := fs.Int("queries", 1000, "number of queries")
+	shape := fs.String("shape", "today", "size preset: today (6 layers, hidden 384, 6 heads) or bert-base (12, 768, 12, intermediate 3072); the flags below override it")
 	layers := fs.Int("layers", 6, "layers")
 	hidden := fs.Int("hidden", 384, "hidden size")
 	heads := fs.Int("heads", 6, "attention heads")
+	inter := fs.Int("intermediate", 0, "intermediate size (default 4*hidden)")
 	batch := fs.Int("batch", 32, "batch size")
+	prof := fs.String("profile", "", "write a Go CPU profile of the timed passes to this file (one per backend and architecture, FILE-NAME.ext, with several)")
 	python := fs.String("python", "/usr/bin/python3", "python with torch (empty: skip PyTorch)")
 	fs.Parse(os.Args[2:])
-	err := cli.First(cli.Positive("queries", *n), cli.Positive("layers", *layers), cli.Positive("hidden", *hidden),
-		cli.Positive("heads", *heads), cli.Positive("batch", *batch))
+	var err error
+	if preset, ok := encodeShapes[*shape]; !ok {
+		err = fmt.Errorf("-shape %q: want today or bert-base", *shape)
+	} else {
+		set := cli.Set(fs)
+		for name, v := range map[string]*int{"layers": layers, "hidden": hidden, "heads": heads, "intermediate": inter} {
+			if !set[name] {
+				*v = map[string]int{"layers": preset.layers, "hidden": preset.hidden, "heads": preset.heads, "intermediate": preset.inter}[name]
+			}
+		}
+		if !set["intermediate"] && set["hidden"] {
+			*inter = 4 * *hidden
+		}
+	}
+	if err == nil {
+		err = cli.First(cli.Positive("queries", *n), cli.Positive("layers", *layers), cli.Positive("hidden", *hidden),
+			cli.Positive("heads", *heads), cli.Positive("intermediate", *inter), cli.Positive("batch", *batch))
+	}
 	if fs.NArg() > 0 {
 		err = fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	if *one != "" {
+		*backends = *one
+	}
 	if err == nil {
-		err = encode(*dataDir, *vocab, *arch, *backends, *n, *layers, *hidden, *heads, *batch, *python)
+		err = encode(*dataDir, *vocab, *arch, *backends, *n, *layers, *hidden, *heads, *inter, *batch, *python, *prof)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -96,14 +128,20 @@ type batchJSON struct {
 // archs maps -arch names to model types.
 var archs = map[string]string{"bert": "bert", "deberta": "deberta-v2"}
 
-func encode(dataDir, vocab, arch, backends string, n, layers, hidden, heads, batch int, python string) error {
+// encodeShapes are bench encode's -shape presets (vocab and batch are not part of them).
+var encodeShapes = map[string]benchShape{
+	"today":     {layers: 6, hidden: 384, heads: 6, inter: 1536},
+	"bert-base": {layers: 12, hidden: 768, heads: 12, inter: 3072},
+}
+
+func encode(dataDir, vocab, arch, backends string, n, layers, hidden, heads, inter, batch int, python, prof string) error {
 	var cfgs []encoder.Config
 	for _, a := range strings.Split(arch, ",") {
 		mt, ok := archs[strings.TrimSpace(a)]
 		if !ok {
 			return fmt.Errorf("-arch %q: want bert or deberta (comma-separated)", a)
 		}
-		cfg, err := encoder.New(mt, encoder.Sizes{Vocab: 1, Layers: layers, Hidden: hidden, Heads: heads, Intermediate: 4 * hidden})
+		cfg, err := encoder.New(mt, encoder.Sizes{Vocab: 1, Layers: layers, Hidden: hidden, Heads: heads, Intermediate: inter})
 		if err != nil {
 			return fmt.Errorf("-arch %s: %w", a, err)
 		}
@@ -128,7 +166,7 @@ func encode(dataDir, vocab, arch, backends string, n, layers, hidden, heads, bat
 	// The exact batches (length-sorted, bucketed: encoder.Map's) both sides run, recorded by
 	// a dry run.
 	var batches []batchJSON
-	tokens := 0
+	tokens, flops := 0, 0.0
 	if _, err := encoder.Map(tok, seqs, nil, 64, batch, func(ids, _, mask *tensors.Tensor) (*tensors.Tensor, error) {
 		rows, l := ids.Shape().Dimensions[0], ids.Shape().Dimensions[1]
 		fi, fm := tensors.MustCopyFlatData[int32](ids), tensors.MustCopyFlatData[int32](mask)
@@ -138,33 +176,44 @@ func encode(dataDir, vocab, arch, backends string, n, layers, hidden, heads, bat
 		}
 		batches = append(batches, b)
 		tokens += rows * l
+		flops += encoderForwardFLOPs(layers, hidden, inter, rows, l)
 		return tensors.FromShape(shapes.Make(dtypes.Float32, rows)), nil
 	}); err != nil {
 		return err
 	}
+	var notMeasured []error
 	for _, cfg := range cfgs {
 		cfg, err := encoder.Override(cfg, map[string]any{"vocab_size": tok.VocabSize()})
 		if err != nil {
 			return err
 		}
-		if err := encodeArch(cfg, tok, seqs, batches, len(texts), tokens, backends, batch, python); err != nil {
+		err = encodeArch(cfg, tok, seqs, batches, len(texts), tokens, flops, backends, batch, python, prof, len(cfgs) > 1)
+		if errors.Is(err, errNotMeasured) { // the other architectures still run
+			notMeasured = append(notMeasured, err)
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}
-	return nil
+	return errors.Join(notMeasured...)
 }
 
 // encodeArch times one architecture on every backend (and PyTorch for BERT).
-func encodeArch(cfg encoder.Config, tok *tokenize.Tokenizer, seqs [][]int32, batches []batchJSON, texts, tokens int, backends string, batch int, python string) error {
-	fmt.Printf("encode %d ToolLens queries: %s %d layers, hidden %d, batch %d, %d padded tokens, %d parameters\n",
-		texts, cfg.ModelType(), cfg.Layers(), cfg.Hidden(), batch, tokens, numParams(cfg))
-	fmt.Printf("%-16s %12s %10s\n", "engine", "texts/s", "seconds")
-	for _, name := range strings.Split(backends, ",") {
-		be, err := backend.Open(name)
-		if err != nil {
-			fmt.Printf("%-16s %12s (%v)\n", name, "-", err)
-			continue
-		}
+func encodeArch(cfg encoder.Config, tok *tokenize.Tokenizer, seqs [][]int32, batches []batchJSON, texts, tokens int, flops float64,
+	backends string, batch int, python, prof string, several bool) error {
+	fmt.Printf("encode %d ToolLens queries: %s %d layers, hidden %d, batch %d, %d padded tokens, %d parameters, %.2f GFLOP (forward matmuls)\n",
+		texts, cfg.ModelType(), cfg.Layers(), cfg.Hidden(), batch, tokens, numParams(cfg), flops/1e9)
+	const w = 16
+	fmt.Printf("%-*s %12s %10s %9s %12s %8s\n", w, "engine", "texts/s", "seconds", "GFLOP/s", "matmul peak", "of peak")
+	names, bes, skipped := openBackends(backends, w)
+	if len(names) == 0 {
+		return fmt.Errorf("no toolret backend could be opened (%s): nothing measured", strings.Join(skipped, ", "))
+	}
+	notMeasured := skippedError(skipped)
+	tps := map[string]float64{}
+	for k, name := range names {
+		be := bes[k]
 		store := model.NewStore()
 		store.SetParam(model.ParamInitialSeed, int64(1))
 		r, err := encoder.NewRunner(be, store, "", cfg, encoder.PoolMean)
@@ -177,53 +226,58 @@ func encodeArch(cfg encoder.Config, tok *tokenize.Tokenizer, seqs [][]int32, bat
 			return time.Since(start), err
 		}
 		if _, err := pass(); err != nil { // compiles every bucket
-			return err
+			return fmt.Errorf("toolret-%s: %w", name, err)
 		}
 		best := time.Duration(1 << 62)
-		for i := 0; i < 3; i++ {
-			el, err := pass()
-			if err != nil {
-				return err
+		err = profile(profilePath(prof, cfg.ModelType()+"-"+name, several || len(names) > 1), func() error {
+			for i := 0; i < 3; i++ {
+				el, err := pass()
+				if err != nil {
+					return fmt.Errorf("toolret-%s: %w", name, err)
+				}
+				best = min(best, el)
 			}
-			best = min(best, el)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		fmt.Printf("%-16s %12.1f %10.3f\n", "toolret-"+name, float64(texts)/best.Seconds(), best.Seconds())
+		peak, err := matmulPeak(be, 1024)
+		if err != nil {
+			return fmt.Errorf("toolret-%s: matmul peak: %w", name, err)
+		}
+		tps[name] = float64(texts) / best.Seconds()
+		gf := flops / best.Seconds() / 1e9
+		fmt.Printf("%-*s %12.1f %10.3f %9.1f %12.1f %7.0f%%\n", w, "toolret-"+name, tps[name], best.Seconds(), gf, peak, 100*gf/peak)
 	}
 	if python == "" {
-		return nil
+		return notMeasured
 	}
 	if cfg.ModelType() != "bert" {
-		fmt.Printf("%-16s %12s (scripts/bench/torch_encode.py runs BERT only)\n", "pytorch", "-")
-		return nil
+		fmt.Printf("%-*s %12s (scripts/bench/torch_encode.py runs BERT only)\n", w, "pytorch", "-")
+		return notMeasured
 	}
-	spec := map[string]any{"config": cfg, "repeats": 3, "batches": batches}
-	tmp, err := os.CreateTemp("", "bench-*.json")
+	out, err := runTorch(python, "scripts/bench/torch_encode.py", map[string]any{"config": cfg, "repeats": 3, "batches": batches})
 	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	json.NewEncoder(tmp).Encode(spec)
-	tmp.Close()
-	script, _ := filepath.Abs("scripts/bench/torch_encode.py")
-	cmd := exec.Command(python, script, tmp.Name())
-	cmd.Env = withoutEnv(os.Environ(), "OPENBLAS_CORETYPE")
-	outB, err := cmd.CombinedOutput()
-	if err != nil {
-		fmt.Printf("%-16s %12s (%v: %s)\n", "pytorch", "-", err, strings.TrimSpace(string(outB)))
-		return nil
+		fmt.Printf("%-*s %12s (%v)\n", w, "pytorch", "-", err)
+		return errors.Join(notMeasured, fmt.Errorf("%w: pytorch: %v", errNotMeasured, err))
 	}
 	var res struct {
 		TextsPerSec float64 `json:"texts_per_sec"`
 		Seconds     float64 `json:"seconds"`
 		Threads     int     `json:"threads"`
 		Torch       string  `json:"torch"`
+		MM          float64 `json:"mm_gflops"`
 	}
-	lines := strings.Split(strings.TrimSpace(string(outB)), "\n")
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
-		return fmt.Errorf("pytorch output %q: %w", outB, err)
+	if err := json.Unmarshal(out, &res); err != nil || res.Seconds <= 0 {
+		return fmt.Errorf("pytorch output %s: %v", out, err)
 	}
-	fmt.Printf("%-16s %12.1f %10.3f  (torch %s, %d threads)\n", "pytorch", res.TextsPerSec, res.Seconds, res.Torch, res.Threads)
-	return nil
+	gf := flops / res.Seconds / 1e9
+	fmt.Printf("%-*s %12.1f %10.3f %9.1f %12.1f %7.0f%%  (torch %s, %d threads)\n", w, "pytorch", res.TextsPerSec, res.Seconds, gf, res.MM, 100*gf/res.MM, res.Torch, res.Threads)
+	for _, name := range names {
+		fmt.Printf("toolret-%s / pytorch texts/s: %.2fx\n", name, tps[name]/res.TextsPerSec)
+	}
+	return notMeasured
 }
 
 func numParams(cfg encoder.Config) int {

@@ -2,47 +2,164 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/encoder"
+	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
 
-// trainBench measures bi-encoder training throughput (tokens/s): shared BERT tower, mean
-// pooling, cosine InfoNCE with in-batch negatives, AdamW with clipping; random token ids of
-// the given shapes; on each toolret backend and on PyTorch (scripts/bench/torch_train.py).
+// benchShape is a -shape preset.
+type benchShape struct {
+	layers, hidden, heads, inter, vocab, batch, qLen, tLen int
+}
+
+// trainShapes are bench train's -shape presets: today's bi-encoder benchmark shape and a
+// bert-base-like one (BERT-base sizes and vocabulary, batch 16).
+var trainShapes = map[string]benchShape{
+	"today":     {layers: 4, hidden: 256, heads: 4, inter: 1024, vocab: 8000, batch: 32, qLen: 32, tLen: 64},
+	"bert-base": {layers: 12, hidden: 768, heads: 12, inter: 3072, vocab: 30522, batch: 16, qLen: 32, tLen: 64},
+}
+
+func shapeNames(m map[string]benchShape) string {
+	var n []string
+	for k := range m {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return strings.Join(n, ", ")
+}
+
+// ToolLens-like token lengths ([CLS] and [SEP] included) when the dataset is absent:
+// quantiles of ToolLens's 18,770 queries and 464 tool texts under the bert-base-uncased
+// WordPiece vocabulary, interpolated linearly.
+var (
+	lenQuantiles   = []float64{0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 1}
+	queryQuantiles = []float64{8, 16, 21, 31, 45, 58, 87, 144}
+	toolQuantiles  = []float64{54, 69, 92, 124, 191, 336, 795, 1051}
+)
+
+// lengthSampler draws token lengths.
+type lengthSampler func(r *rand.Rand) int
+
+func quantileSampler(q []float64) lengthSampler {
+	return func(r *rand.Rand) int {
+		u := r.Float64()
+		for i := 1; i < len(lenQuantiles); i++ {
+			if u <= lenQuantiles[i] {
+				f := (u - lenQuantiles[i-1]) / (lenQuantiles[i] - lenQuantiles[i-1])
+				return int(q[i-1] + f*(q[i]-q[i-1]) + 0.5)
+			}
+		}
+		return int(q[len(q)-1])
+	}
+}
+
+func listSampler(l []int) lengthSampler {
+	return func(r *rand.Rand) int { return l[r.IntN(len(l))] }
+}
+
+// toolLensLengths returns samplers of query and tool token lengths: the texts of dataDir
+// tokenized with vocab when both are readable, else the built-in ToolLens quantiles.
+func toolLensLengths(dataDir, vocab string) (q, t lengthSampler, source string) {
+	d, err := data.Load(dataDir)
+	var tok *tokenize.Tokenizer
+	if err == nil {
+		tok, err = tokenize.FromVocab(vocab, true)
+	}
+	if err != nil || len(d.Queries) == 0 || len(d.Tools) == 0 {
+		why := "no queries or tools"
+		if err != nil {
+			why = err.Error()
+		}
+		return quantileSampler(queryQuantiles), quantileSampler(toolQuantiles), fmt.Sprintf("built-in ToolLens length quantiles (%s)", why)
+	}
+	var ql, tl []int
+	for _, x := range d.Queries {
+		ql = append(ql, len(tok.Encode(x.Text))+2)
+	}
+	for _, x := range d.Tools {
+		tl = append(tl, len(tok.Encode(x.Text))+2)
+	}
+	return listSampler(ql), listSampler(tl), fmt.Sprintf("%d query and %d tool texts of %s, %s", len(ql), len(tl), dataDir, filepath.Base(vocab))
+}
+
+// trainBatch is one synthetic step: real token lengths per row and the padded lengths.
+type trainBatch struct {
+	Q    []int `json:"q"`
+	T    []int `json:"t"`
+	QPad int   `json:"qpad"`
+	TPad int   `json:"tpad"`
+}
+
+// trainBench measures bi-encoder training throughput: shared BERT tower, mean pooling,
+// cosine InfoNCE with in-batch negatives, AdamW with clipping; random token ids, full-length
+// or with ToolLens-like lengths padded as train biencoder -pad-multiple pads; on each toolret
+// backend and on PyTorch (scripts/bench/torch_train.py) over the same batches.
 func trainBench(args []string) error {
-	fs := flag.NewFlagSet("train", flag.ExitOnError)
-	backends := fs.String("backends", "go,onnx", "toolret backends")
+	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	backends := fs.String("backends", "go,onnx", "toolret backends, comma-separated")
+	one := fs.String("backend", "", "one toolret backend (instead of -backends), e.g. xla:cuda")
+	shape := fs.String("shape", "today", "size preset: "+shapeNames(trainShapes)+" (the flags below override its values)")
 	layers := fs.Int("layers", 4, "layers")
 	hidden := fs.Int("hidden", 256, "hidden size")
 	heads := fs.Int("heads", 4, "heads")
+	inter := fs.Int("intermediate", 0, "intermediate size (default 4*hidden)")
 	vocab := fs.Int("vocab-size", 8000, "vocabulary size")
 	batch := fs.Int("batch", 32, "batch size")
-	qLen := fs.Int("query-len", 32, "query length")
-	tLen := fs.Int("tool-len", 64, "tool length")
-	steps := fs.Int("steps", 10, "timed steps")
+	qLen := fs.Int("query-len", 32, "query length (max length with -lengths toollens)")
+	tLen := fs.Int("tool-len", 64, "tool length (max length with -lengths toollens)")
+	lengths := fs.String("lengths", "full", "token lengths: full (every text -query-len/-tool-len long) or toollens (drawn from ToolLens's texts, or built-in quantiles of them)")
+	dataDir := fs.String("data", "../shared/datasets/toollens", "-lengths toollens: dataset whose text lengths are drawn")
+	vocabPath := fs.String("vocab", "../shared/vocab/bert-base-uncased-vocab.txt", "-lengths toollens: vocab.txt tokenizing -data's texts")
+	padMult := fs.Int("pad-multiple", biencoder.DefaultPadMultiple, "pad each batch to its longest text rounded up to a multiple of this (0: to -query-len/-tool-len), as train biencoder does")
+	steps := fs.Int("steps", 10, "timed steps (each its own batch)")
+	prof := fs.String("profile", "", "write a Go CPU profile of the timed steps to this file (one per backend, FILE-NAME.ext, with several)")
 	python := fs.String("python", "/usr/bin/python3", "python with torch (empty: skip)")
-	fs.Parse(args)
+	seed := cli.Seed(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	preset, ok := trainShapes[*shape]
+	if !ok {
+		return fmt.Errorf("-shape %q: want one of %s", *shape, shapeNames(trainShapes))
+	}
+	set := cli.Set(fs)
+	for name, v := range map[string]*int{"layers": layers, "hidden": hidden, "heads": heads, "intermediate": inter, "vocab-size": vocab,
+		"batch": batch, "query-len": qLen, "tool-len": tLen} {
+		if set[name] {
+			continue
+		}
+		*v = map[string]int{"layers": preset.layers, "hidden": preset.hidden, "heads": preset.heads, "intermediate": preset.inter,
+			"vocab-size": preset.vocab, "batch": preset.batch, "query-len": preset.qLen, "tool-len": preset.tLen}[name]
+	}
+	if !set["intermediate"] && set["hidden"] {
+		*inter = 4 * *hidden
+	}
 	if err := cli.First(cli.Positive("layers", *layers), cli.Positive("hidden", *hidden), cli.Positive("heads", *heads),
-		cli.Positive("batch", *batch), cli.Positive("steps", *steps)); err != nil {
+		cli.Positive("intermediate", *inter), cli.Positive("batch", *batch), cli.Positive("steps", *steps)); err != nil {
 		return err
+	}
+	if *batch < 2 {
+		return fmt.Errorf("-batch %d: in-batch negatives need >= 2", *batch)
 	}
 	if *vocab <= 1000 {
 		return fmt.Errorf("-vocab-size %d: must be > 1000 (the random token ids are drawn from [1000, vocab))", *vocab)
@@ -50,48 +167,79 @@ func trainBench(args []string) error {
 	if *qLen < 2 || *tLen < 2 {
 		return fmt.Errorf("-query-len %d, -tool-len %d: each must be >= 2 ([CLS] and [SEP])", *qLen, *tLen)
 	}
-	bc, err := encoder.New("bert", encoder.Sizes{Vocab: *vocab, Layers: *layers, Hidden: *hidden, Heads: *heads, Intermediate: 4 * *hidden, MaxPositions: max(*qLen, *tLen)})
+	pad, err := biencoder.PadMultiple(*padMult)
+	if err != nil {
+		return err
+	}
+	if *one != "" {
+		*backends = *one
+	}
+	bc, err := encoder.New("bert", encoder.Sizes{Vocab: *vocab, Layers: *layers, Hidden: *hidden, Heads: *heads, Intermediate: *inter, MaxPositions: max(*qLen, *tLen)})
 	if err != nil {
 		return err
 	}
 	cfg := &biencoder.Config{Encoder: bc, Pooling: encoder.PoolMean, Shared: true, QueryMaxLen: *qLen, ToolMaxLen: *tLen, Similarity: "cosine", Temperature: 0.05}
-	tokens := *batch * (*qLen + *tLen)
-	fmt.Printf("train step: BERT %d layers, hidden %d, %d heads, batch %d, query %d + tool %d tokens (%d tokens/step)\n",
-		*layers, *hidden, *heads, *batch, *qLen, *tLen, tokens)
-	fmt.Printf("%-14s %12s %10s\n", "engine", "tokens/s", "s/step")
-	r := rand.New(rand.NewPCG(1, 2))
-	ids := func(n, l int) *tensors.Tensor {
-		x := make([]int32, n*l)
-		for i := range x {
-			x[i] = int32(1000 + r.IntN(*vocab-1000))
-		}
-		return tensors.FromFlatDataAndDimensions(x, n, l)
+
+	// The batches: a pure function of -seed, the same for every engine.
+	r := rand.New(rand.NewPCG(*seed, 2))
+	var qs, ts lengthSampler
+	source := "full length"
+	switch *lengths {
+	case "full":
+		qs, ts = func(*rand.Rand) int { return *qLen }, func(*rand.Rand) int { return *tLen }
+	case "toollens":
+		qs, ts, source = toolLensLengths(*dataDir, *vocabPath)
+	default:
+		return fmt.Errorf("-lengths %q: want full or toollens", *lengths)
 	}
-	ones := func(n, l int) *tensors.Tensor {
-		x := make([]int32, n*l)
-		for i := range x {
-			x[i] = 1
+	var bs []trainBatch
+	realTok, padTok, flops := 0, 0, 0.0
+	shapesSeen := map[[2]int]bool{}
+	for range *steps {
+		var b trainBatch
+		lq, lt := 0, 0
+		for range *batch {
+			q, t := min(max(qs(r), 2), *qLen), min(max(ts(r), 2), *tLen)
+			b.Q, b.T = append(b.Q, q), append(b.T, t)
+			lq, lt, realTok = max(lq, q), max(lt, t), realTok+q+t
 		}
-		return tensors.FromFlatDataAndDimensions(x, n, l)
+		b.QPad, b.TPad = padLen(pad, lq, *qLen), padLen(pad, lt, *tLen)
+		padTok += *batch * (b.QPad + b.TPad)
+		flops += trainStepFLOPs(*layers, *hidden, *inter, *batch, b.QPad, b.TPad)
+		shapesSeen[[2]int{b.QPad, b.TPad}] = true
+		bs = append(bs, b)
 	}
-	fm := tensors.FromFlatDataAndDimensions(make([]bool, *batch**batch), *batch, *batch)
-	host := []*tensors.Tensor{ids(*batch, *qLen), ones(*batch, *qLen), ids(*batch, *tLen), ones(*batch, *tLen), fm}
+	host := make([][]*tensors.Tensor, len(bs))
+	for i, b := range bs {
+		host[i] = trainInputs(r, b, *batch, *vocab)
+	}
+	fmt.Printf("train step: BERT %d layers, hidden %d, %d heads, intermediate %d, vocab %d, batch %d, query %d + tool %d tokens max\n",
+		*layers, *hidden, *heads, *inter, *vocab, *batch, *qLen, *tLen)
+	fmt.Printf("lengths: %s; padding: %s; %d steps, %d distinct shapes; %.0f real and %.0f padded tokens/step (%.1f%% real); %.1f GFLOP/step (forward+backward matmuls)\n",
+		source, pad, *steps, len(shapesSeen), float64(realTok)/float64(*steps), float64(padTok)/float64(*steps),
+		100*float64(realTok)/float64(padTok), flops/float64(*steps)/1e9)
+	const w = 16
+	fmt.Printf("%-*s %12s %10s %9s %12s %8s %10s\n", w, "engine", "tokens/s", "s/step", "GFLOP/s", "matmul peak", "of peak", "compile s")
+	names, bes, skipped := openBackends(*backends, w)
+	if len(names) == 0 {
+		return fmt.Errorf("no toolret backend could be opened (%s): nothing measured", strings.Join(skipped, ", "))
+	}
 	opt := train.DefaultOptimizer()
 	opt.LR, opt.Schedule = 1e-4, "constant"
-	for _, name := range strings.Split(*backends, ",") {
-		be, err := backend.Open(name)
-		if err != nil {
-			fmt.Printf("%-14s %12s (%v)\n", "toolret-"+name, "-", err)
-			continue
-		}
+	tps := map[string]float64{}
+	for k, name := range names {
+		be := bes[k]
 		// A tensor is bound to the first backend that uses it: each backend gets its own copies.
-		inputs := make([]any, len(host))
-		for i, t := range host {
-			c, err := t.LocalClone()
-			if err != nil {
-				return err
+		inputs := make([][]any, len(host))
+		for i, in := range host {
+			inputs[i] = make([]any, len(in))
+			for j, t := range in {
+				c, err := t.LocalClone()
+				if err != nil {
+					return err
+				}
+				inputs[i][j] = c
 			}
-			inputs[i] = c
 		}
 		store := model.NewStore()
 		store.SetParam(model.ParamInitialSeed, int64(1))
@@ -104,49 +252,126 @@ func trainBench(args []string) error {
 		if err != nil {
 			return err
 		}
-		for i := 0; i < 2; i++ { // compile + warm up
-			if _, err := exec.Call(inputs...); err != nil {
-				return err
+		exec.SetMaxCache(max(len(shapesSeen), DefaultExecMaxCacheSize))
+		// Compile every shape once (and warm up), untimed.
+		start, compiled := time.Now(), map[[2]int]bool{}
+		for i, b := range bs {
+			if s := [2]int{b.QPad, b.TPad}; !compiled[s] {
+				compiled[s] = true
+				if _, err := exec.Call(inputs[i]...); err != nil {
+					return fmt.Errorf("toolret-%s: %w", name, err)
+				}
 			}
 		}
-		start := time.Now()
-		for i := 0; i < *steps; i++ {
-			if _, err := exec.Call(inputs...); err != nil {
-				return err
+		compile := time.Since(start).Seconds()
+		for range 2 {
+			if _, err := exec.Call(inputs[0]...); err != nil {
+				return fmt.Errorf("toolret-%s: %w", name, err)
 			}
 		}
-		per := time.Since(start).Seconds() / float64(*steps)
-		fmt.Printf("%-14s %12.0f %10.3f\n", "toolret-"+name, float64(tokens)/per, per)
+		var el time.Duration
+		err = profile(profilePath(*prof, name, len(names) > 1), func() error {
+			start := time.Now()
+			for i := range bs {
+				out, err := exec.Call(inputs[i]...)
+				if err != nil {
+					return fmt.Errorf("toolret-%s: %w", name, err)
+				}
+				if _, err := tensors.CopyFlatData[float32](out[0]); err != nil { // wait for the step
+					return err
+				}
+			}
+			el = time.Since(start)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		peak, err := matmulPeak(be, 1024)
+		if err != nil {
+			return fmt.Errorf("toolret-%s: matmul peak: %w", name, err)
+		}
+		sec := el.Seconds()
+		tps[name] = float64(realTok) / sec
+		gf := flops / sec / 1e9
+		fmt.Printf("%-*s %12.0f %10.3f %9.1f %12.1f %7.0f%% %10.1f\n", w, "toolret-"+name, tps[name], sec/float64(*steps), gf, peak, 100*gf/peak, compile)
 	}
+	notMeasured := skippedError(skipped)
 	if *python == "" {
-		return nil
+		return notMeasured
 	}
-	spec := map[string]any{"config": bc, "batch": *batch, "query_len": *qLen, "tool_len": *tLen, "steps": *steps}
-	tmp, err := os.CreateTemp("", "bench-train-*.json")
+	spec := map[string]any{"config": bc, "batch": *batch, "query_len": *qLen, "tool_len": *tLen, "steps": *steps, "batches": bs, "seed": *seed}
+	res, err := runTorch(*python, "scripts/bench/torch_train.py", spec)
 	if err != nil {
-		return err
+		fmt.Printf("%-*s %12s (%v)\n", w, "pytorch", "-", err)
+		return errors.Join(notMeasured, fmt.Errorf("%w: pytorch: %v", errNotMeasured, err))
+	}
+	var pt struct {
+		Seconds float64 `json:"seconds"`
+		Threads int     `json:"threads"`
+		Torch   string  `json:"torch"`
+		MM      float64 `json:"mm_gflops"`
+	}
+	if err := json.Unmarshal(res, &pt); err != nil || pt.Seconds <= 0 {
+		return fmt.Errorf("pytorch output %s: %v", res, err)
+	}
+	ptTPS := float64(realTok) / pt.Seconds
+	gf := flops / pt.Seconds / 1e9
+	fmt.Printf("%-*s %12.0f %10.3f %9.1f %12.1f %7.0f%% %10s  (torch %s, %d threads)\n", w, "pytorch", ptTPS, pt.Seconds/float64(*steps), gf, pt.MM, 100*gf/pt.MM, "-", pt.Torch, pt.Threads)
+	for _, name := range names {
+		fmt.Printf("toolret-%s / pytorch tokens/s: %.2fx\n", name, tps[name]/ptTPS)
+	}
+	return notMeasured
+}
+
+// padLen is the padded length of a batch whose longest text has n tokens.
+func padLen(p biencoder.Padding, n, maxLen int) int {
+	if p == biencoder.PadFixed {
+		return maxLen
+	}
+	return tokenize.Bucket(n, maxLen, tokenize.MultipleBuckets(int(p), maxLen))
+}
+
+// trainInputs returns a step's inputs: random token ids (from 1000 up) over each row's real
+// length, padding id 0 and mask 0 after it; no false negatives.
+func trainInputs(r *rand.Rand, b trainBatch, batch, vocab int) []*tensors.Tensor {
+	side := func(lens []int, l int) (*tensors.Tensor, *tensors.Tensor) {
+		ids, mask := make([]int32, batch*l), make([]int32, batch*l)
+		for i, n := range lens {
+			for j := range n {
+				ids[i*l+j], mask[i*l+j] = int32(1000+r.IntN(vocab-1000)), 1
+			}
+		}
+		return tensors.FromFlatDataAndDimensions(ids, batch, l), tensors.FromFlatDataAndDimensions(mask, batch, l)
+	}
+	qi, qm := side(b.Q, b.QPad)
+	ti, tm := side(b.T, b.TPad)
+	fm := tensors.FromFlatDataAndDimensions(make([]bool, batch*batch), batch, batch)
+	return []*tensors.Tensor{qi, qm, ti, tm, fm}
+}
+
+// runTorch runs a PyTorch script (relative to the module root, run from it) on a JSON spec
+// and returns its last output line.
+func runTorch(python, script string, spec any) ([]byte, error) {
+	tmp, err := os.CreateTemp("", "bench-*.json")
+	if err != nil {
+		return nil, err
 	}
 	defer os.Remove(tmp.Name())
-	json.NewEncoder(tmp).Encode(spec)
-	tmp.Close()
-	script, _ := filepath.Abs("scripts/bench/torch_train.py")
-	cmd := exec.Command(*python, script, tmp.Name())
+	if err := json.NewEncoder(tmp).Encode(spec); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, err
+	}
+	abs, _ := filepath.Abs(script)
+	cmd := exec.Command(python, abs, tmp.Name())
 	cmd.Env = withoutEnv(os.Environ(), "OPENBLAS_CORETYPE")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		fmt.Printf("%-14s %12s (%v: %s)\n", "pytorch", "-", err, strings.TrimSpace(string(out)))
-		return nil
-	}
-	var res struct {
-		TPS     float64 `json:"tokens_per_sec"`
-		Per     float64 `json:"sec_per_step"`
-		Threads int     `json:"threads"`
-		Torch   string  `json:"torch"`
+		return nil, fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
-		return fmt.Errorf("pytorch output %q: %w", out, err)
-	}
-	fmt.Printf("%-14s %12.0f %10.3f  (torch %s, %d threads)\n", "pytorch", res.TPS, res.Per, res.Torch, res.Threads)
-	return nil
+	return []byte(lines[len(lines)-1]), nil
 }

@@ -5,7 +5,8 @@ benchmark wrote, with random weights of the same configuration, on CPU.
 
     env -u OPENBLAS_CORETYPE /usr/bin/python3 scripts/bench/torch_encode.py BATCHES.json
 
-Prints one JSON line: {"texts_per_sec": ..., "seconds": ..., "threads": ...}.
+Prints one JSON line: {"texts_per_sec": ..., "seconds": ..., "threads": ..., "mm_gflops": ...}
+(mm_gflops: the fp32 matmul peak torch.mm reaches on 1024x1024 matrices, best thread count).
 """
 import json, math, os, sys, time
 import torch
@@ -47,7 +48,21 @@ class Bert(torch.nn.Module):
 model = Bert().eval()
 batches = [(torch.tensor(b["ids"]), torch.tensor(b["mask"])) for b in spec["batches"]]
 n = sum(len(b[0]) for b in batches)
-results = []
+def mm_peak(n=1024, chain=4):
+    a = torch.randn(n, n)
+    b = torch.randn(n, n) / n
+    best = 0.0
+    for _ in range(3):
+        calls, t0 = 0, time.perf_counter()
+        while calls == 0 or time.perf_counter() - t0 < 0.5:
+            x = a
+            for _ in range(chain):
+                x = torch.mm(x, b)
+            calls += 1
+        best = max(best, calls * chain * 2 * n ** 3 / (time.perf_counter() - t0) / 1e9)
+    return best
+
+results, mm = [], 0.0
 with torch.no_grad():
     # PyTorch's best thread count varies with the BLAS build: measure 1 and all cores.
     for threads in sorted({1, os.cpu_count()}):
@@ -61,6 +76,7 @@ with torch.no_grad():
                 model(ids, mask)
             best = min(best, time.perf_counter() - t0)
         results.append((best, threads))
+        mm = max(mm, mm_peak())
 best, threads = min(results)
 print(json.dumps({"texts_per_sec": n / best, "seconds": best, "texts": n, "threads": threads,
-                  "all": {str(t): n / b for b, t in results}, "torch": torch.__version__}))
+                  "all": {str(t): n / b for b, t in results}, "mm_gflops": mm, "torch": torch.__version__}))

@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """PyTorch side of `go run ./cmd/bench train`: times bi-encoder training steps (shared BERT
 tower, mean pooling, cosine InfoNCE with in-batch negatives, AdamW) on the same shapes as the
-Go benchmark: batch B queries of length Lq and B tools of length Lt, random token ids.
+Go benchmark: batch B queries and B tools, random token ids; with "batches" in the spec
+(each {"q": lengths, "t": lengths, "qpad": Lq, "tpad": Lt}: the rows' real lengths and the
+padded lengths, one entry per timed step) exactly those batches, else B x Lq and B x Lt
+full-length batches, "steps" of them.
 
     env -u OPENBLAS_CORETYPE /usr/bin/python3 scripts/bench/torch_train.py SPEC.json
 
-Prints one JSON line with tokens/s (best over 1 and all threads).
+Prints one JSON line: tokens/s and seconds of all the steps (best over 1 and all threads),
+and the fp32 matmul peak torch.mm reaches on 1024x1024 matrices (GFLOP/s, best thread count).
 """
 import json, math, os, sys, time
 import torch
@@ -48,12 +52,21 @@ class Bert(torch.nn.Module):
 
 model = Bert().train()
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
-g = torch.Generator().manual_seed(1)
-qi = torch.randint(1000, cfg["vocab_size"], (B, Lq), generator=g)
-ti = torch.randint(1000, cfg["vocab_size"], (B, Lt), generator=g)
-qm, tm = torch.ones(B, Lq, dtype=torch.long), torch.ones(B, Lt, dtype=torch.long)
+g = torch.Generator().manual_seed(spec.get("seed", 1))
 
-def step():
+def side(lens, pad):
+    ids = torch.zeros(B, pad, dtype=torch.long)
+    mask = torch.zeros(B, pad, dtype=torch.long)
+    for r, n in enumerate(lens):
+        ids[r, :n] = torch.randint(1000, cfg["vocab_size"], (n,), generator=g)
+        mask[r, :n] = 1
+    return ids, mask
+
+specs = spec.get("batches") or [{"q": [Lq] * B, "t": [Lt] * B, "qpad": Lq, "tpad": Lt}] * steps
+batches = [side(b["q"], b["qpad"]) + side(b["t"], b["tpad"]) for b in specs]
+real = sum(sum(b["q"]) + sum(b["t"]) for b in specs)
+
+def step(qi, qm, ti, tm):
     opt.zero_grad()
     logits = model(qi, qm) @ model(ti, tm).T / 0.05
     loss = torch.nn.functional.cross_entropy(logits, torch.arange(B))
@@ -61,16 +74,36 @@ def step():
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
 
-results = []
+def mm_peak(n=1024, chain=4):
+    a = torch.randn(n, n)
+    b = torch.randn(n, n) / n
+    best = 0.0
+    for _ in range(3):
+        calls, t0 = 0, time.perf_counter()
+        while calls == 0 or time.perf_counter() - t0 < 0.5:
+            x = a
+            for _ in range(chain):
+                x = torch.mm(x, b)
+            calls += 1
+        best = max(best, calls * chain * 2 * n ** 3 / (time.perf_counter() - t0) / 1e9)
+    return best
+
+results, mm = [], 0.0
 for threads in sorted({1, os.cpu_count()}):
     torch.set_num_threads(threads)
+    seen = set()
+    for b, s in zip(batches, specs):  # warm-up: every shape once, then 2 steps
+        if (s["qpad"], s["tpad"]) not in seen:
+            seen.add((s["qpad"], s["tpad"]))
+            step(*b)
     for _ in range(2):
-        step()
+        step(*batches[0])
     t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
+    for b in batches:
+        step(*b)
     el = time.perf_counter() - t0
-    results.append((B * (Lq + Lt) * steps / el, threads, el / steps))
-tps, threads, per = max(results)
-print(json.dumps({"tokens_per_sec": tps, "sec_per_step": per, "threads": threads, "torch": torch.__version__,
-                  "all": {str(t): x for x, t, _ in results}}))
+    results.append((real / el, threads, el))
+    mm = max(mm, mm_peak())
+tps, threads, el = max(results)
+print(json.dumps({"tokens_per_sec": tps, "seconds": el, "sec_per_step": el / len(batches), "threads": threads,
+                  "mm_gflops": mm, "torch": torch.__version__, "all": {str(t): x for x, t, _ in results}}))
