@@ -50,7 +50,7 @@ func addHeadFlags(fs *flag.FlagSet, maxLen, batch, epochs int, metric string) *h
 		dataDir:   cli.Data(fs),
 		runDir:    cli.Run(fs, "run directory (default runs/<command>-<time>)"),
 		retriever: cli.Retriever(fs),
-		initDir:   fs.String("init", "", "initialise the encoder from a HuggingFace BERT or DeBERTa-v2/v3 directory (else from scratch)"),
+		initDir:   fs.String("init", "", "initialise the encoder from a HuggingFace BERT or DeBERTa-v2/v3 directory, or from a bi-encoder or pretrain run (its encoder and tokenizer, as -warm-start takes the -retriever's; else from scratch)"),
 		arch:      archFlag(fs),
 		pool:      fs.String("pooling", "", "head input: cls (the [CLS] state) or pooler (the encoder's pooler layer over [CLS], as HF's XxxForSequenceClassification: BERT dense + tanh, DeBERTa's ContextPooler dense + GELU); default pooler for DeBERTa, cls for BERT"),
 		layers:    fs.Int("layers", 2, "from scratch: layers"),
@@ -176,18 +176,10 @@ func (h *headFlags) encoder(store *model.Store, bk compute.Backend, d *data.Data
 		if *h.retriever == "" {
 			return nil, nil, fmt.Errorf("-warm-start needs -retriever RUN")
 		}
-		bc, tok, err := warmStart(*h.retriever, bk, store, *h.maxLen, *h.seed)
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := checkArchOf(h.fs, *h.arch, bc, "the -retriever run"); err != nil {
-			return nil, nil, err
-		}
-		if *h.maxLen > bc.MaxPositions() { // an encoder whose positions warmStart cannot extend
-			fmt.Fprintf(os.Stderr, "warm start: -max-len %d capped at the retriever's max_position_embeddings %d\n", *h.maxLen, bc.MaxPositions())
-			*h.maxLen = bc.MaxPositions()
-		}
-		return bc, tok, nil
+		return h.fromRun(*h.retriever, "the -retriever run", store, bk)
+	}
+	if *h.initDir != "" && isBiEncoderRun(*h.initDir) { // a bi-encoder or pretrain run
+		return h.fromRun(*h.initDir, *h.initDir, store, bk)
 	}
 	if *h.initDir != "" {
 		bc, err := encoder.LoadHF(store.RootScope(), *h.initDir)
@@ -230,6 +222,24 @@ func (h *headFlags) encoder(store *model.Store, bk compute.Backend, d *data.Data
 		Intermediate: *h.inter, MaxPositions: *h.maxLen}, h.kind == "crossencoder") // intermediate 0: 4*hidden
 	if err != nil {
 		return nil, nil, err
+	}
+	return bc, tok, nil
+}
+
+// fromRun loads the encoder and tokenizer of the bi-encoder (or pretrain) run at run into store
+// with warmStart; what names the run in messages. A -max-len beyond an encoder whose positions
+// warmStart cannot extend is capped at its positions.
+func (h *headFlags) fromRun(run, what string, store *model.Store, bk compute.Backend) (encoder.Config, *tokenize.Tokenizer, error) {
+	bc, tok, err := warmStart(run, bk, store, *h.maxLen, *h.seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkArchOf(h.fs, *h.arch, bc, what); err != nil {
+		return nil, nil, err
+	}
+	if *h.maxLen > bc.MaxPositions() {
+		fmt.Fprintf(os.Stderr, "warm start: -max-len %d capped at %s's max_position_embeddings %d\n", *h.maxLen, what, bc.MaxPositions())
+		*h.maxLen = bc.MaxPositions()
 	}
 	return bc, tok, nil
 }

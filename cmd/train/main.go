@@ -8,6 +8,7 @@
 //	train refiner -retriever RUN [-candidates bi-encoder|usage|mlc|bm25] [flags]  the Tool2Vec paper's ToolRefiner
 //	train migrate -run RUN [-data DIR] [-dev F -seed N]  write run.json for a run made before it existed
 //	train feedback -retriever RUN -llm-url URL -llm-model NAME -out FILE.jsonl [flags]  collect iterative LLM feedback (package feedback)
+//	train pretrain [flags]      unsupervised MLM + contrastive pre-training on the tool corpus (package pretrain); -init RUN warm-starts from it
 //
 // With no flags it trains a small bi-encoder from scratch on the embedded default dataset and
 // prints its test metrics. See `train biencoder -h` and `train mine -h`.
@@ -42,8 +43,10 @@ func main() {
 		err = migrateCmd(args)
 	case "feedback":
 		err = feedbackCmd(args)
+	case "pretrain":
+		err = pretrainCmd(args)
 	default:
-		err = fmt.Errorf("unknown command %q (biencoder, mine, colt, crossencoder, classifier, refiner, migrate, feedback)", cmd)
+		err = fmt.Errorf("unknown command %q (biencoder, mine, colt, crossencoder, classifier, refiner, migrate, feedback, pretrain)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "train:", err)
