@@ -63,23 +63,42 @@ func Map(tok *tokenize.Tokenizer, seqs, types [][]int32, maxLen, batch int, call
 				subT[j] = types[i]
 			}
 		}
+		// Rows too come in buckets (powers of two up to batch; the extra rows repeat the
+		// last sequence and are dropped), so that a long-lived caller embedding batches of
+		// every size compiles a bounded number of graphs.
+		for rows := Rows(len(idx), batch); len(sub) < rows; {
+			sub = append(sub, sub[len(sub)-1])
+			if subT != nil {
+				subT = append(subT, subT[len(subT)-1])
+			}
+		}
 		res, err := call(Tensors(tok.Pad(sub, subT, maxLen)))
 		if err != nil {
 			return nil, err
 		}
-		if d := res.Shape().Dimensions; len(d) == 0 || d[0] != len(idx) {
-			return nil, fmt.Errorf("encoder: batch of %d rows gave a result of shape %s", len(idx), res.Shape())
+		if d := res.Shape().Dimensions; len(d) == 0 || d[0] != len(sub) {
+			return nil, fmt.Errorf("encoder: batch of %d rows gave a result of shape %s", len(sub), res.Shape())
 		}
 		flat, err := tensors.CopyFlatData[float32](res)
 		if err != nil {
 			return nil, fmt.Errorf("encoder: %w", err)
 		}
-		n := len(flat) / len(idx)
+		n := len(flat) / len(sub)
 		for j, i := range idx {
 			out[i] = flat[j*n : (j+1)*n : (j+1)*n]
 		}
 	}
 	return out, nil
+}
+
+// Rows is the row count Map pads a batch of n sequences to: the next power of two, at most
+// batch (and at least n).
+func Rows(n, batch int) int {
+	r := 1
+	for r < n {
+		r *= 2
+	}
+	return max(min(r, batch), n)
 }
 
 // Runner runs an encoder with a pooling for inference: a graph compiled per input shape

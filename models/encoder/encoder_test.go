@@ -379,3 +379,55 @@ func TestWithDType(t *testing.T) {
 		}
 	}
 }
+
+// TestRunnerManyShapes: a long-lived Runner (a server) sees many batch sizes and lengths;
+// it keeps answering past GoMLX's default cache of 32 compiled graphs, and each answer equals
+// the sequence embedded alone.
+func TestRunnerManyShapes(t *testing.T) {
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := testTokenizer(t)
+	cfg := tiny(t, tok.VocabSize())
+	store := model.NewStore()
+	store.SetParam(model.ParamInitialSeed, int64(3))
+	r, err := encoder.NewRunner(be, store, "", cfg, encoder.PoolMean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := func(n int) []int32 {
+		s := []int32{tok.CLSID()}
+		for i := 0; i < n; i++ {
+			s = append(s, int32(5+i%5))
+		}
+		return append(s, tok.SEPID())
+	}
+	alone := map[int][]float32{}
+	for n := 0; n < 14; n++ {
+		out, err := encoder.Map(tok, [][]int32{seq(n)}, nil, 16, 1, r.Call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone[n] = out[0]
+	}
+	for rows := 1; rows <= 40; rows++ {
+		for _, n := range []int{1, 7, 13} {
+			seqs := make([][]int32, rows)
+			for i := range seqs {
+				seqs[i] = seq(n)
+			}
+			out, err := encoder.Map(tok, seqs, nil, 16, 64, r.Call)
+			if err != nil {
+				t.Fatalf("batch of %d rows of %d tokens: %v", rows, n+2, err)
+			}
+			for i, v := range out {
+				for j := range v {
+					if math.Abs(float64(v[j]-alone[n][j])) > 1e-5 {
+						t.Fatalf("batch of %d rows, row %d: %v, alone %v", rows, i, v[:3], alone[n][:3])
+					}
+				}
+			}
+		}
+	}
+}

@@ -22,8 +22,13 @@ type SafeExec struct {
 	seen map[string]bool
 }
 
-// Guard wraps e.
-func Guard(e *model.Exec) *SafeExec { return &SafeExec{exec: e, seen: map[string]bool{}} }
+// Guard wraps e, lifting GoMLX's default limit of 32 compiled graphs per Exec (an error on
+// the 33rd shape): inference shapes are bounded by Map's buckets (rows and lengths), which a
+// server embedding batches of every size exceeds.
+func Guard(e *model.Exec) *SafeExec {
+	e.SetMaxCache(-1)
+	return &SafeExec{exec: e, seen: map[string]bool{}}
+}
 
 // Call1 runs the graph on tensors, compiling it for their shapes first if needed.
 func (e *SafeExec) Call1(args ...*tensors.Tensor) (*tensors.Tensor, error) {
