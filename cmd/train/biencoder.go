@@ -55,6 +55,27 @@ func trainPadding(fs *flag.FlagSet, meta *rundir.Meta, n int) (biencoder.Padding
 	return biencoder.PadMultiple(n)
 }
 
+// trainRegularization returns the -freeze-embeddings and -tool-dropout options. A resumed
+// run made before these flags existed (its recorded flags lack them) trained without them:
+// giving it one with another value than its default is refused, as the run would change
+// what it trains on halfway.
+func trainRegularization(fs *flag.FlagSet, meta *rundir.Meta, freeze bool, dropout float64) (biencoder.Regularization, error) {
+	if meta != nil {
+		set := cli.Set(fs)
+		for _, n := range []string{"freeze-embeddings", "tool-dropout"} {
+			f := fs.Lookup(n)
+			if _, ok := meta.Args[n]; !ok && set[n] && f.Value.String() != f.DefValue {
+				return biencoder.Regularization{}, fmt.Errorf("-%s %s: run %s was trained before -%s existed (as -%s %s) and resumes so: omit -%s", n, f.Value, fs.Lookup("run").Value, n, n, f.DefValue, n)
+			}
+		}
+	}
+	r := biencoder.Regularization{FreezeEmbeddings: freeze, ToolDropout: dropout}
+	if !(dropout >= 0 && dropout < 1) {
+		return r, fmt.Errorf("-tool-dropout %v: a probability, must be in [0, 1)", dropout)
+	}
+	return r, nil
+}
+
 func biencoderCmd(args []string) error {
 	fs := flag.NewFlagSet("biencoder", flag.ContinueOnError)
 	cli.Data(fs)
@@ -86,6 +107,8 @@ func biencoderCmd(args []string) error {
 	sim := fs.String("similarity", "cosine", "cosine or dot")
 	symmetric := fs.Bool("symmetric", false, "add the tool->query InfoNCE term")
 	noMask := fs.Bool("no-fn-mask", false, "ablation: no false-negative masking")
+	freezeEmb := fs.Bool("freeze-embeddings", false, "query2tool/feedback: do not train the encoder's word (token) embedding table, in every tower (no gradient, optimizer state or weight decay; left out of the clipped gradient norm); position and token-type embeddings still train")
+	toolDrop := fs.Float64("tool-dropout", 0, "query2tool/feedback, training only: drop each white-space-separated word of a tool text (positives and hard negatives) with this probability before tokenisation, at least one word kept, drawn anew per (seed, epoch, batch, example); dev/test evaluation and encoding see whole texts")
 	hardNeg := fs.Int("hard-negatives", 0, "mined hard negatives per example (needs -negatives)")
 	negFile := fs.String("negatives", "", "mined negatives file (train mine)")
 	fb := addFeedbackFlags(fs)
@@ -153,6 +176,10 @@ func biencoderCmd(args []string) error {
 	if err != nil {
 		return err
 	}
+	reg, err := trainRegularization(fs, meta, *freezeEmb, *toolDrop)
+	if err != nil {
+		return err
+	}
 	obj, err := biencoder.ParseObjective(*objective)
 	if err != nil {
 		return fmt.Errorf("-objective: %w", err)
@@ -168,6 +195,8 @@ func biencoderCmd(args []string) error {
 			return fmt.Errorf("-hard-negatives and -negatives are tool negatives of -objective %s; %s mines its own (-negatives-per-query)", biencoder.ObjectiveQuery2Tool, obj)
 		case *separate:
 			return fmt.Errorf("-objective %s trains one shared tower: -separate-towers does not apply", obj)
+		case reg != (biencoder.Regularization{}):
+			return fmt.Errorf("-freeze-embeddings and -tool-dropout apply to -objective %s (and -feedback) only", biencoder.ObjectiveQuery2Tool)
 		}
 	} else if *retriever != "" && *fb.file == "" {
 		return fmt.Errorf("-retriever is used by -objective %s only (it mines the query triplets), or with -feedback (the collection's retriever, when it moved)", biencoder.ObjectiveQuery2Query)
@@ -331,7 +360,7 @@ func biencoderCmd(args []string) error {
 			return err
 		}
 		ft := &biencoder.FeedbackTask{Cfg: cfg, Data: d, Train: trainSplit, Dev: dev, Tok: tok, Backend: bk, BatchSize: *batch, StrictBatches: *strict,
-			Seed: *seed, Loops: loops, Iterations: fbT, Alpha: *fb.alpha, Joint: *fb.joint, HardNegatives: *fb.hardNegs, Padding: padding, ExtraFiles: files}
+			Seed: *seed, Loops: loops, Iterations: fbT, Alpha: *fb.alpha, Joint: *fb.joint, HardNegatives: *fb.hardNegs, Padding: padding, ExtraFiles: files, Reg: reg}
 		if err := ft.Prepare(); err != nil {
 			return err
 		}
@@ -341,7 +370,7 @@ func biencoderCmd(args []string) error {
 		task, examples = ft, ft.Describe()
 	} else {
 		bt := &biencoder.Task{Cfg: cfg, Data: d, Train: trainSplit, Dev: dev, Tok: tok, Backend: bk, BatchSize: *batch, StrictBatches: *strict,
-			Seed: *seed, HardNegatives: *hardNeg, Negatives: negs, Padding: padding, ExtraFiles: files}
+			Seed: *seed, HardNegatives: *hardNeg, Negatives: negs, Padding: padding, ExtraFiles: files, Reg: reg}
 		if err := bt.Prepare(); err != nil {
 			return err
 		}
@@ -359,6 +388,9 @@ func biencoderCmd(args []string) error {
 	opt.Warmup = int(*warmup * float64(steps))
 	tc := train.Config{RunDir: *runDir, Seed: *seed, Epochs: *epochs, MaxSteps: *maxSteps, EvalEvery: *evalEvery, Metric: *metric, Patience: *patience,
 		KeepLast: 2, Optimizer: opt, Fingerprint: d.Fingerprint(), Quiet: *quiet}
+	if reg != (biencoder.Regularization{}) {
+		fmt.Fprintf(os.Stderr, "regularisation: %s\n", reg)
+	}
 	fmt.Fprintf(os.Stderr, "%s\nbi-encoder: %d layers, hidden %d, vocab %d, %s pooling, %s, %d dev queries, %d steps -> %s\n",
 		d.Stats(), cfg.Encoder.Layers(), cfg.Encoder.Hidden(), cfg.Encoder.Vocab(), cfg.Pooling, examples, len(dev.Queries), steps, *runDir)
 	if pending != nil {

@@ -126,10 +126,14 @@ type FeedbackTask struct {
 	Padding Padding
 	// ExtraFiles are stored with every checkpoint.
 	ExtraFiles map[string][]byte
+	// Reg: see Task (tool dropout: example j's positive by dropRand(Seed, epoch, i, j), the
+	// hard negative of row r by example index B + r·B + j).
+	Reg Regularization
 
 	pairs []train.Pair
 	rel   losses.Relevance
 	tools [][]int32
+	texts toolTexts
 	// rows[q][r] is the tokenized instruction of row r (iteration r when Joint) of query q,
 	// negs[q][r] the incorrect tools of its top K.
 	rows   map[int][][]int32
@@ -166,6 +170,9 @@ func (t *FeedbackTask) Prepare() error {
 		return fmt.Errorf("biencoder: feedback iterations %d: must be >= 0", t.Iterations)
 	case !(t.Alpha > 0) || math.IsInf(t.Alpha, 0):
 		return fmt.Errorf("biencoder: feedback alpha %v: must be > 0", t.Alpha)
+	}
+	if err := t.Reg.Validate(); err != nil {
+		return err
 	}
 	t.rel = losses.RelevanceFromMap(t.Train.Relevant)
 	t.rows, t.negs, t.iters = map[int][][]int32{}, map[int][][]int{}, map[int][]int{}
@@ -208,10 +215,8 @@ func (t *FeedbackTask) Prepare() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("biencoder: %d training queries have no recorded feedback (e.g. %q): collect the train split with train feedback (and let it finish)", len(missing), missing[0])
 	}
-	t.tools = make([][]int32, len(t.Data.Tools))
-	for i, tool := range t.Data.Tools {
-		t.tools[i] = t.Tok.Single(tool.Text, t.Cfg.ToolMaxLen)
-	}
+	t.texts = newToolTexts(t.Data, t.Tok, t.Cfg.ToolMaxLen, t.Seed, t.Reg.ToolDropout)
+	t.tools = t.texts.tools
 	t.pairs = nil
 	for _, p := range t.Train.Pairs() {
 		t.pairs = append(t.pairs, train.Pair{Query: p[0], Tool: p[1]})
@@ -258,7 +263,7 @@ func (t *FeedbackTask) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	tSeq := make([][]int32, nb)
 	qSeq := make([][]int32, 0, rows*nb)
 	for j, p := range b {
-		qs[j], ps[j], tSeq[j] = p.Query, p.Tool, t.tools[p.Tool]
+		qs[j], ps[j], tSeq[j] = p.Query, p.Tool, t.texts.seq(epoch, i, j, p.Tool)
 	}
 	for r := range rows {
 		for _, p := range b {
@@ -290,9 +295,9 @@ func (t *FeedbackTask) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	in := []*tensors.Tensor{qi, qm, ti, tm, tensors.FromFlatDataAndDimensions(flat, rows, nb, width)}
 	if negs != nil {
 		var nSeq [][]int32
-		for _, nr := range negs {
-			for _, n := range nr {
-				nSeq = append(nSeq, t.tools[n[0]])
+		for r, nr := range negs {
+			for j, n := range nr {
+				nSeq = append(nSeq, t.texts.seq(epoch, i, nb+r*nb+j, n[0]))
 			}
 		}
 		ni, nm := t.pad(nSeq, t.Cfg.ToolMaxLen)
@@ -376,7 +381,8 @@ func (t *FeedbackTask) Weights() []float64 {
 	return w
 }
 
-// Loss implements train.Task: Σ_r w_r · InfoNCE(row r) over the inputs of Batch.
+// Loss implements train.Task: Σ_r w_r · InfoNCE(row r) over the inputs of Batch (with
+// Reg.FreezeEmbeddings, the word embeddings are marked non-trainable).
 func (t *FeedbackTask) Loss(s *model.Scope, in []*Node) *Node {
 	qAll := t.Cfg.Embed(s, QueryTower, in[0], in[1])
 	pos := t.Cfg.Embed(s, ToolTower, in[2], in[3])
@@ -402,6 +408,7 @@ func (t *FeedbackTask) Loss(s *model.Scope, in []*Node) *Node {
 			total = Add(total, l)
 		}
 	}
+	t.Reg.freeze(t.Cfg, s)
 	return total
 }
 

@@ -41,11 +41,14 @@ type Task struct {
 	Padding Padding
 	// ExtraFiles are stored with every checkpoint.
 	ExtraFiles map[string][]byte
+	// Reg are the training-only regularisations (frozen word embeddings, tool-text dropout).
+	Reg Regularization
 
 	pairs   []train.Pair
 	rel     losses.Relevance
 	queries map[int][]int32
 	tools   [][]int32
+	texts   toolTexts
 	epochs  map[int][][]train.Pair
 }
 
@@ -60,6 +63,9 @@ func (t *Task) Prepare() error {
 	if t.BatchSize < 2 {
 		return fmt.Errorf("biencoder: batch size %d: in-batch negatives need >= 2", t.BatchSize)
 	}
+	if err := t.Reg.Validate(); err != nil {
+		return err
+	}
 	if t.HardNegatives > 0 && len(t.Negatives) == 0 {
 		return fmt.Errorf("biencoder: %d hard negatives asked but no mined negatives given (run `train mine` first)", t.HardNegatives)
 	}
@@ -72,10 +78,8 @@ func (t *Task) Prepare() error {
 			t.queries[q] = t.Tok.Single(t.Data.Queries[q].Text, t.Cfg.QueryMaxLen)
 		}
 	}
-	t.tools = make([][]int32, len(t.Data.Tools))
-	for i, tool := range t.Data.Tools {
-		t.tools[i] = t.Tok.Single(tool.Text, t.Cfg.ToolMaxLen)
-	}
+	t.texts = newToolTexts(t.Data, t.Tok, t.Cfg.ToolMaxLen, t.Seed, t.Reg.ToolDropout)
+	t.tools = t.texts.tools
 	t.pairs = nil
 	for _, p := range t.Train.Pairs() {
 		t.pairs = append(t.pairs, train.Pair{Query: p[0], Tool: p[1]})
@@ -104,8 +108,13 @@ func (t *Task) batches(epoch int) [][]train.Pair {
 // Batches implements train.Task.
 func (t *Task) Batches(epoch int) int { return len(t.batches(epoch)) }
 
-// Loss implements train.Task.
-func (t *Task) Loss(s *model.Scope, in []*Node) *Node { return t.Cfg.Loss(s, in) }
+// Loss implements train.Task (with Reg.FreezeEmbeddings, the word embeddings are marked
+// non-trainable once the towers are built).
+func (t *Task) Loss(s *model.Scope, in []*Node) *Node {
+	l := t.Cfg.Loss(s, in)
+	t.Reg.freeze(t.Cfg, s)
+	return l
+}
 
 // pad turns sequences into ids and mask tensors of the length t.Padding gives the batch.
 func (t *Task) pad(seqs [][]int32, maxLen int) (ids, mask *tensors.Tensor) {
@@ -126,7 +135,9 @@ func (t *Task) MaxShapes() int {
 	return maxShapes(sizes, q, tl)
 }
 
-// Batch implements train.Task.
+// Batch implements train.Task. With Reg.ToolDropout, example j's positive tool text loses
+// words by dropRand(Seed, epoch, i, j), and hard negative k of example j by example index
+// len(batch) + j·HardNegatives + k.
 func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	bs := t.batches(epoch)
 	if i >= len(bs) {
@@ -137,7 +148,7 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	qSeq, tSeq := make([][]int32, len(b)), make([][]int32, len(b))
 	for j, p := range b {
 		qs[j], ps[j] = p.Query, p.Tool
-		qSeq[j], tSeq[j] = t.queries[p.Query], t.tools[p.Tool]
+		qSeq[j], tSeq[j] = t.queries[p.Query], t.texts.seq(epoch, i, j, p.Tool)
 	}
 	var negs [][]int
 	if t.HardNegatives > 0 {
@@ -173,9 +184,9 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	in := []*tensors.Tensor{qi, qm, ti, tm, tensors.FromFlatDataAndDimensions(flat, len(b), width)}
 	if t.HardNegatives > 0 {
 		var nSeq [][]int32
-		for _, row := range negs {
-			for _, n := range row {
-				nSeq = append(nSeq, t.tools[n])
+		for j, row := range negs {
+			for k, n := range row {
+				nSeq = append(nSeq, t.texts.seq(epoch, i, len(b)+j*t.HardNegatives+k, n))
 			}
 		}
 		ni, nm := t.pad(nSeq, t.Cfg.ToolMaxLen)

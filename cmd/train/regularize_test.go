@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/checkpoints"
+	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/models/encoder"
+	"github.com/toolret/toolret/rundir"
+)
+
+// TestTrainRegularization: -freeze-embeddings and -tool-dropout give the task's
+// regularisation; a run made before the flags resumes without them and refuses them with
+// another value than their default; -tool-dropout must be a probability below 1.
+func TestTrainRegularization(t *testing.T) {
+	old := &rundir.Meta{Kind: "biencoder", Args: map[string]string{"batch": "32"}}
+	recorded := &rundir.Meta{Kind: "biencoder", Args: map[string]string{"freeze-embeddings": "true", "tool-dropout": "0.2"}}
+	for _, c := range []struct {
+		name string
+		meta *rundir.Meta
+		args []string
+		want biencoder.Regularization
+		err  string
+	}{
+		{"new run, default", nil, nil, biencoder.Regularization{}, ""},
+		{"new run, both", nil, []string{"-freeze-embeddings", "-tool-dropout", "0.2"}, biencoder.Regularization{FreezeEmbeddings: true, ToolDropout: 0.2}, ""},
+		{"dropout 1", nil, []string{"-tool-dropout", "1"}, biencoder.Regularization{}, "-tool-dropout 1: a probability, must be in [0, 1)"},
+		{"negative dropout", nil, []string{"-tool-dropout", "-0.1"}, biencoder.Regularization{}, "must be in [0, 1)"},
+		{"old run", old, nil, biencoder.Regularization{}, ""},
+		{"old run given the defaults", old, []string{"-freeze-embeddings=false", "-tool-dropout", "0"}, biencoder.Regularization{}, ""},
+		{"old run given -freeze-embeddings", old, []string{"-freeze-embeddings"}, biencoder.Regularization{}, "trained before -freeze-embeddings existed"},
+		{"old run given -tool-dropout", old, []string{"-tool-dropout", "0.1"}, biencoder.Regularization{}, "trained before -tool-dropout existed"},
+		{"recorded run", recorded, []string{"-freeze-embeddings", "-tool-dropout", "0.2"}, biencoder.Regularization{FreezeEmbeddings: true, ToolDropout: 0.2}, ""},
+	} {
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		fs.String("run", "R", "")
+		freeze := fs.Bool("freeze-embeddings", false, "")
+		drop := fs.Float64("tool-dropout", 0, "")
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		r, err := trainRegularization(fs, c.meta, *freeze, *drop)
+		switch {
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s: %v, %v; want an error containing %q", c.name, r, err, c.err)
+		case c.err == "" && (err != nil || r != c.want):
+			t.Errorf("%s: %v, %v; want %v", c.name, r, err, c.want)
+		}
+	}
+	// Through the command: refusals before anything is loaded.
+	dir := t.TempDir()
+	if err := rundir.Create(dir, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := biencoderCmd([]string{"-run", dir, "-resume", "-tool-dropout", "0.1", "-quiet"}); err == nil || !strings.Contains(err.Error(), "trained before -tool-dropout") {
+		t.Errorf("resume of a run made before -tool-dropout, given it: %v", err)
+	}
+	q2q := filepath.Join(t.TempDir(), "q2q")
+	if err := biencoderCmd([]string{"-run", q2q, "-objective", "query2query", "-freeze-embeddings", "-quiet"}); err == nil || !strings.Contains(err.Error(), "apply to -objective query2tool") {
+		t.Errorf("query2query with -freeze-embeddings: %v", err)
+	}
+}
+
+// TestTrainRegularizationRun trains two steps of a tiny bi-encoder with both flags: run.json
+// records them, the word embeddings of the two checkpoints are equal while the layers moved
+// (a constant learning rate: a linear schedule ends at 0 on the last step), and -resume
+// with another -tool-dropout is refused.
+func TestTrainRegularizationRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model")
+	}
+	run := filepath.Join(t.TempDir(), "run")
+	args := []string{"-run", run, "-layers", "1", "-hidden", "16", "-heads", "2", "-batch", "8", "-vocab-size", "500",
+		"-epochs", "1", "-max-steps", "2", "-eval-every", "1", "-lr", "1e-2", "-schedule", "constant", "-test", "", "-quiet"}
+	if err := biencoderCmd(append(args, "-freeze-embeddings", "-tool-dropout", "0.2")); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := rundir.Read(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.Args["freeze-embeddings"] != "true" || meta.Args["tool-dropout"] != "0.2" {
+		t.Errorf("run.json args: freeze-embeddings %q, tool-dropout %q", meta.Args["freeze-embeddings"], meta.Args["tool-dropout"])
+	}
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var words, layer [][]byte
+	for _, step := range []int{1, 2} {
+		c, err := checkpoints.Load(checkpoints.Dir(run, step))
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := model.NewStore()
+		if err := c.Restore(store, be); err != nil {
+			t.Fatal(err)
+		}
+		for i, name := range []string{biencoder.WordEmbeddings, "encoder.layer.0.output.dense.weight"} {
+			v := encoder.Variable(store, "", name)
+			if v == nil {
+				t.Fatalf("step %d: no %s", step, name)
+			}
+			var b []byte
+			v.MustValue().ConstBytes(func(x []byte) { b = append(b, x...) })
+			if i == 0 {
+				words = append(words, b)
+			} else {
+				layer = append(layer, b)
+			}
+		}
+	}
+	if !bytes.Equal(words[0], words[1]) {
+		t.Error("the word embeddings changed between steps 1 and 2 with -freeze-embeddings")
+	}
+	if bytes.Equal(layer[0], layer[1]) {
+		t.Error("the layer weights did not change between steps 1 and 2")
+	}
+	if err := biencoderCmd([]string{"-run", run, "-resume", "-tool-dropout", "0.3", "-quiet"}); err == nil || !strings.Contains(err.Error(), `-tool-dropout: run has "0.2", given "0.3"`) {
+		t.Errorf("resume with another -tool-dropout: %v", err)
+	}
+}

@@ -1,0 +1,142 @@
+package biencoder
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/support/exceptions"
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/models/encoder"
+	"github.com/toolret/toolret/tokenize"
+)
+
+// WordEmbeddings is the HF name of an encoder's token (word) embedding table, the same in
+// every registered architecture (BERT, DeBERTa-v2/v3).
+const WordEmbeddings = "embeddings.word_embeddings.weight"
+
+// Regularization holds the training-only options meant to keep a query2tool bi-encoder from
+// overfitting the tools it sees in training (train biencoder -freeze-embeddings,
+// -tool-dropout). The zero value is plain training. Neither option changes the model, its
+// configuration, evaluation or encoding.
+type Regularization struct {
+	// FreezeEmbeddings keeps the word embedding table (WordEmbeddings) of every tower at its
+	// initial value: it is not a trainable variable of the training step, so it gets no
+	// gradient, no optimizer state and no weight decay, and it is left out of the global
+	// gradient norm that clipping uses. Position and token-type embeddings still train.
+	FreezeEmbeddings bool
+	// ToolDropout is the probability that each word of a training tool text (positives and
+	// hard negatives) is dropped before tokenisation; see DropWords.
+	ToolDropout float64
+}
+
+// Validate checks the options.
+func (r Regularization) Validate() error {
+	if !(r.ToolDropout >= 0 && r.ToolDropout < 1) {
+		return fmt.Errorf("biencoder: tool dropout %v: must be in [0, 1)", r.ToolDropout)
+	}
+	return nil
+}
+
+// String describes the options ("none" for the zero value).
+func (r Regularization) String() string {
+	var parts []string
+	if r.FreezeEmbeddings {
+		parts = append(parts, "word embeddings frozen")
+	}
+	if r.ToolDropout > 0 {
+		parts = append(parts, fmt.Sprintf("tool-text word dropout %g", r.ToolDropout))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// freeze marks the word embedding table of each tower of c non-trainable, so that the
+// optimizer (train.Optimizer.Update, which updates only trainable variables) leaves it alone.
+// It runs in the training graph's construction, after the towers created their variables
+// and before the optimizer lists them; a store restored from a checkpoint is marked again
+// by each graph built. It panics (model.Exec returns the error) when a tower has no table.
+func (r Regularization) freeze(c *Config, s *model.Scope) {
+	if !r.FreezeEmbeddings {
+		return
+	}
+	for _, tower := range []string{QueryTower, ToolTower} {
+		v := encoder.Variable(s.Store(), c.TowerBase(tower), WordEmbeddings)
+		if v == nil {
+			exceptions.Panicf("biencoder: -freeze-embeddings: the %s tower (scope %q) has no %s", tower, c.TowerBase(tower), WordEmbeddings)
+		}
+		v.SetTrainable(false)
+	}
+}
+
+// DropWords returns words with each one dropped independently with probability p, in their
+// order. When every word would be dropped, one of them drawn uniformly is kept, so a text is
+// never emptied (an empty input stays empty).
+func DropWords(words []string, p float64, r *rand.Rand) []string {
+	kept := make([]string, 0, len(words))
+	for _, w := range words {
+		if r.Float64() >= p {
+			kept = append(kept, w)
+		}
+	}
+	if len(kept) == 0 && len(words) > 0 {
+		kept = append(kept, words[r.IntN(len(words))])
+	}
+	return kept
+}
+
+// dropRand returns the generator of the word dropout of one example of a training batch:
+// seeded with (seed, epoch, batch, example) only, so a batch is a pure function of (seed,
+// epoch, batch) and a resumed run sees the same texts.
+func dropRand(seed uint64, epoch, batch, example int) *rand.Rand {
+	h := mix64(mix64(mix64(uint64(epoch))^uint64(batch)) ^ uint64(example))
+	return rand.New(rand.NewPCG(seed^0x746f6f6c64726f70, h)) // "tooldrop"
+}
+
+// mix64 is SplitMix64's finaliser: distinct (epoch, batch, example) get unrelated streams.
+func mix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// toolTexts gives a training task the token sequences of tool texts: the sequences
+// tokenized once (tools[i]) without tool dropout, else each text with its words dropped
+// (DropWords, words split on white space) and tokenized again, per (epoch, batch, example).
+// A word dropped this way is gone whole, punctuation attached; words past the tool max
+// length may move into it.
+type toolTexts struct {
+	tools  [][]int32
+	words  [][]string // nil without dropout
+	p      float64
+	seed   uint64
+	tok    *tokenize.Tokenizer
+	maxLen int
+}
+
+func newToolTexts(d *data.Dataset, tok *tokenize.Tokenizer, maxLen int, seed uint64, p float64) toolTexts {
+	x := toolTexts{tools: make([][]int32, len(d.Tools)), p: p, seed: seed, tok: tok, maxLen: maxLen}
+	for i, tool := range d.Tools {
+		x.tools[i] = tok.Single(tool.Text, maxLen)
+	}
+	if p > 0 {
+		x.words = make([][]string, len(d.Tools))
+		for i, tool := range d.Tools {
+			x.words[i] = strings.Fields(tool.Text)
+		}
+	}
+	return x
+}
+
+// seq returns the sequence of tool as example of batch i of epoch.
+func (x toolTexts) seq(epoch, i, example, tool int) []int32 {
+	if x.words == nil {
+		return x.tools[tool]
+	}
+	w := DropWords(x.words[tool], x.p, dropRand(x.seed, epoch, i, example))
+	return x.tok.Single(strings.Join(w, " "), x.maxLen)
+}
