@@ -14,6 +14,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/safetensors"
 	"github.com/toolret/toolret/tokenize"
@@ -303,12 +304,31 @@ func writeSentenceTransformers(m *Model, t *Tower, dir string, maxLen int) error
 		sim = "cosine"
 	}
 	cfg := map[string]any{
-		"__version__": map[string]string{"toolret": Version()}, "prompts": map[string]string{},
+		"__version__": map[string]string{"toolret": Version()}, "prompts": stPrompts(m, t),
 		"default_prompt_name": nil, "similarity_fn_name": sim}
+	if m.Marker != "" && t.Name == biencoder.QueryTower {
+		cfg["default_prompt_name"] = "query" // a separate query tower encodes only queries
+	}
 	if l := sharedLengths(m, maxLen); l != nil {
 		cfg[stToolretKey] = l
 	}
 	return writeJSON(dir, "config_sentence_transformers.json", cfg)
+}
+
+// stPrompts are the sentence-transformers prompts of an iteration-aware bi-encoder's query
+// side (Model.Marker): "query" is round 0's marker, "iteration_t" round t's (t < 10), so that
+// SentenceTransformer.encode(q, prompt_name="query") embeds q as toolret does. None for a
+// model without a marker, nor for a separate tool tower.
+func stPrompts(m *Model, t *Tower) map[string]string {
+	p := map[string]string{}
+	if m.Marker == "" || t.Name == biencoder.ToolTower {
+		return p
+	}
+	p["query"] = biencoder.Mark(m.Marker, 0, "")
+	for i := range 10 {
+		p[fmt.Sprintf("iteration_%d", i)] = biencoder.Mark(m.Marker, i, "")
+	}
+	return p
 }
 
 // stToolretKey is the key of toolret's own fields in config_sentence_transformers.json.

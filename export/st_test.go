@@ -2,6 +2,7 @@ package export_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -200,6 +201,62 @@ func TestSentenceTransformersReference(t *testing.T) {
 				}
 				if d := maxDiff(t, want, lg); d > 1e-6 {
 					t.Errorf("%s tower: export.LoadHF embeddings differ by %g", tower, d)
+				}
+			}
+		})
+	}
+}
+
+// TestSentenceTransformersPrompts: an iteration-aware bi-encoder's HF export gives
+// sentence-transformers its marker as prompts ("query" = round 0's, "iteration_t"), the
+// default on a separate query tower only; the manifest records the marker; a model without
+// one has no prompts.
+func TestSentenceTransformersPrompts(t *testing.T) {
+	be := goBackend(t)
+	for _, tc := range []struct {
+		name     string
+		o        exporttest.Options
+		marker   string
+		defaults map[string]any // tower -> default_prompt_name
+	}{
+		{"shared", exporttest.Options{}, "Iteration %d: ", map[string]any{biencoder.QueryTower: nil}},
+		{"separate", exporttest.Options{Separate: true}, "Round %d. ", map[string]any{biencoder.QueryTower: "query", biencoder.ToolTower: nil}},
+		{"no marker", exporttest.Options{}, "", map[string]any{biencoder.QueryTower: nil}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := exporttest.BiEncoder(tc.o, be, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Marker = tc.marker
+			out := filepath.Join(t.TempDir(), "hf")
+			man, err := export.Export(m, export.Options{Format: export.FormatHF, Out: out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if man.Marker != tc.marker {
+				t.Errorf("manifest marker %q, want %q", man.Marker, tc.marker)
+			}
+			for tower, def := range tc.defaults {
+				dir, err := man.TowerDir(out, tower)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var cst struct {
+					Prompts map[string]string `json:"prompts"`
+					Default any               `json:"default_prompt_name"`
+				}
+				readJSON(t, filepath.Join(dir, "config_sentence_transformers.json"), &cst)
+				if cst.Default != def {
+					t.Errorf("%s tower: default_prompt_name %v, want %v", tower, cst.Default, def)
+				}
+				switch {
+				case tc.marker == "" || tower == biencoder.ToolTower:
+					if len(cst.Prompts) != 0 {
+						t.Errorf("%s tower: prompts %v, want none", tower, cst.Prompts)
+					}
+				case cst.Prompts["query"] != fmt.Sprintf(tc.marker, 0) || cst.Prompts["iteration_2"] != fmt.Sprintf(tc.marker, 2):
+					t.Errorf("%s tower: prompts %v for marker %q", tower, cst.Prompts, tc.marker)
 				}
 			}
 		})
