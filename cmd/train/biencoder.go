@@ -109,6 +109,7 @@ func biencoderCmd(args []string) error {
 	noMask := fs.Bool("no-fn-mask", false, "ablation: no false-negative masking")
 	freezeEmb := fs.Bool("freeze-embeddings", false, "query2tool/feedback: do not train the encoder's word (token) embedding table, in every tower (no gradient, optimizer state or weight decay; left out of the clipped gradient norm); position and token-type embeddings still train")
 	toolDrop := fs.Float64("tool-dropout", 0, "query2tool/feedback, training only: drop each white-space-separated word of a tool text (positives and hard negatives) with this probability before tokenisation, at least one word kept, drawn anew per (seed, epoch, batch, example); dev/test evaluation and encoding see whole texts")
+	toolQueries := fs.Int("tool-queries", 0, toolQueriesUsage)
 	hardNeg := fs.Int("hard-negatives", 0, "mined hard negatives per example (needs -negatives)")
 	negFile := fs.String("negatives", "", "mined negatives file (train mine)")
 	fb := addFeedbackFlags(fs)
@@ -202,6 +203,9 @@ func biencoderCmd(args []string) error {
 		return fmt.Errorf("-retriever is used by -objective %s only (it mines the query triplets), or with -feedback (the collection's retriever, when it moved)", biencoder.ObjectiveQuery2Query)
 	}
 	if err := fb.check(fs, *hardNeg, *negFile, q2q); err != nil {
+		return err
+	}
+	if err := checkToolQueries(fs, meta, *toolQueries, q2q, *fb.file != ""); err != nil {
 		return err
 	}
 	d, err := cli.LoadData(fs)
@@ -370,11 +374,14 @@ func biencoderCmd(args []string) error {
 		task, examples = ft, ft.Describe()
 	} else {
 		bt := &biencoder.Task{Cfg: cfg, Data: d, Train: trainSplit, Dev: dev, Tok: tok, Backend: bk, BatchSize: *batch, StrictBatches: *strict,
-			Seed: *seed, HardNegatives: *hardNeg, Negatives: negs, Padding: padding, ExtraFiles: files, Reg: reg}
+			Seed: *seed, HardNegatives: *hardNeg, Negatives: negs, Padding: padding, ExtraFiles: files, Reg: reg, ToolQueries: *toolQueries}
 		if err := bt.Prepare(); err != nil {
 			return err
 		}
 		task = bt
+		if s := bt.ToolQueriesSummary(); s != "" {
+			examples += " + " + s
+		}
 	}
 	opt := train.DefaultOptimizer()
 	opt.LR, opt.WeightDecay, opt.Schedule, opt.ClipNorm, opt.Accumulate = *lr, *wd, *schedule, *clip, *accum

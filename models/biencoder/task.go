@@ -43,7 +43,13 @@ type Task struct {
 	ExtraFiles map[string][]byte
 	// Reg are the training-only regularisations (frozen word embeddings, tool-text dropout).
 	Reg Regularization
+	// ToolQueries is the number of pseudo pairs per tool and epoch (-tool-queries; 0: none):
+	// every tool of Data with a text, held-out ones included, is the positive of that many
+	// pseudo queries drawn from its own text (ToolQuery, per (Seed, epoch, pair)), batched
+	// with the real pairs. See toolqueries.go.
+	ToolQueries int
 
+	pseudo  toolQueries
 	pairs   []train.Pair
 	rel     losses.Relevance
 	queries map[int][]int32
@@ -69,6 +75,9 @@ func (t *Task) Prepare() error {
 	if t.HardNegatives > 0 && len(t.Negatives) == 0 {
 		return fmt.Errorf("biencoder: %d hard negatives asked but no mined negatives given (run `train mine` first)", t.HardNegatives)
 	}
+	if t.ToolQueries < 0 {
+		return fmt.Errorf("biencoder: %d tool queries per tool: must be >= 0", t.ToolQueries)
+	}
 	t.queries = map[int][]int32{}
 	for _, s := range []*data.Split{t.Train, t.Dev} {
 		if s == nil {
@@ -87,7 +96,12 @@ func (t *Task) Prepare() error {
 	if len(t.pairs) == 0 {
 		return fmt.Errorf("biencoder: split %s has no (query, tool) pairs", t.Train.Name)
 	}
-	t.rel = losses.RelevanceFromMap(t.Train.Relevant)
+	var err error
+	if t.pseudo, err = newToolQueries(t.Data, t.Tok, t.Cfg.QueryMaxLen, t.Seed, t.ToolQueries); err != nil {
+		return err
+	}
+	t.pairs = append(t.pairs, t.pseudo.pairs()...)
+	t.rel = t.pseudo.relevance(losses.RelevanceFromMap(t.Train.Relevant))
 	t.epochs = map[int][][]train.Pair{}
 	return nil
 }
@@ -137,7 +151,8 @@ func (t *Task) MaxShapes() int {
 
 // Batch implements train.Task. With Reg.ToolDropout, example j's positive tool text loses
 // words by dropRand(Seed, epoch, i, j), and hard negative k of example j by example index
-// len(batch) + j·HardNegatives + k.
+// len(batch) + j·HardNegatives + k. A pseudo pair's query is its text of the epoch
+// (toolQueries.seq); it has no mined negatives.
 func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	bs := t.batches(epoch)
 	if i >= len(bs) {
@@ -149,6 +164,9 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	for j, p := range b {
 		qs[j], ps[j] = p.Query, p.Tool
 		qSeq[j], tSeq[j] = t.queries[p.Query], t.texts.seq(epoch, i, j, p.Tool)
+		if t.pseudo.is(p.Query) {
+			qSeq[j] = t.pseudo.seq(epoch, p.Query)
+		}
 	}
 	var negs [][]int
 	if t.HardNegatives > 0 {
@@ -211,6 +229,9 @@ func (t *Task) randomNegative(r *rand.Rand, q int) (int, error) {
 		}
 	}
 	if len(pool) == 0 {
+		if t.pseudo.is(q) { // relevant to its tool only: the dataset has one tool
+			return 0, fmt.Errorf("biencoder: the pseudo queries of tool %q are relevant to all %d tools: no hard negative to sample", t.Data.Tools[t.pseudo.tool(q)].ID, n)
+		}
 		return 0, fmt.Errorf("biencoder: query %q is relevant to all %d tools and has no mined negatives: no hard negative to sample", t.Data.Queries[q].ID, n)
 	}
 	return pool[r.IntN(len(pool))], nil

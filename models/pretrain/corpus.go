@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/models/textview"
 	"github.com/toolret/toolret/tokenize"
 )
 
@@ -65,26 +66,8 @@ func QueryTexts(d *data.Dataset, queries []int) []Text {
 // Fields returns a tool's name and description, the field pair of ViewsFields: the name is
 // its tool and API names (ToolBench-style text or metadata), else its title; the description
 // is the text's api_description, else (for a titled tool) its text. Both are empty unless
-// both are known.
-func Fields(t data.Tool) (name, desc string) {
-	f := data.ParseToolBenchText(t.Text)
-	tool, api := t.ToolName, t.APIName
-	if tool == "" && api == "" {
-		tool, api = f["tool_name"], f["api_name"]
-	}
-	name = strings.TrimSpace(strings.TrimSpace(tool) + " " + strings.TrimSpace(api))
-	desc = strings.TrimSpace(f["api_description"])
-	if name == "" && strings.TrimSpace(t.Title) != "" {
-		name = strings.TrimSpace(t.Title)
-		if desc == "" {
-			desc = strings.TrimSpace(t.Text)
-		}
-	}
-	if name == "" || desc == "" {
-		return "", ""
-	}
-	return name, desc
-}
+// both are known. It is textview.Fields, shared with the bi-encoder's pseudo queries.
+func Fields(t data.Tool) (name, desc string) { return textview.Fields(t) }
 
 // Specials are the token ids MLM never masks or draws as random replacements: [PAD], [CLS],
 // [SEP], [UNK] and [MASK].
@@ -169,19 +152,15 @@ func MaxPredictions(n int, rate float64) int {
 }
 
 // Crop returns a Contriever random crop of toks (token ids without special tokens): a
-// contiguous span of a uniform fraction in [lo, hi] of the tokens (at least MinCrop, or all
-// of a shorter text; at most limit), then each token deleted with probability del (one kept
-// at least). The draws come from r only.
+// contiguous span (textview.Span) of a uniform fraction in [lo, hi] of the tokens (at least
+// MinCrop, or all of a shorter text; at most limit), then each token deleted with
+// probability del (one kept at least). The draws come from r only.
 func Crop(r *rand.Rand, toks []int32, lo, hi, del float64, limit int) []int32 {
-	n := len(toks)
-	if n == 0 {
+	span := textview.Span(r, toks, lo, hi, MinCrop, limit)
+	if len(span) == 0 {
 		return nil
 	}
-	l := int((lo + r.Float64()*(hi-lo)) * float64(n))
-	l = max(l, min(MinCrop, n))
-	l = max(min(l, limit, n), 1)
-	start := r.IntN(n - l + 1)
-	span := toks[start : start+l]
+	l := len(span)
 	if del <= 0 {
 		return append([]int32(nil), span...)
 	}
