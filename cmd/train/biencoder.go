@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
@@ -133,25 +132,8 @@ func biencoderCmd(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if *runDir == "" {
-		if *resume {
-			return fmt.Errorf("-resume needs -run")
-		}
-		*runDir = filepath.Join("runs", "biencoder-"+time.Now().Format("20060102-150405"))
-	}
-	var meta *rundir.Meta
-	if *resume {
-		var err error
-		if meta, err = rundir.Read(*runDir); err != nil {
-			return err
-		}
-		if meta.Kind != "biencoder" {
-			return fmt.Errorf("resume %s: a %s run, not a bi-encoder run", *runDir, meta.Kind)
-		}
-		if err := cli.ApplyRecorded(fs, *runDir, meta.Args); err != nil {
-			return err
-		}
-	} else if err := checkNewRun(*runDir); err != nil {
+	meta, err := openRun(fs, runDir, *resume, "biencoder", "biencoder", "bi-encoder")
+	if err != nil {
 		return err
 	}
 	if err := cli.First(cli.Positive("batch", *batch), cli.Positive("epochs", *epochs), cli.Positive("lr", *lr),

@@ -64,24 +64,7 @@ func coltCmd(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if *runDir == "" {
-		if *resume {
-			return fmt.Errorf("-resume needs -run")
-		}
-		*runDir = filepath.Join("runs", "colt-"+time.Now().Format("20060102-150405"))
-	}
-	if *resume {
-		meta, err := rundir.Read(*runDir)
-		if err != nil {
-			return err
-		}
-		if meta.Kind != "colt" {
-			return fmt.Errorf("resume %s: a %s run, not a COLT run", *runDir, meta.Kind)
-		}
-		if err := cli.ApplyRecorded(fs, *runDir, meta.Args); err != nil {
-			return err
-		}
-	} else if err := checkNewRun(*runDir); err != nil {
+	if _, err := openRun(fs, runDir, *resume, "colt", "colt", "COLT"); err != nil {
 		return err
 	}
 	if *retriever == "" {

@@ -87,25 +87,8 @@ func (h *headFlags) setup(cmd, kind string) (*data.Dataset, compute.Backend, *da
 	if h.fs.NArg() > 0 {
 		return nil, nil, nil, nil, fmt.Errorf("unexpected arguments %q", h.fs.Args())
 	}
-	if *h.runDir == "" {
-		if *h.resume {
-			return nil, nil, nil, nil, fmt.Errorf("-resume needs -run")
-		}
-		*h.runDir = filepath.Join("runs", cmd+"-"+time.Now().Format("20060102-150405"))
-	}
-	var meta *rundir.Meta
-	if *h.resume {
-		var err error
-		if meta, err = rundir.Read(*h.runDir); err != nil {
-			return nil, nil, nil, nil, err
-		}
-		if meta.Kind != kind {
-			return nil, nil, nil, nil, fmt.Errorf("resume %s: a %s run, not a %s run", *h.runDir, meta.Kind, kind)
-		}
-		if err := cli.ApplyRecorded(h.fs, *h.runDir, meta.Args); err != nil {
-			return nil, nil, nil, nil, err
-		}
-	} else if err := checkNewRun(*h.runDir); err != nil {
+	meta, err := openRun(h.fs, h.runDir, *h.resume, cmd, kind, kind)
+	if err != nil {
 		return nil, nil, nil, nil, err
 	}
 	if err := cli.First(cli.Positive("batch", *h.batch), cli.Positive("epochs", *h.epochs), cli.Positive("lr", *h.lr),

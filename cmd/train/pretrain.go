@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
@@ -70,25 +69,8 @@ func pretrainCmd(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if *runDir == "" {
-		if *resume {
-			return fmt.Errorf("-resume needs -run")
-		}
-		*runDir = filepath.Join("runs", "pretrain-"+time.Now().Format("20060102-150405"))
-	}
-	var meta *rundir.Meta
-	if *resume {
-		var err error
-		if meta, err = rundir.Read(*runDir); err != nil {
-			return err
-		}
-		if meta.Kind != "pretrain" {
-			return fmt.Errorf("resume %s: a %s run, not a pretrain run", *runDir, meta.Kind)
-		}
-		if err := cli.ApplyRecorded(fs, *runDir, meta.Args); err != nil {
-			return err
-		}
-	} else if err := checkNewRun(*runDir); err != nil {
+	meta, err := openRun(fs, runDir, *resume, "pretrain", "pretrain", "pretrain")
+	if err != nil {
 		return err
 	}
 	mlm, con, err := pretrain.ParseObjectives(*objective)
