@@ -1,0 +1,29 @@
+#!/bin/bash
+# ToolLens with 20% of the tools held out (README, "New tools"): per hold-out seed, BM25, the
+# recipe's bi-encoder, pre-training + the warm-started bi-encoder, and their hybrids with BM25
+# (minmax, dense weight picked on the held-out-tool dev split); unseen-tool test metrics and one
+# TREC file per system for eval -compare.
+# Usage: scripts/holdout/tl-holdout.sh SEED [tq]   (tq: also the -tool-queries 4 variant)
+# Needs a -tags onnx build of cmd/train and cmd/eval in $B (go build -tags onnx -o bin/ ./cmd/train ./cmd/eval).
+set -euo pipefail
+S=${1:?usage: $0 SEED [tq]}
+TL=${TL:-../shared/datasets/toollens}
+B=${B:-bin}
+R=${RUNS:-runs}/holdout
+BE=onnx:cpu,intra_threads=1
+V="-data $TL -holdout-tools 0.2 -holdout-seed $S"
+BI="$V -batch 64 -epochs 5 -symmetric -temperature 0.05 -query-len 32 -tool-len 64 -backend $BE -quiet"
+SIZES="-layers 2 -hidden 192 -heads 4 -vocab-size 8000"
+mkdir -p $R/trec
+ev() { # run name
+  $B/eval -data $TL -run $R/$1 -cutoffs 1,3,5 -backend $BE -save-run $R/trec/$1.trec > $R/$1-eval.txt
+  $B/eval -data $TL -method fusion -runs run:$R/$1,bm25 -fusion minmax -cutoffs 1,3,5 -backend $BE -save-run $R/trec/$1-hyb.trec > $R/$1-hyb.txt
+}
+$B/eval $V -method bm25 -cutoffs 1,3,5 -save-run $R/trec/bm25-h$S.trec > $R/bm25-h$S.txt
+$B/train biencoder $BI $SIZES -lr 1e-3 -run $R/be-h$S > $R/be-h$S.log 2>&1 && ev be-h$S
+$B/train pretrain $V $SIZES -batch 64 -epochs 5 -max-steps 475 -lr 5e-4 -backend $BE -quiet -run $R/pt-h$S > $R/pt-h$S.log 2>&1
+$B/train biencoder $BI -init $R/pt-h$S -lr 5e-4 -run $R/be-h$S-pre > $R/be-h$S-pre.log 2>&1 && ev be-h$S-pre
+if [ "${2:-}" = tq ]; then
+  $B/train biencoder $BI $SIZES -lr 1e-3 -tool-queries 4 -run $R/be-h$S-tq4 > $R/be-h$S-tq4.log 2>&1 && ev be-h$S-tq4
+fi
+grep -H '^all' $R/*-h$S*.txt
