@@ -81,13 +81,8 @@ func biencoderCmd(args []string) error {
 	runDir := cli.Run(fs, "run directory (default runs/biencoder-<time>)")
 	resume := cli.Resume(fs)
 	initDir := fs.String("init", "", "initialise from a HuggingFace BERT or DeBERTa-v2/v3 directory, or from a trained bi-encoder run (its shared encoder, tokenizer, pooling and similarity; else from scratch)")
-	vocabPath := fs.String("vocab", "", "from scratch: a vocab.txt (default: build a WordPiece vocab from the training texts)")
-	vocabSize := fs.Int("vocab-size", 8000, "from scratch: size of the built vocabulary")
-	layers := fs.Int("layers", 2, "from scratch: layers")
-	hidden := fs.Int("hidden", 128, "from scratch: hidden size")
-	heads := fs.Int("heads", 4, "from scratch: attention heads")
-	inter := fs.Int("intermediate", 0, "from scratch: intermediate size (default 4*hidden)")
-	arch := archFlag(fs)
+	sc := scratchFlags(fs, "the training texts")
+	vocabPath, vocabSize, layers, hidden, heads, inter, arch := sc.vocab, sc.vocabSize, sc.layers, sc.hidden, sc.heads, sc.inter, sc.arch
 	pooling := fs.String("pooling", "mean", "cls, mean or pooler")
 	separate := fs.Bool("separate-towers", false, "separate query and tool towers (default: shared)")
 	qLen := fs.Int("query-len", 32, "max query tokens")
@@ -144,8 +139,7 @@ func biencoderCmd(args []string) error {
 		return err
 	}
 	if *initDir == "" {
-		if err := cli.First(cli.Positive("layers", *layers), cli.Positive("hidden", *hidden), cli.Positive("heads", *heads),
-			cli.NonNegative("intermediate", *inter), cli.Positive("vocab-size", *vocabSize)); err != nil {
+		if err := sc.check(); err != nil {
 			return err
 		}
 	}

@@ -30,13 +30,8 @@ func pretrainCmd(args []string) error {
 	runDir := cli.Run(fs, "run directory (default runs/pretrain-<time>)")
 	resume := cli.Resume(fs)
 	initDir := fs.String("init", "", "continue pre-training from a HuggingFace BERT or DeBERTa-v2/v3 directory or a bi-encoder (or pretrain) run: its encoder and tokenizer, a new MLM head (else from scratch)")
-	vocabPath := fs.String("vocab", "", "from scratch: a vocab.txt (default: build a WordPiece vocab from the corpus)")
-	vocabSize := fs.Int("vocab-size", 8000, "from scratch: size of the built vocabulary")
-	layers := fs.Int("layers", 2, "from scratch: layers")
-	hidden := fs.Int("hidden", 128, "from scratch: hidden size")
-	heads := fs.Int("heads", 4, "from scratch: attention heads")
-	inter := fs.Int("intermediate", 0, "from scratch: intermediate size (default 4*hidden)")
-	arch := archFlag(fs)
+	sc := scratchFlags(fs, "the corpus")
+	vocabPath, vocabSize, layers, hidden, heads, inter, arch := sc.vocab, sc.vocabSize, sc.layers, sc.hidden, sc.heads, sc.inter, sc.arch
 	maxLen := fs.Int("max-len", 64, "max tokens of an MLM window and of a view (specials included); the encoder's positions from scratch")
 	objective := fs.String("objective", "mlm,contrastive", "mlm, contrastive or both (comma-separated): loss = mlm + -contrastive-weight × contrastive")
 	conWeight := fs.Float64("contrastive-weight", 1, "weight of the contrastive loss")
@@ -105,8 +100,7 @@ func pretrainCmd(args []string) error {
 		}
 	}
 	if *initDir == "" {
-		if err := cli.First(cli.Positive("layers", *layers), cli.Positive("hidden", *hidden), cli.Positive("heads", *heads),
-			cli.NonNegative("intermediate", *inter), cli.Positive("vocab-size", *vocabSize)); err != nil {
+		if err := sc.check(); err != nil {
 			return err
 		}
 	}
