@@ -86,6 +86,7 @@ func main() {
 	batch := fs.Int("batch", 32, "batch size")
 	prof := fs.String("profile", "", "write a Go CPU profile of the timed passes to this file (one per backend and architecture, FILE-NAME.ext, with several)")
 	python := fs.String("python", "/usr/bin/python3", "python with torch (empty: skip PyTorch)")
+	blas := torchBLASFlag(fs)
 	fs.Parse(os.Args[2:])
 	var err error
 	if preset, ok := encodeShapes[*shape]; !ok {
@@ -111,8 +112,12 @@ func main() {
 	if *one != "" {
 		*backends = *one
 	}
+	var cores []string
 	if err == nil {
-		err = encode(*dataDir, *vocab, *arch, *backends, *n, *layers, *hidden, *heads, *inter, *batch, *python, *prof)
+		cores, err = torchCores(*blas)
+	}
+	if err == nil {
+		err = encode(*dataDir, *vocab, *arch, *backends, *n, *layers, *hidden, *heads, *inter, *batch, *python, cores, *prof)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -134,7 +139,7 @@ var encodeShapes = map[string]benchShape{
 	"bert-base": {layers: 12, hidden: 768, heads: 12, inter: 3072},
 }
 
-func encode(dataDir, vocab, arch, backends string, n, layers, hidden, heads, inter, batch int, python, prof string) error {
+func encode(dataDir, vocab, arch, backends string, n, layers, hidden, heads, inter, batch int, python string, cores []string, prof string) error {
 	var cfgs []encoder.Config
 	for _, a := range strings.Split(arch, ",") {
 		mt, ok := archs[strings.TrimSpace(a)]
@@ -187,7 +192,7 @@ func encode(dataDir, vocab, arch, backends string, n, layers, hidden, heads, int
 		if err != nil {
 			return err
 		}
-		err = encodeArch(cfg, tok, seqs, batches, len(texts), tokens, flops, backends, batch, python, prof, len(cfgs) > 1)
+		err = encodeArch(cfg, tok, seqs, batches, len(texts), tokens, flops, backends, batch, python, cores, prof, len(cfgs) > 1)
 		if errors.Is(err, errNotMeasured) { // the other architectures still run
 			notMeasured = append(notMeasured, err)
 			continue
@@ -201,7 +206,7 @@ func encode(dataDir, vocab, arch, backends string, n, layers, hidden, heads, int
 
 // encodeArch times one architecture on every backend (and PyTorch for BERT).
 func encodeArch(cfg encoder.Config, tok *tokenize.Tokenizer, seqs [][]int32, batches []batchJSON, texts, tokens int, flops float64,
-	backends string, batch int, python, prof string, several bool) error {
+	backends string, batch int, python string, cores []string, prof string, several bool) error {
 	fmt.Printf("encode %d ToolLens queries: %s %d layers, hidden %d, batch %d, %d padded tokens, %d parameters, %.2f GFLOP (forward matmuls)\n",
 		texts, cfg.ModelType(), cfg.Layers(), cfg.Hidden(), batch, tokens, numParams(cfg), flops/1e9)
 	const w = 16
@@ -257,25 +262,30 @@ func encodeArch(cfg encoder.Config, tok *tokenize.Tokenizer, seqs [][]int32, bat
 		fmt.Printf("%-*s %12s (scripts/bench/torch_encode.py runs BERT only)\n", w, "pytorch", "-")
 		return notMeasured
 	}
-	out, err := runTorch(python, "scripts/bench/torch_encode.py", map[string]any{"config": cfg, "repeats": 3, "batches": batches})
-	if err != nil {
-		fmt.Printf("%-*s %12s (%v)\n", w, "pytorch", "-", err)
-		return errors.Join(notMeasured, fmt.Errorf("%w: pytorch: %v", errNotMeasured, err))
-	}
-	var res struct {
-		TextsPerSec float64 `json:"texts_per_sec"`
-		Seconds     float64 `json:"seconds"`
-		Threads     int     `json:"threads"`
-		Torch       string  `json:"torch"`
-		MM          float64 `json:"mm_gflops"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil || res.Seconds <= 0 {
-		return fmt.Errorf("pytorch output %s: %v", out, err)
-	}
-	gf := flops / res.Seconds / 1e9
-	fmt.Printf("%-*s %12.1f %10.3f %9.1f %12.1f %7.0f%%  (torch %s, %d threads)\n", w, "pytorch", res.TextsPerSec, res.Seconds, gf, res.MM, 100*gf/res.MM, res.Torch, res.Threads)
-	for _, name := range names {
-		fmt.Printf("toolret-%s / pytorch texts/s: %.2fx\n", name, tps[name]/res.TextsPerSec)
+	for _, core := range cores {
+		row := torchRow(core)
+		out, err := runTorch(python, "scripts/bench/torch_encode.py", core, map[string]any{"config": cfg, "repeats": 3, "batches": batches})
+		if err != nil {
+			fmt.Printf("%-*s %12s (%v)\n", w, row, "-", err)
+			notMeasured = errors.Join(notMeasured, fmt.Errorf("%w: %s: %v", errNotMeasured, row, err))
+			continue
+		}
+		var res struct {
+			TextsPerSec float64 `json:"texts_per_sec"`
+			Seconds     float64 `json:"seconds"`
+			Threads     int     `json:"threads"`
+			Torch       string  `json:"torch"`
+			MM          float64 `json:"mm_gflops"`
+			BLAS        string  `json:"blas_core"`
+		}
+		if err := json.Unmarshal(out, &res); err != nil || res.Seconds <= 0 {
+			return fmt.Errorf("%s output %s: %v", row, out, err)
+		}
+		gf := flops / res.Seconds / 1e9
+		fmt.Printf("%-*s %12.1f %10.3f %9.1f %12.1f %7.0f%%  (torch %s, %d threads, OpenBLAS core %s)\n", w, row, res.TextsPerSec, res.Seconds, gf, res.MM, 100*gf/res.MM, res.Torch, res.Threads, res.BLAS)
+		for _, name := range names {
+			fmt.Printf("toolret-%s / %s texts/s: %.2fx\n", name, row, tps[name]/res.TextsPerSec)
+		}
 	}
 	return notMeasured
 }

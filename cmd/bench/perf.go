@@ -98,10 +98,7 @@ func matmulPeak(be compute.Backend, n int) (float64, error) {
 // openBackends opens each named backend, printing a skip line (name and reason) for those
 // that cannot be opened; skipped lists them.
 func openBackends(list string, width int) (names []string, bes []compute.Backend, skipped []string) {
-	for _, name := range strings.Split(list, ",") {
-		if name = strings.TrimSpace(name); name == "" {
-			continue
-		}
+	for _, name := range splitBackends(list) {
 		be, err := backend.Open(name)
 		if err != nil {
 			fmt.Printf("%-*s skipped: cannot open backend %q: %v\n", width, "toolret-"+name, name, err)
@@ -111,6 +108,26 @@ func openBackends(list string, width int) (names []string, bes []compute.Backend
 		names, bes = append(names, name), append(bes, be)
 	}
 	return names, bes, skipped
+}
+
+// splitBackends splits a -backends list at commas, keeping a backend's own options with it:
+// an entry starts at a part with a ':' or a bare backend name (go, onnx, onnxruntime, xla),
+// any other part (intra_threads=1, parallel) belongs to the entry before it, so
+// "go,onnx:cpu,intra_threads=1" is go and onnx:cpu,intra_threads=1.
+func splitBackends(list string) []string {
+	var out []string
+	for _, p := range strings.Split(list, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		switch {
+		case strings.Contains(p, ":"), p == "go", p == "onnx", p == "onnxruntime", p == "xla", len(out) == 0:
+			out = append(out, p)
+		default:
+			out[len(out)-1] += "," + p
+		}
+	}
+	return out
 }
 
 // errNotMeasured marks a run that measured what it could but skipped an engine: the

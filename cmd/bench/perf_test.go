@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -92,6 +93,57 @@ func TestTrainBench(t *testing.T) {
 	for _, c := range []struct{ args []string }{{[]string{"-shape", "huge"}}, {[]string{"-lengths", "some"}}, {[]string{"-pad-multiple", "-1"}}} {
 		if err := trainBench(append(c.args, "-python", "", "-backends", "go", "-steps", "1")); err == nil || !strings.Contains(err.Error(), c.args[0]) {
 			t.Errorf("%v: %v, want an error naming %s", c.args, err, c.args[0])
+		}
+	}
+}
+
+func TestSplitBackends(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"go,onnx", []string{"go", "onnx"}},
+		{"go,onnx:cpu,intra_threads=1", []string{"go", "onnx:cpu,intra_threads=1"}},
+		{"onnx:cpu,graph_optimization_level=1,parallel,go:ops_parallel", []string{"onnx:cpu,graph_optimization_level=1,parallel", "go:ops_parallel"}},
+		{" go , ,xla:cuda", []string{"go", "xla:cuda"}},
+		{"", nil},
+	} {
+		if got := splitBackends(c.in); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("splitBackends(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestTorchCores(t *testing.T) {
+	for _, c := range []struct {
+		in, want, err string
+	}{
+		{"auto", "auto", ""},
+		{"auto,SkylakeX,auto", "auto SkylakeX", ""},
+		{" SkylakeX ", "SkylakeX", ""},
+		{"", "", "no core type"},
+		{"Sky lake", "", "letters and digits"},
+		{"auto;rm", "", "letters and digits"},
+	} {
+		got, err := torchCores(c.in)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("torchCores(%q) error %v, want one containing %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil || strings.Join(got, " ") != c.want {
+			t.Errorf("torchCores(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+	env := strings.Join(torchEnv("SkylakeX"), "\n")
+	if !strings.Contains(env, "OPENBLAS_CORETYPE=SkylakeX") {
+		t.Errorf("torchEnv(SkylakeX) lacks OPENBLAS_CORETYPE=SkylakeX")
+	}
+	t.Setenv("OPENBLAS_CORETYPE", "Haswell")
+	for _, e := range torchEnv("auto") {
+		if strings.HasPrefix(e, "OPENBLAS_CORETYPE=") {
+			t.Errorf("torchEnv(auto) keeps %s", e)
 		}
 	}
 }

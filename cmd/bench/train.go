@@ -131,6 +131,7 @@ func trainBench(args []string) error {
 	steps := fs.Int("steps", 10, "timed steps (each its own batch)")
 	prof := fs.String("profile", "", "write a Go CPU profile of the timed steps to this file (one per backend, FILE-NAME.ext, with several)")
 	python := fs.String("python", "/usr/bin/python3", "python with torch (empty: skip)")
+	blas := torchBLASFlag(fs)
 	seed := cli.Seed(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -168,6 +169,10 @@ func trainBench(args []string) error {
 		return fmt.Errorf("-query-len %d, -tool-len %d: each must be >= 2 ([CLS] and [SEP])", *qLen, *tLen)
 	}
 	pad, err := biencoder.PadMultiple(*padMult)
+	if err != nil {
+		return err
+	}
+	cores, err := torchCores(*blas)
 	if err != nil {
 		return err
 	}
@@ -301,25 +306,30 @@ func trainBench(args []string) error {
 		return notMeasured
 	}
 	spec := map[string]any{"config": bc, "batch": *batch, "query_len": *qLen, "tool_len": *tLen, "steps": *steps, "batches": bs, "seed": *seed}
-	res, err := runTorch(*python, "scripts/bench/torch_train.py", spec)
-	if err != nil {
-		fmt.Printf("%-*s %12s (%v)\n", w, "pytorch", "-", err)
-		return errors.Join(notMeasured, fmt.Errorf("%w: pytorch: %v", errNotMeasured, err))
-	}
-	var pt struct {
-		Seconds float64 `json:"seconds"`
-		Threads int     `json:"threads"`
-		Torch   string  `json:"torch"`
-		MM      float64 `json:"mm_gflops"`
-	}
-	if err := json.Unmarshal(res, &pt); err != nil || pt.Seconds <= 0 {
-		return fmt.Errorf("pytorch output %s: %v", res, err)
-	}
-	ptTPS := float64(realTok) / pt.Seconds
-	gf := flops / pt.Seconds / 1e9
-	fmt.Printf("%-*s %12.0f %10.3f %9.1f %12.1f %7.0f%% %10s  (torch %s, %d threads)\n", w, "pytorch", ptTPS, pt.Seconds/float64(*steps), gf, pt.MM, 100*gf/pt.MM, "-", pt.Torch, pt.Threads)
-	for _, name := range names {
-		fmt.Printf("toolret-%s / pytorch tokens/s: %.2fx\n", name, tps[name]/ptTPS)
+	for _, core := range cores {
+		row := torchRow(core)
+		res, err := runTorch(*python, "scripts/bench/torch_train.py", core, spec)
+		if err != nil {
+			fmt.Printf("%-*s %12s (%v)\n", w, row, "-", err)
+			notMeasured = errors.Join(notMeasured, fmt.Errorf("%w: %s: %v", errNotMeasured, row, err))
+			continue
+		}
+		var pt struct {
+			Seconds float64 `json:"seconds"`
+			Threads int     `json:"threads"`
+			Torch   string  `json:"torch"`
+			MM      float64 `json:"mm_gflops"`
+			BLAS    string  `json:"blas_core"`
+		}
+		if err := json.Unmarshal(res, &pt); err != nil || pt.Seconds <= 0 {
+			return fmt.Errorf("%s output %s: %v", row, res, err)
+		}
+		ptTPS := float64(realTok) / pt.Seconds
+		gf := flops / pt.Seconds / 1e9
+		fmt.Printf("%-*s %12.0f %10.3f %9.1f %12.1f %7.0f%% %10s  (torch %s, %d threads, OpenBLAS core %s)\n", w, row, ptTPS, pt.Seconds/float64(*steps), gf, pt.MM, 100*gf/pt.MM, "-", pt.Torch, pt.Threads, pt.BLAS)
+		for _, name := range names {
+			fmt.Printf("toolret-%s / %s tokens/s: %.2fx\n", name, row, tps[name]/ptTPS)
+		}
 	}
 	return notMeasured
 }
@@ -350,9 +360,9 @@ func trainInputs(r *rand.Rand, b trainBatch, batch, vocab int) []*tensors.Tensor
 	return []*tensors.Tensor{qi, qm, ti, tm, fm}
 }
 
-// runTorch runs a PyTorch script (relative to the module root, run from it) on a JSON spec
-// and returns its last output line.
-func runTorch(python, script string, spec any) ([]byte, error) {
+// runTorch runs a PyTorch script (relative to the module root, run from it) on a JSON spec,
+// with OpenBLAS core type core (torchEnv), and returns its last output line.
+func runTorch(python, script, core string, spec any) ([]byte, error) {
 	tmp, err := os.CreateTemp("", "bench-*.json")
 	if err != nil {
 		return nil, err
@@ -367,7 +377,7 @@ func runTorch(python, script string, spec any) ([]byte, error) {
 	}
 	abs, _ := filepath.Abs(script)
 	cmd := exec.Command(python, abs, tmp.Name())
-	cmd.Env = withoutEnv(os.Environ(), "OPENBLAS_CORETYPE")
+	cmd.Env = torchEnv(core)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))

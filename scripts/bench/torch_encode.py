@@ -4,12 +4,26 @@ semantics, as in scripts/parity/make_bert_fixture.py) over the exact padded batc
 benchmark wrote, with random weights of the same configuration, on CPU.
 
     env -u OPENBLAS_CORETYPE /usr/bin/python3 scripts/bench/torch_encode.py BATCHES.json
+    OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 scripts/bench/torch_encode.py BATCHES.json   # kernels forced (bench -torch-blas)
 
 Prints one JSON line: {"texts_per_sec": ..., "seconds": ..., "threads": ..., "mm_gflops": ...}
 (mm_gflops: the fp32 matmul peak torch.mm reaches on 1024x1024 matrices, best thread count).
 """
 import json, math, os, sys, time
 import torch
+
+
+def blas_core():
+    """The kernel set OpenBLAS (the BLAS Debian's torch links) chose, e.g. SkylakeX or Prescott."""
+    import ctypes
+    for name in ("libblas.so.3", "libopenblas.so.0"):
+        try:
+            f = ctypes.CDLL(name).openblas_get_corename
+        except (OSError, AttributeError):
+            continue
+        f.restype = ctypes.c_char_p
+        return f().decode()
+    return "unknown"
 
 spec = json.load(open(sys.argv[1]))
 cfg = spec["config"]
@@ -79,4 +93,4 @@ with torch.no_grad():
         mm = max(mm, mm_peak())
 best, threads = min(results)
 print(json.dumps({"texts_per_sec": n / best, "seconds": best, "texts": n, "threads": threads,
-                  "all": {str(t): n / b for b, t in results}, "mm_gflops": mm, "torch": torch.__version__}))
+                  "all": {str(t): n / b for b, t in results}, "mm_gflops": mm, "torch": torch.__version__, "blas_core": blas_core()}))

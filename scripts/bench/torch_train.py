@@ -7,12 +7,26 @@ padded lengths, one entry per timed step) exactly those batches, else B x Lq and
 full-length batches, "steps" of them.
 
     env -u OPENBLAS_CORETYPE /usr/bin/python3 scripts/bench/torch_train.py SPEC.json
+    OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 scripts/bench/torch_train.py SPEC.json   # kernels forced (bench -torch-blas)
 
 Prints one JSON line: tokens/s and seconds of all the steps (best over 1 and all threads),
 and the fp32 matmul peak torch.mm reaches on 1024x1024 matrices (GFLOP/s, best thread count).
 """
 import json, math, os, sys, time
 import torch
+
+
+def blas_core():
+    """The kernel set OpenBLAS (the BLAS Debian's torch links) chose, e.g. SkylakeX or Prescott."""
+    import ctypes
+    for name in ("libblas.so.3", "libopenblas.so.0"):
+        try:
+            f = ctypes.CDLL(name).openblas_get_corename
+        except (OSError, AttributeError):
+            continue
+        f.restype = ctypes.c_char_p
+        return f().decode()
+    return "unknown"
 
 spec = json.load(open(sys.argv[1]))
 cfg = spec["config"]
@@ -106,4 +120,4 @@ for threads in sorted({1, os.cpu_count()}):
     mm = max(mm, mm_peak())
 tps, threads, el = max(results)
 print(json.dumps({"tokens_per_sec": tps, "seconds": el, "sec_per_step": el / len(batches), "threads": threads,
-                  "mm_gflops": mm, "torch": torch.__version__, "all": {str(t): x for x, t, _ in results}}))
+                  "mm_gflops": mm, "torch": torch.__version__, "blas_core": blas_core(), "all": {str(t): x for x, t, _ in results}}))

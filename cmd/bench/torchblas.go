@@ -1,0 +1,71 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// The PyTorch peer links Debian's OpenBLAS, which picks its kernels from the CPU model it
+// detects. The reference run leaves OPENBLAS_CORETYPE unset (OpenBLAS's own detection); on a
+// CPU model the installed OpenBLAS does not know (Emerald Rapids, family 6 model 207, under
+// OpenBLAS 0.3.21) that detection falls back to "Prescott" (SSE3) kernels, several times slower
+// than the AVX-512 ones the CPU has. -torch-blas adds PyTorch rows with a forced core type so a
+// reader sees both: the reference and what the same PyTorch reaches with the right kernels.
+
+// torchBLASFlag declares -torch-blas: the OpenBLAS core types PyTorch runs with.
+func torchBLASFlag(fs *flag.FlagSet) *string {
+	return fs.String("torch-blas", defaultTorchBLAS(), "OpenBLAS core types PyTorch runs with, comma-separated: auto (OPENBLAS_CORETYPE unset, the reference) and any OPENBLAS_CORETYPE value, e.g. SkylakeX (default adds it when the CPU has AVX-512)")
+}
+
+// defaultTorchBLAS is auto, plus SkylakeX on a CPU with AVX-512F.
+func defaultTorchBLAS() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err == nil && strings.Contains(string(b), " avx512f") {
+		return "auto,SkylakeX"
+	}
+	return "auto"
+}
+
+// torchCores parses -torch-blas.
+func torchCores(v string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range strings.Split(v, ",") {
+		c = strings.TrimSpace(c)
+		if c == "" {
+			continue
+		}
+		for _, r := range c {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+				return nil, fmt.Errorf("-torch-blas %q: core type %q: letters and digits only", v, c)
+			}
+		}
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-torch-blas %q: no core type (want auto and/or OPENBLAS_CORETYPE values)", v)
+	}
+	return out, nil
+}
+
+// torchEnv is the environment PyTorch runs with for core type c.
+func torchEnv(c string) []string {
+	env := withoutEnv(os.Environ(), "OPENBLAS_CORETYPE")
+	if c != "auto" {
+		env = append(env, "OPENBLAS_CORETYPE="+c)
+	}
+	return env
+}
+
+// torchRow names PyTorch's row for core type c.
+func torchRow(c string) string {
+	if c == "auto" {
+		return "pytorch"
+	}
+	return "pytorch-" + c
+}
