@@ -3,6 +3,7 @@
 //	bench encode [-arch bert,deberta] [-backends go,onnx | -backend NAME] [-queries 1000] [-shape today|bert-base] [-layers 6 -hidden 384 -heads 6] [-batch 32] [-profile FILE]
 //	bench train [-backends go,onnx | -backend NAME] [-shape today|bert-base] [-layers 4 -hidden 256] [-batch 32 -query-len 32 -tool-len 64]
 //	            [-lengths full|toollens] [-pad-multiple 16] [-steps 10] [-profile FILE]
+//	bench matmul [-backends go,onnx] [-dtypes float32,bfloat16] [-n 1024]
 //	bench colt [-data DIR] [-scale 10] [-dim 192]
 //	bench retrieve [-run RUN [-refiner RUN]] [-data DIR] [-n 200] [-synthetic 100000]
 //	bench rerank -retriever RUN -reranker RUN [-classifier RUN] [-backends go,onnx] [-m 50] [-n 200]
@@ -44,7 +45,7 @@ import (
 )
 
 func main() {
-	if len(os.Args) >= 2 && (os.Args[1] == "train" || os.Args[1] == "colt" || os.Args[1] == "retrieve" || os.Args[1] == "rerank" || os.Args[1] == "serve") {
+	if len(os.Args) >= 2 && (os.Args[1] == "train" || os.Args[1] == "colt" || os.Args[1] == "retrieve" || os.Args[1] == "rerank" || os.Args[1] == "serve" || os.Args[1] == "matmul") {
 		run := trainBench
 		if os.Args[1] == "colt" {
 			run = coltBench
@@ -58,6 +59,9 @@ func main() {
 		if os.Args[1] == "rerank" {
 			run = rerankBench
 		}
+		if os.Args[1] == "matmul" {
+			run = matmulBench
+		}
 		if err := run(os.Args[2:]); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				os.Exit(2)
@@ -68,7 +72,7 @@ func main() {
 		return
 	}
 	if len(os.Args) < 2 || os.Args[1] != "encode" {
-		fmt.Fprintln(os.Stderr, "usage: bench encode|train|colt|retrieve|rerank|serve [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench encode|train|matmul|colt|retrieve|rerank|serve [flags]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("encode", flag.ExitOnError)

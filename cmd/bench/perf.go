@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/toolret/toolret/backend"
@@ -50,13 +51,19 @@ func trainStepFLOPs(layers, hidden, inter, batch, qSeq, tSeq int) float64 {
 // products, four chained per call (one host copy per call), the best of several timed
 // rounds of about half a second.
 func matmulPeak(be compute.Backend, n int) (float64, error) {
+	return matmulPeakDType(be, n, dtypes.Float32)
+}
+
+// matmulPeakDType is matmulPeak with the products in dt (the fp32 inputs converted in the
+// graph, the result converted back, neither conversion counted).
+func matmulPeakDType(be compute.Backend, n int, dt dtypes.DType) (float64, error) {
 	const chain = 4
 	exec, err := NewExec(be, func(a, b *Node) *Node {
-		x := a
+		x, y := ConvertDType(a, dt), ConvertDType(b, dt)
 		for range chain {
-			x = MatMul(x, b)
+			x = MatMul(x, y)
 		}
-		return x
+		return ConvertDType(x, dtypes.Float32)
 	})
 	if err != nil {
 		return 0, err

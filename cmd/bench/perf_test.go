@@ -147,3 +147,16 @@ func TestTorchCores(t *testing.T) {
 		}
 	}
 }
+
+// TestMatmulBench: the go backend's float32 and bfloat16 rows on a small size, and
+// bad flags refused by name.
+func TestMatmulBench(t *testing.T) {
+	if err := matmulBench([]string{"-backends", "go", "-python", "", "-n", "32"}); err != nil {
+		t.Fatalf("matmul bench: %v", err)
+	}
+	for _, c := range [][]string{{"-dtypes", "int8"}, {"-dtypes", ","}, {"-n", "0"}, {"-torch-blas", ""}} {
+		if err := matmulBench(append(c, "-backends", "go", "-python", "")); err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(c[0], "-")) {
+			t.Errorf("%q: error %v, want one naming %s", c, err, c[0])
+		}
+	}
+}
