@@ -1,9 +1,10 @@
 #!/bin/bash
 # ToolLens with 20% of the tools held out (README, "New tools"): per hold-out seed, BM25, the
 # recipe's bi-encoder, pre-training + the warm-started bi-encoder, and their hybrids with BM25
-# (minmax, dense weight picked on the held-out-tool dev split); unseen-tool test metrics and one
-# TREC file per system for eval -compare.
-# Usage: scripts/holdout/tl-holdout.sh SEED [tq]   (tq: also the -tool-queries 4 variant)
+# (minmax and zscore, dense weight picked on the held-out-tool dev split); unseen-tool test
+# metrics and one TREC file per system for eval -compare.
+# Usage: scripts/holdout/tl-holdout.sh SEED [tq|frz]   (tq: also the -tool-queries 4 variant;
+# frz: also -freeze-embeddings, and it with -tool-queries 4 -tool-dropout 0.2)
 # Needs a -tags onnx build of cmd/train and cmd/eval in $B (go build -tags onnx -o bin/ ./cmd/train ./cmd/eval).
 set -euo pipefail
 S=${1:?usage: $0 SEED [tq]}
@@ -18,6 +19,7 @@ mkdir -p $R/trec
 ev() { # run name
   $B/eval -data $TL -run $R/$1 -cutoffs 1,3,5 -backend $BE -save-run $R/trec/$1.trec > $R/$1-eval.txt
   $B/eval -data $TL -method fusion -runs run:$R/$1,bm25 -fusion minmax -cutoffs 1,3,5 -backend $BE -save-run $R/trec/$1-hyb.trec > $R/$1-hyb.txt
+  $B/eval -data $TL -method fusion -runs run:$R/$1,bm25 -fusion zscore -cutoffs 1,3,5 -backend $BE -save-run $R/trec/$1-z.trec > $R/$1-z.txt
 }
 $B/eval $V -method bm25 -cutoffs 1,3,5 -save-run $R/trec/bm25-h$S.trec > $R/bm25-h$S.txt
 $B/train biencoder $BI $SIZES -lr 1e-3 -run $R/be-h$S > $R/be-h$S.log 2>&1 && ev be-h$S
@@ -25,5 +27,9 @@ $B/train pretrain $V $SIZES -batch 64 -epochs 5 -max-steps 475 -lr 5e-4 -backend
 $B/train biencoder $BI -init $R/pt-h$S -lr 5e-4 -run $R/be-h$S-pre > $R/be-h$S-pre.log 2>&1 && ev be-h$S-pre
 if [ "${2:-}" = tq ]; then
   $B/train biencoder $BI $SIZES -lr 1e-3 -tool-queries 4 -run $R/be-h$S-tq4 > $R/be-h$S-tq4.log 2>&1 && ev be-h$S-tq4
+fi
+if [ "${2:-}" = frz ]; then
+  $B/train biencoder $BI $SIZES -lr 1e-3 -freeze-embeddings -run $R/be-h$S-frz > $R/be-h$S-frz.log 2>&1 && ev be-h$S-frz
+  $B/train biencoder $BI $SIZES -lr 1e-3 -freeze-embeddings -tool-queries 4 -tool-dropout 0.2 -run $R/be-h$S-frzaug > $R/be-h$S-frzaug.log 2>&1 && ev be-h$S-frzaug
 fi
 grep -H '^all' $R/*-h$S*.txt
