@@ -1,0 +1,25 @@
+#!/bin/bash
+# ToolLens's own split (seen tools; README, "New tools"): BM25, the recipe's bi-encoder,
+# pre-training + the warm-started bi-encoder, and their minmax and zscore hybrids with BM25
+# (dense weight picked on the dev split); test metrics and one TREC file per system.
+# Usage: scripts/holdout/tl-standard.sh
+# Needs a -tags onnx build of cmd/train and cmd/eval in $B (go build -tags onnx -o bin/ ./cmd/train ./cmd/eval).
+set -euo pipefail
+TL=${TL:-../shared/datasets/toollens}
+B=${B:-bin}
+R=${RUNS:-runs}/standard
+BE=onnx:cpu,intra_threads=1
+SIZES="-layers 2 -hidden 192 -heads 4 -vocab-size 8000"
+BI="-data $TL -batch 64 -epochs 5 -symmetric -temperature 0.05 -query-len 32 -tool-len 64 -backend $BE -quiet"
+mkdir -p $R/trec
+ev() { # run name
+  $B/eval -data $TL -run $R/$1 -cutoffs 1,3,5 -backend $BE -save-run $R/trec/$1.trec > $R/$1-eval.txt
+  for f in minmax zscore; do
+    $B/eval -data $TL -method fusion -runs run:$R/$1,bm25 -fusion $f -cutoffs 1,3,5 -backend $BE -save-run $R/trec/$1-$f.trec > $R/$1-$f.txt
+  done
+}
+$B/eval -data $TL -method bm25 -cutoffs 1,3,5 -save-run $R/trec/bm25.trec > $R/bm25.txt
+$B/train biencoder $BI $SIZES -lr 1e-3 -run $R/be > $R/be.log 2>&1 && ev be
+$B/train pretrain -data $TL $SIZES -batch 64 -epochs 5 -max-steps 475 -lr 5e-4 -backend $BE -quiet -run $R/pt > $R/pt.log 2>&1
+$B/train biencoder $BI -init $R/pt -lr 5e-4 -run $R/be-pre > $R/be-pre.log 2>&1 && ev be-pre
+grep -H '^all' $R/*.txt
