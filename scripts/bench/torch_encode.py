@@ -12,18 +12,7 @@ Prints one JSON line: {"texts_per_sec": ..., "seconds": ..., "threads": ..., "mm
 import json, math, os, sys, time
 import torch
 
-
-def blas_core():
-    """The kernel set OpenBLAS (the BLAS Debian's torch links) chose, e.g. SkylakeX or Prescott."""
-    import ctypes
-    for name in ("libblas.so.3", "libopenblas.so.0"):
-        try:
-            f = ctypes.CDLL(name).openblas_get_corename
-        except (OSError, AttributeError):
-            continue
-        f.restype = ctypes.c_char_p
-        return f().decode()
-    return "unknown"
+from blascore import blas_core
 
 spec = json.load(open(sys.argv[1]))
 cfg = spec["config"]

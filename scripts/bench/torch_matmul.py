@@ -9,21 +9,10 @@ threads.
 SPEC.json: {"n": 1024, "dtypes": ["float32", "bfloat16"]}. Prints one JSON line:
 {"gflops": {dtype: GFLOP/s}, "threads": {dtype: best thread count}, "blas_core": ..., "torch": ...}
 """
-import ctypes, json, os, sys, time
+import json, os, sys, time
 import torch
 
-
-def blas_core():
-    """The kernel set OpenBLAS (the BLAS Debian's torch links) chose, e.g. SkylakeX or Prescott."""
-    for name in ("libblas.so.3", "libopenblas.so.0"):
-        try:
-            f = ctypes.CDLL(name).openblas_get_corename
-        except (OSError, AttributeError):
-            continue
-        f.restype = ctypes.c_char_p
-        return f().decode()
-    return "unknown"
-
+from blascore import blas_core
 
 spec = json.load(open(sys.argv[1]))
 n, chain = spec["n"], 4
