@@ -26,7 +26,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -266,32 +265,19 @@ func encodeArch(cfg encoder.Config, tok *tokenize.Tokenizer, seqs [][]int32, bat
 		fmt.Printf("%-*s %12s (scripts/bench/torch_encode.py runs BERT only)\n", w, "pytorch", "-")
 		return notMeasured
 	}
-	for _, core := range cores {
-		row := torchRow(core)
-		out, err := runTorch(python, "scripts/bench/torch_encode.py", core, map[string]any{"config": cfg, "repeats": 3, "batches": batches})
-		if err != nil {
-			fmt.Printf("%-*s %12s (%v)\n", w, row, "-", err)
-			notMeasured = errors.Join(notMeasured, fmt.Errorf("%w: %s: %v", errNotMeasured, row, err))
-			continue
-		}
-		var res struct {
-			TextsPerSec float64 `json:"texts_per_sec"`
-			Seconds     float64 `json:"seconds"`
-			Threads     int     `json:"threads"`
-			Torch       string  `json:"torch"`
-			MM          float64 `json:"mm_gflops"`
-			BLAS        string  `json:"blas_core"`
-		}
-		if err := json.Unmarshal(out, &res); err != nil || res.Seconds <= 0 {
-			return fmt.Errorf("%s output %s: %v", row, out, err)
-		}
+	spec := map[string]any{"config": cfg, "repeats": 3, "batches": batches}
+	skippedPT, err := torchRows(python, "scripts/bench/torch_encode.py", cores, spec, w, func(row string, res torchResult) {
+		pt := float64(texts) / res.Seconds
 		gf := flops / res.Seconds / 1e9
-		fmt.Printf("%-*s %12.1f %10.3f %9.1f %12.1f %7.0f%%  (torch %s, %d threads, OpenBLAS core %s)\n", w, row, res.TextsPerSec, res.Seconds, gf, res.MM, 100*gf/res.MM, res.Torch, res.Threads, res.BLAS)
+		fmt.Printf("%-*s %12.1f %10.3f %9.1f %12.1f %7.0f%%  %s\n", w, row, pt, res.Seconds, gf, res.MM, 100*gf/res.MM, res.about())
 		for _, name := range names {
-			fmt.Printf("toolret-%s / %s texts/s: %.2fx\n", name, row, tps[name]/res.TextsPerSec)
+			fmt.Printf("toolret-%s / %s texts/s: %.2fx\n", name, row, tps[name]/pt)
 		}
+	})
+	if err != nil {
+		return err
 	}
-	return notMeasured
+	return errors.Join(notMeasured, skippedPT)
 }
 
 func numParams(cfg encoder.Config) int {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -68,4 +70,39 @@ func torchRow(c string) string {
 		return "pytorch"
 	}
 	return "pytorch-" + c
+}
+
+// torchResult is the part of torch_train.py's and torch_encode.py's output line both share.
+type torchResult struct {
+	Seconds float64 `json:"seconds"`
+	Threads int     `json:"threads"`
+	Torch   string  `json:"torch"`
+	MM      float64 `json:"mm_gflops"`
+	BLAS    string  `json:"blas_core"`
+}
+
+// about is the row's trailing note.
+func (r torchResult) about() string {
+	return fmt.Sprintf("(torch %s, %d threads, OpenBLAS core %s)", r.Torch, r.Threads, r.BLAS)
+}
+
+// torchRows runs script on spec once per OpenBLAS core type and calls show with each row's
+// name and result. A run that fails prints a "-" row and is returned in skipped (an
+// errNotMeasured error, nil if none failed); output that cannot be read is an error.
+func torchRows(python, script string, cores []string, spec any, w int, show func(row string, r torchResult)) (skipped, err error) {
+	for _, core := range cores {
+		row := torchRow(core)
+		out, err := runTorch(python, script, core, spec)
+		if err != nil {
+			fmt.Printf("%-*s %12s (%v)\n", w, row, "-", err)
+			skipped = errors.Join(skipped, fmt.Errorf("%w: %s: %v", errNotMeasured, row, err))
+			continue
+		}
+		var r torchResult
+		if err := json.Unmarshal(out, &r); err != nil || r.Seconds <= 0 {
+			return skipped, fmt.Errorf("%s output %s: %v", row, out, err)
+		}
+		show(row, r)
+	}
+	return skipped, nil
 }

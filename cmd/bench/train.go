@@ -306,32 +306,18 @@ func trainBench(args []string) error {
 		return notMeasured
 	}
 	spec := map[string]any{"config": bc, "batch": *batch, "query_len": *qLen, "tool_len": *tLen, "steps": *steps, "batches": bs, "seed": *seed}
-	for _, core := range cores {
-		row := torchRow(core)
-		res, err := runTorch(*python, "scripts/bench/torch_train.py", core, spec)
-		if err != nil {
-			fmt.Printf("%-*s %12s (%v)\n", w, row, "-", err)
-			notMeasured = errors.Join(notMeasured, fmt.Errorf("%w: %s: %v", errNotMeasured, row, err))
-			continue
-		}
-		var pt struct {
-			Seconds float64 `json:"seconds"`
-			Threads int     `json:"threads"`
-			Torch   string  `json:"torch"`
-			MM      float64 `json:"mm_gflops"`
-			BLAS    string  `json:"blas_core"`
-		}
-		if err := json.Unmarshal(res, &pt); err != nil || pt.Seconds <= 0 {
-			return fmt.Errorf("%s output %s: %v", row, res, err)
-		}
+	skippedPT, err := torchRows(*python, "scripts/bench/torch_train.py", cores, spec, w, func(row string, pt torchResult) {
 		ptTPS := float64(realTok) / pt.Seconds
 		gf := flops / pt.Seconds / 1e9
-		fmt.Printf("%-*s %12.0f %10.3f %9.1f %12.1f %7.0f%% %10s  (torch %s, %d threads, OpenBLAS core %s)\n", w, row, ptTPS, pt.Seconds/float64(*steps), gf, pt.MM, 100*gf/pt.MM, "-", pt.Torch, pt.Threads, pt.BLAS)
+		fmt.Printf("%-*s %12.0f %10.3f %9.1f %12.1f %7.0f%% %10s  %s\n", w, row, ptTPS, pt.Seconds/float64(*steps), gf, pt.MM, 100*gf/pt.MM, "-", pt.about())
 		for _, name := range names {
 			fmt.Printf("toolret-%s / %s tokens/s: %.2fx\n", name, row, tps[name]/ptTPS)
 		}
+	})
+	if err != nil {
+		return err
 	}
-	return notMeasured
+	return errors.Join(notMeasured, skippedPT)
 }
 
 // padLen is the padded length of a batch whose longest text has n tokens.

@@ -12,7 +12,7 @@ Prints one JSON line: {"texts_per_sec": ..., "seconds": ..., "threads": ..., "mm
 import json, math, os, sys, time
 import torch
 
-from blascore import blas_core
+from benchlib import blas_core, mm_peak
 
 spec = json.load(open(sys.argv[1]))
 cfg = spec["config"]
@@ -51,20 +51,6 @@ class Bert(torch.nn.Module):
 model = Bert().eval()
 batches = [(torch.tensor(b["ids"]), torch.tensor(b["mask"])) for b in spec["batches"]]
 n = sum(len(b[0]) for b in batches)
-def mm_peak(n=1024, chain=4):
-    a = torch.randn(n, n)
-    b = torch.randn(n, n) / n
-    best = 0.0
-    for _ in range(3):
-        calls, t0 = 0, time.perf_counter()
-        while calls == 0 or time.perf_counter() - t0 < 0.5:
-            x = a
-            for _ in range(chain):
-                x = torch.mm(x, b)
-            calls += 1
-        best = max(best, calls * chain * 2 * n ** 3 / (time.perf_counter() - t0) / 1e9)
-    return best
-
 results, mm = [], 0.0
 with torch.no_grad():
     # PyTorch's best thread count varies with the BLAS build: measure 1 and all cores.

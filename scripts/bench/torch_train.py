@@ -15,7 +15,7 @@ and the fp32 matmul peak torch.mm reaches on 1024x1024 matrices (GFLOP/s, best t
 import json, math, os, sys, time
 import torch
 
-from blascore import blas_core
+from benchlib import blas_core, mm_peak
 
 spec = json.load(open(sys.argv[1]))
 cfg = spec["config"]
@@ -76,20 +76,6 @@ def step(qi, qm, ti, tm):
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
-
-def mm_peak(n=1024, chain=4):
-    a = torch.randn(n, n)
-    b = torch.randn(n, n) / n
-    best = 0.0
-    for _ in range(3):
-        calls, t0 = 0, time.perf_counter()
-        while calls == 0 or time.perf_counter() - t0 < 0.5:
-            x = a
-            for _ in range(chain):
-                x = torch.mm(x, b)
-            calls += 1
-        best = max(best, calls * chain * 2 * n ** 3 / (time.perf_counter() - t0) / 1e9)
-    return best
 
 results, mm = [], 0.0
 for threads in sorted({1, os.cpu_count()}):
