@@ -138,7 +138,11 @@ func Open(dir string, compactEvery int, opts ...retriever.Option) (s *Store, err
 		return nil, err
 	}
 	// Drop a torn last record (written, never acknowledged) so that appends follow the last
-	// complete one.
+	// complete one; drop the whole log when every record is in the index already (a crash
+	// between installing a compaction and emptying the log), as the compaction would have.
+	if n == 0 {
+		valid = 0
+	}
 	if err := f.Truncate(valid); err != nil {
 		return nil, fmt.Errorf("serve: %s: %w", p, err)
 	}

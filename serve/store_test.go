@@ -197,6 +197,9 @@ func TestCompactionCrash(t *testing.T) {
 			if err := sameSnapshot(snap(st2.R.Library()), want); err != nil || st2.R.Library().Version != 3 {
 				t.Fatalf("after the crash: %v (version %d)", err, st2.R.Library().Version)
 			}
+			if st2.pending.Load() == 0 && st2.size != 0 {
+				t.Fatalf("log of %d bytes kept though every record is in the index", st2.size)
+			}
 			if _, err := os.Stat(filepath.Join(dir, compactDir)); !os.IsNotExist(err) {
 				t.Fatalf("%s left behind: %v", compactDir, err)
 			}
