@@ -19,6 +19,7 @@ import (
 type fusionOptions struct {
 	runs, method string // -runs, -fusion
 	rrfK         float64
+	steps        int  // -fusion-steps: the dev grid's resolution
 	weightGiven  bool // -weight was given
 }
 
@@ -296,7 +297,7 @@ func fusionInput(o *options, d *data.Dataset, it string, dev *rundir.Meta) (*inp
 	return readRunInput(it, d)
 }
 
-// tuneFusion picks the interpolation weights (fusion.Grid in steps of 0.1) that maximise
+// tuneFusion picks the interpolation weights (fusion.Grid in steps of 1/-fusion-steps) that maximise
 // -grid-metric on the dev queries and reports every weight's dev value on stderr.
 func tuneFusion(o *options, d *data.Dataset, f *fused, dev *data.Split) ([]float64, error) {
 	score, err := metricFn(o.rr.gridMetric)
@@ -314,7 +315,7 @@ func tuneFusion(o *options, d *data.Dataset, f *fused, dev *data.Split) ([]float
 	if err != nil {
 		return nil, fmt.Errorf("dev split: %w", err)
 	}
-	grid := fusion.Grid(len(f.inputs), 10)
+	grid := fusion.Grid(len(f.inputs), o.fu.steps)
 	best, means, err := fusion.Choose(per, rel, f.norm, grid, score)
 	if err != nil {
 		return nil, err

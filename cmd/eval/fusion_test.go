@@ -140,6 +140,10 @@ func TestFusionDevWeights(t *testing.T) {
 		if got < max(devScore["a"], devScore["b"]) {
 			t.Errorf("%s: dev NDCG@5 %v with weights tuned on dev, below an input alone %v", norm, got, devScore)
 		}
+		dev["fusion-steps"] = "20" // a grid holding the default one: never worse on dev
+		if fine := runJSON(t, dev)["ndcg@5"].(float64); fine < got {
+			t.Errorf("%s: dev NDCG@5 %v with -fusion-steps 20, below %v with 10", norm, fine, got)
+		}
 		test := runJSON(t, kv) // on test, with the same tuning
 		if _, ok := test["ndcg@5"]; !ok || test["split"] != "test" {
 			t.Errorf("%s: test report %v", norm, test)
@@ -184,6 +188,7 @@ func TestFusionErrors(t *testing.T) {
 		{"weight with rrf", map[string]string{"method": "fusion", "runs": "bm25", "weight": "0.5"}, "-weight applies to -fusion minmax or zscore"},
 		{"unknown fusion", map[string]string{"method": "fusion", "runs": "bm25", "fusion": "max"}, `-fusion "max"`},
 		{"weights per run", map[string]string{"method": "fusion", "runs": "bm25", "fusion": "minmax", "weight": "0.5,0.5"}, "2 weights for 1 -runs"},
+		{"fusion steps", map[string]string{"method": "fusion", "runs": "bm25,bm25", "fusion": "zscore", "fusion-steps": "0"}, "-fusion-steps 0"},
 		{"weight above 1", map[string]string{"method": "fusion", "runs": "bm25,bm25", "fusion": "minmax", "weight": "1.5"}, "W in [0, 1]"},
 		{"dev needs a run", map[string]string{"method": "fusion", "runs": "bm25,bm25", "fusion": "zscore"}, "the dev split is the one a trained run recorded"},
 		{"split dev needs a run", map[string]string{"split": "dev"}, "the dev split is the one a trained run recorded"},

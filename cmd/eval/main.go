@@ -5,7 +5,7 @@
 //	eval -method rerank -retriever RUN -reranker RUN -classifier RUN [-grid] [-m-seen 10 -m-unseen 30 -tau-s 0.8 -tau-m 0.8 -per-component 2]
 //	     [-interpolate minmax|zscore|off] [-weight dev|W]
 //	eval -method rerank-m -retriever RUN -reranker RUN -depth 30 [-interpolate minmax|zscore|off] [-weight dev|W]
-//	eval -method fusion -runs bm25,run:RUN[,FILE...] [-fusion rrf|minmax|zscore] [-rrf-k 60] [-weight dev|W|W1,W2,...]
+//	eval -method fusion -runs bm25,run:RUN[,FILE...] [-fusion rrf|minmax|zscore] [-rrf-k 60] [-weight dev|W|W1,W2,...] [-fusion-steps 10]
 //	eval ... [-save-run FILE [-run-tag TAG]] [-k 100] [-holdout-tools F -holdout-seed N] [-split dev]
 //	eval -index DIR [-no-refiner]     (an exported index as retriever.Load serves it)
 //	eval -index DIR -hybrid rrf|minmax|zscore [-hybrid-weight W]   (as serve -hybrid serves it)
@@ -145,7 +145,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&r.interpolate, "interpolate", "minmax", "rerank: score = w·norm(cross-encoder) + (1-w)·norm(retriever), normalised per query over the reranked APIs: minmax, zscore, or off (the cross-encoder alone)")
 	fs.Float64Var(&r.minT, "min-t", 2, "rerank: a dev-tuned weight above 0 is kept only when its per-query dev gain over the retriever's ranking has a paired t-statistic of at least this (else w = 0; 0: keep the dev optimum)")
 	fs.StringVar(&r.weight, "weight", "dev", "rerank: the interpolation's cross-encoder weight w in [0, 1] (0: the retriever's ranking), or dev: the best of 0, 0.1, ..., 1 on the -retriever run's dev split (-grid-metric; with -grid or -ablations tuned with the other parameters). "+
-		"fusion (-fusion minmax|zscore): W for W·first + (1-W)·second of two -runs, or one non-negative weight per -runs entry (W1,W2,...), or dev: the best weights in steps of 0.1 summing to 1 on the dev split (-split dev's)")
+		"fusion (-fusion minmax|zscore): W for W·first + (1-W)·second of two -runs, or one non-negative weight per -runs entry (W1,W2,...), or dev: the best weights in steps of 1/-fusion-steps summing to 1 on the dev split (-split dev's)")
 	o.k = 100
 	fs.Var(depthFlag{&o.k}, "k", "how many tools each query's ranking keeps: the depth -save-run writes and each -runs list fuses (metric cutoffs are -cutoffs)")
 	fs.StringVar(&o.saveRun, "save-run", "", "write the rankings of the evaluated queries (the top -k) to this file in TREC run format (qid Q0 docid rank score tag; written atomically)")
@@ -153,6 +153,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.fu.runs, "runs", "", "fusion: the rankings to fuse, comma-separated: a method (bm25), run:RUN (a trained run, as -run RUN ranks), or a TREC run file (-save-run; a query of the split missing from it is an error); a file named like a method: ./bm25")
 	fs.StringVar(&o.fu.method, "fusion", "rrf", "fusion: rrf (reciprocal rank fusion, -rrf-k), or minmax or zscore (interpolation of per-query normalised scores, -weight)")
 	fs.Float64Var(&o.fu.rrfK, "rrf-k", fusion.DefaultK, "fusion: the RRF constant k in 1/(k + rank)")
+	fs.IntVar(&o.fu.steps, "fusion-steps", 10, "fusion -weight dev: try the weights in steps of 1/N (10: 0, 0.1, ..., 1)")
 	fs.StringVar(&o.compare, "compare", "", "compare two rankings of the split query by query, A,B as -runs names them (a method, run:RUN, a TREC run file): each metric's means, B−A with its 95% paired-bootstrap interval and a paired randomization test's p-value")
 	fs.IntVar(&o.compareSamples, "compare-samples", 10000, "-compare: bootstrap resamples and random sign flips")
 	fs.Uint64Var(&o.seed, "seed", cli.DefaultSeed, "-compare: the seed of the resampling")
@@ -178,7 +179,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 		cli.Positive("m-seen", r.mSeen), cli.Positive("m-unseen", r.mUnseen),
 		cli.Positive("per-component", r.perComponent), cli.Positive("depth", r.depth),
 		cli.Positive("bm25-k1", o.bm25.K1), cli.NonNegative("bm25-b", o.bm25.B), cli.NonNegative("min-t", r.minT),
-		cli.Positive("k", o.k), cli.NonNegative("rrf-k", o.fu.rrfK), cli.Positive("compare-samples", o.compareSamples),
+		cli.Positive("k", o.k), cli.NonNegative("rrf-k", o.fu.rrfK), cli.Positive("fusion-steps", o.fu.steps), cli.Positive("compare-samples", o.compareSamples),
 	); err != nil {
 		return nil, err
 	}
