@@ -13,7 +13,10 @@ Usage (PyTorch, e.g. Debian's python3-torch):
   convert -from TL -holdout-tools 0.2 -holdout-seed S -format beir -to /tmp/hoS
   export -run RUN -data /tmp/hoS -format index -out /tmp/idx
   go run -tags onnx ./scripts/holdout/embdump -index /tmp/idx -data /tmp/hoS -out /tmp/emb
-  /usr/bin/python3 scripts/holdout/capacity.py /tmp/hoS /tmp/emb
+  eval -data TL -holdout-tools 0.2 -holdout-seed S -method bm25 -save-run /tmp/bm25.trec   # optional
+  /usr/bin/python3 scripts/holdout/capacity.py /tmp/hoS /tmp/emb [/tmp/bm25.trec]
+Also printed: R@5 of the held-out pairs when only the held-out tools are ranked (is the dense
+order among new tools any good, whatever their scores against the seen ones?).
 """
 import collections
 import json
@@ -80,7 +83,31 @@ T = unit(T)[[tids.index(t["_id"]) for t in tools]]
 Q = unit(Q)
 St, Str = Q[[qi[q] for q in tq]] @ T.T, Q[[qi[q] for q in trq]] @ T.T
 print(f"# {len(tq)} test queries, {len(held)} held-out tools, {len(trq)} training queries")
+within = sorted(held)
+
+
+def report_within(S, name):
+    hits = pairs = 0
+    for k, q in enumerate(tq):
+        top = {within[i] for i in S[k, within].topk(5).indices.tolist()}
+        for d in test[q] & held:
+            pairs += 1
+            hits += d in top
+    print(f"{name:44s} ranking only the {len(within)} held-out tools: R@5 of their pairs {100*hits/pairs:6.2f}"
+          f" (random {500/len(within):.2f})")
+
+
+if len(sys.argv) > 3:  # a TREC run file of BM25 (its top 100; unranked tools score lowest)
+    B = torch.full((len(tq), len(tools)), -1e9)
+    row = {q: k for k, q in enumerate(tq)}
+    for l in open(sys.argv[3]):
+        q, _, d, _, score, _ = l.split()
+        if q in row:
+            B[row[q], ti[d]] = float(score)
+    report(B, "BM25")
+    report_within(B, "BM25")
 report(St, "bi-encoder")
+report_within(St, "bi-encoder")
 for k in [1, 5, 20]:
     r = Str.topk(k, dim=0).values.mean(0)
     for a in [0.5, 1.0]:
