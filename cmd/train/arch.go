@@ -9,11 +9,11 @@ import (
 )
 
 // archs maps -arch to the encoder model_type it trains from scratch.
-var archs = map[string]string{"bert": "bert", "deberta": "deberta-v2"}
+var archs = map[string]string{"bert": "bert", "deberta": "deberta-v2", "wordbag": "wordbag"}
 
 // archFlag registers -arch: the architecture of an encoder trained from scratch.
 func archFlag(fs *flag.FlagSet) *string {
-	return fs.String("arch", "bert", "from scratch: encoder architecture, bert or deberta (DeBERTa-v3: disentangled attention over log-bucketed relative positions)")
+	return fs.String("arch", "bert", "from scratch: encoder architecture, bert, deberta (DeBERTa-v3: disentangled attention over log-bucketed relative positions) or wordbag (idf-weighted bag of word vectors, -hidden wide, no layers; bi-encoders only)")
 }
 
 // scratch is the flags that size an encoder trained from scratch (train biencoder, train
@@ -46,7 +46,7 @@ func (s scratch) check() error {
 // checkArch validates -arch.
 func checkArch(arch string) error {
 	if _, ok := archs[arch]; !ok {
-		return fmt.Errorf("-arch %q: want bert or deberta", arch)
+		return fmt.Errorf("-arch %q: want bert, deberta or wordbag", arch)
 	}
 	return nil
 }
@@ -60,6 +60,9 @@ func newEncoder(arch string, s encoder.Sizes, pairs bool) (encoder.Config, error
 	c, err := encoder.New(archs[arch], s)
 	if err != nil {
 		return nil, err
+	}
+	if pairs && arch == "wordbag" {
+		return nil, fmt.Errorf("-arch wordbag: a bag of words cannot encode text pairs; use bert or deberta")
 	}
 	if pairs && c.TypeVocab() < 2 {
 		return encoder.Override(c, map[string]any{"type_vocab_size": 2})

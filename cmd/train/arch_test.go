@@ -119,3 +119,36 @@ func poolingOf(t *testing.T, run, file string) string {
 	}
 	return c.Pooling
 }
+
+// TestArchWordbag trains a tiny word-bag bi-encoder from scratch (-arch wordbag): the loss
+// falls, the stored encoder is a word bag of -hidden width with no layers, and pair models
+// refuse it.
+func TestArchWordbag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains models")
+	}
+	dir := t.TempDir()
+	be := filepath.Join(dir, "be")
+	if err := biencoderCmd([]string{"-run", be, "-arch", "wordbag", "-hidden", "48", "-epochs", "2", "-batch", "16", "-lr", "1e-3",
+		"-vocab-size", "1200", "-tool-len", "128", "-test", "", "-dev", "0.85", "-seed", "7", "-quiet"}); err != nil {
+		t.Fatal(err)
+	}
+	checkLossFalls(t, be, 0.9)
+	b, err := os.ReadFile(filepath.Join(be, "biencoder.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Encoder map[string]any `json:"encoder"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	if e := c.Encoder; e["model_type"] != "wordbag" || e["hidden_size"] != 48.0 || e["max_position_embeddings"] != 128.0 || e["num_hidden_layers"] != nil {
+		t.Errorf("encoder %v", e)
+	}
+	err = crossencoderCmd([]string{"-arch", "wordbag", "-retriever", be, "-run", filepath.Join(dir, "ce"), "-quiet"})
+	if err == nil || !strings.Contains(err.Error(), "wordbag") {
+		t.Errorf("cross-encoder over a word bag: %v", err)
+	}
+}

@@ -301,6 +301,19 @@ func biencoderCmd(args []string) error {
 			if err != nil {
 				return err
 			}
+			if ii, ok := bc.(encoder.IDFInit); ok { // word weights start at the tools' idf
+				df := make([]int, tok.VocabSize())
+				for _, t := range d.Tools {
+					seen := map[int32]bool{}
+					for _, id := range tok.Single(t.Text, *tLen) {
+						if !seen[id] {
+							seen[id] = true
+							df[id]++
+						}
+					}
+				}
+				bc = ii.WithIDF(df, len(d.Tools))
+			}
 		}
 		cfg = &biencoder.Config{Encoder: bc, Pooling: encoder.Pooling(*pooling), Shared: !*separate, QueryMaxLen: *qLen, ToolMaxLen: *tLen,
 			Similarity: *sim, Temperature: *temp, Symmetric: *symmetric, NoMasking: *noMask}

@@ -45,6 +45,7 @@ type Options struct {
 	Similarity            string          // default cosine
 	Separate              bool            // separate query and tool towers
 	Act                   string          // hidden_act, default gelu
+	Arch                  string          // encoder model_type, default bert (wordbag: Hidden only)
 }
 
 // Config returns the bi-encoder configuration (a BERT encoder) for o and a vocabulary of
@@ -61,7 +62,11 @@ func Config(o Options, vocabSize int) (*biencoder.Config, error) {
 		s.Heads = o.Heads
 	}
 	s.Intermediate = 2 * s.Hidden
-	enc, err := encoder.New("bert", s)
+	arch := o.Arch
+	if arch == "" {
+		arch = "bert"
+	}
+	enc, err := encoder.New(arch, s)
 	if err != nil {
 		return nil, fmt.Errorf("exporttest: %w", err)
 	}
