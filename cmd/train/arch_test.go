@@ -147,8 +147,26 @@ func TestArchWordbag(t *testing.T) {
 	if e := c.Encoder; e["model_type"] != "wordbag" || e["hidden_size"] != 48.0 || e["max_position_embeddings"] != 128.0 || e["num_hidden_layers"] != nil {
 		t.Errorf("encoder %v", e)
 	}
-	err = crossencoderCmd([]string{"-arch", "wordbag", "-retriever", be, "-run", filepath.Join(dir, "ce"), "-quiet"})
-	if err == nil || !strings.Contains(err.Error(), "wordbag") {
-		t.Errorf("cross-encoder over a word bag: %v", err)
+	for _, tc := range []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"cross-encoder", func() error {
+			return crossencoderCmd([]string{"-arch", "wordbag", "-retriever", be, "-run", filepath.Join(dir, "ce"), "-quiet"})
+		}, "wordbag"},
+		{"cls pooling", func() error {
+			return biencoderCmd([]string{"-arch", "wordbag", "-pooling", "cls", "-hidden", "16", "-epochs", "1", "-run", filepath.Join(dir, "cls"), "-quiet"})
+		}, "cls pooling"},
+		{"mlm", func() error {
+			return pretrainCmd([]string{"-arch", "wordbag", "-hidden", "16", "-run", filepath.Join(dir, "pt"), "-quiet"})
+		}, "use -objective contrastive"},
+	} {
+		if err := tc.run(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s over a word bag: %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+	if err := pretrainCmd([]string{"-arch", "wordbag", "-objective", "contrastive", "-hidden", "16", "-epochs", "1", "-run", filepath.Join(dir, "pt2"), "-quiet"}); err != nil {
+		t.Errorf("contrastive pre-training of a word bag: %v", err)
 	}
 }

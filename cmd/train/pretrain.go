@@ -211,6 +211,9 @@ func pretrainCmd(args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	if cfg.MLM && cfg.Encoder.Layers() == 0 {
+		return fmt.Errorf("-objective %s: a %s encoder has no layers, so a masked token's state is the [MASK] vector whatever the text: use -objective contrastive", cfg.Objectives(), cfg.Encoder.ModelType())
+	}
 	if cfg.MLM && tok.MaskID() < 0 {
 		return fmt.Errorf("-objective %s: the tokenizer has no %s token", cfg.Objectives(), tokenize.MASK)
 	}
