@@ -138,7 +138,8 @@ func TestWordbagHF(t *testing.T) {
 	for _, tc := range []struct{ name, json, want string }{
 		{"token types", `{"model_type": "wordbag", "vocab_size": 9, "hidden_size": 6, "max_position_embeddings": 8, "type_vocab_size": 2}`, "type_vocab_size 2"},
 		{"no width", `{"model_type": "wordbag", "vocab_size": 9, "max_position_embeddings": 8 }`, "hidden_size 0"},
-		{"pad", `{"model_type": "wordbag", "vocab_size": 9, "hidden_size": 6, "max_position_embeddings": 8, "pad_token_id": 9}`, "pad_token_id 9"},
+		{"pad", `{"model_type": "wordbag", "vocab_size": 9, "hidden_size": 6, "max_position_embeddings": 8, "initializer_range": 0.1, "pad_token_id": 9}`, "pad_token_id 9"},
+		{"init std", `{"model_type": "wordbag", "vocab_size": 9, "hidden_size": 6, "max_position_embeddings": 8}`, "initializer_range 0"},
 	} {
 		c, err := encoder.Unmarshal([]byte(tc.json))
 		if err == nil {

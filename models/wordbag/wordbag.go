@@ -79,8 +79,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("wordbag config: type_vocab_size %d: a bag of words has no token types (pair models need bert or deberta)", c.TypeVocabSize)
 	case c.Pooler:
 		return errors.New("wordbag config: a word bag has no pooler layer (use mean pooling)")
-	case c.InitializerRange < 0 || math.IsNaN(c.InitializerRange):
-		return fmt.Errorf("wordbag config: initializer_range %v", c.InitializerRange)
+	case !(c.InitializerRange > 0): // NaN too
+		return fmt.Errorf("wordbag config: initializer_range %v: must be > 0 (the word vectors' std)", c.InitializerRange)
 	case c.PadTokenID < 0 || c.PadTokenID >= c.VocabSize:
 		return fmt.Errorf("wordbag config: pad_token_id %d outside the vocabulary of %d", c.PadTokenID, c.VocabSize)
 	case c.IDF != nil && len(c.IDF) != c.VocabSize:
