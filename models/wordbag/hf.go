@@ -16,15 +16,6 @@ import (
 // Prefix is the tensor-name prefix task models give the encoder's parameters.
 const Prefix = "wordbag"
 
-func hfParams(c *Config) []hfweights.Param {
-	ps := Params(c)
-	out := make([]hfweights.Param, len(ps))
-	for i, p := range ps {
-		out[i] = hfweights.Param(p)
-	}
-	return out
-}
-
 // LoadHF reads a word-bag directory (config.json and model.safetensors, as SaveHF writes it)
 // into variables under scope, every tensor checked before any variable is set.
 func LoadHF(scope *model.Scope, dir string) (*Config, error) {
@@ -39,7 +30,7 @@ func LoadHF(scope *model.Scope, dir string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	params := hfParams(c)
+	params := Params(c)
 	values, err := hfweights.Read(dir, ModelType, weights, params)
 	if err != nil {
 		return nil, err
@@ -61,7 +52,7 @@ func SaveHF(scope *model.Scope, c *Config, dir string, prefix bool) error {
 		}
 		return name
 	}
-	if err := hfweights.Write(scope, hfParams(c), dir, rename); err != nil {
+	if err := hfweights.Write(scope, Params(c), dir, rename); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(c, "", "  ")
@@ -78,7 +69,7 @@ func Init(scope *model.Scope, c *Config, seed uint64) error {
 		return err
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	if err := hfweights.Init(scope, hfParams(c), rng, c.InitializerRange, c.PadTokenID, c.dtype()); err != nil {
+	if err := hfweights.Init(scope, Params(c), rng, c.InitializerRange, c.PadTokenID, c.dtype()); err != nil {
 		return fmt.Errorf("wordbag init: %w", err)
 	}
 	if c.IDF == nil {

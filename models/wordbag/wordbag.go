@@ -24,6 +24,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/initializer"
+	"github.com/toolret/toolret/models/hfweights"
 	"github.com/toolret/toolret/models/pooling"
 )
 
@@ -106,14 +107,11 @@ func LoadConfig(path string) (*Config, error) {
 }
 
 // Param is one parameter in HF naming.
-type Param struct {
-	Name  string
-	Shape []int
-}
+type Param = hfweights.Param
 
 // Params lists the parameters.
 func Params(c *Config) []Param {
-	return []Param{{Embeddings, []int{c.VocabSize, c.HiddenSize}}, {Weights, []int{c.VocabSize}}}
+	return []Param{{Name: Embeddings, Shape: []int{c.VocabSize, c.HiddenSize}}, {Name: Weights, Shape: []int{c.VocabSize}}}
 }
 
 // IDF returns the inverse document frequency log((n+1)/(df+0.5)) of every token id, for df the
