@@ -19,36 +19,18 @@ Also printed: R@5 of the held-out pairs when only the held-out tools are ranked 
 order among new tools any good, whatever their scores against the seen ones?).
 """
 import collections
-import json
 import math
-import re
 import sys
 
 import torch
 
+import heldout
+from heldout import words
+
 torch.manual_seed(0)
 data, emb = sys.argv[1], sys.argv[2]
-tools = [json.loads(l) for l in open(f"{data}/corpus.jsonl")]
-ti = {t["_id"]: i for i, t in enumerate(tools)}
-queries = {}
-for l in open(f"{data}/queries.jsonl"):
-    q = json.loads(l)
-    queries[q["_id"]] = q["text"]
-
-
-def qrels(split):
-    m = collections.defaultdict(set)
-    with open(f"{data}/qrels/{split}.tsv") as f:
-        next(f)
-        for l in f:
-            q, d, r = l.split("\t")[:3]
-            if int(r) > 0:
-                m[q].add(ti[d])
-    return m
-
-
-test, train = qrels("test"), qrels("train")
-held = {ti[t] for t in json.load(open(f"{data}/holdout.json"))["held_out_tools"]}
+v = heldout.View(data)
+tools, ti, queries, test, train, held = v.tools, v.ti, v.queries, v.test, v.train, v.held
 tq, trq = sorted(test), sorted(train)
 
 
@@ -115,7 +97,6 @@ for k in [1, 5, 20]:
 report(St - Str.mean(0), "bi-encoder, per-tool centring")
 report((St - Str.mean(0)) / Str.std(0), "bi-encoder, per-tool z-score")
 
-words = lambda t: re.findall(r"[a-z0-9]+", t.lower())
 docs = [words(t["text"]) for t in tools]
 vocab = {}
 for d in docs:

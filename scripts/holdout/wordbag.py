@@ -7,22 +7,13 @@ view (no dev split), test metrics after each epoch. Not toolret's model: a cross
 Usage: /usr/bin/python3 scripts/holdout/wordbag.py DATA DIM LR EPOCHS [freeze-idf]
   (DATA: a held-out-tool view in BEIR layout, convert -holdout-tools 0.2 -holdout-seed S -format beir)
 """
-import json, sys, collections, re, math, torch, random, time
+import sys, collections, math, torch, random, time
+import heldout
+from heldout import words
 torch.set_num_threads(1); torch.manual_seed(0); random.seed(0)
 data = sys.argv[1]; dim = int(sys.argv[2]); lr = float(sys.argv[3]); epochs = int(sys.argv[4]); freeze_idf = len(sys.argv) > 5
-words = lambda t: re.findall(r"[a-z0-9]+", t.lower())
-tools = [json.loads(l) for l in open(f"{data}/corpus.jsonl")]; ti = {t["_id"]: i for i, t in enumerate(tools)}
-queries = {json.loads(l)["_id"]: json.loads(l)["text"] for l in open(f"{data}/queries.jsonl")}
-def qrels(split):
-    m = collections.defaultdict(set)
-    with open(f"{data}/qrels/{split}.tsv") as f:
-        next(f)
-        for l in f:
-            q, d, r = l.split("\t")[:3]
-            if int(r) > 0: m[q].add(ti[d])
-    return m
-test, train = qrels("test"), qrels("train")
-held = {ti[t] for t in json.load(open(f"{data}/holdout.json"))["held_out_tools"]}
+v = heldout.View(data)
+tools, ti, queries, test, train, held = v.tools, v.ti, v.queries, v.test, v.train, v.held
 docs = [words(t["text"]) for t in tools]
 vocab = {}
 for d in docs + [words(queries[q]) for q in train]:
