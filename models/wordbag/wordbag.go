@@ -21,7 +21,6 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/toolret/toolret/models/hfweights"
@@ -148,7 +147,7 @@ func (c *Config) weightsInit() model.VariableInitializer {
 	}
 	idf := c.IDF
 	return func(g *Graph, shape shapes.Shape) *Node {
-		return ConvertDType(Const(g, tensors.FromFlatDataAndDimensions(idf, len(idf)).Value()), shape.DType)
+		return ConvertDType(Const(g, idf), shape.DType)
 	}
 }
 
