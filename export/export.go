@@ -98,8 +98,13 @@ type Manifest struct {
 	// Marker is the iteration marker of a bi-encoder trained on iterative feedback (train
 	// biencoder -feedback; a format with one %d): its queries are embedded as iteration t's
 	// instructions, Mark(Marker, t, query); "" for none.
-	Marker string   `json:"marker,omitempty"`
-	Labels []string `json:"labels,omitempty"`
+	Marker string `json:"marker,omitempty"`
+	// QueryPrompt and ToolPrompt are the prefixes a bi-encoder puts before queries and tool
+	// texts (Model.QueryPrompt; also the "query" and "document" prompts of its towers'
+	// config_sentence_transformers.json, which loading reads).
+	QueryPrompt string   `json:"query_prompt,omitempty"`
+	ToolPrompt  string   `json:"tool_prompt,omitempty"`
+	Labels      []string `json:"labels,omitempty"`
 	// Index: number of tools and embedding dimension.
 	Tools int `json:"tools,omitempty"`
 	Dim   int `json:"dim,omitempty"`
@@ -177,7 +182,8 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 	}
 	defer os.RemoveAll(tmp) // a no-op after the final rename
 	man := &Manifest{Toolret: Version(), Format: opts.Format, Kind: m.Kind, Source: opts.Source,
-		DataFingerprint: m.Fingerprint, Similarity: m.Similarity, Marker: m.Marker, Towers: map[string]string{}}
+		DataFingerprint: m.Fingerprint, Similarity: m.Similarity, Marker: m.Marker, Towers: map[string]string{},
+		QueryPrompt: m.QueryPrompt, ToolPrompt: m.ToolPrompt}
 	if man.Source == "" {
 		man.Source = m.Source
 	}

@@ -321,7 +321,16 @@ func writeSentenceTransformers(m *Model, t *Tower, dir string, maxLen int) error
 // model without a marker, nor for a separate tool tower.
 func stPrompts(m *Model, t *Tower) map[string]string {
 	p := map[string]string{}
-	if m.Marker == "" || t.Name == biencoder.ToolTower {
+	if m.Marker == "" {
+		if m.QueryPrompt != "" && t.Name != biencoder.ToolTower {
+			p[stQueryPrompt] = m.QueryPrompt
+		}
+		if m.ToolPrompt != "" && t.Name != biencoder.QueryTower {
+			p[stToolPrompt] = m.ToolPrompt
+		}
+		return p
+	}
+	if t.Name == biencoder.ToolTower {
 		return p
 	}
 	p["query"] = biencoder.Mark(m.Marker, 0, "")
@@ -330,6 +339,12 @@ func stPrompts(m *Model, t *Tower) map[string]string {
 	}
 	return p
 }
+
+// The sentence-transformers prompt names of a query and of a tool text.
+const (
+	stQueryPrompt = "query"
+	stToolPrompt  = "document"
+)
 
 // stToolretKey is the key of toolret's own fields in config_sentence_transformers.json.
 const stToolretKey = "toolret"
@@ -381,10 +396,17 @@ func LoadHF(dir string, be compute.Backend) (*Model, error) {
 		m.Similarity = "cosine"
 	}
 	var st struct {
-		Lengths *stLengths `json:"toolret"`
+		Lengths *stLengths        `json:"toolret"`
+		Prompts map[string]string `json:"prompts"`
 	}
 	if _, err := readJSONFile(filepath.Join(dir, "config_sentence_transformers.json"), &st); err != nil {
 		return nil, err
+	}
+	// The "query" and "document" prompts, as sentence-transformers' encode_query and
+	// encode_document apply them; not an iteration-aware export's markers (the retriever
+	// applies those itself, per iteration).
+	if _, marker := st.Prompts["iteration_0"]; !marker {
+		m.QueryPrompt, m.ToolPrompt = st.Prompts[stQueryPrompt], st.Prompts[stToolPrompt]
 	}
 	if l := st.Lengths; l != nil {
 		if l.QueryMaxSeqLength < 2 || l.ToolMaxSeqLength < 2 {

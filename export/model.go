@@ -44,6 +44,10 @@ type Model struct {
 	Similarity string
 	// Marker is a bi-encoder's iteration marker (biencoder.Config.Marker; "" for none).
 	Marker string
+	// QueryPrompt and ToolPrompt are prefixes put before every query and every tool text a
+	// bi-encoder embeds (e.g. bge's query instruction, e5's "query: "; sentence-transformers'
+	// prompts "query" and "document", as its encode_query and encode_document apply them).
+	QueryPrompt, ToolPrompt string
 	// QueryMaxLen and ToolMaxLen are a bi-encoder's per-side length limits (a shared tower's
 	// MaxLen is the larger one).
 	QueryMaxLen, ToolMaxLen int
@@ -244,6 +248,13 @@ func (m *Model) Embed(tower string, texts []string) ([][]float32, error) {
 		return nil, err
 	}
 	maxLen := t.MaxLen
+	if p := m.prompt(tower); p != "" {
+		prefixed := make([]string, len(texts))
+		for i, s := range texts {
+			prefixed[i] = p + s
+		}
+		texts = prefixed
+	}
 	switch {
 	case tower == biencoder.QueryTower && m.QueryMaxLen > 0:
 		maxLen = min(maxLen, m.QueryMaxLen)
@@ -264,6 +275,17 @@ func (m *Model) Embed(tower string, texts []string) ([][]float32, error) {
 		}
 	}
 	return out, nil
+}
+
+// prompt returns the prefix of a tower's texts.
+func (m *Model) prompt(tower string) string {
+	switch tower {
+	case biencoder.QueryTower:
+		return m.QueryPrompt
+	case biencoder.ToolTower:
+		return m.ToolPrompt
+	}
+	return ""
 }
 
 // Score returns the head's logits for each (a, b) text pair (b may be nil for single texts).

@@ -3,7 +3,8 @@
 //
 //	encode -model DIR -in FILE [-pooling cls|mean|pooler|none] [-max-len N] [-backend go|onnx] [-out FILE.jsonl]
 //
-// DIR is a HuggingFace-layout model directory: config.json with its model_type,
+// DIR is a HuggingFace-layout model directory (or a hub id org/name[@revision], resolved in
+// the Hugging Face hub cache and downloaded when missing; see package hub): config.json with its model_type,
 // model.safetensors or a sharded index, and a tokenizer (tokenizer.json, a SentencePiece
 // spm.model as DeBERTa-v3 ships it, or vocab.txt; see tokenize.Load). The embedding table may
 // have more rows than the tokenizer has tokens (deberta-v3: vocab_size 128100 for 128001
@@ -14,6 +15,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -24,12 +26,13 @@ import (
 
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/tokenize"
 )
 
 func main() {
-	dir := flag.String("model", "", "model directory (HF layout)")
+	dir := flag.String("model", "", "model: a directory (HF layout) or a hub id org/name[@revision] (Hugging Face hub cache, downloaded when missing)")
 	in := flag.String("in", "", "input file: one text per line, or JSONL with a \"text\" field (- for stdin)")
 	out := flag.String("out", "", "output JSONL file (default stdout)")
 	pooling := flag.String("pooling", "cls", "cls, mean, pooler or none")
@@ -99,6 +102,10 @@ func run(dir, in, out, pooling string, maxLen, batch int, beName string) error {
 	}
 	if batch <= 0 {
 		return fmt.Errorf("-batch %d: must be > 0", batch)
+	}
+	dir, err := hub.Resolve(context.Background(), dir)
+	if err != nil {
+		return fmt.Errorf("-model: %w", err)
 	}
 	p, err := encoder.ParsePooling(pooling)
 	if err != nil {

@@ -7,6 +7,7 @@
 //	eval -method rerank-m -retriever RUN -reranker RUN -depth 30 [-interpolate minmax|zscore|off] [-weight dev|W]
 //	eval -method fusion -runs bm25,run:RUN[,FILE...] [-fusion rrf|minmax|zscore] [-rrf-k 60] [-weight dev|W|W1,W2,...] [-fusion-steps 10]
 //	eval ... [-save-run FILE [-run-tag TAG]] [-k 100] [-holdout-tools F -holdout-seed N] [-split dev]
+//	eval -model REF [-query-prompt P] [-tool-prompt P]   (a pre-trained model zero-shot, or a run)
 //	eval -index DIR [-no-refiner]     (an exported index as retriever.Load serves it)
 //	eval -index DIR -hybrid rrf|minmax|zscore [-hybrid-weight W]   (as serve -hybrid serves it)
 //	eval -run RUN -feedback FILE [-iterations T]     (replay a collection's refinements: metrics per round)
@@ -23,6 +24,12 @@
 // -run accepts bi-encoder runs and mlc classifier runs (the kind is read from the run's files).
 // The rerank methods tune and evaluate with the dev split the -retriever run recorded
 // (run.json): the grid search never sees a query any stage trained on.
+//
+// -model REF evaluates a model reference: a run (as -run), or a pre-trained HuggingFace or
+// sentence-transformers directory or hub id org/name[@revision] (resolved in the Hugging
+// Face hub cache, downloaded when missing) zero-shot: its index over the dataset's tools is
+// built as cmd/export -model REF -format index builds it and evaluated as -index evaluates
+// one, with the model's "query"/"document" prompts unless -query-prompt/-tool-prompt.
 //
 // Without -data it uses the embedded default dataset.
 package main
@@ -42,6 +49,7 @@ import (
 
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/fusion"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
@@ -72,7 +80,12 @@ type options struct {
 	// fb: the iterative retrieval (-feedback FILE, -refiner prf; feedback.go).
 	fb feedbackOptions
 	// index: an exported index evaluated as retriever.Load serves it (index.go).
-	index     string
+	index string
+	// model: a pre-trained model directory (-model, resolved) evaluated zero-shot through an
+	// index built in a temporary directory (model.go), with prompts.
+	model     string
+	prompts   export.Prompts
+	tmp       []string
 	noRefiner bool
 	// hybrid, hybridWeight: -hybrid, -hybrid-weight (-1: not given) of -index.
 	hybrid       string
@@ -118,6 +131,9 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.split, "split", "test", "split to evaluate; dev: the dev split a trained run recorded (-run, else -retriever, else the first run:RUN of -runs), when the dataset has no split named dev")
 	fs.StringVar(&o.method, "method", "bm25", "retrieval method: "+methodNames())
 	fs.StringVar(&o.index, "index", "", "evaluate an exported index (cmd/export -format index) as retriever.Load serves it, with its packaged refiner, instead of -method")
+	modelRef := fs.String("model", "", "evaluate a model: a pre-trained HuggingFace or sentence-transformers directory or hub id org/name[@revision] zero-shot (its index over the dataset's tools, as export -model builds it), or a run (as -run)")
+	fs.Func("query-prompt", "-model: prefix put before every query (default: the model's \"query\" prompt)", func(s string) error { o.prompts.Query = &s; return nil })
+	fs.Func("tool-prompt", "-model: prefix put before every tool text (default: the model's \"document\" prompt)", func(s string) error { o.prompts.Tool = &s; return nil })
 	fs.BoolVar(&o.noRefiner, "no-refiner", false, "-index: its first stage alone, without its packaged refiner")
 	fs.StringVar(&o.hybrid, "hybrid", "", "-index: its first stage fused with BM25 as serve -hybrid serves it: rrf, minmax or zscore")
 	fs.Float64Var(&o.hybridWeight, "hybrid-weight", -1, "-index -hybrid minmax|zscore: the dense weight w in [0, 1] (-1: 0.5)")
@@ -172,6 +188,9 @@ func parse(args []string, out io.Writer) (*options, error) {
 		return nil, fmt.Errorf("unexpected arguments %q (flags come first)", fs.Args())
 	}
 	o.data, o.run, r.retriever, o.backend = *dataDir, *runDir, *retriever, *be
+	if err := o.setModel(*modelRef); err != nil {
+		return nil, err
+	}
 	if o.ks, err = cli.ParseCutoffs(*cutoffs); err != nil {
 		return nil, err
 	}
@@ -254,7 +273,13 @@ func run(o *options, w io.Writer) error {
 		return runFeedback(o, w)
 	}
 	m, ok := methods[o.method]
-	if o.index != "" {
+	if o.model != "" {
+		if o.method == "fusion" {
+			return fmt.Errorf("-model evaluates one model: -method fusion fuses -runs")
+		}
+		m, ok = method{"pre-trained model, zero-shot", buildModel}, true
+		defer o.cleanup()
+	} else if o.index != "" {
 		if o.run != "" || o.method == "fusion" {
 			return fmt.Errorf("-index evaluates an exported index: not with -run or -method fusion")
 		}

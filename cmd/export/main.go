@@ -1,6 +1,7 @@
 // Command export writes a trained run in a format other programs load.
 //
 //	export -run RUN -format hf|onnx|index -out DIR [-force] [-data DIR] [-refiner RUN] [-backend go]
+//	export -model REF -data DIR -format index -out DIR [-query-prompt P] [-tool-prompt P]
 //	export -format index -update -out DIR [-data DIR] [-backend go]
 //
 // RUN is a run directory (its best checkpoint is exported) or one checkpoint directory, of
@@ -36,12 +37,20 @@
 // missing from -data are deleted, and the index is rewritten in place (temporary files
 // renamed; see package serve). It takes no -run. An MLC index can only lose tools.
 //
+// -model REF is -run for any model reference: a run, a HuggingFace or sentence-transformers
+// directory, or a hub id org/name[@revision] (resolved in the Hugging Face hub cache,
+// downloaded when missing; see package hub). A pre-trained model is exported as it is: with
+// -format index that is a zero-shot index over -data, no training and no queries needed.
+// -query-prompt and -tool-prompt set the prefixes put before queries and tool texts (default:
+// the model's "query" and "document" prompts); they are recorded in the index.
+//
 // Every export has a manifest.json (toolret version, source, kind, data fingerprint, sha256 of
 // every file). DIR must be absent or empty unless -force; the export is written beside it
 // and renamed into place, so a failure leaves nothing behind.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -63,10 +72,21 @@ func main() {
 	be := flag.String("backend", "", "compute backend: go (default), onnx, xla:cpu")
 	refinerRun := flag.String("refiner", "", "with -format index: a refiner run (or checkpoint) over this -run's candidates (bi-encoder, usage, or mlc for an MLC -run), packaged into the index (refiner/) and served by retriever.Load")
 	update := flag.Bool("update", false, "with -format index: update the index in -out to the tools of -data (new and changed tools embedded with its tool tower, missing ones deleted) instead of exporting; no -run")
+	ref := flag.String("model", "", "model to export: a run, a HuggingFace or sentence-transformers directory, or a hub id org/name[@revision] (instead of -run)")
+	var prompts export.Prompts
+	flag.Func("query-prompt", "prefix put before every query (default: the model's \"query\" prompt); recorded in the export", func(s string) error { prompts.Query = &s; return nil })
+	flag.Func("tool-prompt", "prefix put before every tool text (default: the model's \"document\" prompt); recorded in the export", func(s string) error { prompts.Tool = &s; return nil })
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "export: unexpected arguments %q\n", flag.Args())
 		os.Exit(2)
+	}
+	if *ref != "" {
+		if *run != "" {
+			fmt.Fprintln(os.Stderr, "export: give -run or -model, not both")
+			os.Exit(2)
+		}
+		*run = *ref
 	}
 	if *update {
 		if *refinerRun != "" {
@@ -81,7 +101,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, msg)
 		return
 	}
-	man, err := exportRun(*run, *format, *out, *force, *dataDir, *be, *refinerRun)
+	man, err := exportModel(*run, *format, *out, *force, *dataDir, *be, *refinerRun, prompts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "export:", err)
 		os.Exit(1)
@@ -93,13 +113,19 @@ func main() {
 }
 
 func runExport(run, format, out string, force bool, dataDir, beName string) (*export.Manifest, error) {
-	return exportRun(run, format, out, force, dataDir, beName, "")
+	return exportModel(run, format, out, force, dataDir, beName, "", export.Prompts{})
 }
 
-// exportRun exports run; refinerRun, with -format index, is packaged with the index.
+// exportRun exports run with the model's own prompts.
 func exportRun(run, format, out string, force bool, dataDir, beName, refinerRun string) (*export.Manifest, error) {
+	return exportModel(run, format, out, force, dataDir, beName, refinerRun, export.Prompts{})
+}
+
+// exportModel exports the model run names (a run, an HF directory or a hub id); refinerRun,
+// with -format index, is packaged with the index.
+func exportModel(run, format, out string, force bool, dataDir, beName, refinerRun string, prompts export.Prompts) (*export.Manifest, error) {
 	if run == "" || out == "" {
-		return nil, fmt.Errorf("-run and -out are required")
+		return nil, fmt.Errorf("-run (or -model) and -out are required")
 	}
 	if refinerRun != "" && format != export.FormatIndex {
 		return nil, fmt.Errorf("-refiner is packaged with an index: give -format index (not %q)", format)
@@ -124,11 +150,18 @@ func exportRun(run, format, out string, force bool, dataDir, beName, refinerRun 
 	if err != nil {
 		return nil, err
 	}
-	m, err := export.LoadModel(run, be)
+	m, err := export.Open(context.Background(), run, be)
 	if err != nil {
 		return nil, err
 	}
+	if err := prompts.Apply(m); err != nil {
+		return nil, err
+	}
 	opts.Source = run
+	pretrained := export.IsHFDir(m.Source)
+	if pretrained && refinerRun != "" {
+		return nil, fmt.Errorf("-refiner packages a refiner trained over a run's candidates: %s is a pre-trained model, not a run", run)
+	}
 	if format == export.FormatIndex {
 		if opts.Data == nil {
 			if opts.Data, err = data.Default(); err != nil {
@@ -136,7 +169,7 @@ func exportRun(run, format, out string, force bool, dataDir, beName, refinerRun 
 			}
 			opts.DataSource = "default"
 		}
-		if m.Kind == export.KindBiEncoder { // usage vectors are a bi-encoder's
+		if m.Kind == export.KindBiEncoder && !pretrained { // usage vectors are a trained bi-encoder's
 			var note string
 			if opts.Train, note, err = trainingPart(run, opts.Data); err != nil {
 				return nil, err

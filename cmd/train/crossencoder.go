@@ -50,7 +50,7 @@ func addHeadFlags(fs *flag.FlagSet, maxLen, batch, epochs int, metric string) *h
 		dataDir:   cli.Data(fs),
 		runDir:    cli.Run(fs, "run directory (default runs/<command>-<time>)"),
 		retriever: cli.Retriever(fs),
-		initDir:   fs.String("init", "", "initialise the encoder from a HuggingFace BERT or DeBERTa-v2/v3 directory, or from a bi-encoder or pretrain run (its encoder and tokenizer, as -warm-start takes the -retriever's; else from scratch)"),
+		initDir:   fs.String("init", "", "initialise the encoder from a HuggingFace BERT or DeBERTa-v2/v3 directory or hub id org/name[@revision] (lr 2e-5 unless given), or from a bi-encoder or pretrain run (its encoder and tokenizer, as -warm-start takes the -retriever's; else from scratch)"),
 		arch:      archFlag(fs),
 		pool:      fs.String("pooling", "", "head input: cls (the [CLS] state) or pooler (the encoder's pooler layer over [CLS], as HF's XxxForSequenceClassification: BERT dense + tanh, DeBERTa's ContextPooler dense + GELU); default pooler for DeBERTa, cls for BERT"),
 		layers:    fs.Int("layers", 2, "from scratch: layers"),
@@ -89,6 +89,9 @@ func (h *headFlags) setup(cmd, kind string) (*data.Dataset, compute.Backend, *da
 	}
 	meta, err := openRun(h.fs, h.runDir, *h.resume, cmd, kind, kind)
 	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if err := resolveInit(h.fs, h.initDir, nil, h.lr); err != nil {
 		return nil, nil, nil, nil, err
 	}
 	if err := cli.First(cli.Positive("batch", *h.batch), cli.Positive("epochs", *h.epochs), cli.Positive("lr", *h.lr),

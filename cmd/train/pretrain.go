@@ -68,6 +68,9 @@ func pretrainCmd(args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := resolveInit(fs, initDir, nil, nil); err != nil {
+		return err
+	}
 	mlm, con, err := pretrain.ParseObjectives(*objective)
 	if err != nil {
 		return fmt.Errorf("-objective: %w", err)

@@ -1,0 +1,97 @@
+package export
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/gomlx/compute"
+	"github.com/toolret/toolret/hub"
+	"github.com/toolret/toolret/models/encoder"
+)
+
+// Open loads the model a reference names, as every command's -model takes it: a trained run
+// or one of its checkpoints (LoadModel), a HuggingFace or sentence-transformers directory
+// (LoadHF: pre-trained weights, used as they are), or a hub id "org/name[@revision]"
+// resolved in the Hugging Face hub cache and downloaded into it when missing (hub.Resolve).
+func Open(ctx context.Context, ref string, be compute.Backend) (*Model, error) {
+	dir, err := hub.Resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if IsHFDir(dir) {
+		return LoadHF(dir, be)
+	}
+	return LoadModel(dir, be)
+}
+
+// IsHFDir reports whether dir is a HuggingFace model directory (config.json at its top)
+// rather than a toolret run or checkpoint.
+func IsHFDir(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, "state.json")); err == nil {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(dir, "config.json"))
+	return err == nil
+}
+
+// Prompts overrides a model's query and tool prompts (nil: keep the model's own, from its
+// config_sentence_transformers.json).
+type Prompts struct {
+	Query, Tool *string
+}
+
+// Apply sets the given prompts on a bi-encoder.
+func (p Prompts) Apply(m *Model) error {
+	if p.Query == nil && p.Tool == nil {
+		return nil
+	}
+	if m.Kind != KindBiEncoder {
+		return fmt.Errorf("prompts apply to a bi-encoder, not a %s", m.Kind)
+	}
+	if m.Marker != "" {
+		return fmt.Errorf("%s is an iteration-aware bi-encoder: its queries carry its marker, not a prompt", m.Source)
+	}
+	if p.Query != nil {
+		m.QueryPrompt = *p.Query
+	}
+	if p.Tool != nil {
+		m.ToolPrompt = *p.Tool
+	}
+	return nil
+}
+
+// STPooling reads the pooling of a sentence-transformers directory (modules.json and its
+// Pooling module's config.json): ok is false when dir has no modules.json or no Pooling module.
+func STPooling(dir string) (p encoder.Pooling, ok bool, err error) {
+	var mods []struct {
+		Path string `json:"path"`
+		Type string `json:"type"`
+	}
+	found, err := readJSONFile(filepath.Join(dir, "modules.json"), &mods)
+	if err != nil || !found {
+		return "", false, err
+	}
+	for _, mod := range mods {
+		if mod.Type != stPooling {
+			continue
+		}
+		if !filepath.IsLocal(mod.Path) {
+			return "", false, fmt.Errorf("%s: module path %q leaves the model directory", filepath.Join(dir, "modules.json"), mod.Path)
+		}
+		var c map[string]any
+		cp := filepath.Join(dir, mod.Path, "config.json")
+		if _, err := readJSONFile(cp, &c); err != nil {
+			return "", false, err
+		}
+		switch {
+		case c["pooling_mode_mean_tokens"] == true:
+			return encoder.PoolMean, true, nil
+		case c["pooling_mode_cls_token"] == true:
+			return encoder.PoolCLS, true, nil
+		}
+		return "", false, fmt.Errorf("%s: pooling mode not supported (cls or mean tokens)", cp)
+	}
+	return "", false, nil
+}

