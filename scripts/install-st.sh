@@ -6,12 +6,12 @@
 # side-by-side fine-tuning script. Idempotent: an existing venv that imports them is kept.
 set -euo pipefail
 venv="${TOOLRET_CACHE:-$HOME/.cache/toolret}/venv"
-if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import sentence_transformers, torch, huggingface_hub' 2>/dev/null; then
+if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import sentence_transformers, torch, huggingface_hub, datasets, accelerate' 2>/dev/null; then
   echo "$venv/bin/python"
   exit 0
 fi
 mkdir -p "$(dirname "$venv")"
 python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet --disable-pip-version-check sentence-transformers torch huggingface_hub >&2
-"$venv/bin/python" -c 'import sentence_transformers, torch, huggingface_hub'
+"$venv/bin/pip" install --quiet --disable-pip-version-check sentence-transformers torch huggingface_hub datasets accelerate >&2
+"$venv/bin/python" -c 'import sentence_transformers, torch, huggingface_hub, datasets, accelerate'
 echo "$venv/bin/python"

@@ -146,3 +146,14 @@ func IndexRun(runDir, out, refiner string, be compute.Backend) (*export.Manifest
 	}
 	return export.Export(m, export.Options{Format: export.FormatIndex, Out: out, Data: d, DataSource: "default", Refiner: refiner})
 }
+
+// WriteHF writes a tiny bi-encoder with random weights (BiEncoder) as a HuggingFace +
+// sentence-transformers directory at dir: a stand-in for a pre-trained model.
+func WriteHF(dir string, o Options, be compute.Backend, seed uint64) error {
+	m, err := BiEncoder(o, be, seed)
+	if err != nil {
+		return err
+	}
+	_, err = export.Export(m, export.Options{Format: export.FormatHF, Out: dir})
+	return err
+}

@@ -376,12 +376,19 @@ type ONNX interface {
 	ONNXPooler(g *onnxgraph.Builder, param func(name string) []float32, cls string) string
 }
 
-// CheckVocab reports an error when a tokenizer of n tokens can produce ids outside cfg's
-// embedding table. A table with more rows than the tokenizer has tokens is fine: HF
-// checkpoints pad it (microsoft/deberta-v3-* have 128,100 rows for 128,001 tokens).
+// CheckVocab reports an error when a tokenizer of n tokens does not fit cfg's embedding
+// table: it can produce ids outside the table, or the table has more than MaxVocabPadding rows
+// beyond the tokenizer's tokens (the tokenizer of another model). A few extra rows are fine:
+// HF checkpoints pad the table (microsoft/deberta-v3-* have 128,100 rows for 128,001 tokens).
 func CheckVocab(n int, cfg Config) error {
 	if n > cfg.Vocab() {
 		return fmt.Errorf("tokenizer has %d tokens but the model's vocab_size is %d", n, cfg.Vocab())
 	}
+	if cfg.Vocab()-n > MaxVocabPadding {
+		return fmt.Errorf("tokenizer has %d tokens but the model's vocab_size is %d: more than %d padding rows, the tokenizer is not this model's", n, cfg.Vocab(), MaxVocabPadding)
+	}
 	return nil
 }
+
+// MaxVocabPadding is how many more embedding rows than tokenizer tokens CheckVocab accepts.
+const MaxVocabPadding = 128

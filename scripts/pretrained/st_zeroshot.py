@@ -23,10 +23,9 @@ def load_jsonl(p):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def main():
-    ref, ddir = sys.argv[1], sys.argv[2]
-    split = sys.argv[3] if len(sys.argv) > 3 else "test"
-    run_file = sys.argv[4] if len(sys.argv) > 4 else None
+def load_beir(ddir, split):
+    """Tools (list of corpus records), query texts by id, and the judged query ids of a split
+    with their relevant tool ids, in qrels order."""
     tools = load_jsonl(os.path.join(ddir, "corpus.jsonl"))
     queries = {str(q["_id"]): q["text"] for q in load_jsonl(os.path.join(ddir, "queries.jsonl"))}
     rel = {}
@@ -42,9 +41,14 @@ def main():
                 order.append(qid)
             if score > 0:
                 rel[qid].add(tid)
-    qids = [q for q in order if rel[q]]
+    return tools, queries, [q for q in order if rel[q]], rel
+
+
+def evaluate(m, ddir, split="test", run_file=None, tag="st"):
+    """Ranks every tool for every judged query of split with model m; returns the metrics
+    (percent) and writes the top-100 as a TREC run file when run_file is given."""
+    tools, queries, qids, rel = load_beir(ddir, split)
     tids = [str(t["_id"]) for t in tools]
-    m = SentenceTransformer(ref, device="cpu")
     te = m.encode_document([t["text"] for t in tools], batch_size=32, convert_to_numpy=True)
     qe = m.encode_query([queries[q] for q in qids], batch_size=64, convert_to_numpy=True)
     scores = np.asarray(m.similarity(qe, te))
@@ -62,14 +66,22 @@ def main():
             sums[f"ndcg@{k}"] += dcg / idcg
             sums[f"comp@{k}"] += 1.0 if sum(hits) == len(r) else 0.0
         for rank, j in enumerate(top):
-            lines.append(f"{q} Q0 {tids[j]} {rank + 1} {scores[i][j]:.6f} st-zeroshot\n")
+            lines.append(f"{q} Q0 {tids[j]} {rank + 1} {scores[i][j]:.6f} {tag}\n")
     out = {k: round(100 * v / len(qids), 4) for k, v in sums.items()}
     out["queries"] = len(qids)
-    print(json.dumps(out, sort_keys=True))
     if run_file:
         with open(run_file + ".tmp", "w") as f:
             f.writelines(lines)
         os.replace(run_file + ".tmp", run_file)
+    return out
+
+
+def main():
+    ref, ddir = sys.argv[1], sys.argv[2]
+    split = sys.argv[3] if len(sys.argv) > 3 else "test"
+    run_file = sys.argv[4] if len(sys.argv) > 4 else None
+    m = SentenceTransformer(ref, device="cpu")
+    print(json.dumps(evaluate(m, ddir, split, run_file, "st-zeroshot"), sort_keys=True))
 
 
 if __name__ == "__main__":

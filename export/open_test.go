@@ -1,0 +1,135 @@
+package export_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/export/exporttest"
+	"github.com/toolret/toolret/hub"
+	"github.com/toolret/toolret/models/biencoder"
+)
+
+// TestOpen opens one model by each kind of reference (HF directory, run, hub id in the cache)
+// and refuses what is neither.
+func TestOpen(t *testing.T) {
+	be := goBackend(t)
+	tmp := t.TempDir()
+	hf := filepath.Join(tmp, "hf")
+	if err := exporttest.WriteHF(hf, exporttest.Options{}, be, 3); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(tmp, "run")
+	if err := exporttest.WriteRun(run, exporttest.Options{}, be, 3); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(tmp, "cache")
+	t.Setenv("HF_HUB_CACHE", cache)
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	id, _ := hub.ParseID("toolret-test/tiny")
+	if _, err := hub.Import(cache, id, "", "main", hf); err != nil {
+		t.Fatal(err)
+	}
+	texts := sampleTexts(t, 8)
+	var ref [][]float32
+	for _, c := range []struct{ ref, want string }{
+		{hf, ""}, {"toolret-test/tiny", ""}, {"toolret-test/tiny@main", ""}, {run, ""},
+		{"toolret-test/absent", "make models"},
+		{"toolret-test/tiny@v2", "make models"},
+		{filepath.Join(tmp, "nope"), "neither"},
+	} {
+		t.Run(c.ref, func(t *testing.T) {
+			m, err := export.Open(context.Background(), c.ref, be)
+			if c.want != "" {
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("err = %v, want %q", err, c.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Kind != export.KindBiEncoder {
+				t.Fatalf("kind %s", m.Kind)
+			}
+			emb, err := m.Embed(biencoder.QueryTower, texts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ref == nil {
+				ref = emb
+			} else if d := maxDiff(t, ref, emb); d > 1e-6 {
+				t.Errorf("embeddings differ from the HF directory's by %.2e", d)
+			}
+		})
+	}
+}
+
+// TestPrompts checks that query and tool prompts are put before the texts, recorded in an
+// index (manifest and the towers' sentence-transformers config) and read back by LoadHF.
+func TestPrompts(t *testing.T) {
+	be := goBackend(t)
+	tmp := t.TempDir()
+	hf := filepath.Join(tmp, "hf")
+	if err := exporttest.WriteHF(hf, exporttest.Options{}, be, 5); err != nil {
+		t.Fatal(err)
+	}
+	m, err := export.LoadHF(hf, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.QueryPrompt != "" || m.ToolPrompt != "" {
+		t.Fatalf("prompts %q %q from a model without any", m.QueryPrompt, m.ToolPrompt)
+	}
+	q, d := "query: ", "passage: "
+	if err := (export.Prompts{Query: &q, Tool: &d}).Apply(m); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := data.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(tmp, "index")
+	man, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: out, Data: ds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.QueryPrompt != q || man.ToolPrompt != d {
+		t.Errorf("manifest prompts %q %q", man.QueryPrompt, man.ToolPrompt)
+	}
+	qdir, err := man.TowerDir(out, biencoder.QueryTower)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := export.LoadHF(qdir, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.QueryPrompt != q || back.ToolPrompt != d {
+		t.Errorf("reloaded prompts %q %q", back.QueryPrompt, back.ToolPrompt)
+	}
+	plain, err := export.LoadHF(hf, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, side := range []struct{ tower, prompt string }{{biencoder.QueryTower, q}, {biencoder.ToolTower, d}} {
+		got, err := back.Embed(side.tower, []string{"find the weather"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := plain.Embed(side.tower, []string{side.prompt + "find the weather"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := maxDiff(t, got, want); diff > 1e-6 {
+			t.Errorf("%s: prompted embedding differs from the prefixed text's by %.2e", side.tower, diff)
+		}
+		without, _ := plain.Embed(side.tower, []string{"find the weather"})
+		if maxDiff(t, got, without) < 1e-4 {
+			t.Errorf("%s: the prompt changed nothing", side.tower)
+		}
+	}
+}
