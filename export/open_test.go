@@ -2,6 +2,7 @@ package export_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,5 +132,61 @@ func TestPrompts(t *testing.T) {
 		if maxDiff(t, got, without) < 1e-4 {
 			t.Errorf("%s: the prompt changed nothing", side.tower)
 		}
+	}
+}
+
+// TestOpenCorruptCache: a truncated safetensors blob in the hub cache is reported with the
+// file's path, and a tokenizer of another model is refused.
+func TestOpenCorruptCache(t *testing.T) {
+	be := goBackend(t)
+	tmp := t.TempDir()
+	hf := filepath.Join(tmp, "hf")
+	if err := exporttest.WriteHF(hf, exporttest.Options{}, be, 3); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(tmp, "cache")
+	t.Setenv("HF_HUB_CACHE", cache)
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	id, _ := hub.ParseID("toolret-test/corrupt")
+	snap, err := hub.Import(cache, id, "", "main", hf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := filepath.Join(snap, "model.safetensors")
+	blob, err := filepath.EvalSymlinks(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(blob, fi.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	_, err = export.Open(context.Background(), "toolret-test/corrupt", be)
+	if err == nil || !strings.Contains(err.Error(), "model.safetensors") {
+		t.Errorf("truncated weights: err = %v, want the file named", err)
+	}
+
+	other := filepath.Join(tmp, "other")
+	if err := exporttest.WriteHF(other, exporttest.Options{}, be, 3); err != nil {
+		t.Fatal(err)
+	}
+	// A vocabulary of another, smaller model: the last 150 tokens cut.
+	b, err := os.ReadFile(filepath.Join(other, "vocab.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	if len(lines) < 200 {
+		t.Skipf("test vocabulary has %d tokens: too small to cut", len(lines))
+	}
+	if err := os.WriteFile(filepath.Join(other, "vocab.txt"), []byte(strings.Join(lines[:len(lines)-150], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(other, "tokenizer.json"))
+	if _, err := export.Open(context.Background(), other, be); err == nil || !strings.Contains(err.Error(), "not this model's") {
+		t.Errorf("mismatched tokenizer: err = %v", err)
 	}
 }
