@@ -125,7 +125,7 @@ func exportRun(run, format, out string, force bool, dataDir, beName, refinerRun 
 // with -format index, is packaged with the index.
 func exportModel(run, format, out string, force bool, dataDir, beName, refinerRun string, prompts export.Prompts) (*export.Manifest, error) {
 	if run == "" || out == "" {
-		return nil, fmt.Errorf("-run (or -model) and -out are required")
+		return nil, fmt.Errorf("-run and -out are required (or -model for -run)")
 	}
 	if refinerRun != "" && format != export.FormatIndex {
 		return nil, fmt.Errorf("-refiner is packaged with an index: give -format index (not %q)", format)

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/export/exporttest"
+	"github.com/toolret/toolret/hub"
+	"github.com/toolret/toolret/retriever"
+)
+
+// TestExportModel exports a zero-shot index straight from a pre-trained model (by directory
+// and by hub id, no training, no queries needed), with its prompts recorded, and refuses a
+// refiner for it.
+func TestExportModel(t *testing.T) {
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	hf := filepath.Join(tmp, "hf")
+	if err := exporttest.WriteHF(hf, exporttest.Options{}, be, 4); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(tmp, "cache")
+	t.Setenv("HF_HUB_CACHE", cache)
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	id, _ := hub.ParseID("toolret-test/zs")
+	if _, err := hub.Import(cache, id, "", "main", hf); err != nil {
+		t.Fatal(err)
+	}
+	q := "query: "
+	for i, ref := range []string{hf, "toolret-test/zs"} {
+		out := filepath.Join(tmp, fmt.Sprintf("index%d", i))
+		man, err := exportModel(ref, export.FormatIndex, out, false, "", "go", "", export.Prompts{Query: &q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if man.Kind != export.KindBiEncoder || man.Tools == 0 || man.QueryPrompt != q || man.Usage != nil {
+			t.Errorf("%d: manifest kind %s, %d tools, prompt %q, usage %v", i, man.Kind, man.Tools, man.QueryPrompt, man.Usage)
+		}
+		r, err := retriever.Load(out, retriever.WithBackend(be))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Retrieve(t.Context(), "send an email", 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := exportModel(hf, export.FormatIndex, filepath.Join(tmp, "x"), false, "", "go", hf, export.Prompts{}); err == nil || !strings.Contains(err.Error(), "pre-trained model") {
+		t.Errorf("-refiner with a pre-trained model: %v", err)
+	}
+}
