@@ -10,7 +10,6 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
-	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/models/biencoder"
 )
 
@@ -19,21 +18,16 @@ import (
 func TestOpen(t *testing.T) {
 	be := goBackend(t)
 	tmp := t.TempDir()
-	hf := filepath.Join(tmp, "hf")
-	if err := exporttest.WriteHF(hf, exporttest.Options{}, be, 3); err != nil {
+	hf, cache, _, err := exporttest.HubModel(tmp, "toolret-test/tiny", exporttest.Options{}, be, 3)
+	if err != nil {
 		t.Fatal(err)
 	}
 	run := filepath.Join(tmp, "run")
 	if err := exporttest.WriteRun(run, exporttest.Options{}, be, 3); err != nil {
 		t.Fatal(err)
 	}
-	cache := filepath.Join(tmp, "cache")
 	t.Setenv("HF_HUB_CACHE", cache)
 	t.Setenv("HF_HUB_OFFLINE", "1")
-	id, _ := hub.ParseID("toolret-test/tiny")
-	if _, err := hub.Import(cache, id, "", "main", hf); err != nil {
-		t.Fatal(err)
-	}
 	texts := sampleTexts(t, 8)
 	var ref [][]float32
 	for _, c := range []struct{ ref, want string }{
@@ -140,18 +134,12 @@ func TestPrompts(t *testing.T) {
 func TestOpenCorruptCache(t *testing.T) {
 	be := goBackend(t)
 	tmp := t.TempDir()
-	hf := filepath.Join(tmp, "hf")
-	if err := exporttest.WriteHF(hf, exporttest.Options{}, be, 3); err != nil {
-		t.Fatal(err)
-	}
-	cache := filepath.Join(tmp, "cache")
-	t.Setenv("HF_HUB_CACHE", cache)
-	t.Setenv("HF_HUB_OFFLINE", "1")
-	id, _ := hub.ParseID("toolret-test/corrupt")
-	snap, err := hub.Import(cache, id, "", "main", hf)
+	_, cache, snap, err := exporttest.HubModel(tmp, "toolret-test/corrupt", exporttest.Options{}, be, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("HF_HUB_CACHE", cache)
+	t.Setenv("HF_HUB_OFFLINE", "1")
 	st := filepath.Join(snap, "model.safetensors")
 	blob, err := filepath.EvalSymlinks(st)
 	if err != nil {

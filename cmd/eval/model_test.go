@@ -10,7 +10,6 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
-	"github.com/toolret/toolret/hub"
 )
 
 // TestModel evaluates a pre-trained model (a tiny HF directory, and the same model by hub id)
@@ -22,8 +21,8 @@ func TestModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	hf := filepath.Join(dir, "hf")
-	if err := exporttest.WriteHF(hf, exporttest.Options{}, be, 11); err != nil {
+	hf, cache, _, err := exporttest.HubModel(dir, "toolret-test/tiny", exporttest.Options{}, be, 11)
+	if err != nil {
 		t.Fatal(err)
 	}
 	m, err := export.LoadHF(hf, be)
@@ -38,13 +37,8 @@ func TestModel(t *testing.T) {
 	if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: index, Data: d}); err != nil {
 		t.Fatal(err)
 	}
-	cache := filepath.Join(dir, "cache")
 	t.Setenv("HF_HUB_CACHE", cache)
 	t.Setenv("HF_HUB_OFFLINE", "1")
-	id, _ := hub.ParseID("toolret-test/tiny")
-	if _, err := hub.Import(cache, id, "", "main", hf); err != nil {
-		t.Fatal(err)
-	}
 	want := runJSON(t, map[string]string{"index": index, "backend": "go"})
 	if r, _ := want["recall@10"].(float64); r <= 0 {
 		t.Fatalf("recall@10 = %v: the comparison is vacuous", want["recall@10"])

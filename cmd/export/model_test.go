@@ -9,7 +9,6 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
-	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/retriever"
 )
 
@@ -22,17 +21,12 @@ func TestExportModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmp := t.TempDir()
-	hf := filepath.Join(tmp, "hf")
-	if err := exporttest.WriteHF(hf, exporttest.Options{}, be, 4); err != nil {
+	hf, cache, _, err := exporttest.HubModel(tmp, "toolret-test/zs", exporttest.Options{}, be, 4)
+	if err != nil {
 		t.Fatal(err)
 	}
-	cache := filepath.Join(tmp, "cache")
 	t.Setenv("HF_HUB_CACHE", cache)
 	t.Setenv("HF_HUB_OFFLINE", "1")
-	id, _ := hub.ParseID("toolret-test/zs")
-	if _, err := hub.Import(cache, id, "", "main", hf); err != nil {
-		t.Fatal(err)
-	}
 	q := "query: "
 	for i, ref := range []string{hf, "toolret-test/zs"} {
 		out := filepath.Join(tmp, fmt.Sprintf("index%d", i))

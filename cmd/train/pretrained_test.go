@@ -2,12 +2,10 @@ package main
 
 import (
 	"flag"
-	"path/filepath"
 	"testing"
 
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export/exporttest"
-	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/models/encoder"
 )
 
@@ -20,18 +18,12 @@ func TestResolveInit(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	hf := filepath.Join(dir, "hf")
-	if err := exporttest.WriteHF(hf, exporttest.Options{Pooling: encoder.PoolCLS}, be, 2); err != nil {
-		t.Fatal(err)
-	}
-	cache := filepath.Join(dir, "cache")
-	t.Setenv("HF_HUB_CACHE", cache)
-	t.Setenv("HF_HUB_OFFLINE", "1")
-	id, _ := hub.ParseID("toolret-test/tiny-cls")
-	snap, err := hub.Import(cache, id, "", "main", hf)
+	hf, cache, snap, err := exporttest.HubModel(dir, "toolret-test/tiny-cls", exporttest.Options{Pooling: encoder.PoolCLS}, be, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("HF_HUB_CACHE", cache)
+	t.Setenv("HF_HUB_OFFLINE", "1")
 	for _, c := range []struct {
 		name, init string
 		args       []string

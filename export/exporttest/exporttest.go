@@ -4,12 +4,14 @@ package exporttest
 
 import (
 	"fmt"
+	"path/filepath"
 	"sync"
 
 	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/checkpoints"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/tokenize"
@@ -156,4 +158,19 @@ func WriteHF(dir string, o Options, be compute.Backend, seed uint64) error {
 	}
 	_, err = export.Export(m, export.Options{Format: export.FormatHF, Out: dir})
 	return err
+}
+
+// HubModel writes a tiny pre-trained stand-in (WriteHF) to dir/hf and installs it in the hub
+// cache dir/cache as repo ("org/name", ref main). Point HF_HUB_CACHE at cache to resolve it.
+func HubModel(dir, repo string, o Options, be compute.Backend, seed uint64) (hf, cache, snapshot string, err error) {
+	hf, cache = filepath.Join(dir, "hf"), filepath.Join(dir, "cache")
+	if err := WriteHF(hf, o, be, seed); err != nil {
+		return "", "", "", err
+	}
+	id, ok := hub.ParseID(repo)
+	if !ok {
+		return "", "", "", fmt.Errorf("exporttest: %q is not a hub id", repo)
+	}
+	snapshot, err = hub.Import(cache, id, "", "main", hf)
+	return hf, cache, snapshot, err
 }
