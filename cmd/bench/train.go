@@ -1,4 +1,4 @@
-package main
+package benchcmd
 
 import (
 	"encoding/json"
@@ -112,7 +112,7 @@ type trainBatch struct {
 // or with ToolLens-like lengths padded as train biencoder -pad-multiple pads; on each toolret
 // backend and on PyTorch (scripts/bench/torch_train.py) over the same batches.
 func trainBench(args []string) error {
-	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	fs := flag.NewFlagSet("bench train", flag.ContinueOnError)
 	backends := fs.String("backends", "go,onnx", "toolret backends, comma-separated")
 	one := fs.String("backend", "", "one toolret backend (instead of -backends), e.g. xla:cuda")
 	shape := fs.String("shape", "today", "size preset: "+shapeNames(trainShapes)+" (the flags below override its values)")
@@ -133,7 +133,7 @@ func trainBench(args []string) error {
 	python := fs.String("python", "/usr/bin/python3", "python with torch (empty: skip)")
 	blas := torchBLASFlag(fs)
 	seed := cli.Seed(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

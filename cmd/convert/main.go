@@ -1,4 +1,4 @@
-// Command convert converts a tool-retrieval dataset between the BEIR and Parquet layouts, and
+// Package convertcmd is the `toolret convert` command; it converts a tool-retrieval dataset between the BEIR and Parquet layouts, and
 // writes held-out-tool views of it.
 //
 //	convert -from DIR -to OUTDIR [-format parquet|beir] [-holdout-tools F -holdout-seed N]
@@ -8,9 +8,10 @@
 // test split holds every query that needs a held-out tool, train the others, and
 // holdout.json records the view, so that loading the output gives the view -data DIR
 // -holdout-tools F -holdout-seed N gives (same fingerprint, dev split carved by tools).
-package main
+package convertcmd
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -19,25 +20,34 @@ import (
 	"github.com/toolret/toolret/internal/cli"
 )
 
-func main() {
-	from := flag.String("from", "", "input dataset directory (BEIR or Parquet); default: the embedded default dataset")
-	to := flag.String("to", "", "output directory")
-	format := flag.String("format", "parquet", "output layout: parquet or beir")
-	force := flag.Bool("force", false, "write into a non-empty output directory")
-	cli.Holdout(flag.CommandLine)
-	flag.Parse()
-	if flag.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "convert: unexpected arguments %q\n", flag.Args())
-		os.Exit(2)
+// Main runs `toolret convert` with args (the words after it) and returns the exit code.
+func Main(args []string) int {
+	fs := flag.NewFlagSet("convert", flag.ContinueOnError)
+	from := fs.String("from", "", "input dataset directory (BEIR or Parquet); default: the embedded default dataset")
+	to := fs.String("to", "", "output directory")
+	format := fs.String("format", "parquet", "output layout: parquet or beir")
+	force := fs.Bool("force", false, "write into a non-empty output directory")
+	cli.Holdout(fs)
+	if err := cli.Parse(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "convert: %v\n", err)
+		return 2
 	}
-	h, err := cli.HoldoutOf(flag.CommandLine)
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "convert: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	h, err := cli.HoldoutOf(fs)
 	if err == nil {
 		err = run(*from, *to, *format, *force, h)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "convert:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 func run(from, to, format string, force bool, h *data.Holdout) error {

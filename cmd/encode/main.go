@@ -1,4 +1,4 @@
-// Command encode embeds texts with an encoder model (any registered model_type: bert,
+// Package encodecmd is the `toolret encode` command; it embeds texts with an encoder model (any registered model_type: bert,
 // deberta-v2).
 //
 //	encode -model DIR -in FILE [-pooling cls|mean|pooler|none] [-max-len N] [-backend go|onnx] [-out FILE.jsonl]
@@ -11,14 +11,16 @@
 // tokens), not fewer. FILE holds one text per
 // line, or JSONL objects with a "text" field. Each output line is {"ids": [...],
 // "embedding": [...]}, or with -pooling none {"ids": [...], "hidden": [[...] per token]}.
-package main
+package encodecmd
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"github.com/toolret/toolret/internal/cli"
 	"io"
 	"os"
 	"strings"
@@ -31,23 +33,32 @@ import (
 	"github.com/toolret/toolret/tokenize"
 )
 
-func main() {
-	dir := flag.String("model", "", "model: a directory (HF layout) or a hub id org/name[@revision] (Hugging Face hub cache, downloaded when missing)")
-	in := flag.String("in", "", "input file: one text per line, or JSONL with a \"text\" field (- for stdin)")
-	out := flag.String("out", "", "output JSONL file (default stdout)")
-	pooling := flag.String("pooling", "cls", "cls, mean, pooler or none")
-	maxLen := flag.Int("max-len", 128, "maximum tokens per text, [CLS] and [SEP] included")
-	batch := flag.Int("batch", 32, "texts per batch")
-	be := flag.String("backend", "", "compute backend: go (default), onnx, xla:cpu, xla:cuda")
-	flag.Parse()
-	if flag.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "encode: unexpected arguments %q\n", flag.Args())
-		os.Exit(2)
+// Main runs `toolret encode` with args (the words after it) and returns the exit code.
+func Main(args []string) int {
+	fs := flag.NewFlagSet("encode", flag.ContinueOnError)
+	dir := fs.String("model", "", "model: a directory (HF layout) or a hub id org/name[@revision] (Hugging Face hub cache, downloaded when missing)")
+	in := fs.String("in", "", "input file: one text per line, or JSONL with a \"text\" field (- for stdin)")
+	out := fs.String("out", "", "output JSONL file (default stdout)")
+	pooling := fs.String("pooling", "cls", "cls, mean, pooler or none")
+	maxLen := fs.Int("max-len", 128, "maximum tokens per text, [CLS] and [SEP] included")
+	batch := fs.Int("batch", 32, "texts per batch")
+	be := fs.String("backend", "", "compute backend: go (default), onnx, xla:cpu, xla:cuda")
+	if err := cli.Parse(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "encode: %v\n", err)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "encode: unexpected arguments %q\n", fs.Args())
+		return 2
 	}
 	if err := run(*dir, *in, *out, *pooling, *maxLen, *batch, *be); err != nil {
 		fmt.Fprintln(os.Stderr, "encode:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 func readTexts(path string) ([]string, error) {

@@ -1,4 +1,4 @@
-// Command eval evaluates a tool-retrieval method on a dataset split and prints Recall@K,
+// Package evalcmd is the `toolret eval` command; it evaluates a tool-retrieval method on a dataset split and prints Recall@K,
 // NDCG@K and COMP@K (percent), overall and per subset.
 //
 //	eval [-data DIR] [-split test] [-method bm25 | -run RUN [-tool-vectors text|usage]] [-cutoffs 1,3,5,10] [-json] [-subsets]
@@ -32,7 +32,7 @@
 // one, with the model's "query"/"document" prompts unless -query-prompt/-tool-prompt.
 //
 // Without -data it uses the embedded default dataset.
-package main
+package evalcmd
 
 import (
 	"context"
@@ -174,7 +174,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.IntVar(&o.compareSamples, "compare-samples", 10000, "-compare: bootstrap resamples and random sign flips")
 	fs.Uint64Var(&o.seed, "seed", cli.DefaultSeed, "-compare: the seed of the resampling")
 	o.fb.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	given := cli.Set(fs)
@@ -250,18 +250,20 @@ func methodNames() string {
 	return strings.Join(n, ", ")
 }
 
-func main() {
-	o, err := parse(os.Args[1:], os.Stderr)
+// Main runs `toolret eval` with args (the words after it) and returns the exit code.
+func Main(args []string) int {
+	o, err := parse(args, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		return
+		return 0
 	}
 	if err == nil {
 		err = run(o, os.Stdout)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "eval:", err)
-		os.Exit(2)
+		return 2
 	}
+	return 0
 }
 
 // run evaluates with the options and writes the result to w.

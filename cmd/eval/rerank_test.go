@@ -1,4 +1,4 @@
-package main
+package evalcmd
 
 import (
 	"context"
@@ -853,9 +853,9 @@ func TestDefaultsFlow(t *testing.T) {
 	if err := data.WriteBEIR(d, dataDir); err != nil {
 		t.Fatal(err)
 	}
-	train := filepath.Join(dir, "train")
-	if out, err := exec.Command("go", "build", "-o", train, "../train").CombinedOutput(); err != nil {
-		t.Fatalf("go build ../train: %v\n%s", err, out)
+	toolret := filepath.Join(dir, "toolret")
+	if out, err := exec.Command("go", "build", "-o", toolret, "../toolret").CombinedOutput(); err != nil {
+		t.Fatalf("go build ../toolret: %v\n%s", err, out)
 	}
 	be, ce, qt := filepath.Join(dir, "be"), filepath.Join(dir, "ce"), filepath.Join(dir, "qt")
 	for _, args := range [][]string{
@@ -864,7 +864,7 @@ func TestDefaultsFlow(t *testing.T) {
 		{"classifier", "-kind", "querytype", "-data", dataDir, "-retriever", be, "-run", qt},
 	} {
 		start := time.Now()
-		if out, err := exec.Command(train, append(args, "-quiet")...).CombinedOutput(); err != nil {
+		if out, err := exec.Command(toolret, append(append([]string{"train"}, args...), "-quiet")...).CombinedOutput(); err != nil {
 			t.Fatalf("train %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 		t.Logf("train %s in %v", args[0], time.Since(start).Round(time.Millisecond))

@@ -1,4 +1,4 @@
-// Command export writes a trained run in a format other programs load.
+// Package exportcmd is the `toolret export` command; it writes a trained run in a format other programs load.
 //
 //	export -run RUN -format hf|onnx|index -out DIR [-force] [-data DIR] [-refiner RUN] [-backend go]
 //	export -model REF -data DIR -format index -out DIR [-query-prompt P] [-tool-prompt P]
@@ -47,12 +47,14 @@
 // Every export has a manifest.json (toolret version, source, kind, data fingerprint, sha256 of
 // every file). DIR must be absent or empty unless -force; the export is written beside it
 // and renamed into place, so a failure leaves nothing behind.
-package main
+package exportcmd
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"github.com/toolret/toolret/internal/cli"
 	"os"
 
 	"github.com/toolret/toolret/backend"
@@ -63,53 +65,62 @@ import (
 	"github.com/toolret/toolret/serve"
 )
 
-func main() {
-	run := flag.String("run", "", "run directory or checkpoint directory (required); -format index: a bi-encoder or an MLC classifier")
-	format := flag.String("format", "hf", "hf, onnx or index")
-	out := flag.String("out", "", "output directory (required)")
-	force := flag.Bool("force", false, "replace a non-empty output directory")
-	dataDir := flag.String("data", "", "dataset whose tools -format index embeds (default: the embedded dataset)")
-	be := flag.String("backend", "", "compute backend: go (default), onnx, xla:cpu")
-	refinerRun := flag.String("refiner", "", "with -format index: a refiner run (or checkpoint) over this -run's candidates (bi-encoder, usage, or mlc for an MLC -run), packaged into the index (refiner/) and served by retriever.Load")
-	update := flag.Bool("update", false, "with -format index: update the index in -out to the tools of -data (new and changed tools embedded with its tool tower, missing ones deleted) instead of exporting; no -run")
-	ref := flag.String("model", "", "model to export: a run, a HuggingFace or sentence-transformers directory, or a hub id org/name[@revision] (instead of -run)")
+// Main runs `toolret export` with args (the words after it) and returns the exit code.
+func Main(args []string) int {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	run := fs.String("run", "", "run directory or checkpoint directory (required); -format index: a bi-encoder or an MLC classifier")
+	format := fs.String("format", "hf", "hf, onnx or index")
+	out := fs.String("out", "", "output directory (required)")
+	force := fs.Bool("force", false, "replace a non-empty output directory")
+	dataDir := fs.String("data", "", "dataset whose tools -format index embeds (default: the embedded dataset)")
+	be := fs.String("backend", "", "compute backend: go (default), onnx, xla:cpu")
+	refinerRun := fs.String("refiner", "", "with -format index: a refiner run (or checkpoint) over this -run's candidates (bi-encoder, usage, or mlc for an MLC -run), packaged into the index (refiner/) and served by retriever.Load")
+	update := fs.Bool("update", false, "with -format index: update the index in -out to the tools of -data (new and changed tools embedded with its tool tower, missing ones deleted) instead of exporting; no -run")
+	ref := fs.String("model", "", "model to export: a run, a HuggingFace or sentence-transformers directory, or a hub id org/name[@revision] (instead of -run)")
 	var prompts export.Prompts
-	flag.Func("query-prompt", "prefix put before every query (default: the model's \"query\" prompt); recorded in the export", func(s string) error { prompts.Query = &s; return nil })
-	flag.Func("tool-prompt", "prefix put before every tool text (default: the model's \"document\" prompt); recorded in the export", func(s string) error { prompts.Tool = &s; return nil })
-	flag.Parse()
-	if flag.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "export: unexpected arguments %q\n", flag.Args())
-		os.Exit(2)
+	fs.Func("query-prompt", "prefix put before every query (default: the model's \"query\" prompt); recorded in the export", func(s string) error { prompts.Query = &s; return nil })
+	fs.Func("tool-prompt", "prefix put before every tool text (default: the model's \"document\" prompt); recorded in the export", func(s string) error { prompts.Tool = &s; return nil })
+	if err := cli.Parse(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "export: %v\n", err)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "export: unexpected arguments %q\n", fs.Args())
+		return 2
 	}
 	if *ref != "" {
 		if *run != "" {
 			fmt.Fprintln(os.Stderr, "export: give -run or -model, not both")
-			os.Exit(2)
+			return 2
 		}
 		*run = *ref
 	}
 	if *update {
 		if *refinerRun != "" {
 			fmt.Fprintln(os.Stderr, "export: -update keeps the index's refiner: -refiner does not apply (re-export with -run and -refiner)")
-			os.Exit(2)
+			return 2
 		}
 		msg, err := runUpdate(*run, *format, *out, *force, *dataDir, *be)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "export:", err)
-			os.Exit(1)
+			return 1
 		}
 		fmt.Fprintln(os.Stderr, msg)
-		return
+		return 0
 	}
 	man, err := exportModel(*run, *format, *out, *force, *dataDir, *be, *refinerRun, prompts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "export:", err)
-		os.Exit(1)
+		return 1
 	}
 	fmt.Fprintf(os.Stderr, "exported %s %s (%s) to %s: %d files\n", man.Kind, man.Source, man.Format, *out, len(man.Files)+1)
 	for _, n := range man.Notes {
 		fmt.Fprintln(os.Stderr, "export: note:", n)
 	}
+	return 0
 }
 
 func runExport(run, format, out string, force bool, dataDir, beName string) (*export.Manifest, error) {

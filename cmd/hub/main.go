@@ -1,4 +1,4 @@
-// Command hub manages pre-trained models in the Hugging Face hub cache that toolret and
+// Package hubcmd is the `toolret hub` command; it manages pre-trained models in the Hugging Face hub cache that toolret and
 // Python tools (huggingface_hub, sentence-transformers, transformers) share.
 //
 //	hub download REF...                       fetch org/name[@revision] into the cache (progress, resumable, checked)
@@ -8,23 +8,29 @@
 // The cache is $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub; downloads
 // use $HF_ENDPOINT and $HF_TOKEN, and HF_HUB_OFFLINE=1 forbids them (see package hub).
 // `make models` imports the models that registry packages carry (scripts/models.sh).
-package main
+package hubcmd
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"github.com/toolret/toolret/internal/cli"
 	"io"
 	"os"
 
 	"github.com/toolret/toolret/hub"
 )
 
-func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+// Main runs `toolret hub` with args (the words after it) and returns the exit code.
+func Main(args []string) int {
+	if err := run(args, os.Stdout, os.Stderr); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 const usage = `usage:
@@ -76,7 +82,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		repo := fs.String("repo", "", "hub id org/name to install the directory as (required)")
 		commit := fs.String("commit", "", "40-hex commit of the snapshot (default: derived from the files' digests)")
 		ref := fs.String("ref", "main", "revision name pointed at the snapshot")
-		if err := fs.Parse(args[1:]); err != nil {
+		if err := cli.Parse(fs, args[1:]); err != nil {
 			return err
 		}
 		if fs.NArg() != 1 || *repo == "" {

@@ -1,4 +1,4 @@
-// Command serve answers tool-retrieval requests from an exported index (cmd/export -format
+// Package servecmd is the `toolret serve` command; it answers tool-retrieval requests from an exported index (cmd/export -format
 // index) over HTTP, or over MCP for agents, with a live tool library.
 //
 //	serve -index DIR [-addr 127.0.0.1:8080] [-backend go] [-k 5] [-reranker DIR -depth 20]
@@ -18,7 +18,7 @@
 // SIGINT or SIGTERM stops the server gracefully: no new connections, requests under way
 // finish (up to -grace), pending updates are compacted. One JSON log line per request goes
 // to standard error.
-package main
+package servecmd
 
 import (
 	"context"
@@ -51,17 +51,22 @@ type options struct {
 	timeout, grace                             time.Duration
 }
 
-func main() {
-	o, err := parse(os.Args[1:])
+// Main runs `toolret serve` with args (the words after it) and returns the exit code.
+func Main(args []string) int {
+	o, err := parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "serve:", err)
-		os.Exit(2)
+		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	if err := run(o, log); err != nil {
 		log.Error("serve failed", "error", err.Error())
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 func parse(args []string) (*options, error) {
@@ -85,7 +90,7 @@ func parse(args []string) (*options, error) {
 	fs.IntVar(&o.compactEvery, "compact-every", 1000, "tool updates logged before they are compacted into the index (0: only at shutdown)")
 	fs.StringVar(&o.model, "model", "", "model name /v1/embeddings reports when a request names none (default: the index directory's name)")
 	fs.StringVar(&o.mcp, "mcp", "", "serve MCP: stdio (find_tools on stdin/stdout, no HTTP) or http (adds /mcp to the HTTP API)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	o.backend = *be

@@ -1,4 +1,4 @@
-package main
+package traincmd
 
 import (
 	"context"
@@ -76,7 +76,7 @@ func trainRegularization(fs *flag.FlagSet, meta *rundir.Meta, freeze bool, dropo
 }
 
 func biencoderCmd(args []string) error {
-	fs := flag.NewFlagSet("biencoder", flag.ContinueOnError)
+	fs := flag.NewFlagSet("train biencoder", flag.ContinueOnError)
 	cli.Data(fs)
 	runDir := cli.Run(fs, "run directory (default runs/biencoder-<time>)")
 	resume := cli.Resume(fs)
@@ -121,7 +121,7 @@ func biencoderCmd(args []string) error {
 	be := cli.Backend(fs)
 	testSplit := fs.String("test", "test", "split evaluated at the end (empty: none)")
 	quiet := cli.Quiet(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -1,4 +1,4 @@
-package main
+package traincmd
 
 import (
 	"context"
@@ -18,11 +18,11 @@ import (
 )
 
 func classifierCmd(args []string) error {
-	fs := flag.NewFlagSet("classifier", flag.ContinueOnError)
+	fs := flag.NewFlagSet("train classifier", flag.ContinueOnError)
 	kind := fs.String("kind", classifier.KindQueryType, "querytype (single- vs multi-tool query) or mlc (multi-label over all tools: a retriever)")
 	loss := fs.String("loss", "", "querytype: ce (2-way softmax, default) or bce (one logit); mlc: bce (per-tool sigmoid, default) or softmax (multi-positive softmax over all tools, the Tool2Vec paper's code)")
 	h := addHeadFlags(fs, 32, 32, 4, "")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *loss == "" {

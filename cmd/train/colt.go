@@ -1,4 +1,4 @@
-package main
+package traincmd
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 // coltCmd trains COLT's graph stage on top of a trained bi-encoder run (-retriever), on that
 // run's recorded training split, selecting on its recorded dev split.
 func coltCmd(args []string) error {
-	fs := flag.NewFlagSet("colt", flag.ContinueOnError)
+	fs := flag.NewFlagSet("train colt", flag.ContinueOnError)
 	cli.Data(fs)
 	retriever := cli.Retriever(fs)
 	runDir := cli.Run(fs, "run directory (default runs/colt-<time>)")
@@ -58,7 +58,7 @@ func coltCmd(args []string) error {
 	seed := fs.Uint64("seed", cli.DefaultSeed, "random seed of the graph stage (negatives, order, edge dropout); the dev split is the -retriever run's")
 	be := cli.Backend(fs)
 	quiet := cli.Quiet(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -1,4 +1,4 @@
-package main
+package traincmd
 
 import (
 	"encoding/json"
@@ -20,9 +20,9 @@ func TestColtEvalRun(t *testing.T) {
 		t.Skip("trains models and builds cmd/eval")
 	}
 	dir := t.TempDir()
-	eval := filepath.Join(dir, "eval")
-	if out, err := exec.Command("go", "build", "-o", eval, "../eval").CombinedOutput(); err != nil {
-		t.Fatalf("go build ../eval: %v\n%s", err, out)
+	toolret := filepath.Join(dir, "toolret")
+	if out, err := exec.Command("go", "build", "-o", toolret, "../toolret").CombinedOutput(); err != nil {
+		t.Fatalf("go build ../toolret: %v\n%s", err, out)
 	}
 	be := filepath.Join(dir, "be")
 	if err := biencoderCmd([]string{"-run", be, "-layers", "1", "-hidden", "32", "-heads", "2", "-batch", "32", "-epochs", "1",
@@ -56,7 +56,7 @@ func TestColtEvalRun(t *testing.T) {
 	}
 	keys := []string{"queries", "recall@1", "recall@3", "recall@5", "recall@10", "ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "comp@3", "comp@5"}
 	for _, c := range []struct{ name, path string }{{"run", run}, {"best checkpoint", best}} {
-		out, err := exec.Command(eval, "-run", c.path, "-json", "-cutoffs", "1,3,5,10").Output()
+		out, err := exec.Command(toolret, "eval", "-run", c.path, "-json", "-cutoffs", "1,3,5,10").Output()
 		if err != nil {
 			t.Fatalf("eval -run %s: %v\n%s", c.name, err, stderr(err))
 		}
@@ -81,7 +81,7 @@ func TestColtEvalRun(t *testing.T) {
 	if err := os.Rename(be, be+".moved"); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(eval, "-run", run).CombinedOutput()
+	out, err := exec.Command(toolret, "eval", "-run", run).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), be) || strings.Contains(string(out), "not a bi-encoder checkpoint") {
 		t.Errorf("eval -run over a missing stage 1: %v, output %s", err, out)
 	}

@@ -1,4 +1,4 @@
-package main
+package traincmd
 
 import (
 	"context"
@@ -424,7 +424,7 @@ func extendPositions(dir string, n int, std float64, seed uint64) error {
 }
 
 func crossencoderCmd(args []string) error {
-	fs := flag.NewFlagSet("crossencoder", flag.ContinueOnError)
+	fs := flag.NewFlagSet("train crossencoder", flag.ContinueOnError)
 	h := addHeadFlags(fs, 128, 8, 4, "ndcg@5")
 	// A cross-encoder started from random weights learns no query-tool matching in these
 	// budgets (its loss stays at the prior's for thousands of steps): it warm-starts from the
@@ -434,7 +434,7 @@ func crossencoderCmd(args []string) error {
 	negs := fs.Int("negatives-per-positive", 7, "negatives per positive pair")
 	loss := fs.String("loss", "listwise", "listwise (softmax CE over the positive and its negatives) or bce (per pair)")
 	devMax := fs.Int("dev-max", 0, "evaluate on at most this many dev queries during training (0: all)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	h.defaultWarm()

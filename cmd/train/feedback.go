@@ -1,4 +1,4 @@
-package main
+package traincmd
 
 import (
 	"context"
@@ -27,7 +27,7 @@ import (
 // per iteration, up to -iterations refinements, into -out (JSONL). Restarted with the same
 // flags it resumes; replies are cached in -llm-cache.
 func feedbackCmd(args []string) error {
-	fs := flag.NewFlagSet("feedback", flag.ContinueOnError)
+	fs := flag.NewFlagSet("train feedback", flag.ContinueOnError)
 	cli.Data(fs)
 	retr := cli.Retriever(fs)
 	be := cli.Backend(fs)
@@ -50,7 +50,7 @@ func feedbackCmd(args []string) error {
 	k := fs.Int("k", 10, "tools retrieved per instruction and shown to the refiner")
 	splits := fs.String("split", "train,test", "comma-separated splits whose judged queries are collected")
 	out := fs.String("out", "", "output JSONL file, one line per query and iteration (its settings and prompts go to FILE"+feedback.ConfigSuffix+")")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -1,4 +1,4 @@
-package main
+package traincmd
 
 import (
 	"bytes"

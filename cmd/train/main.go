@@ -1,4 +1,4 @@
-// Command train trains toolret models.
+// Package traincmd is the `toolret train` command; it trains toolret models.
 //
 //	train [biencoder] [flags]   train a bi-encoder tool retriever (the default)
 //	train mine -run RUN [flags] mine hard negatives with a trained retriever
@@ -12,15 +12,17 @@
 //
 // With no flags it trains a small bi-encoder from scratch on the embedded default dataset and
 // prints its test metrics. See `train biencoder -h` and `train mine -h`.
-package main
+package traincmd
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 )
 
-func main() {
-	args := os.Args[1:]
+// Main runs `toolret train` with args (the words after it) and returns the exit code.
+func Main(args []string) int {
 	cmd := "biencoder"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
@@ -48,8 +50,12 @@ func main() {
 	default:
 		err = fmt.Errorf("unknown command %q (biencoder, mine, colt, crossencoder, classifier, refiner, migrate, feedback, pretrain)", cmd)
 	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "train:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }

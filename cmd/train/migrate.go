@@ -1,4 +1,4 @@
-package main
+package traincmd
 
 import (
 	"encoding/json"
@@ -24,13 +24,13 @@ var kindFiles = []struct{ file, kind string }{
 // the split is carved again with the -dev and -seed the run was trained with (its
 // data_split.json when it has one), and the kind is read from its model configuration.
 func migrateCmd(args []string) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs := flag.NewFlagSet("train migrate", flag.ContinueOnError)
 	cli.Data(fs)
 	runDir := cli.Run(fs, "the run directory to migrate (required)")
 	devFrac := fs.Float64("dev", 0, "the -dev the run was trained with (default: its data_split.json, else 0.1)")
 	seed := fs.Int64("seed", -1, "the -seed the run was trained with (default: its data_split.json, else its train_config.json)")
 	parent := cli.Retriever(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

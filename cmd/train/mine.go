@@ -1,4 +1,4 @@
-package main
+package traincmd
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 // mineCmd ranks every training query with a trained retriever and keeps, per query, the tools
 // at ranks [skip, skip+k) that are not relevant: hard negatives for the next training round.
 func mineCmd(args []string) error {
-	fs := flag.NewFlagSet("mine", flag.ContinueOnError)
+	fs := flag.NewFlagSet("train mine", flag.ContinueOnError)
 	cli.Data(fs)
 	run := cli.Run(fs, "trained bi-encoder run (or checkpoint) directory")
 	split := fs.String("split", "train", "split whose queries get negatives")
@@ -24,7 +24,7 @@ func mineCmd(args []string) error {
 	skip := fs.Int("skip", 0, "ignore the top-ranked non-relevant tools (possible unlabelled positives)")
 	out := fs.String("out", "", "output file (default RUN/negatives-<split>.jsonl)")
 	be := cli.Backend(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

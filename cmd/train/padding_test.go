@@ -1,4 +1,4 @@
-package main
+package traincmd
 
 import (
 	"flag"
@@ -30,7 +30,7 @@ func TestTrainPadding(t *testing.T) {
 		{"old run given the flag", old, []string{"-pad-multiple", "16"}, 0, "trained before -pad-multiple"},
 		{"recorded run", recorded, []string{"-pad-multiple", "8"}, 8, ""},
 	} {
-		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		fs := flag.NewFlagSet("train x", flag.ContinueOnError)
 		fs.String("run", "R", "")
 		n := fs.Int("pad-multiple", biencoder.DefaultPadMultiple, "")
 		if err := fs.Parse(c.args); err != nil {

@@ -1,4 +1,4 @@
-package main
+package traincmd
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func TestHeadPoolingFlag(t *testing.T) {
 		{"-pooling none", []string{"-pooling", "none"}, bert, "", false, `-pooling "none": want cls or pooler`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			fs := flag.NewFlagSet("train test", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
 			h := addHeadFlags(fs, 32, 8, 1, "")
 			if err := fs.Parse(tc.args); err != nil {

@@ -1,4 +1,4 @@
-package main
+package traincmd
 
 import (
 	"flag"
@@ -25,7 +25,7 @@ import (
 // (package pretrain) that the bi-encoder, cross-encoder and classifier commands warm-start
 // from with -init RUN.
 func pretrainCmd(args []string) error {
-	fs := flag.NewFlagSet("pretrain", flag.ContinueOnError)
+	fs := flag.NewFlagSet("train pretrain", flag.ContinueOnError)
 	cli.Data(fs)
 	runDir := cli.Run(fs, "run directory (default runs/pretrain-<time>)")
 	resume := cli.Resume(fs)
@@ -58,7 +58,7 @@ func pretrainCmd(args []string) error {
 	seed := cli.Seed(fs)
 	be := cli.Backend(fs)
 	quiet := cli.Quiet(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -1,4 +1,4 @@
-package main
+package traincmd
 
 import (
 	"flag"
@@ -38,7 +38,7 @@ func TestResolveInit(t *testing.T) {
 		{"none", "", nil, "", "mean", 5e-4, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			fs := flag.NewFlagSet("train t", flag.ContinueOnError)
 			pooling := fs.String("pooling", "mean", "")
 			lr := fs.Float64("lr", 5e-4, "")
 			if err := fs.Parse(c.args); err != nil {

@@ -1,4 +1,4 @@
-package main
+package traincmd
 
 import (
 	"context"
@@ -37,7 +37,7 @@ func setDefault(fs *flag.FlagSet, name, v string) {
 }
 
 func refinerCmd(args []string) error {
-	fs := flag.NewFlagSet("refiner", flag.ContinueOnError)
+	fs := flag.NewFlagSet("train refiner", flag.ContinueOnError)
 	src := fs.String("candidates", "bi-encoder", "first stage whose top N the refiner re-orders: bi-encoder (the -retriever run's text vectors), usage (its Tool2Vec vectors), mlc (-candidates-run MLC_RUN) or bm25")
 	srcRun := fs.String("candidates-run", "", "the first stage's run for -candidates mlc (bi-encoder and usage: the -retriever run)")
 	n := fs.Int("n", 64, "candidate slots N: the first stage's top N are scored together")
@@ -51,7 +51,7 @@ func refinerCmd(args []string) error {
 	// The Tool2Vec paper's code: AdamW lr 8e-4, weight decay 0.01, warm-up then cosine.
 	setDefault(fs, "lr", "0.0008")
 	setDefault(fs, "schedule", "cosine")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	// setup first: a resumed run takes its recorded flags before they are checked.

@@ -1,4 +1,4 @@
-package main
+package traincmd
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ func TestTrainRegularization(t *testing.T) {
 		{"old run given -tool-dropout", old, []string{"-tool-dropout", "0.1"}, biencoder.Regularization{}, "trained before -tool-dropout existed"},
 		{"recorded run", recorded, []string{"-freeze-embeddings", "-tool-dropout", "0.2"}, biencoder.Regularization{FreezeEmbeddings: true, ToolDropout: 0.2}, ""},
 	} {
-		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		fs := flag.NewFlagSet("train x", flag.ContinueOnError)
 		fs.String("run", "R", "")
 		freeze := fs.Bool("freeze-embeddings", false, "")
 		drop := fs.Float64("tool-dropout", 0, "")

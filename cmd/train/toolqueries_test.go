@@ -1,4 +1,4 @@
-package main
+package traincmd
 
 import (
 	"flag"
@@ -32,7 +32,7 @@ func TestCheckToolQueries(t *testing.T) {
 		{"old run given it", old, 2, false, false, "trained before -tool-queries existed"},
 		{"recorded run", recorded, 2, false, false, ""},
 	} {
-		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		fs := flag.NewFlagSet("train x", flag.ContinueOnError)
 		fs.String("run", "R", "")
 		err := checkToolQueries(fs, c.meta, c.n, c.q2q, c.feedback)
 		switch {

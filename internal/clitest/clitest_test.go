@@ -69,7 +69,7 @@ func setup(tmp string) error {
 	bin = filepath.Join(tmp, "bin")
 	start := time.Now()
 	// The environment (GOTOOLCHAIN, GOEXPERIMENT=simd, GOFLAGS) is the test's: make test exports it.
-	if err := run(root, "go", "build", "-o", bin+string(filepath.Separator), "./cmd/..."); err != nil {
+	if err := run(root, "go", "build", "-o", filepath.Join(bin, "toolret"), "./cmd/toolret"); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "clitest: built the commands in %v\n", time.Since(start).Round(time.Millisecond))
@@ -91,15 +91,15 @@ func setup(tmp string) error {
 		"{hftrunc}":   p("hftrunc"),   // the same with model.safetensors cut in half
 	}
 	start = time.Now()
-	if err := run(fx, filepath.Join(bin, "train"), "biencoder", "-run", fix["{run}"], "-layers", "1", "-hidden", "16", "-heads", "2",
+	if err := run(fx, filepath.Join(bin, "toolret"), "train", "biencoder", "-run", fix["{run}"], "-layers", "1", "-hidden", "16", "-heads", "2",
 		"-epochs", "1", "-batch", "16", "-vocab-size", "500", "-dev", "0.85", "-test", "", "-quiet"); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "clitest: trained the tiny run in %v\n", time.Since(start).Round(time.Millisecond))
-	if err := run(fx, filepath.Join(bin, "convert"), "-format", "beir", "-to", fix["{beir}"]); err != nil {
+	if err := run(fx, filepath.Join(bin, "toolret"), "convert", "-format", "beir", "-to", fix["{beir}"]); err != nil {
 		return err
 	}
-	if err := run(fx, filepath.Join(bin, "export"), "-run", fix["{run}"], "-format", "hf", "-out", fix["{hf}"]); err != nil {
+	if err := run(fx, filepath.Join(bin, "toolret"), "export", "-run", fix["{run}"], "-format", "hf", "-out", fix["{hf}"]); err != nil {
 		return err
 	}
 	for _, c := range []struct{ from, to string }{{"{run}", "{corrupt}"}, {"{run}", "{trunc}"},
@@ -499,7 +499,7 @@ func TestBadInput(t *testing.T) {
 func runCase(t *testing.T, dir, name string, args []string) (stdout, stderr string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), caseTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, name), args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "toolret"), append([]string{name}, args...)...)
 	cmd.Dir = dir
 	cmd.WaitDelay = 5 * time.Second
 	var o, e bytes.Buffer

@@ -5,7 +5,7 @@
 # run side by side, one ONNX Runtime thread each, so they share the machine alike; give it an
 # otherwise idle machine. Prints each run's wall time, steps and test metrics.
 # Usage: scripts/bench/recipe-walltime.sh        (B=bin RUNS=runs/walltime SEEDS="1 2")
-# Needs a -tags onnx build of cmd/train in $B (go build -tags onnx -o bin/ ./cmd/train).
+# Needs a -tags onnx build of cmd/toolret in $B (go build -tags onnx -o bin/toolret ./cmd/toolret).
 set -euo pipefail
 TL=${TL:-../shared/datasets/toollens}
 B=${B:-bin}
@@ -17,7 +17,7 @@ for s in $SEEDS; do
   for p in 0 16; do
     rm -rf $R/s$s-pad$p
     ( start=$(date +%s.%N)
-      $B/train biencoder $RECIPE -seed $s -pad-multiple $p -run $R/s$s-pad$p > $R/s$s-pad$p.log 2>&1
+      $B/toolret train biencoder $RECIPE -seed $s -pad-multiple $p -run $R/s$s-pad$p > $R/s$s-pad$p.log 2>&1
       echo "seconds $(echo "$(date +%s.%N) - $start" | bc)" >> $R/s$s-pad$p.log ) &
   done
   wait

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch side of `go run ./cmd/bench encode`: times a BERT forward pass (HF BertModel
+"""PyTorch side of `go run ./cmd/toolret bench encode`: times a BERT forward pass (HF BertModel
 semantics, as in scripts/parity/make_bert_fixture.py) over the exact padded batches the Go
 benchmark wrote, with random weights of the same configuration, on CPU.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch side of `go run ./cmd/bench matmul`: torch.mm throughput on n x n matrices per
+"""PyTorch side of `go run ./cmd/toolret bench matmul`: torch.mm throughput on n x n matrices per
 dtype, 4 chained products per call like the Go side, best of 3 rounds of 0.5 s over 1 and all
 threads.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch side of `go run ./cmd/bench train`: times bi-encoder training steps (shared BERT
+"""PyTorch side of `go run ./cmd/toolret bench train`: times bi-encoder training steps (shared BERT
 tower, mean pooling, cosine InfoNCE with in-batch negatives, AdamW) on the same shapes as the
 Go benchmark: batch B queries and B tools, random token ids; with "batches" in the spec
 (each {"q": lengths, "t": lengths, "qpad": Lq, "tpad": Lt}: the rows' real lengths and the

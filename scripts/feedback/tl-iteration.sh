@@ -17,12 +17,12 @@ BE=onnx:cpu,intra_threads=1
 C="-data $TL -query-len 64 -symmetric -temperature 0.05 -batch 32 -epochs 1 -max-steps 400 -eval-every 100 -backend $BE -quiet"
 mkdir -p $R/trec
 ev() { # run
-  $B/eval -data $TL -run $R/$1 -feedback $FBT -iterations 3 -cutoffs 1,3,5 -backend $BE -save-run $R/trec/$1.trec > $R/$1-replay.txt
-  $B/eval -data $TL -run $R/$1 -refiner prf -prf-model $RUNS/mlc-bert -iterations 3 -cutoffs 1,3,5 -backend $BE > $R/$1-live.txt
+  $B/toolret eval -data $TL -run $R/$1 -feedback $FBT -iterations 3 -cutoffs 1,3,5 -backend $BE -save-run $R/trec/$1.trec > $R/$1-replay.txt
+  $B/toolret eval -data $TL -run $R/$1 -refiner prf -prf-model $RUNS/mlc-bert -iterations 3 -cutoffs 1,3,5 -backend $BE > $R/$1-live.txt
 }
 one() { # name args...
   n=$1; shift
-  $B/train biencoder $C -run $R/$n "$@" > $R/$n.log 2>&1
+  $B/toolret train biencoder $C -run $R/$n "$@" > $R/$n.log 2>&1
   ev $n
 }
 case ${1:-} in
@@ -35,7 +35,7 @@ compare)
   for p in "nofb.round3 joint.round3" "nofb.round0 joint.round3" "joint.round0 joint.round3" "nofb.round0 nofb.round3" \
            "nojoint.round3 joint.round3" "nohn.round3 joint.round3" "scratch.round3 joint.round3"; do
     set -- $p
-    $B/eval -data $TL -compare $R/trec/$1.trec,$R/trec/$2.trec -cutoffs 1,3,5 -compare-samples 5000
+    $B/toolret eval -data $TL -compare $R/trec/$1.trec,$R/trec/$2.trec -cutoffs 1,3,5 -compare-samples 5000
   done ;;
 *) echo "usage: $0 A|B|compare" >&2; exit 2 ;;
 esac

@@ -6,7 +6,7 @@
 # Usage: scripts/holdout/tl-holdout.sh SEED [tq|frz|wb]   (tq: also the -tool-queries 4 variant;
 # frz: also -freeze-embeddings, and it with -tool-queries 4 -tool-dropout 0.2; wb: only the
 # word-bag bi-encoder, -arch wordbag, lr 1e-4 chosen on seed 1's dev split, and its hybrids)
-# Needs a -tags onnx build of cmd/train and cmd/eval in $B (go build -tags onnx -o bin/ ./cmd/train ./cmd/eval).
+# Needs a -tags onnx build of cmd/toolret in $B (go build -tags onnx -o bin/toolret ./cmd/toolret).
 set -euo pipefail
 S=${1:?usage: $0 SEED [tq]}
 TL=${TL:-../shared/datasets/toollens}
@@ -19,24 +19,24 @@ SIZES="-layers 2 -hidden 192 -heads 4 -vocab-size 8000"
 WB="$V -arch wordbag -hidden 768 -query-len 64 -tool-len 256 -vocab-size 8000 -batch 64 -epochs 3 -lr 1e-4 -symmetric -temperature 0.05 -backend $BE -quiet"
 mkdir -p $R/trec
 ev() { # run name
-  $B/eval -data $TL -run $R/$1 -cutoffs 1,3,5 -backend $BE -save-run $R/trec/$1.trec > $R/$1-eval.txt
-  $B/eval -data $TL -method fusion -runs run:$R/$1,bm25 -fusion minmax -cutoffs 1,3,5 -backend $BE -save-run $R/trec/$1-hyb.trec > $R/$1-hyb.txt
-  $B/eval -data $TL -method fusion -runs run:$R/$1,bm25 -fusion zscore -cutoffs 1,3,5 -backend $BE -save-run $R/trec/$1-z.trec > $R/$1-z.txt
+  $B/toolret eval -data $TL -run $R/$1 -cutoffs 1,3,5 -backend $BE -save-run $R/trec/$1.trec > $R/$1-eval.txt
+  $B/toolret eval -data $TL -method fusion -runs run:$R/$1,bm25 -fusion minmax -cutoffs 1,3,5 -backend $BE -save-run $R/trec/$1-hyb.trec > $R/$1-hyb.txt
+  $B/toolret eval -data $TL -method fusion -runs run:$R/$1,bm25 -fusion zscore -cutoffs 1,3,5 -backend $BE -save-run $R/trec/$1-z.trec > $R/$1-z.txt
 }
 if [ "${2:-}" = wb ]; then
-  $B/train biencoder $WB -run $R/wb-h$S > $R/wb-h$S.log 2>&1 && ev wb-h$S
+  $B/toolret train biencoder $WB -run $R/wb-h$S > $R/wb-h$S.log 2>&1 && ev wb-h$S
   grep -H '^all' $R/wb-h$S*.txt
   exit
 fi
-$B/eval $V -method bm25 -cutoffs 1,3,5 -save-run $R/trec/bm25-h$S.trec > $R/bm25-h$S.txt
-$B/train biencoder $BI $SIZES -lr 1e-3 -run $R/be-h$S > $R/be-h$S.log 2>&1 && ev be-h$S
-$B/train pretrain $V $SIZES -batch 64 -epochs 5 -max-steps 475 -lr 5e-4 -backend $BE -quiet -run $R/pt-h$S > $R/pt-h$S.log 2>&1
-$B/train biencoder $BI -init $R/pt-h$S -lr 5e-4 -run $R/be-h$S-pre > $R/be-h$S-pre.log 2>&1 && ev be-h$S-pre
+$B/toolret eval $V -method bm25 -cutoffs 1,3,5 -save-run $R/trec/bm25-h$S.trec > $R/bm25-h$S.txt
+$B/toolret train biencoder $BI $SIZES -lr 1e-3 -run $R/be-h$S > $R/be-h$S.log 2>&1 && ev be-h$S
+$B/toolret train pretrain $V $SIZES -batch 64 -epochs 5 -max-steps 475 -lr 5e-4 -backend $BE -quiet -run $R/pt-h$S > $R/pt-h$S.log 2>&1
+$B/toolret train biencoder $BI -init $R/pt-h$S -lr 5e-4 -run $R/be-h$S-pre > $R/be-h$S-pre.log 2>&1 && ev be-h$S-pre
 if [ "${2:-}" = tq ]; then
-  $B/train biencoder $BI $SIZES -lr 1e-3 -tool-queries 4 -run $R/be-h$S-tq4 > $R/be-h$S-tq4.log 2>&1 && ev be-h$S-tq4
+  $B/toolret train biencoder $BI $SIZES -lr 1e-3 -tool-queries 4 -run $R/be-h$S-tq4 > $R/be-h$S-tq4.log 2>&1 && ev be-h$S-tq4
 fi
 if [ "${2:-}" = frz ]; then
-  $B/train biencoder $BI $SIZES -lr 1e-3 -freeze-embeddings -run $R/be-h$S-frz > $R/be-h$S-frz.log 2>&1 && ev be-h$S-frz
-  $B/train biencoder $BI $SIZES -lr 1e-3 -freeze-embeddings -tool-queries 4 -tool-dropout 0.2 -run $R/be-h$S-frzaug > $R/be-h$S-frzaug.log 2>&1 && ev be-h$S-frzaug
+  $B/toolret train biencoder $BI $SIZES -lr 1e-3 -freeze-embeddings -run $R/be-h$S-frz > $R/be-h$S-frz.log 2>&1 && ev be-h$S-frz
+  $B/toolret train biencoder $BI $SIZES -lr 1e-3 -freeze-embeddings -tool-queries 4 -tool-dropout 0.2 -run $R/be-h$S-frzaug > $R/be-h$S-frzaug.log 2>&1 && ev be-h$S-frzaug
 fi
 grep -H '^all' $R/*-h$S*.txt

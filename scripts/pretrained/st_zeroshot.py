@@ -6,7 +6,7 @@ Usage: st_zeroshot.py MODEL DATA_DIR [SPLIT] [RUN_FILE]
 Embeds every tool text (encode_document) and every query of the split (encode_query) of a
 BEIR-layout dataset, ranks all tools by cosine (dot of normalised embeddings, or the model's
 similarity function), and prints one JSON object with recall@K, ndcg@K and comp@K (percent,
-K in 1,3,5,10) averaged over judged queries, as `go run ./cmd/eval -json` prints them. With
+K in 1,3,5,10) averaged over judged queries, as `go run ./cmd/toolret eval -json` prints them. With
 RUN_FILE, also writes the top-100 rankings as a TREC run file (for eval -compare).
 """
 import json

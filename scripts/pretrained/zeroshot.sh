@@ -13,7 +13,7 @@ export GOTOOLCHAIN=go1.27.4 GOEXPERIMENT=simd GOFLAGS=-buildvcs=false
 be=go
 tags=()
 if [ -f "${TOOLRET_CACHE:-$HOME/.cache/toolret}/onnxruntime/libonnxruntime.so.1" ]; then be=onnx; tags=(-tags onnx); fi
-go build "${tags[@]}" -o bin/ ./cmd/eval
+go build "${tags[@]}" -o bin/toolret ./cmd/toolret
 row() { # DATA VIEW SYSTEM JSON
   python3 -c 'import json,sys; m=json.loads(sys.argv[4]); print(sys.argv[1], sys.argv[2], sys.argv[3], *("%.2f" % m[k] for k in ("recall@1","recall@3","recall@5","ndcg@5","comp@5")))' "$@"
 }
@@ -23,12 +23,12 @@ views=("standard:" "holdout1:-holdout-tools 0.2 -holdout-seed 1" "holdout2:-hold
 for v in "${views[@]}"; do
   name=${v%%:*}; flags=${v#*:}
   # shellcheck disable=SC2086
-  row toollens "$name" bm25 "$(bin/eval -data $tl $flags -method bm25 -json -save-run "$out/tl-$name-bm25.trec")"
+  row toollens "$name" bm25 "$(bin/toolret eval -data $tl $flags -method bm25 -json -save-run "$out/tl-$name-bm25.trec")"
   # shellcheck disable=SC2086
-  row toollens "$name" zero-shot "$(bin/eval -data $tl $flags -model "$model" -backend $be -json -save-run "$out/tl-$name-zs.trec")"
+  row toollens "$name" zero-shot "$(bin/toolret eval -data $tl $flags -model "$model" -backend $be -json -save-run "$out/tl-$name-zs.trec")"
   # shellcheck disable=SC2086
-  row toollens "$name" zero-shot+bm25 "$(bin/eval -data $tl $flags -model "$model" -backend $be -hybrid zscore -json)"
+  row toollens "$name" zero-shot+bm25 "$(bin/toolret eval -data $tl $flags -model "$model" -backend $be -hybrid zscore -json)"
 done
-row bfcl test bm25 "$(bin/eval -data $bf -method bm25 -json -save-run "$out/bfcl-bm25.trec")"
-row bfcl test zero-shot "$(bin/eval -data $bf -model "$model" -backend $be -json -save-run "$out/bfcl-zs.trec")"
-row bfcl test zero-shot+bm25 "$(bin/eval -data $bf -model "$model" -backend $be -hybrid zscore -json)"
+row bfcl test bm25 "$(bin/toolret eval -data $bf -method bm25 -json -save-run "$out/bfcl-bm25.trec")"
+row bfcl test zero-shot "$(bin/toolret eval -data $bf -model "$model" -backend $be -json -save-run "$out/bfcl-zs.trec")"
+row bfcl test zero-shot+bm25 "$(bin/toolret eval -data $bf -model "$model" -backend $be -hybrid zscore -json)"

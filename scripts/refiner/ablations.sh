@@ -12,7 +12,7 @@
 # flags can be linked in, e.g. ln -s ../ref-mlc OUT_DIR/n64).
 set -euo pipefail
 ret=${1:?retriever run}; out=${2:?output dir}; shift 2
-train=${TRAIN:-go run ./cmd/train}
+train=${TRAIN:-go run ./cmd/toolret train}
 mkdir -p "$out"
 declare -A rows=(
   [base]="-n 16 -warm-start"
