@@ -54,15 +54,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/toolret/toolret/internal/cli"
 	"os"
 
-	"github.com/toolret/toolret/backend"
-	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret"
+	"github.com/toolret/toolret/internal/cli"
+
 	"github.com/toolret/toolret/export"
-	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/retriever"
-	"github.com/toolret/toolret/serve"
 )
 
 // Main runs `toolret export` with args (the words after it) and returns the exit code.
@@ -132,72 +129,11 @@ func exportRun(run, format, out string, force bool, dataDir, beName, refinerRun 
 	return exportModel(run, format, out, force, dataDir, beName, refinerRun, export.Prompts{})
 }
 
-// exportModel exports the model run names (a run, an HF directory or a hub id); refinerRun,
-// with -format index, is packaged with the index.
+// exportModel exports the model run names (a run, an HF directory or a hub id) with
+// toolret.Export; refinerRun, with -format index, is packaged with the index.
 func exportModel(run, format, out string, force bool, dataDir, beName, refinerRun string, prompts export.Prompts) (*export.Manifest, error) {
-	if run == "" || out == "" {
-		return nil, fmt.Errorf("-run and -out are required (or -model for -run)")
-	}
-	if refinerRun != "" && format != export.FormatIndex {
-		return nil, fmt.Errorf("-refiner is packaged with an index: give -format index (not %q)", format)
-	}
-	switch format {
-	case export.FormatHF, export.FormatONNX, export.FormatIndex:
-	default:
-		return nil, fmt.Errorf("unknown -format %q (hf, onnx, index)", format)
-	}
-	if dataDir != "" && format != export.FormatIndex {
-		return nil, fmt.Errorf("-data is only used by -format index")
-	}
-	opts := export.Options{Format: format, Out: out, Force: force, Refiner: refinerRun}
-	if dataDir != "" {
-		d, err := data.Load(dataDir)
-		if err != nil {
-			return nil, err
-		}
-		opts.Data, opts.DataSource = d, dataDir
-	}
-	be, err := backend.Open(backend.Name(beName))
-	if err != nil {
-		return nil, err
-	}
-	m, err := export.Open(context.Background(), run, be)
-	if err != nil {
-		return nil, err
-	}
-	if err := prompts.Apply(m); err != nil {
-		return nil, err
-	}
-	opts.Source = run
-	pretrained := export.IsHFDir(m.Source)
-	if pretrained && refinerRun != "" {
-		return nil, fmt.Errorf("-refiner packages a refiner trained over a run's candidates: %s is a pre-trained model, not a run", run)
-	}
-	if format == export.FormatIndex {
-		if opts.Data == nil {
-			if opts.Data, err = data.Default(); err != nil {
-				return nil, err
-			}
-			opts.DataSource = "default"
-		}
-		if m.Kind == export.KindBiEncoder && !pretrained { // usage vectors are a trained bi-encoder's
-			var note string
-			if opts.Train, note, err = trainingPart(run, opts.Data); err != nil {
-				return nil, err
-			}
-			if note != "" {
-				fmt.Fprintln(os.Stderr, "export: note:", note)
-			}
-		}
-	}
-	man, err := export.Export(m, opts)
-	if err == nil && man.Usage != nil {
-		fmt.Fprintln(os.Stderr, biencoder.UsageNote(man.Usage.Fallbacks, man.Tools))
-	}
-	if err == nil && man.Refiner != nil {
-		fmt.Fprintf(os.Stderr, "export: refiner %s (N %d over %s candidates) packaged in %s/\n", man.Refiner.Source, man.Refiner.N, man.Refiner.Candidates, man.Refiner.Dir)
-	}
-	return man, err
+	return toolret.Export(context.Background(), toolret.ExportConfig{Model: run, Format: format, Out: out, Force: force,
+		Data: dataDir, Backend: beName, Refiner: refinerRun, Prompts: prompts, Log: os.Stderr})
 }
 
 // runUpdate syncs the index out to the tools of dataDir (default: the embedded dataset).
@@ -209,37 +145,15 @@ func runUpdate(run, format, out string, force bool, dataDir, beName string) (str
 		return "", fmt.Errorf("-update takes no -run: the index's own tool tower embeds the tools")
 	case force:
 		return "", fmt.Errorf("-update rewrites the index in place: -force does not apply")
-	case out == "":
-		return "", fmt.Errorf("-out (the index to update) is required")
 	}
-	var d *data.Dataset
-	var err error
+	u, err := toolret.UpdateIndex(context.Background(), out, dataDir, beName)
+	if err != nil {
+		return "", err
+	}
 	src := dataDir
-	if dataDir != "" {
-		d, err = data.Load(dataDir)
-	} else {
-		d, err = data.Default()
+	if src == "" {
 		src = "default"
 	}
-	if err != nil {
-		return "", err
-	}
-	be, err := backend.Open(backend.Name(beName))
-	if err != nil {
-		return "", err
-	}
-	st, err := serve.Open(out, 0, retriever.WithBackend(be))
-	if err != nil {
-		return "", err
-	}
-	added, changed, deleted, err := st.Sync(export.ToolRecords(d), d.Fingerprint(), src)
-	if cerr := st.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return "", err
-	}
-	lib := st.R.Library()
 	return fmt.Sprintf("updated index %s to the %d tools of %s: %d added, %d changed, %d deleted (library version %d)",
-		out, lib.Len(), src, added, changed, deleted, lib.Version), nil
+		out, u.Tools, src, u.Added, u.Changed, u.Deleted, u.Version), nil
 }

@@ -192,7 +192,7 @@ func TestIndexUsageVectors(t *testing.T) {
 		{"no run.json", filepath.Join(tmp, "old"), d, "has no run.json"},
 		{"other data", run, &other, "not the run's training data"},
 	} {
-		split, note, err := trainingPart(tc.run, tc.d)
+		split, note, err := rundir.TrainingPart(tc.run, tc.d)
 		if err != nil || split != nil || !strings.Contains(note, tc.note) {
 			t.Errorf("%s: split %v, note %q, err %v; want note %q", tc.name, split != nil, note, err, tc.note)
 		}
@@ -212,7 +212,7 @@ func TestIndexUsageVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if split, note, err := trainingPart(ck, d); err != nil || split == nil || len(split.Judged()) != len(trainPart.Judged()) {
+	if split, note, err := rundir.TrainingPart(ck, d); err != nil || split == nil || len(split.Judged()) != len(trainPart.Judged()) {
 		t.Errorf("checkpoint directory %s: split %v, note %q, %v", ck, split != nil, note, err)
 	}
 

@@ -26,19 +26,14 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/internal/cli"
-	"github.com/toolret/toolret/retriever"
-	"github.com/toolret/toolret/serve"
 )
 
 type options struct {
@@ -155,82 +150,12 @@ func parse(args []string) (*options, error) {
 }
 
 func run(o *options, log *slog.Logger) error {
-	be, err := backend.Open(backend.Name(o.backend))
-	if err != nil {
-		return fmt.Errorf("-backend: %w", err)
-	}
-	ropts := []retriever.Option{retriever.WithBackend(be)}
-	if o.reranker != "" {
-		ropts = append(ropts, retriever.WithReranker(o.reranker, o.depth))
-		if o.rerankWeight != -1 {
-			ropts = append(ropts, retriever.WithInterpolation(float32(o.rerankWeight)))
-		}
-	}
-	if o.noRefiner {
-		ropts = append(ropts, retriever.WithoutRefiner())
-	}
-	if o.hybrid != "" {
-		ropts = append(ropts, retriever.WithHybrid(o.hybrid, o.hybridWeight))
-	}
-	start := time.Now()
-	store, err := serve.Open(o.index, o.compactEvery, ropts...)
-	if err != nil {
-		return err
-	}
-	lib := store.R.Library()
-	log.Info("index loaded", "index", o.index, "tools", lib.Len(), "version", lib.Version, "replayed_updates", store.Pending(),
-		"dim", store.R.Dim(), "tool_updates", store.R.CanEmbedTools() == nil, "hybrid", o.hybrid, "ms", time.Since(start).Milliseconds())
-	token := os.Getenv("TOOLRET_TOKEN")
-	cfg := serve.Config{DefaultK: o.k, MaxK: o.maxK, MaxBatch: o.maxBatch, MaxBody: o.maxBody, Timeout: o.timeout,
-		Token: token, Model: o.model, MCP: o.mcp == "http", Logger: log}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if o.mcp == "stdio" {
-		err := serve.NewMCP(store, cfg).Run(ctx, &mcp.StdioTransport{})
-		if cerr := store.Close(); err == nil || errors.Is(err, context.Canceled) {
-			err = cerr
-		}
-		return err
-	}
-	if token == "" {
-		log.Warn("TOOLRET_TOKEN is not set: anyone who reaches the server can add and delete tools")
-	}
-	srv := &http.Server{
-		Handler:           serve.New(store, cfg).Handler(),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       o.timeout + 5*time.Second,
-		WriteTimeout:      2*o.timeout + 5*time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		store.Close()
-		return fmt.Errorf("-addr: %w", err)
-	}
-	log.Info("listening", "addr", ln.Addr().String(), "mcp", o.mcp == "http", "auth", token != "")
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		store.Close()
-		return err
-	case <-ctx.Done():
-	}
-	stop() // a second signal kills the process
-	log.Info("shutting down: finishing requests under way", "grace", o.grace.String())
-	sctx, cancel := context.WithTimeout(context.Background(), o.grace)
-	defer cancel()
-	err = srv.Shutdown(sctx)
-	if err != nil {
-		log.Warn("requests still running after the grace period were cut", "error", err.Error())
-		srv.Close()
-	}
-	if cerr := store.Close(); cerr != nil {
-		return fmt.Errorf("compacting updates at shutdown: %w", cerr)
-	}
-	lib = store.R.Library()
-	log.Info("stopped", "tools", lib.Len(), "version", lib.Version)
-	return nil
+	go func() { <-ctx.Done(); stop() }() // a second signal kills the process
+	return toolret.Serve(ctx, toolret.ServeConfig{Index: o.index, Addr: o.addr, MCP: o.mcp, Backend: o.backend,
+		K: o.k, MaxK: o.maxK, Reranker: o.reranker, Depth: o.depth, RerankWeight: o.rerankWeight,
+		Hybrid: o.hybrid, HybridWeight: o.hybridWeight, NoRefiner: o.noRefiner, MaxBatch: o.maxBatch,
+		MaxBody: o.maxBody, Timeout: o.timeout, Grace: o.grace, CompactEvery: o.compactEvery, Model: o.model,
+		Token: os.Getenv("TOOLRET_TOKEN"), Log: log})
 }

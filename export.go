@@ -1,0 +1,160 @@
+package toolret
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/rundir"
+	"github.com/toolret/toolret/serve"
+)
+
+// ExportConfig configures Export.
+type ExportConfig struct {
+	// Model is what to export: a run (or one of its checkpoints), a HuggingFace or
+	// sentence-transformers directory, or a hub id org/name[@revision].
+	Model string
+	// Format is export.FormatHF (default), export.FormatONNX or export.FormatIndex.
+	Format string
+	// Out is the output directory; Force replaces a non-empty one.
+	Out   string
+	Force bool
+	// Data is the dataset directory whose tools an index embeds (empty: the embedded default
+	// dataset). Only for FormatIndex.
+	Data string
+	// Backend names the compute backend (backend.Open): "" or "go", "onnx", "xla:cpu".
+	Backend string
+	// Refiner, with FormatIndex, is a refiner run packaged with the index.
+	Refiner string
+	// Prompts override the model's query and tool prompts; they are recorded in the export.
+	Prompts export.Prompts
+	// Log receives notes (usage vectors, packaged refiner); nil: none.
+	Log io.Writer
+}
+
+// Export writes cfg.Model in cfg.Format to cfg.Out and returns the export's manifest.
+func Export(ctx context.Context, cfg ExportConfig) (*export.Manifest, error) {
+	if cfg.Format == "" {
+		cfg.Format = export.FormatHF
+	}
+	note := func(format string, a ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, format+"\n", a...)
+		}
+	}
+	if cfg.Model == "" || cfg.Out == "" {
+		return nil, fmt.Errorf("-run and -out are required (or -model for -run)")
+	}
+	if cfg.Refiner != "" && cfg.Format != export.FormatIndex {
+		return nil, fmt.Errorf("-refiner is packaged with an index: give -format index (not %q)", cfg.Format)
+	}
+	switch cfg.Format {
+	case export.FormatHF, export.FormatONNX, export.FormatIndex:
+	default:
+		return nil, fmt.Errorf("unknown -format %q (hf, onnx, index)", cfg.Format)
+	}
+	if cfg.Data != "" && cfg.Format != export.FormatIndex {
+		return nil, fmt.Errorf("-data is only used by -format index")
+	}
+	opts := export.Options{Format: cfg.Format, Out: cfg.Out, Force: cfg.Force, Refiner: cfg.Refiner}
+	if cfg.Data != "" {
+		d, err := data.Load(cfg.Data)
+		if err != nil {
+			return nil, err
+		}
+		opts.Data, opts.DataSource = d, cfg.Data
+	}
+	be, err := backend.Open(backend.Name(cfg.Backend))
+	if err != nil {
+		return nil, err
+	}
+	m, err := export.Open(ctx, cfg.Model, be)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Prompts.Apply(m); err != nil {
+		return nil, err
+	}
+	opts.Source = cfg.Model
+	pretrained := export.IsHFDir(m.Source)
+	if pretrained && cfg.Refiner != "" {
+		return nil, fmt.Errorf("-refiner packages a refiner trained over a run's candidates: %s is a pre-trained model, not a run", cfg.Model)
+	}
+	if cfg.Format == export.FormatIndex {
+		if opts.Data == nil {
+			if opts.Data, err = data.Default(); err != nil {
+				return nil, err
+			}
+			opts.DataSource = "default"
+		}
+		if m.Kind == export.KindBiEncoder && !pretrained { // usage vectors are a trained bi-encoder's
+			var why string
+			if opts.Train, why, err = rundir.TrainingPart(cfg.Model, opts.Data); err != nil {
+				return nil, err
+			}
+			if why != "" {
+				note("export: note: %s", why)
+			}
+		}
+	}
+	man, err := export.Export(m, opts)
+	if err == nil && man.Usage != nil {
+		note("%s", biencoder.UsageNote(man.Usage.Fallbacks, man.Tools))
+	}
+	if err == nil && man.Refiner != nil {
+		note("export: refiner %s (N %d over %s candidates) packaged in %s/", man.Refiner.Source, man.Refiner.N, man.Refiner.Candidates, man.Refiner.Dir)
+	}
+	return man, err
+}
+
+// IndexUpdate is what UpdateIndex changed.
+type IndexUpdate struct {
+	Added, Changed, Deleted int
+	// Tools and Version are the index's tool count and library version after the update.
+	Tools   int
+	Version uint64
+}
+
+// UpdateIndex brings the exported index in dir to the tools of the dataset in dataDir (empty:
+// the embedded default dataset): new and changed tools are embedded with the index's own tool
+// tower, missing ones deleted, through the index's fsynced update log.
+func UpdateIndex(ctx context.Context, dir, dataDir, backendName string) (*IndexUpdate, error) {
+	if dir == "" {
+		return nil, errors.New("-out (the index to update) is required")
+	}
+	var d *data.Dataset
+	var err error
+	src := dataDir
+	if dataDir != "" {
+		d, err = data.Load(dataDir)
+	} else {
+		d, err = data.Default()
+		src = "default"
+	}
+	if err != nil {
+		return nil, err
+	}
+	be, err := backend.Open(backend.Name(backendName))
+	if err != nil {
+		return nil, err
+	}
+	st, err := serve.Open(dir, 0, retriever.WithBackend(be))
+	if err != nil {
+		return nil, err
+	}
+	added, changed, deleted, err := st.Sync(export.ToolRecords(d), d.Fingerprint(), src)
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	lib := st.R.Library()
+	return &IndexUpdate{Added: added, Changed: changed, Deleted: deleted, Tools: lib.Len(), Version: lib.Version}, nil
+}

@@ -1,0 +1,45 @@
+package toolret
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/hub"
+	"github.com/toolret/toolret/retriever"
+)
+
+// OpenModel opens the model ref names as an encoder on the named backend ("" or "go",
+// "onnx", "xla:cpu", "xla:cuda"): a trained run or one of its checkpoints, a HuggingFace or
+// sentence-transformers directory, or a hub id org/name[@revision] (resolved in the Hugging
+// Face hub cache, downloaded when missing). Embed texts with its Embed method.
+func OpenModel(ctx context.Context, ref, backendName string) (*export.Model, error) {
+	be, err := backend.Open(backend.Name(backendName))
+	if err != nil {
+		return nil, err
+	}
+	return export.Open(ctx, ref, be)
+}
+
+// OpenIndex opens an exported index (Export with export.FormatIndex) as a tool retriever on
+// the named backend; opts add a reranker, a BM25 hybrid, or serve the first stage alone.
+// Retrieve answers one query, RetrieveBatch several.
+func OpenIndex(dir, backendName string, opts ...retriever.Option) (*retriever.Retriever, error) {
+	be, err := backend.Open(backend.Name(backendName))
+	if err != nil {
+		return nil, err
+	}
+	return retriever.Load(dir, append([]retriever.Option{retriever.WithBackend(be)}, opts...)...)
+}
+
+// ImportModel installs the model directory dir into the Hugging Face hub cache (HF_HUB_CACHE,
+// else $HF_HOME/hub, else ~/.cache/huggingface/hub) as the hub id id ("org/name"), so that id
+// resolves offline; it returns the snapshot directory.
+func ImportModel(id, dir string) (string, error) {
+	hid, ok := hub.ParseID(id)
+	if !ok || hid.Revision != "" {
+		return "", fmt.Errorf("import %s: %q is not a hub id org/name", dir, id)
+	}
+	return hub.Import(hub.CacheDir(), hid, "", "main", dir)
+}
