@@ -74,6 +74,8 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(out)
 	fs.Usage = usage
 	switch {
+	case err == nil && CheckOnly:
+		return ErrCheckOnly
 	case err == nil:
 		return nil
 	case errors.Is(err, flag.ErrHelp):
@@ -180,3 +182,10 @@ func editDistance(a, b string) int {
 	}
 	return d[len(a)][len(b)]
 }
+
+// ErrCheckOnly is what Parse returns after parsing, in place of nil, while CheckOnly is set.
+var ErrCheckOnly = errors.New("flags parsed (check only: nothing run)")
+
+// CheckOnly makes Parse stop every command right after its flags parse (ErrCheckOnly): the
+// test that checks each command line of the docs against the real flag sets sets it.
+var CheckOnly bool
