@@ -21,6 +21,7 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/checkpoints"
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/evaluate"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/classifier"
@@ -465,7 +466,7 @@ func TestRerankMethods(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sim := cosineMatrix(f.ret.Tools)
+		sim := rerank.CosineMatrix(f.ret.Tools)
 		queries := func(s *data.Split) []rerank.Query {
 			types := classifier.QueryTypes(f.d, s)
 			coarse := f.coarse(t, s, 50)
@@ -500,7 +501,7 @@ func TestRerankMethods(t *testing.T) {
 				if tc.grid {
 					g := rerank.DefaultGrid()
 					g.M = [][2]int{{2, 4}, {3, 8}}
-					score, err := metricFn("ndcg@5")
+					score, err := metrics.ParseMetric("ndcg@5")
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -676,14 +677,14 @@ func TestRerankUsageVectors(t *testing.T) {
 		}
 		return m
 	}
-	if d := diff(env.ret.Tools, want.Tools); d != 0 {
+	if d := diff(env.Retriever.Tools, want.Tools); d != 0 {
 		t.Errorf("usage vectors differ from the training part's by %g", d)
 	}
-	if d := diff(env.ret.Tools, withDev.Tools); d == 0 {
+	if d := diff(env.Retriever.Tools, withDev.Tools); d == 0 {
 		t.Errorf("usage vectors equal those of the whole train split: the dev queries are in them")
 	}
-	if env.dev.Name != f.dev.Name || len(env.dev.Queries) != len(f.dev.Queries) {
-		t.Errorf("dev split %s (%d queries), want the retriever's %s (%d)", env.dev.Name, len(env.dev.Queries), f.dev.Name, len(f.dev.Queries))
+	if env.Dev.Name != f.dev.Name || len(env.Dev.Queries) != len(f.dev.Queries) {
+		t.Errorf("dev split %s (%d queries), want the retriever's %s (%d)", env.Dev.Name, len(env.Dev.Queries), f.dev.Name, len(f.dev.Queries))
 	}
 }
 
@@ -731,8 +732,8 @@ func TestRerankAblations(t *testing.T) {
 		"- oracle query type":     {"method": "rerank", "oracle-type": "true", "grid": "true"},
 		"- without interpolation": {"method": "rerank", "classifier": r.qt, "grid": "true", "interpolate": "off"},
 	}
-	if len(rows) != len(rerankVariants)+1 || len(rows) != len(alone) {
-		t.Fatalf("%d rows, want %d", len(rows), len(rerankVariants)+1)
+	if len(rows) != len(evaluate.Variants)+1 || len(rows) != len(alone) {
+		t.Fatalf("%d rows, want %d", len(rows), len(evaluate.Variants)+1)
 	}
 	for _, row := range rows {
 		kv, ok := alone[row.Name]
@@ -885,12 +886,16 @@ func TestDefaultsFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qs, err := env.prep(env.dev)
+	qs, err := env.Prepare(env.Dev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tuned, err := tuneOnDev(env.pl, qs, rerank.Grid{M: [][2]int{{env.pl.Params.MS, env.pl.Params.MU}}, TauS: []float32{env.pl.Params.TauS},
-		TauM: []float32{env.pl.Params.TauM}, N: []int{env.pl.Params.N}, W: env.grid.W}, "ndcg@5", 2)
+	t5, err := tuneOptions(&rerankOptions{gridMetric: "ndcg@5", minT: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tuned, err := rerank.Tune(context.Background(), env.Pipeline, qs, rerank.Grid{M: [][2]int{{env.Pipeline.Params.MS, env.Pipeline.Params.MU}}, TauS: []float32{env.Pipeline.Params.TauS},
+		TauM: []float32{env.Pipeline.Params.TauM}, N: []int{env.Pipeline.Params.N}, W: env.Grid.W}, t5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -899,8 +904,8 @@ func TestDefaultsFlow(t *testing.T) {
 		_, n, _ := metrics.Query(q.Coarse, q.Relevant, 5)
 		retr += n / float64(len(qs))
 	}
-	if env.pl.Norm != rerank.NormMinMax || len(env.grid.W) != 11 || tuned < retr-1e-9 {
-		t.Errorf("default pipeline: interpolation %s over %d weights, dev ndcg@5 %.4f, retriever %.4f", env.pl.Norm, len(env.grid.W), tuned, retr)
+	if env.Pipeline.Norm != rerank.NormMinMax || len(env.Grid.W) != 11 || tuned < retr-1e-9 {
+		t.Errorf("default pipeline: interpolation %s over %d weights, dev ndcg@5 %.4f, retriever %.4f", env.Pipeline.Norm, len(env.Grid.W), tuned, retr)
 	}
 	kv["ablations"] = "true"
 	o = parseKV(t, kv)
@@ -910,7 +915,7 @@ func TestDefaultsFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rows []map[string]any
-	if err := json.Unmarshal([]byte(out.String()), &rows); err != nil || len(rows) != len(rerankVariants)+1 {
-		t.Fatalf("-ablations: %d rows (%v), want %d", len(rows), err, len(rerankVariants)+1)
+	if err := json.Unmarshal([]byte(out.String()), &rows); err != nil || len(rows) != len(evaluate.Variants)+1 {
+		t.Fatalf("-ablations: %d rows (%v), want %d", len(rows), err, len(evaluate.Variants)+1)
 	}
 }
