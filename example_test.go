@@ -113,6 +113,7 @@ func ExampleServe() {
 	}
 	defer cleanup()
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	index := filepath.Join(filepath.Dir(model), "index")
 	if _, err := toolret.Export(ctx, toolret.ExportConfig{Model: model, Format: export.FormatIndex, Out: index}); err != nil {
 		fmt.Println(err)

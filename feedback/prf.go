@@ -287,29 +287,23 @@ func LoadJudge(run string, d *data.Dataset, be compute.Backend) (Judge, string, 
 // judgeKind detects the kind of run by its configuration file, in the run directory or in
 // its best checkpoint (or the checkpoint given).
 func judgeKind(run string) (string, error) {
-	dirs := []string{run}
-	if c, err := rundir.CheckpointDir(run); err == nil && c != run {
-		dirs = append(dirs, c)
-	}
-	for _, dir := range dirs {
-		for _, k := range []struct{ file, kind string }{
-			{classifier.ConfigFile, JudgeMLC}, {refiner.ConfigFile, JudgeRefiner}, {crossencoder.ConfigFile, JudgeCrossEncoder},
-		} {
-			b, err := os.ReadFile(filepath.Join(dir, k.file))
+	kinds := map[string]string{classifier.ConfigFile: JudgeMLC, refiner.ConfigFile: JudgeRefiner, crossencoder.ConfigFile: JudgeCrossEncoder}
+	if p, ok := rundir.FindConfig(run, classifier.ConfigFile, refiner.ConfigFile, crossencoder.ConfigFile); ok {
+		kind := kinds[filepath.Base(p)]
+		if kind == JudgeMLC {
+			b, err := os.ReadFile(p)
 			if err != nil {
-				continue
+				return "", fmt.Errorf("prf model %s: %w", run, err)
 			}
-			if k.kind == JudgeMLC {
-				cfg, err := classifier.Unmarshal(b)
-				if err != nil {
-					return "", fmt.Errorf("prf model %s: %w", run, err)
-				}
-				if cfg.Kind != classifier.KindMLC {
-					return "", fmt.Errorf("prf model %s: a %s classifier; the judge must be an mlc classifier, a refiner or a cross-encoder run", run, cfg.Kind)
-				}
+			cfg, err := classifier.Unmarshal(b)
+			if err != nil {
+				return "", fmt.Errorf("prf model %s: %w", run, err)
 			}
-			return k.kind, nil
+			if cfg.Kind != classifier.KindMLC {
+				return "", fmt.Errorf("prf model %s: a %s classifier; the judge must be an mlc classifier, a refiner or a cross-encoder run", run, cfg.Kind)
+			}
 		}
+		return kind, nil
 	}
 	if _, err := os.Stat(run); err != nil {
 		return "", fmt.Errorf("prf model: %w", err)

@@ -4,8 +4,9 @@
 // picks on a dev split. It also reads and writes rankings as TREC run files (ReadRun,
 // WriteRun), the format trec_eval, pytrec_eval and ranx read.
 //
-// The functions are pure: cmd/eval fuses live methods and saved runs with them, and a
-// retriever or server can fuse its BM25 and dense lists the same way.
+// The functions are pure, and a retriever or server can fuse its BM25 and dense lists the
+// same way. Ranker fuses Inputs, live rankers or saved runs of a dataset's queries (ReadInput),
+// as eval -method fusion does, and Ranker.Tune picks its weights on dev queries.
 package fusion
 
 import (

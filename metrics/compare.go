@@ -120,3 +120,35 @@ func quantile(sorted []float64, q float64) float64 {
 	f := x - float64(i)
 	return sorted[i]*(1-f) + sorted[i+1]*f
 }
+
+// Comparison is one metric's row of CompareAll: the means of A and B, B − A with its 95%
+// paired-bootstrap interval, and the randomization test's p-value.
+type Comparison struct {
+	Metric string  `json:"metric"`
+	A      float64 `json:"a"`
+	B      float64 `json:"b"`
+	Diff   float64 `json:"diff"`
+	Low    float64 `json:"ci_low"`
+	High   float64 `json:"ci_high"`
+	P      float64 `json:"p"`
+}
+
+// CompareAll compares every metric (recall, ndcg and comp at each cutoff of ks; none:
+// DefaultKs) of b with a's, as PerQuery returns them for the same queries, with Compare.
+func CompareAll(a, b map[string][]float64, ks []int, samples int, seed uint64) ([]Comparison, error) {
+	if len(ks) == 0 {
+		ks = DefaultKs
+	}
+	var rows []Comparison
+	for _, kind := range []string{"recall", "ndcg", "comp"} {
+		for _, k := range ks {
+			name := fmt.Sprintf("%s@%d", kind, k)
+			p, err := Compare(a[name], b[name], samples, seed)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			rows = append(rows, Comparison{Metric: name, A: p.A, B: p.B, Diff: p.Diff, Low: p.Low, High: p.High, P: p.P})
+		}
+	}
+	return rows, nil
+}

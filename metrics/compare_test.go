@@ -89,3 +89,32 @@ func TestPerQueryMeansEqualEvaluate(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareAll: one row per metric and cutoff, in order, each Compare's; B one query
+// better at recall@1 only.
+func TestCompareAll(t *testing.T) {
+	rel := [][]int{{0}, {1}, {2}, {3}}
+	a := []retrieve.Ranking{{Tools: []int{0, 1}}, {Tools: []int{0, 1}}, {Tools: []int{2, 0}}, {Tools: []int{0, 3}}}
+	b := []retrieve.Ranking{{Tools: []int{0, 1}}, {Tools: []int{1, 0}}, {Tools: []int{2, 0}}, {Tools: []int{0, 3}}}
+	ks := []int{1, 2}
+	rows, err := CompareAll(PerQuery(a, rel, ks), PerQuery(b, rel, ks), ks, 200, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range rows {
+		names = append(names, r.Metric)
+	}
+	if got, want := strings.Join(names, ","), "recall@1,recall@2,ndcg@1,ndcg@2,comp@1,comp@2"; got != want {
+		t.Fatalf("metrics %s, want %s", got, want)
+	}
+	if r := rows[0]; r.A != 50 || r.B != 75 || r.Diff != 25 {
+		t.Errorf("recall@1: A %v B %v diff %v, want 50 75 25", r.A, r.B, r.Diff)
+	}
+	if r := rows[1]; r.Diff != 0 || r.P != 1 {
+		t.Errorf("recall@2: diff %v p %v, want 0 and 1", r.Diff, r.P)
+	}
+	if _, err := CompareAll(PerQuery(a, rel, ks), map[string][]float64{}, ks, 200, 1); err == nil || !strings.HasPrefix(err.Error(), "recall@1: ") {
+		t.Errorf("B without values: err = %v", err)
+	}
+}

@@ -31,12 +31,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
-	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/compute/shapes"
-	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/benchmark"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/encoder"
@@ -136,11 +132,6 @@ func Main(args []string) int {
 	return 0
 }
 
-type batchJSON struct {
-	IDs  [][]int32 `json:"ids"`
-	Mask [][]int32 `json:"mask"`
-}
-
 // archs maps -arch names to model types.
 var archs = map[string]string{"bert": "bert", "deberta": "deberta-v2"}
 
@@ -181,20 +172,8 @@ func encode(dataDir, vocab, arch, backends string, n, layers, hidden, heads, int
 	}
 	// The exact batches (length-sorted, bucketed: encoder.Map's) both sides run, recorded by
 	// a dry run.
-	var batches []batchJSON
-	tokens, flops := 0, 0.0
-	if _, err := encoder.Map(tok, seqs, nil, 64, batch, func(ids, _, mask *tensors.Tensor) (*tensors.Tensor, error) {
-		rows, l := ids.Shape().Dimensions[0], ids.Shape().Dimensions[1]
-		fi, fm := tensors.MustCopyFlatData[int32](ids), tensors.MustCopyFlatData[int32](mask)
-		var b batchJSON
-		for r := 0; r < rows; r++ {
-			b.IDs, b.Mask = append(b.IDs, fi[r*l:(r+1)*l]), append(b.Mask, fm[r*l:(r+1)*l])
-		}
-		batches = append(batches, b)
-		tokens += rows * l
-		flops += encoderForwardFLOPs(layers, hidden, inter, rows, l)
-		return tensors.FromShape(shapes.Make(dtypes.Float32, rows)), nil
-	}); err != nil {
+	batches, tokens, flops, err := benchmark.RecordEncodeBatches(tok, seqs, 64, batch, benchmark.EncodeSizes{Layers: layers, Hidden: hidden, Intermediate: inter})
+	if err != nil {
 		return err
 	}
 	var notMeasured []error
@@ -216,10 +195,10 @@ func encode(dataDir, vocab, arch, backends string, n, layers, hidden, heads, int
 }
 
 // encodeArch times one architecture on every backend (and PyTorch for BERT).
-func encodeArch(cfg encoder.Config, tok *tokenize.Tokenizer, seqs [][]int32, batches []batchJSON, texts, tokens int, flops float64,
+func encodeArch(cfg encoder.Config, tok *tokenize.Tokenizer, seqs [][]int32, batches []benchmark.EncodeBatch, texts, tokens int, flops float64,
 	backends string, batch int, python string, cores []string, prof string, several bool) error {
 	fmt.Printf("encode %d ToolLens queries: %s %d layers, hidden %d, batch %d, %d padded tokens, %d parameters, %.2f GFLOP (forward matmuls)\n",
-		texts, cfg.ModelType(), cfg.Layers(), cfg.Hidden(), batch, tokens, numParams(cfg), flops/1e9)
+		texts, cfg.ModelType(), cfg.Layers(), cfg.Hidden(), batch, tokens, benchmark.NumParams(cfg), flops/1e9)
 	const w = 16
 	fmt.Printf("%-*s %12s %10s %9s %12s %8s\n", w, "engine", "texts/s", "seconds", "GFLOP/s", "matmul peak", "of peak")
 	names, bes, skipped := openBackends(backends, w)
@@ -230,35 +209,13 @@ func encodeArch(cfg encoder.Config, tok *tokenize.Tokenizer, seqs [][]int32, bat
 	tps := map[string]float64{}
 	for k, name := range names {
 		be := bes[k]
-		store := model.NewStore()
-		store.SetParam(model.ParamInitialSeed, int64(1))
-		r, err := encoder.NewRunner(be, store, "", cfg, encoder.PoolMean)
-		if err != nil {
-			return err
-		}
-		pass := func() (time.Duration, error) {
-			start := time.Now()
-			_, err := encoder.Map(tok, seqs, nil, 64, batch, r.Call)
-			return time.Since(start), err
-		}
-		if _, err := pass(); err != nil { // compiles every bucket
-			return fmt.Errorf("toolret-%s: %w", name, err)
-		}
-		best := time.Duration(1 << 62)
-		err = profile(profilePath(prof, cfg.ModelType()+"-"+name, several || len(names) > 1), func() error {
-			for i := 0; i < 3; i++ {
-				el, err := pass()
-				if err != nil {
-					return fmt.Errorf("toolret-%s: %w", name, err)
-				}
-				best = min(best, el)
-			}
-			return nil
+		best, err := benchmark.TimeEncode(be, cfg, tok, seqs, 64, batch, func(f func() error) error {
+			return profile(profilePath(prof, cfg.ModelType()+"-"+name, several || len(names) > 1), f)
 		})
 		if err != nil {
-			return err
+			return fmt.Errorf("toolret-%s: %w", name, err)
 		}
-		peak, err := matmulPeak(be, 1024)
+		peak, err := benchmark.MatmulPeak(be, 1024)
 		if err != nil {
 			return fmt.Errorf("toolret-%s: matmul peak: %w", name, err)
 		}
@@ -286,18 +243,6 @@ func encodeArch(cfg encoder.Config, tok *tokenize.Tokenizer, seqs [][]int32, bat
 		return err
 	}
 	return errors.Join(notMeasured, skippedPT)
-}
-
-func numParams(cfg encoder.Config) int {
-	n := 0
-	for _, p := range cfg.Params() {
-		k := 1
-		for _, d := range p.Shape {
-			k *= d
-		}
-		n += k
-	}
-	return n
 }
 
 func withoutEnv(env []string, key string) []string {

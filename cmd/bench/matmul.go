@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gomlx/compute/dtypes"
+	"github.com/toolret/toolret/benchmark"
 	"github.com/toolret/toolret/internal/cli"
 )
 
@@ -69,7 +70,7 @@ func matmulBench(args []string) error {
 	for k, name := range names {
 		fmt.Printf("%-*s", w, "toolret-"+name)
 		for _, d := range dts {
-			gf, err := matmulPeakDType(bes[k], *n, matmulDTypes[d].dt)
+			gf, err := benchmark.MatmulPeakDType(bes[k], *n, matmulDTypes[d].dt)
 			if err != nil {
 				fmt.Printf(" %10s", "n/a")
 				notMeasured = errors.Join(notMeasured, fmt.Errorf("%w: toolret-%s %s: %v", errNotMeasured, name, d, firstLine(err)))

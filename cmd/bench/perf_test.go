@@ -1,63 +1,12 @@
 package benchcmd
 
 import (
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/toolret/toolret/models/biencoder"
 )
-
-// TestTrainStepFLOPs checks the formula on a case worked by hand: 1 layer, hidden 2,
-// intermediate 4, batch 2, queries of 3 and tools of 5 tokens. Forward per sequence of S
-// tokens: 2·S·(4·2·2 + 2·2·4) = 64·S for the projections and feed-forward, 4·S²·2 = 8·S²
-// for attention; queries 2·(192+72) = 528, tools 2·(320+200) = 1040, scores 2·2·2·2 = 16;
-// forward 1584, times 3 with the backward pass.
-func TestTrainStepFLOPs(t *testing.T) {
-	if got := trainStepFLOPs(1, 2, 4, 2, 3, 5); got != 4752 {
-		t.Errorf("trainStepFLOPs = %v, want 4752", got)
-	}
-	if got := encoderForwardFLOPs(2, 2, 4, 3, 5); got != 2*3*(64*5+8*25) {
-		t.Errorf("encoderForwardFLOPs = %v, want %v", got, 2*3*(64*5+8*25))
-	}
-}
-
-func TestPadLen(t *testing.T) {
-	for _, c := range []struct {
-		p            biencoder.Padding
-		n, max, want int
-	}{{16, 17, 64, 32}, {16, 3, 64, 16}, {16, 50, 56, 56}, {biencoder.PadFixed, 3, 64, 64}, {8, 64, 64, 64}} {
-		if got := padLen(c.p, c.n, c.max); got != c.want {
-			t.Errorf("padLen(%v, %d, %d) = %d, want %d", c.p, c.n, c.max, got, c.want)
-		}
-	}
-}
-
-// TestLengthSamplers: the built-in quantiles stay in range and have about the right median;
-// with a dataset the lengths are its texts'.
-func TestLengthSamplers(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	q, tl, src := toolLensLengths("missing-dir", "missing.txt")
-	if !strings.Contains(src, "built-in") {
-		t.Errorf("source %q without a dataset", src)
-	}
-	below := 0
-	for range 10000 {
-		n, m := q(r), tl(r)
-		if n < 8 || n > 144 || m < 54 || m > 1051 {
-			t.Fatalf("lengths %d, %d outside the quantiles' range", n, m)
-		}
-		if n <= 31 {
-			below++
-		}
-	}
-	if below < 4700 || below > 5300 {
-		t.Errorf("%d of 10000 query lengths <= the median 31", below)
-	}
-}
 
 func TestProfilePath(t *testing.T) {
 	for _, c := range []struct {

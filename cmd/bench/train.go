@@ -11,16 +11,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
-	. "github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/benchmark"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/encoder"
-	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
 
@@ -43,68 +38,6 @@ func shapeNames(m map[string]benchShape) string {
 	}
 	sort.Strings(n)
 	return strings.Join(n, ", ")
-}
-
-// ToolLens-like token lengths ([CLS] and [SEP] included) when the dataset is absent:
-// quantiles of ToolLens's 18,770 queries and 464 tool texts under the bert-base-uncased
-// WordPiece vocabulary, interpolated linearly.
-var (
-	lenQuantiles   = []float64{0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 1}
-	queryQuantiles = []float64{8, 16, 21, 31, 45, 58, 87, 144}
-	toolQuantiles  = []float64{54, 69, 92, 124, 191, 336, 795, 1051}
-)
-
-// lengthSampler draws token lengths.
-type lengthSampler func(r *rand.Rand) int
-
-func quantileSampler(q []float64) lengthSampler {
-	return func(r *rand.Rand) int {
-		u := r.Float64()
-		for i := 1; i < len(lenQuantiles); i++ {
-			if u <= lenQuantiles[i] {
-				f := (u - lenQuantiles[i-1]) / (lenQuantiles[i] - lenQuantiles[i-1])
-				return int(q[i-1] + f*(q[i]-q[i-1]) + 0.5)
-			}
-		}
-		return int(q[len(q)-1])
-	}
-}
-
-func listSampler(l []int) lengthSampler {
-	return func(r *rand.Rand) int { return l[r.IntN(len(l))] }
-}
-
-// toolLensLengths returns samplers of query and tool token lengths: the texts of dataDir
-// tokenized with vocab when both are readable, else the built-in ToolLens quantiles.
-func toolLensLengths(dataDir, vocab string) (q, t lengthSampler, source string) {
-	d, err := data.Load(dataDir)
-	var tok *tokenize.Tokenizer
-	if err == nil {
-		tok, err = tokenize.FromVocab(vocab, true)
-	}
-	if err != nil || len(d.Queries) == 0 || len(d.Tools) == 0 {
-		why := "no queries or tools"
-		if err != nil {
-			why = err.Error()
-		}
-		return quantileSampler(queryQuantiles), quantileSampler(toolQuantiles), fmt.Sprintf("built-in ToolLens length quantiles (%s)", why)
-	}
-	var ql, tl []int
-	for _, x := range d.Queries {
-		ql = append(ql, len(tok.Encode(x.Text))+2)
-	}
-	for _, x := range d.Tools {
-		tl = append(tl, len(tok.Encode(x.Text))+2)
-	}
-	return listSampler(ql), listSampler(tl), fmt.Sprintf("%d query and %d tool texts of %s, %s", len(ql), len(tl), dataDir, filepath.Base(vocab))
-}
-
-// trainBatch is one synthetic step: real token lengths per row and the padded lengths.
-type trainBatch struct {
-	Q    []int `json:"q"`
-	T    []int `json:"t"`
-	QPad int   `json:"qpad"`
-	TPad int   `json:"tpad"`
 }
 
 // trainBench measures bi-encoder training throughput: shared BERT tower, mean pooling,
@@ -187,41 +120,23 @@ func trainBench(args []string) error {
 
 	// The batches: a pure function of -seed, the same for every engine.
 	r := rand.New(rand.NewPCG(*seed, 2))
-	var qs, ts lengthSampler
+	var qs, ts benchmark.LengthSampler
 	source := "full length"
 	switch *lengths {
 	case "full":
 		qs, ts = func(*rand.Rand) int { return *qLen }, func(*rand.Rand) int { return *tLen }
 	case "toollens":
-		qs, ts, source = toolLensLengths(*dataDir, *vocabPath)
+		qs, ts, source = benchmark.ToolLensLengths(*dataDir, *vocabPath)
 	default:
 		return fmt.Errorf("-lengths %q: want full or toollens", *lengths)
 	}
-	var bs []trainBatch
-	realTok, padTok, flops := 0, 0, 0.0
-	shapesSeen := map[[2]int]bool{}
-	for range *steps {
-		var b trainBatch
-		lq, lt := 0, 0
-		for range *batch {
-			q, t := min(max(qs(r), 2), *qLen), min(max(ts(r), 2), *tLen)
-			b.Q, b.T = append(b.Q, q), append(b.T, t)
-			lq, lt, realTok = max(lq, q), max(lt, t), realTok+q+t
-		}
-		b.QPad, b.TPad = padLen(pad, lq, *qLen), padLen(pad, lt, *tLen)
-		padTok += *batch * (b.QPad + b.TPad)
-		flops += trainStepFLOPs(*layers, *hidden, *inter, *batch, b.QPad, b.TPad)
-		shapesSeen[[2]int{b.QPad, b.TPad}] = true
-		bs = append(bs, b)
-	}
-	host := make([][]*tensors.Tensor, len(bs))
-	for i, b := range bs {
-		host[i] = trainInputs(r, b, *batch, *vocab)
-	}
+	plan := benchmark.PlanTrain(r, benchmark.TrainSpec{Layers: *layers, Hidden: *hidden, Intermediate: *inter, Vocab: *vocab,
+		Batch: *batch, QueryLen: *qLen, ToolLen: *tLen, Steps: *steps, Pad: pad, QueryLengths: qs, ToolLengths: ts})
+	realTok, padTok, flops := plan.RealTokens, plan.PadTokens, plan.FLOPs
 	fmt.Printf("train step: BERT %d layers, hidden %d, %d heads, intermediate %d, vocab %d, batch %d, query %d + tool %d tokens max\n",
 		*layers, *hidden, *heads, *inter, *vocab, *batch, *qLen, *tLen)
 	fmt.Printf("lengths: %s; padding: %s; %d steps, %d distinct shapes; %.0f real and %.0f padded tokens/step (%.1f%% real); %.1f GFLOP/step (forward+backward matmuls)\n",
-		source, pad, *steps, len(shapesSeen), float64(realTok)/float64(*steps), float64(padTok)/float64(*steps),
+		source, pad, *steps, plan.Shapes, float64(realTok)/float64(*steps), float64(padTok)/float64(*steps),
 		100*float64(realTok)/float64(padTok), flops/float64(*steps)/1e9)
 	const w = 16
 	fmt.Printf("%-*s %12s %10s %9s %12s %8s %10s\n", w, "engine", "tokens/s", "s/step", "GFLOP/s", "matmul peak", "of peak", "compile s")
@@ -234,78 +149,26 @@ func trainBench(args []string) error {
 	tps := map[string]float64{}
 	for k, name := range names {
 		be := bes[k]
-		// A tensor is bound to the first backend that uses it: each backend gets its own copies.
-		inputs := make([][]any, len(host))
-		for i, in := range host {
-			inputs[i] = make([]any, len(in))
-			for j, t := range in {
-				c, err := t.LocalClone()
-				if err != nil {
-					return err
-				}
-				inputs[i][j] = c
-			}
-		}
-		store := model.NewStore()
-		store.SetParam(model.ParamInitialSeed, int64(1))
-		exec, err := model.NewExec(be, store, func(s *model.Scope, in []*Node) *Node {
-			s.SetTraining(in[0].Graph(), true)
-			loss := cfg.Loss(s, in)
-			opt.Update(s, loss)
-			return loss
+		tt, err := benchmark.TimeTrain(be, cfg, opt, plan, func(f func() error) error {
+			return profile(profilePath(*prof, name, len(names) > 1), f)
 		})
 		if err != nil {
-			return err
+			return fmt.Errorf("toolret-%s: %w", name, err)
 		}
-		exec.SetMaxCache(max(len(shapesSeen), DefaultExecMaxCacheSize))
-		// Compile every shape once (and warm up), untimed.
-		start, compiled := time.Now(), map[[2]int]bool{}
-		for i, b := range bs {
-			if s := [2]int{b.QPad, b.TPad}; !compiled[s] {
-				compiled[s] = true
-				if _, err := exec.Call(inputs[i]...); err != nil {
-					return fmt.Errorf("toolret-%s: %w", name, err)
-				}
-			}
-		}
-		compile := time.Since(start).Seconds()
-		for range 2 {
-			if _, err := exec.Call(inputs[0]...); err != nil {
-				return fmt.Errorf("toolret-%s: %w", name, err)
-			}
-		}
-		var el time.Duration
-		err = profile(profilePath(*prof, name, len(names) > 1), func() error {
-			start := time.Now()
-			for i := range bs {
-				out, err := exec.Call(inputs[i]...)
-				if err != nil {
-					return fmt.Errorf("toolret-%s: %w", name, err)
-				}
-				if _, err := tensors.CopyFlatData[float32](out[0]); err != nil { // wait for the step
-					return err
-				}
-			}
-			el = time.Since(start)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		peak, err := matmulPeak(be, 1024)
+		peak, err := benchmark.MatmulPeak(be, 1024)
 		if err != nil {
 			return fmt.Errorf("toolret-%s: matmul peak: %w", name, err)
 		}
-		sec := el.Seconds()
+		sec := tt.Steps.Seconds()
 		tps[name] = float64(realTok) / sec
 		gf := flops / sec / 1e9
-		fmt.Printf("%-*s %12.0f %10.3f %9.1f %12.1f %7.0f%% %10.1f\n", w, "toolret-"+name, tps[name], sec/float64(*steps), gf, peak, 100*gf/peak, compile)
+		fmt.Printf("%-*s %12.0f %10.3f %9.1f %12.1f %7.0f%% %10.1f\n", w, "toolret-"+name, tps[name], sec/float64(*steps), gf, peak, 100*gf/peak, tt.Compile.Seconds())
 	}
 	notMeasured := skippedError(skipped)
 	if *python == "" {
 		return notMeasured
 	}
-	spec := map[string]any{"config": bc, "batch": *batch, "query_len": *qLen, "tool_len": *tLen, "steps": *steps, "batches": bs, "seed": *seed}
+	spec := map[string]any{"config": bc, "batch": *batch, "query_len": *qLen, "tool_len": *tLen, "steps": *steps, "batches": plan.Batches, "seed": *seed}
 	skippedPT, err := torchRows(*python, "scripts/bench/torch_train.py", cores, spec, w, func(row string, pt torchResult) {
 		ptTPS := float64(realTok) / pt.Seconds
 		gf := flops / pt.Seconds / 1e9
@@ -318,32 +181,6 @@ func trainBench(args []string) error {
 		return err
 	}
 	return errors.Join(notMeasured, skippedPT)
-}
-
-// padLen is the padded length of a batch whose longest text has n tokens.
-func padLen(p biencoder.Padding, n, maxLen int) int {
-	if p == biencoder.PadFixed {
-		return maxLen
-	}
-	return tokenize.Bucket(n, maxLen, tokenize.MultipleBuckets(int(p), maxLen))
-}
-
-// trainInputs returns a step's inputs: random token ids (from 1000 up) over each row's real
-// length, padding id 0 and mask 0 after it; no false negatives.
-func trainInputs(r *rand.Rand, b trainBatch, batch, vocab int) []*tensors.Tensor {
-	side := func(lens []int, l int) (*tensors.Tensor, *tensors.Tensor) {
-		ids, mask := make([]int32, batch*l), make([]int32, batch*l)
-		for i, n := range lens {
-			for j := range n {
-				ids[i*l+j], mask[i*l+j] = int32(1000+r.IntN(vocab-1000)), 1
-			}
-		}
-		return tensors.FromFlatDataAndDimensions(ids, batch, l), tensors.FromFlatDataAndDimensions(mask, batch, l)
-	}
-	qi, qm := side(b.Q, b.QPad)
-	ti, tm := side(b.T, b.TPad)
-	fm := tensors.FromFlatDataAndDimensions(make([]bool, batch*batch), batch, batch)
-	return []*tensors.Tensor{qi, qm, ti, tm, fm}
 }
 
 // runTorch runs a PyTorch script (relative to the module root, run from it) on a JSON spec,

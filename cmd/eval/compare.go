@@ -3,28 +3,15 @@ package evalcmd
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/toolret/toolret/fusion"
 	"github.com/toolret/toolret/metrics"
-	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/rundir"
 )
-
-// comparison is one metric's row of -compare.
-type comparison struct {
-	Metric string  `json:"metric"`
-	A      float64 `json:"a"`
-	B      float64 `json:"b"`
-	Diff   float64 `json:"diff"`
-	Low    float64 `json:"ci_low"`
-	High   float64 `json:"ci_high"`
-	P      float64 `json:"p"`
-}
 
 // runCompare is -compare A,B: both rankings of the split's judged queries, scored query by
 // query, and each metric's difference B − A tested (metrics.Compare).
@@ -50,12 +37,7 @@ func runCompare(o *options, w io.Writer) error {
 			return err
 		}
 	}
-	judged := s.Judged()
-	qs := make([]retrieve.Query, len(judged))
-	rel := make([][]int, len(judged))
-	for i, q := range judged {
-		qs[i], rel[i] = retrieve.Query{Index: q, Text: d.Queries[q].Text}, s.Relevant[q]
-	}
+	qs, rel := fusion.SplitQueries(d, s)
 	depth := 0
 	for _, k := range o.ks {
 		depth = max(depth, k)
@@ -63,26 +45,26 @@ func runCompare(o *options, w io.Writer) error {
 	per := make([]map[string][]float64, 2)
 	start := time.Now()
 	for i, it := range items {
-		in, err := fusionInput(o, d, it, dev)
+		in, err := fusionInput(o, d, "-compare", o.compare, it, dev)
 		if err != nil {
-			return asCompare(err)
+			return err
 		}
-		rk, err := in.rank(context.Background(), qs, depth)
+		rk, err := in.Rank(context.Background(), qs, depth)
 		if err != nil {
-			return asCompare(err)
+			return err
 		}
 		per[i] = metrics.PerQuery(rk, rel, o.ks)
 	}
-	rows, err := compareRows(per[0], per[1], o.ks, o.compareSamples, o.seed)
+	rows, err := metrics.CompareAll(per[0], per[1], o.ks, o.compareSamples, o.seed)
 	if err != nil {
-		return err
+		return fmt.Errorf("-compare %w", err)
 	}
 	if o.asJSON {
-		return json.NewEncoder(w).Encode(map[string]any{"dataset": d.Name, "split": s.Name, "queries": len(judged),
+		return json.NewEncoder(w).Encode(map[string]any{"dataset": d.Name, "split": s.Name, "queries": len(qs),
 			"a": items[0], "b": items[1], "samples": o.compareSamples, "seed": o.seed, "metrics": rows})
 	}
 	fmt.Fprintf(w, "%s / %s, %d queries: A = %s, B = %s (%v); B − A with its 95%% paired-bootstrap interval and the p-value of a paired randomization test (%d samples, seed %d)\n",
-		d.Name, s.Name, len(judged), items[0], items[1], time.Since(start).Round(time.Millisecond), o.compareSamples, o.seed)
+		d.Name, s.Name, len(qs), items[0], items[1], time.Since(start).Round(time.Millisecond), o.compareSamples, o.seed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "metric\tA\tB\tB − A\t95% interval\tp\t\t")
 	for _, r := range rows {
@@ -96,31 +78,4 @@ func runCompare(o *options, w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%+.2f\t[%+.2f, %+.2f]\t%.4f\t%s\t\n", r.Metric, r.A, r.B, r.Diff, r.Low, r.High, r.P, verdict)
 	}
 	return tw.Flush()
-}
-
-// asCompare renames the -runs of an entry's error (fusionInput's, input.rank's) -compare.
-func asCompare(err error) error {
-	if msg, ok := strings.CutPrefix(err.Error(), "-runs"); ok {
-		return errors.New("-compare" + msg)
-	}
-	return fmt.Errorf("-compare: %w", err)
-}
-
-// compareRows compares every metric (recall, ndcg, comp at each cutoff) of b with a's.
-func compareRows(a, b map[string][]float64, ks []int, samples int, seed uint64) ([]comparison, error) {
-	if len(ks) == 0 {
-		ks = metrics.DefaultKs
-	}
-	var rows []comparison
-	for _, kind := range []string{"recall", "ndcg", "comp"} {
-		for _, k := range ks {
-			name := fmt.Sprintf("%s@%d", kind, k)
-			p, err := metrics.Compare(a[name], b[name], samples, seed)
-			if err != nil {
-				return nil, fmt.Errorf("-compare %s: %w", name, err)
-			}
-			rows = append(rows, comparison{Metric: name, A: p.A, B: p.B, Diff: p.Diff, Low: p.Low, High: p.High, P: p.P})
-		}
-	}
-	return rows, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/toolret/toolret/candidates"
 	"github.com/toolret/toolret/checkpoints"
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/evaluate"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/feedback"
@@ -183,11 +184,11 @@ func TestFeedbackReplayEqualsLive(t *testing.T) {
 	saved := filepath.Join(t.TempDir(), "fb.trec")
 	f.rounds(t, map[string]string{"run": f.be, "feedback": f.fb, "save-run": saved, "cutoffs": "1,3,5"})
 	for r := range 4 {
-		if _, err := os.Stat(roundPath(saved, r)); err != nil {
+		if _, err := os.Stat(evaluate.RoundPath(saved, r)); err != nil {
 			t.Fatalf("round %d: %v", r, err)
 		}
 	}
-	cmp := runJSON(t, map[string]string{"data": f.data, "compare": roundPath(saved, 0) + "," + roundPath(saved, 1), "cutoffs": "1,3,5", "compare-samples": "500"})
+	cmp := runJSON(t, map[string]string{"data": f.data, "compare": evaluate.RoundPath(saved, 0) + "," + evaluate.RoundPath(saved, 1), "cutoffs": "1,3,5", "compare-samples": "500"})
 	rows := cmp["metrics"].([]any)
 	if len(rows) != 9 || cmp["queries"].(float64) != 30 {
 		t.Fatalf("-compare: %v", cmp)
@@ -206,8 +207,8 @@ func TestFeedbackReplayEqualsLive(t *testing.T) {
 
 func TestRoundPath(t *testing.T) {
 	for in, want := range map[string]string{"runs/x.trec": "runs/x.round2.trec", "x": "x.round2", "a.b/x": "a.b/x.round2"} {
-		if got := roundPath(in, 2); got != want {
-			t.Errorf("roundPath(%q) = %q, want %q", in, got, want)
+		if got := evaluate.RoundPath(in, 2); got != want {
+			t.Errorf("evaluate.RoundPath(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/fusion"
+	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/rerank"
 	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/rundir"
@@ -33,126 +34,6 @@ func splitRuns(s string) []string {
 		out[i] = strings.TrimSpace(out[i])
 	}
 	return out
-}
-
-// input is one ranking to fuse: a live ranker (a method or a trained run), or the rankings
-// of a TREC run file by query index.
-type input struct {
-	name string
-	live retrieve.QueryRanker
-	file map[int]retrieve.Ranking
-}
-
-// rank returns the top k tools of each query of qs.
-func (in *input) rank(ctx context.Context, qs []retrieve.Query, k int) ([]retrieve.Ranking, error) {
-	if in.live != nil {
-		rk, err := in.live.RankQueries(ctx, qs, k)
-		if err == nil && len(rk) != len(qs) {
-			err = fmt.Errorf("%d rankings for %d queries", len(rk), len(qs))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("-runs %s: %w", in.name, err)
-		}
-		return rk, nil
-	}
-	out := make([]retrieve.Ranking, len(qs))
-	missing := 0
-	first := ""
-	for i, q := range qs {
-		r, ok := in.file[q.Index]
-		if !ok {
-			if missing == 0 {
-				first = strconv.Quote(q.Text)
-			}
-			missing++
-			continue
-		}
-		if k > 0 && len(r.Tools) > k {
-			r = retrieve.Ranking{Tools: r.Tools[:k], Scores: r.Scores[:k]}
-		}
-		out[i] = r
-	}
-	if missing > 0 {
-		return nil, fmt.Errorf("-runs %s: no ranking for %d of the %d queries asked (first: %s): save the run on the same split and data (-split, -holdout-tools)", in.name, missing, len(qs), first)
-	}
-	return out, nil
-}
-
-// readRunInput reads a TREC run file as rankings of d's queries and tools: an unknown query
-// or tool id is an error naming it.
-func readRunInput(path string, d *data.Dataset) (*input, error) {
-	res, err := fusion.ReadRunFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("-runs: %w", err)
-	}
-	in := &input{name: path, file: make(map[int]retrieve.Ranking, len(res))}
-	for _, r := range res {
-		q, ok := d.QueryIndex[r.Query]
-		if !ok {
-			return nil, fmt.Errorf("-runs %s: query id %q is not a query of dataset %s", path, r.Query, d.Name)
-		}
-		rk := retrieve.Ranking{Tools: make([]int, len(r.Docs)), Scores: r.Scores}
-		for j, doc := range r.Docs {
-			t, ok := d.ToolIndex[doc]
-			if !ok {
-				return nil, fmt.Errorf("-runs %s: query %q: document id %q is not a tool of dataset %s", path, r.Query, doc, d.Name)
-			}
-			rk.Tools[j] = t
-		}
-		in.file[q] = rk
-	}
-	return in, nil
-}
-
-// fused is the QueryRanker of -method fusion.
-type fused struct {
-	inputs []*input
-	depth  int         // the tools each input ranks per query (-k)
-	rrfK   float64     // RRF when w is nil
-	norm   rerank.Norm // interpolation
-	w      []float64
-}
-
-// lists returns, per query of qs, every input's top depth tools.
-func (f *fused) lists(ctx context.Context, qs []retrieve.Query) ([][]retrieve.Ranking, error) {
-	per := make([][]retrieve.Ranking, len(qs))
-	for i := range per {
-		per[i] = make([]retrieve.Ranking, len(f.inputs))
-	}
-	for j, in := range f.inputs {
-		rk, err := in.rank(ctx, qs, f.depth)
-		if err != nil {
-			return nil, err
-		}
-		for i := range qs {
-			per[i][j] = rk[i]
-		}
-	}
-	return per, nil
-}
-
-func (f *fused) RankQueries(ctx context.Context, qs []retrieve.Query, k int) ([]retrieve.Ranking, error) {
-	per, err := f.lists(ctx, qs)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]retrieve.Ranking, len(qs))
-	for i, lists := range per {
-		var r retrieve.Ranking
-		if f.w == nil {
-			r, err = fusion.RRF(lists, f.rrfK)
-		} else {
-			r, err = fusion.Interpolate(lists, f.w, f.norm)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("query %q: %w", qs[i].Text, err)
-		}
-		if k > 0 && len(r.Tools) > k {
-			r = retrieve.Ranking{Tools: r.Tools[:k], Scores: r.Scores[:k]}
-		}
-		out[i] = r
-	}
-	return out, nil
 }
 
 // parseFusionWeights parses a fixed -weight for n lists: W (two lists: W·first + (1-W)·second)
@@ -194,7 +75,7 @@ func buildFusion(o *options, d *data.Dataset) (retrieve.QueryRanker, string, err
 	if len(items) == 0 {
 		return nil, "", fmt.Errorf("-method fusion needs -runs A,B[,...]: methods (bm25), run:RUN or TREC run files")
 	}
-	f := &fused{depth: o.k, rrfK: fo.rrfK}
+	f := &fusion.Ranker{Depth: o.k, K: fo.rrfK}
 	tune := false
 	switch fo.method {
 	case "rrf":
@@ -202,14 +83,14 @@ func buildFusion(o *options, d *data.Dataset) (retrieve.QueryRanker, string, err
 			return nil, "", fmt.Errorf("-weight applies to -fusion minmax or zscore, not rrf (-rrf-k)")
 		}
 	case "minmax", "zscore":
-		f.norm = rerank.Norm(fo.method)
+		f.Norm = rerank.Norm(fo.method)
 		tune = o.rr.weight == "dev"
 		if !tune {
 			w, err := parseFusionWeights(o.rr.weight, len(items))
 			if err != nil {
 				return nil, "", err
 			}
-			f.w = w
+			f.W = w
 		}
 	default:
 		return nil, "", fmt.Errorf("-fusion %q: want rrf, minmax or zscore", fo.method)
@@ -225,109 +106,82 @@ func buildFusion(o *options, d *data.Dataset) (retrieve.QueryRanker, string, err
 		}
 	}
 	for _, it := range items {
-		in, err := fusionInput(o, d, it, devMeta)
+		in, err := fusionInput(o, d, "-runs", fo.runs, it, devMeta)
 		if err != nil {
 			return nil, "", err
 		}
-		f.inputs = append(f.inputs, in)
+		f.Inputs = append(f.Inputs, in)
 	}
-	names := make([]string, len(f.inputs))
-	for i, in := range f.inputs {
-		names[i] = in.name
-	}
-	desc := fmt.Sprintf("fusion rrf (k=%g) of %s", f.rrfK, strings.Join(names, ", "))
+	desc := fmt.Sprintf("fusion rrf (k=%g) of %s", f.K, strings.Join(items, ", "))
 	if tune {
-		w, err := tuneFusion(o, d, f, devPart)
+		score, err := metrics.ParseMetric(o.rr.gridMetric)
+		if err != nil {
+			return nil, "", fmt.Errorf("-grid-metric: %w", err)
+		}
+		qs, rel := fusion.SplitQueries(d, devPart)
+		w, err := f.Tune(context.Background(), qs, rel, fusion.TuneOptions{Steps: fo.steps, Metric: o.rr.gridMetric, Score: score, Log: os.Stderr})
 		if err != nil {
 			return nil, "", err
 		}
-		f.w = w
+		f.W = w
 	}
-	if f.w != nil {
-		ws := make([]string, len(f.w))
-		for i, x := range f.w {
+	if f.W != nil {
+		ws := make([]string, len(f.W))
+		for i, x := range f.W {
 			ws[i] = strconv.FormatFloat(x, 'g', 4, 64)
 		}
 		how := ""
 		if tune {
 			how = " on dev"
 		}
-		desc = fmt.Sprintf("fusion %s of %s, weights %s%s", f.norm, strings.Join(names, ", "), strings.Join(ws, ","), how)
+		desc = fmt.Sprintf("fusion %s of %s, weights %s%s", f.Norm, strings.Join(items, ", "), strings.Join(ws, ","), how)
 	}
 	return f, desc, nil
 }
 
-// fusionInput builds one -runs entry. With dev set (tuning or evaluating on a recorded dev
-// split) a run:RUN must have held out every dev query, and a bi-encoder's usage vectors use
-// its recorded training part.
-func fusionInput(o *options, d *data.Dataset, it string, dev *rundir.Meta) (*input, error) {
+// fusionInput builds one entry it of the list -runs (or -compare: flag) names: a method,
+// run:RUN or a TREC run file, labelled "flag it" in errors. With dev set (tuning or
+// evaluating on a recorded dev split) a run:RUN must have held out every dev query, and a
+// bi-encoder's usage vectors use its recorded training part.
+func fusionInput(o *options, d *data.Dataset, flag, list, it string, dev *rundir.Meta) (*fusion.Input, error) {
+	label := flag + " " + it
 	if dir, ok := strings.CutPrefix(it, "run:"); ok {
 		if dir == "" {
-			return nil, fmt.Errorf("-runs %q: run: needs a run directory", it)
+			return nil, fmt.Errorf("%s %q: run: needs a run directory", flag, it)
 		}
 		var train *data.Split
 		if dev != nil {
-			if err := checkDev("runs "+it, dir, d, dev.Split); err != nil {
+			if err := rundir.CheckDev(label, dir, d, dev.Split); err != nil {
 				return nil, err
 			}
 			var err error
 			if train, _, _, err = rundir.Splits(rundir.RunOf(dir), d); err != nil {
-				return nil, fmt.Errorf("-runs %s: %w", it, err)
+				return nil, fmt.Errorf("%s: %w", label, err)
 			}
 		}
 		r, _, err := buildRunAt(o, d, dir, train)
 		if err != nil {
-			return nil, fmt.Errorf("-runs %s: %w", it, err)
+			return nil, fmt.Errorf("%s: %w", label, err)
 		}
-		return &input{name: it, live: r}, nil
+		return &fusion.Input{Name: label, Live: r}, nil
 	}
 	switch it {
 	case "bm25":
 		r, _, err := buildBM25(o, d)
 		if err != nil {
-			return nil, fmt.Errorf("-runs %s: %w", it, err)
+			return nil, fmt.Errorf("%s: %w", label, err)
 		}
-		return &input{name: it, live: r}, nil
+		return &fusion.Input{Name: label, Live: r}, nil
 	case "fusion", "rerank", "rerank-m":
-		return nil, fmt.Errorf("-runs %q: fuse its saved rankings instead (-method %s -save-run FILE, then FILE in -runs)", it, it)
+		return nil, fmt.Errorf("%s %q: fuse its saved rankings instead (-method %s -save-run FILE, then FILE in -runs)", flag, it, it)
 	}
 	if it == "" {
-		return nil, fmt.Errorf("-runs %q: empty entry", o.fu.runs)
+		return nil, fmt.Errorf("%s %q: empty entry", flag, list)
 	}
-	return readRunInput(it, d)
-}
-
-// tuneFusion picks the interpolation weights (fusion.Grid in steps of 1/-fusion-steps) that maximise
-// -grid-metric on the dev queries and reports every weight's dev value on stderr.
-func tuneFusion(o *options, d *data.Dataset, f *fused, dev *data.Split) ([]float64, error) {
-	score, err := metricFn(o.rr.gridMetric)
+	in, err := fusion.ReadInput(it, d)
 	if err != nil {
-		return nil, fmt.Errorf("-grid-metric: %w", err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
-	judged := dev.Judged()
-	qs := make([]retrieve.Query, len(judged))
-	rel := make([][]int, len(judged))
-	for i, q := range judged {
-		qs[i] = retrieve.Query{Index: q, Text: d.Queries[q].Text}
-		rel[i] = dev.Relevant[q]
-	}
-	per, err := f.lists(context.Background(), qs)
-	if err != nil {
-		return nil, fmt.Errorf("dev split: %w", err)
-	}
-	grid := fusion.Grid(len(f.inputs), o.fu.steps)
-	best, means, err := fusion.Choose(per, rel, f.norm, grid, score)
-	if err != nil {
-		return nil, err
-	}
-	curve := make([]string, len(grid))
-	for i, w := range grid {
-		ws := make([]string, len(w))
-		for j, x := range w {
-			ws[j] = strconv.FormatFloat(x, 'g', 3, 64)
-		}
-		curve[i] = fmt.Sprintf("%s:%.2f", strings.Join(ws, "/"), 100*means[i])
-	}
-	fmt.Fprintf(os.Stderr, "fusion: %s: dev %s (%d queries) by weights %s\n", f.norm, o.rr.gridMetric, len(qs), strings.Join(curve, " "))
-	return best, nil
+	in.Name = label
+	return in, nil
 }

@@ -1,0 +1,113 @@
+package evaluate
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"strings"
+
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/fusion"
+	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/retrieve"
+)
+
+// Marked is an iteration-aware bi-encoder run's ranker: every query is ranked as round 0's
+// instruction (marked with iteration 0). The iterative retrieval (Replay, Live) unwraps it
+// and marks each round's instruction itself.
+type Marked struct {
+	retrieve.QueryRanker
+	Marker string
+}
+
+// RankQueries implements retrieve.QueryRanker.
+func (m Marked) RankQueries(ctx context.Context, qs []retrieve.Query, k int) ([]retrieve.Ranking, error) {
+	marked := make([]retrieve.Query, len(qs))
+	for i, q := range qs {
+		marked[i] = retrieve.Query{Index: q.Index, Text: biencoder.Mark(m.Marker, 0, q.Text)}
+	}
+	return m.QueryRanker.RankQueries(ctx, marked, k)
+}
+
+// Recorder is a QueryRanker that keeps what it ranks, at least K tools per query, for Save.
+// The rankings it returns are the longer ones: metrics read only their top K.
+type Recorder struct {
+	retrieve.QueryRanker
+	K  int
+	qs []retrieve.Query
+	rk []retrieve.Ranking
+}
+
+// RankQueries implements retrieve.QueryRanker.
+func (r *Recorder) RankQueries(ctx context.Context, qs []retrieve.Query, k int) ([]retrieve.Ranking, error) {
+	if k > 0 {
+		k = max(k, r.K)
+	}
+	rk, err := r.QueryRanker.RankQueries(ctx, qs, k)
+	if err == nil {
+		r.qs = append(r.qs, qs...)
+		r.rk = append(r.rk, rk...)
+	}
+	return rk, err
+}
+
+// Save writes the recorded rankings of d's queries (the top K of each) to path as a TREC run
+// tagged tag, and reports what it wrote to log (nil: nothing).
+func (r *Recorder) Save(d *data.Dataset, path, tag string, log io.Writer) error {
+	if log == nil {
+		log = io.Discard
+	}
+	res, rankScores := RunResults(d, r.qs, r.rk, r.K)
+	if rankScores > 0 {
+		fmt.Fprintf(log, "eval: -save-run: %d of %d rankings have no scores in rank order: written with scores n, n-1, ..., 1\n", rankScores, len(res))
+	}
+	if err := fusion.WriteRunFile(path, tag, res); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "eval: wrote %d rankings (top %d) to %s\n", len(res), r.K, path)
+	return nil
+}
+
+// RunResults turns rankings of d's queries qs (the top k of each; k <= 0: all) into TREC
+// run results. A ranking without a finite score per tool in non-increasing order gets
+// scores n, n-1, ..., 1 (rank order); rankScores counts them.
+func RunResults(d *data.Dataset, qs []retrieve.Query, rk []retrieve.Ranking, k int) (res []fusion.Result, rankScores int) {
+	res = make([]fusion.Result, len(qs))
+	for i, q := range qs {
+		tools, scores := rk[i].Tools, rk[i].Scores
+		if k > 0 && len(tools) > k {
+			tools = tools[:k]
+		}
+		ordered := len(scores) >= len(tools)
+		for j := 0; ordered && j < len(tools); j++ {
+			s := float64(scores[j])
+			ordered = !math.IsNaN(s) && !math.IsInf(s, 0) && (j == 0 || scores[j] <= scores[j-1])
+		}
+		r := fusion.Result{Query: d.Queries[q.Index].ID, Docs: make([]string, len(tools)), Scores: make([]float32, len(tools))}
+		for j, t := range tools {
+			r.Docs[j] = d.Tools[t].ID
+			if ordered {
+				r.Scores[j] = scores[j]
+			} else {
+				r.Scores[j] = float32(len(tools) - j)
+			}
+		}
+		if !ordered {
+			rankScores++
+		}
+		res[i] = r
+	}
+	return res, rankScores
+}
+
+// RoundPath is the file round t's rankings of the iterative retrieval are saved to:
+// path.round<t>, before path's extension (runs/x.trec: runs/x.round1.trec).
+func RoundPath(path string, t int) string {
+	ext := filepath.Ext(path)
+	if strings.ContainsAny(ext, `/\`) {
+		ext = ""
+	}
+	return fmt.Sprintf("%s.round%d%s", strings.TrimSuffix(path, ext), t, ext)
+}

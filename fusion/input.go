@@ -1,0 +1,189 @@
+package fusion
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/rerank"
+	"github.com/toolret/toolret/retrieve"
+)
+
+// Input is one ranking to fuse: a live ranker (a method or a trained run), or the saved
+// rankings of a TREC run file by query index (ReadInput).
+type Input struct {
+	// Name labels the input in errors ("-runs bm25", a file name).
+	Name  string
+	Live  retrieve.QueryRanker
+	Saved map[int]retrieve.Ranking
+}
+
+// Rank returns the top k tools (k <= 0: all) of each query of qs. A saved input without a
+// ranking for one of them is an error naming how many are missing and the first.
+func (in *Input) Rank(ctx context.Context, qs []retrieve.Query, k int) ([]retrieve.Ranking, error) {
+	if in.Live != nil {
+		rk, err := in.Live.RankQueries(ctx, qs, k)
+		if err == nil && len(rk) != len(qs) {
+			err = fmt.Errorf("%d rankings for %d queries", len(rk), len(qs))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", in.Name, err)
+		}
+		return rk, nil
+	}
+	out := make([]retrieve.Ranking, len(qs))
+	missing := 0
+	first := ""
+	for i, q := range qs {
+		r, ok := in.Saved[q.Index]
+		if !ok {
+			if missing == 0 {
+				first = strconv.Quote(q.Text)
+			}
+			missing++
+			continue
+		}
+		if k > 0 && len(r.Tools) > k {
+			r = retrieve.Ranking{Tools: r.Tools[:k], Scores: r.Scores[:k]}
+		}
+		out[i] = r
+	}
+	if missing > 0 {
+		return nil, fmt.Errorf("%s: no ranking for %d of the %d queries asked (first: %s): save the run on the same split and data (-split, -holdout-tools)", in.Name, missing, len(qs), first)
+	}
+	return out, nil
+}
+
+// ReadInput reads the TREC run file at path as rankings of d's queries and tools, named
+// path: an unknown query or tool id is an error naming it.
+func ReadInput(path string, d *data.Dataset) (*Input, error) {
+	res, err := ReadRunFile(path)
+	if err != nil {
+		return nil, err
+	}
+	in := &Input{Name: path, Saved: make(map[int]retrieve.Ranking, len(res))}
+	for _, r := range res {
+		q, ok := d.QueryIndex[r.Query]
+		if !ok {
+			return nil, fmt.Errorf("%s: query id %q is not a query of dataset %s", path, r.Query, d.Name)
+		}
+		rk := retrieve.Ranking{Tools: make([]int, len(r.Docs)), Scores: r.Scores}
+		for j, doc := range r.Docs {
+			t, ok := d.ToolIndex[doc]
+			if !ok {
+				return nil, fmt.Errorf("%s: query %q: document id %q is not a tool of dataset %s", path, r.Query, doc, d.Name)
+			}
+			rk.Tools[j] = t
+		}
+		in.Saved[q] = rk
+	}
+	return in, nil
+}
+
+// Ranker is a retrieve.QueryRanker fusing the top Depth tools of each input per query: by
+// RRF with constant K when W is nil, else by Interpolate with weights W (one per input)
+// and normalisation Norm.
+type Ranker struct {
+	Inputs []*Input
+	Depth  int
+	K      float64
+	Norm   rerank.Norm
+	W      []float64
+}
+
+// Lists returns, per query of qs, every input's top Depth tools, in input order.
+func (f *Ranker) Lists(ctx context.Context, qs []retrieve.Query) ([][]retrieve.Ranking, error) {
+	per := make([][]retrieve.Ranking, len(qs))
+	for i := range per {
+		per[i] = make([]retrieve.Ranking, len(f.Inputs))
+	}
+	for j, in := range f.Inputs {
+		rk, err := in.Rank(ctx, qs, f.Depth)
+		if err != nil {
+			return nil, err
+		}
+		for i := range qs {
+			per[i][j] = rk[i]
+		}
+	}
+	return per, nil
+}
+
+// RankQueries implements retrieve.QueryRanker: each query's fused ranking, its top k.
+func (f *Ranker) RankQueries(ctx context.Context, qs []retrieve.Query, k int) ([]retrieve.Ranking, error) {
+	per, err := f.Lists(ctx, qs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]retrieve.Ranking, len(qs))
+	for i, lists := range per {
+		var r retrieve.Ranking
+		if f.W == nil {
+			r, err = RRF(lists, f.K)
+		} else {
+			r, err = Interpolate(lists, f.W, f.Norm)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("query %q: %w", qs[i].Text, err)
+		}
+		if k > 0 && len(r.Tools) > k {
+			r = retrieve.Ranking{Tools: r.Tools[:k], Scores: r.Scores[:k]}
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// TuneOptions are how Ranker.Tune searches the interpolation weights.
+type TuneOptions struct {
+	// Steps is the grid's resolution: weights in multiples of 1/Steps (Grid).
+	Steps int
+	// Metric names the dev metric in the report; Score computes it for one query
+	// (metrics.ParseMetric(Metric)).
+	Metric string
+	Score  func(ranked, relevant []int) float64
+	// Log receives one line with every grid point's dev value (nil: none).
+	Log io.Writer
+}
+
+// Tune returns the interpolation weights (Grid(len(f.Inputs), o.Steps)) that maximise the
+// metric on the dev queries qs, whose relevant tools are relevant (Choose), with f.Norm.
+func (f *Ranker) Tune(ctx context.Context, qs []retrieve.Query, relevant [][]int, o TuneOptions) ([]float64, error) {
+	per, err := f.Lists(ctx, qs)
+	if err != nil {
+		return nil, fmt.Errorf("dev split: %w", err)
+	}
+	grid := Grid(len(f.Inputs), o.Steps)
+	best, means, err := Choose(per, relevant, f.Norm, grid, o.Score)
+	if err != nil {
+		return nil, err
+	}
+	if o.Log != nil {
+		curve := make([]string, len(grid))
+		for i, w := range grid {
+			ws := make([]string, len(w))
+			for j, x := range w {
+				ws[j] = strconv.FormatFloat(x, 'g', 3, 64)
+			}
+			curve[i] = fmt.Sprintf("%s:%.2f", strings.Join(ws, "/"), 100*means[i])
+		}
+		fmt.Fprintf(o.Log, "fusion: %s: dev %s (%d queries) by weights %s\n", f.Norm, o.Metric, len(qs), strings.Join(curve, " "))
+	}
+	return best, nil
+}
+
+// SplitQueries returns the judged queries of split s of d as queries to rank, with their
+// relevant tools (what Tune tunes on, for a dev split).
+func SplitQueries(d *data.Dataset, s *data.Split) ([]retrieve.Query, [][]int) {
+	judged := s.Judged()
+	qs := make([]retrieve.Query, len(judged))
+	rel := make([][]int, len(judged))
+	for i, q := range judged {
+		qs[i] = retrieve.Query{Index: q, Text: d.Queries[q].Text}
+		rel[i] = s.Relevant[q]
+	}
+	return qs, rel
+}
