@@ -150,3 +150,27 @@ func ExampleServe() {
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// ExampleEvaluate scores BM25 and a pre-trained model zero-shot on the embedded default
+// dataset's test split.
+func ExampleEvaluate() {
+	model, cleanup, err := tinyModel()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cleanup()
+	ctx := context.Background()
+	bm, err := toolret.Evaluate(ctx, toolret.EvalConfig{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	zs, err := toolret.Evaluate(ctx, toolret.EvalConfig{Model: model})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(bm.Overall.N == zs.Overall.N, bm.Overall.Recall[5] > zs.Overall.Recall[5])
+	// Output: true true
+}
