@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/rundir"
@@ -34,6 +37,12 @@ type ExportConfig struct {
 	Refiner string
 	// Prompts override the model's query and tool prompts; they are recorded in the export.
 	Prompts export.Prompts
+	// Interpolate, with FormatHF, is a second model (same reference forms as Model, same
+	// architecture): the export's weights are (1-InterpolateWeight)·Model +
+	// InterpolateWeight·Interpolate, tensor by tensor (export.InterpolateHF: WiSE-FT, a
+	// fine-tuned run interpolated with its pre-trained start).
+	Interpolate       string
+	InterpolateWeight float64
 	// Log receives notes (usage vectors, packaged refiner); nil: none.
 	Log io.Writer
 }
@@ -61,6 +70,9 @@ func Export(ctx context.Context, cfg ExportConfig) (*export.Manifest, error) {
 	}
 	if cfg.Data != "" && cfg.Format != export.FormatIndex {
 		return nil, fmt.Errorf("-data is only used by -format index")
+	}
+	if cfg.Interpolate != "" {
+		return interpolate(ctx, cfg)
 	}
 	opts := export.Options{Format: cfg.Format, Out: cfg.Out, Force: cfg.Force, Refiner: cfg.Refiner}
 	if cfg.Data != "" {
@@ -157,4 +169,51 @@ func UpdateIndex(ctx context.Context, dir, dataDir, backendName string) (*IndexU
 	}
 	lib := st.R.Library()
 	return &IndexUpdate{Added: added, Changed: changed, Deleted: deleted, Tools: lib.Len(), Version: lib.Version}, nil
+}
+
+// interpolate exports cfg.Model and cfg.Interpolate as HF directories (pre-trained models are
+// used in place) and writes their interpolation to cfg.Out.
+func interpolate(ctx context.Context, cfg ExportConfig) (*export.Manifest, error) {
+	if cfg.Format != export.FormatHF || cfg.Refiner != "" || cfg.Data != "" {
+		return nil, fmt.Errorf("-interpolate writes an hf export: not with -format %s, -refiner or -data (export the result with -model)", cfg.Format)
+	}
+	if cfg.Force {
+		if err := os.RemoveAll(cfg.Out); err != nil {
+			return nil, err
+		}
+	}
+	tmp, err := os.MkdirTemp("", "toolret-interpolate-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	var dirs [2]string
+	for i, ref := range []string{cfg.Model, cfg.Interpolate} {
+		dir, err := hub.Resolve(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		if !export.IsHFDir(dir) {
+			sub := cfg
+			sub.Model, sub.Interpolate, sub.Out, sub.Force = ref, "", filepath.Join(tmp, fmt.Sprint(i)), false
+			if _, err := Export(ctx, sub); err != nil {
+				return nil, err
+			}
+			dir = sub.Out
+		}
+		dirs[i] = dir
+	}
+	if err := export.InterpolateHF(cfg.Out, dirs[0], dirs[1], cfg.InterpolateWeight); err != nil {
+		return nil, err
+	}
+	files := map[string]string{}
+	entries, err := os.ReadDir(cfg.Out)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		files[e.Name()] = ""
+	}
+	return &export.Manifest{Kind: export.KindBiEncoder, Format: export.FormatHF,
+		Source: fmt.Sprintf("(1-%g)·%s + %g·%s", cfg.InterpolateWeight, cfg.Model, cfg.InterpolateWeight, cfg.Interpolate), Files: files}, nil
 }
