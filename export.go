@@ -37,12 +37,17 @@ type ExportConfig struct {
 	Refiner string
 	// Prompts override the model's query and tool prompts; they are recorded in the export.
 	Prompts export.Prompts
-	// Interpolate, with FormatHF, is a second model (same reference forms as Model, same
-	// architecture): the export's weights are (1-InterpolateWeight)·Model +
+	// Lengths override a pre-trained model's maximum tokens per query and per tool text; they
+	// are recorded in the export.
+	Lengths export.Lengths
+	// Interpolate is a second model (same reference forms as Model, same architecture): the
+	// export's weights are (1-InterpolateWeight)·Model +
 	// InterpolateWeight·Interpolate, tensor by tensor (export.InterpolateHF: WiSE-FT, a
 	// fine-tuned run interpolated with its pre-trained start).
 	Interpolate       string
 	InterpolateWeight float64
+	// Source overrides the source the export records (default: Model).
+	Source string
 	// Log receives notes (usage vectors, packaged refiner); nil: none.
 	Log io.Writer
 }
@@ -93,7 +98,13 @@ func Export(ctx context.Context, cfg ExportConfig) (*export.Manifest, error) {
 	if err := cfg.Prompts.Apply(m); err != nil {
 		return nil, err
 	}
+	if err := cfg.Lengths.Apply(m); err != nil {
+		return nil, err
+	}
 	opts.Source = cfg.Model
+	if cfg.Source != "" {
+		opts.Source = cfg.Source
+	}
 	pretrained := export.IsHFDir(m.Source)
 	if pretrained && cfg.Refiner != "" {
 		return nil, fmt.Errorf("-refiner packages a refiner trained over a run's candidates: %s is a pre-trained model, not a run", cfg.Model)
@@ -172,15 +183,10 @@ func UpdateIndex(ctx context.Context, dir, dataDir, backendName string) (*IndexU
 }
 
 // interpolate exports cfg.Model and cfg.Interpolate as HF directories (pre-trained models are
-// used in place) and writes their interpolation to cfg.Out.
+// used in place), interpolates them into a temporary directory and exports that as cfg asks.
 func interpolate(ctx context.Context, cfg ExportConfig) (*export.Manifest, error) {
-	if cfg.Format != export.FormatHF || cfg.Refiner != "" || cfg.Data != "" {
-		return nil, fmt.Errorf("-interpolate writes an hf export: not with -format %s, -refiner or -data (export the result with -model)", cfg.Format)
-	}
-	if cfg.Force {
-		if err := os.RemoveAll(cfg.Out); err != nil {
-			return nil, err
-		}
+	if cfg.Refiner != "" {
+		return nil, fmt.Errorf("-interpolate: a refiner was trained over a run's candidates, not over an interpolation")
 	}
 	tmp, err := os.MkdirTemp("", "toolret-interpolate-")
 	if err != nil {
@@ -194,8 +200,7 @@ func interpolate(ctx context.Context, cfg ExportConfig) (*export.Manifest, error
 			return nil, err
 		}
 		if !export.IsHFDir(dir) {
-			sub := cfg
-			sub.Model, sub.Interpolate, sub.Out, sub.Force = ref, "", filepath.Join(tmp, fmt.Sprint(i)), false
+			sub := ExportConfig{Model: ref, Format: export.FormatHF, Out: filepath.Join(tmp, fmt.Sprint(i)), Backend: cfg.Backend}
 			if _, err := Export(ctx, sub); err != nil {
 				return nil, err
 			}
@@ -203,17 +208,11 @@ func interpolate(ctx context.Context, cfg ExportConfig) (*export.Manifest, error
 		}
 		dirs[i] = dir
 	}
-	if err := export.InterpolateHF(cfg.Out, dirs[0], dirs[1], cfg.InterpolateWeight); err != nil {
+	merged := filepath.Join(tmp, "interpolated")
+	if err := export.InterpolateHF(merged, dirs[0], dirs[1], cfg.InterpolateWeight); err != nil {
 		return nil, err
 	}
-	files := map[string]string{}
-	entries, err := os.ReadDir(cfg.Out)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range entries {
-		files[e.Name()] = ""
-	}
-	return &export.Manifest{Kind: export.KindBiEncoder, Format: export.FormatHF,
-		Source: fmt.Sprintf("(1-%g)·%s + %g·%s", cfg.InterpolateWeight, cfg.Model, cfg.InterpolateWeight, cfg.Interpolate), Files: files}, nil
+	cfg.Source = fmt.Sprintf("(1-%g)·%s + %g·%s", cfg.InterpolateWeight, cfg.Model, cfg.InterpolateWeight, cfg.Interpolate)
+	cfg.Model, cfg.Interpolate = merged, ""
+	return Export(ctx, cfg)
 }

@@ -95,3 +95,44 @@ func STPooling(dir string) (p encoder.Pooling, ok bool, err error) {
 	}
 	return "", false, nil
 }
+
+// Lengths override a pre-trained bi-encoder's maximum tokens per query and per tool text
+// ([CLS] and [SEP] included); 0 keeps the model's own.
+type Lengths struct{ Query, Tool int }
+
+// Apply sets the lengths on m, a bi-encoder loaded from a pre-trained directory (a trained
+// run embeds with the lengths it was trained with: export it with -format hf first). A length
+// above the encoder's position table is an error.
+func (l Lengths) Apply(m *Model) error {
+	if l.Query == 0 && l.Tool == 0 {
+		return nil
+	}
+	switch {
+	case m.Kind != KindBiEncoder:
+		return fmt.Errorf("lengths apply to a bi-encoder, not a %s", m.Kind)
+	case m.EmbedFn != nil:
+		return fmt.Errorf("%s is a trained run: it embeds with its training lengths (export it with -format hf, then set lengths on that)", m.Source)
+	case l.Query < 0 || l.Tool < 0 || l.Query == 1 || l.Tool == 1:
+		return fmt.Errorf("lengths query %d, tool %d: each must be 0 (the model's) or >= 2", l.Query, l.Tool)
+	}
+	for i := range m.Towers {
+		t := &m.Towers[i]
+		limit := t.Encoder.MaxPositions()
+		for _, n := range []int{l.Query, l.Tool} {
+			if n > limit {
+				return fmt.Errorf("length %d: model %s has %d positions", n, m.Source, limit)
+			}
+		}
+	}
+	if l.Query > 0 {
+		m.QueryMaxLen = l.Query
+	}
+	if l.Tool > 0 {
+		m.ToolMaxLen = l.Tool
+	}
+	for i := range m.Towers { // a tower's limit covers both sides; Embed takes the side's
+		t := &m.Towers[i]
+		t.MaxLen = min(max(t.MaxLen, m.QueryMaxLen, m.ToolMaxLen), t.Encoder.MaxPositions())
+	}
+	return nil
+}

@@ -74,8 +74,11 @@ func Main(args []string) int {
 	refinerRun := fs.String("refiner", "", "with -format index: a refiner run (or checkpoint) over this -run's candidates (bi-encoder, usage, or mlc for an MLC -run), packaged into the index (refiner/) and served by retriever.Load")
 	update := fs.Bool("update", false, "with -format index: update the index in -out to the tools of -data (new and changed tools embedded with its tool tower, missing ones deleted) instead of exporting; no -run")
 	ref := fs.String("model", "", "model to export: a run, a HuggingFace or sentence-transformers directory, or a hub id org/name[@revision] (instead of -run)")
-	interp := fs.String("interpolate", "", "with -format hf: a second model (run, HF directory or hub id) of the same architecture; the export's weights are (1-W)·MODEL + W·this (WiSE-FT)")
+	interp := fs.String("interpolate", "", "a second model (run, HF directory or hub id) of the same architecture: the export's weights are (1-W)·MODEL + W·this (WiSE-FT)")
 	interpW := fs.Float64("interpolate-weight", 0.5, "W of -interpolate, in [0, 1]")
+	var lengths export.Lengths
+	fs.IntVar(&lengths.Query, "query-len", 0, "a pre-trained model's maximum tokens per query (0: the model's own); recorded in the export")
+	fs.IntVar(&lengths.Tool, "tool-len", 0, "a pre-trained model's maximum tokens per tool text (0: the model's own); recorded in the export")
 	var prompts export.Prompts
 	fs.Func("query-prompt", "prefix put before every query (default: the model's \"query\" prompt); recorded in the export", func(s string) error { prompts.Query = &s; return nil })
 	fs.Func("tool-prompt", "prefix put before every tool text (default: the model's \"document\" prompt); recorded in the export", func(s string) error { prompts.Tool = &s; return nil })
@@ -111,7 +114,7 @@ func Main(args []string) int {
 		return 0
 	}
 	man, err := toolret.Export(context.Background(), toolret.ExportConfig{Model: *run, Format: *format, Out: *out, Force: *force,
-		Data: *dataDir, Backend: *be, Refiner: *refinerRun, Prompts: prompts, Interpolate: *interp, InterpolateWeight: *interpW, Log: os.Stderr})
+		Data: *dataDir, Backend: *be, Refiner: *refinerRun, Prompts: prompts, Interpolate: *interp, InterpolateWeight: *interpW, Lengths: lengths, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "export:", err)
 		return 1
