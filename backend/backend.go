@@ -119,23 +119,35 @@ func XLAPluginCachePath() string {
 	return filepath.Join(cacheDir(), "xla", "pjrt_c_api_cpu_plugin.so")
 }
 
-// xlaConfig points an "xla:cpu[,options]" config at the plugin in toolret's cache, when it is
-// there and $PJRT_PLUGIN_LIBRARY_PATH does not say where to search. go-xla reads that variable
-// once, when the program starts, so the cached plugin is named by its absolute path, which
-// go-xla loads as it is. Other configs are returned unchanged.
+// XLACUDAPluginCachePath is where scripts/install-xla-cuda.sh (`make install-xla-cuda`) puts
+// XLA's PJRT CUDA plugin, with the NVIDIA libraries it loads beside it (nvidia/cu13/lib, ...).
+func XLACUDAPluginCachePath() string {
+	return filepath.Join(cacheDir(), "xla-cuda", "nvidia", "pjrt_c_api_cuda_plugin.so")
+}
+
+// xlaConfig points an "xla:cpu[,options]" or "xla:cuda[,options]" config at the plugin in
+// toolret's cache, when it is there and $PJRT_PLUGIN_LIBRARY_PATH does not say where to search.
+// go-xla reads that variable once, when the program starts, so the cached plugin is named by its
+// absolute path, which go-xla loads as it is (and, as the path names cpu or cuda, treats as
+// that platform). Other configs are returned unchanged.
 func xlaConfig(cfg string) string {
 	kind, rest, _ := strings.Cut(cfg, ":")
 	if kind != "xla" {
 		return cfg
 	}
 	plugin, opts, hasOpts := strings.Cut(rest, ",")
-	if plugin != "cpu" {
+	var lib string
+	switch plugin {
+	case "cpu":
+		lib = XLAPluginCachePath()
+	case "cuda":
+		lib = XLACUDAPluginCachePath()
+	default:
 		return cfg
 	}
 	if _, set := os.LookupEnv("PJRT_PLUGIN_LIBRARY_PATH"); set {
 		return cfg
 	}
-	lib := XLAPluginCachePath()
 	if _, err := os.Stat(lib); err != nil {
 		return cfg
 	}
@@ -159,7 +171,7 @@ func missingHint(kind string) string {
 	case "onnx", "onnxruntime":
 		return "the onnx backend needs a binary built with `-tags onnx` and libonnxruntime.so.1 (scripts/install-onnxruntime.sh, or set ONNXRUNTIME_SHARED_LIBRARY_PATH)"
 	case "xla":
-		return fmt.Sprintf("the xla backend needs a binary built with `-tags xla` and a PJRT plugin installed beforehand: `make install-xla` puts the CPU one at %s, `make install-xla-cuda` the CUDA one (toolret never downloads it at run time)", XLAPluginCachePath())
+		return fmt.Sprintf("the xla backend needs a binary built with `-tags xla` and a PJRT plugin installed beforehand: `make install-xla` puts the CPU one at %s, `make install-xla-cuda` the CUDA one at %s (toolret never downloads them at run time)", XLAPluginCachePath(), XLACUDAPluginCachePath())
 	case "go":
 		return "the pure Go backend is always linked in"
 	}
