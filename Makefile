@@ -9,7 +9,7 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin
 
-.PHONY: train train-scratch models install-st eval test vet build install-onnx fuzz bench-encode export bench-retrieve bench-colt serve bench-serve
+.PHONY: train train-scratch models install-st eval test test-xla vet build install-onnx install-xla install-xla-cuda fuzz bench-encode export bench-retrieve bench-colt serve bench-serve
 
 ## train: fine-tune the pre-trained MODEL (fetched into the hub cache as `make models` does) as
 ## a bi-encoder on the embedded default dataset; prints test metrics. Where no weights can be
@@ -50,6 +50,12 @@ test: vet
 	$(GO) test -count=1 -timeout 40m ./...
 	$(GO) test -count=1 -timeout 20m -tags onnx -run 'ONNX' ./...
 
+## test-xla: the XLA-backend tests (build tag xla: cgo, go-xla) on XLA's CPU plugin, against
+## the go backend; they skip when the plugin is absent (`make install-xla` installs it).
+XLA_TEST_PKGS := ./backend/ ./losses/ ./models/bert/ ./models/deberta/ ./models/biencoder/
+test-xla:
+	$(GO) test -count=1 -timeout 20m -short -tags xla -run 'XLA' $(XLA_TEST_PKGS)
+
 vet:
 	$(GO) vet ./...
 
@@ -60,6 +66,16 @@ build:
 ## install-onnx: fetch libonnxruntime.so.1 from npm (onnxruntime-node) into the toolret cache.
 install-onnx:
 	bash scripts/install-onnxruntime.sh
+
+## install-xla: XLA's PJRT CPU plugin (from a PyPI wheel, pip as a downloader) into the toolret
+## cache, where `-backend xla` finds it (binaries built with -tags xla).
+install-xla:
+	bash scripts/install-xla.sh
+
+## install-xla-cuda: XLA's PJRT CUDA 13 plugin and the NVIDIA libraries it loads (several GB of
+## PyPI wheels) into the toolret cache, where `-backend xla:cuda` finds them.
+install-xla-cuda:
+	bash scripts/install-xla-cuda.sh
 
 ## fuzz: run each data-loader, tokenizer-parser and safetensors-header fuzz target for FUZZTIME
 ## (default 60s).

@@ -5,8 +5,12 @@
 //	go        pure Go (default), run as "go:ops_sequential"; needs nothing installed.
 //	onnx      ONNX Runtime on CPU ("onnx:cpu"); build with -tags onnx and install
 //	          libonnxruntime.so.1 (scripts/install-onnxruntime.sh).
-//	xla:cpu   XLA PJRT plugins; build with -tags xla and install the plugin
-//	xla:cuda  yourself (see github.com/gomlx/go-xla). Nothing is downloaded at run time.
+//	xla:cpu   XLA's PJRT CPU plugin; build with -tags xla and run `make install-xla`, which puts
+//	          it at XLAPluginCachePath ("xla" alone means xla:cpu).
+//	xla:cuda  XLA's PJRT CUDA plugin; build with -tags xla and install it beforehand
+//	          (`make install-xla-cuda`, or see github.com/gomlx/go-xla).
+//
+// Nothing is downloaded at run time.
 //
 // A full GoMLX config ("go:parallelism=2", "onnx:/path/libonnxruntime.so") is passed through.
 package backend
@@ -84,7 +88,7 @@ func Open(name string) (compute.Backend, error) {
 	if kind == "xla" {
 		os.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
 	}
-	b, err := compute.NewWithConfig(cfg)
+	b, err := compute.NewWithConfig(xlaConfig(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("backend %q (%s): %w; %s", name, cfg, err, missingHint(kind))
 	}
@@ -92,17 +96,65 @@ func Open(name string) (compute.Backend, error) {
 	return b, nil
 }
 
+// cacheDir is $TOOLRET_CACHE, else ~/.cache/toolret.
+func cacheDir() string {
+	if dir := os.Getenv("TOOLRET_CACHE"); dir != "" {
+		return dir
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = os.TempDir()
+	}
+	return filepath.Join(home, ".cache", "toolret")
+}
+
 // ONNXRuntimeCachePath is where scripts/install-onnxruntime.sh puts libonnxruntime.so.1.
 func ONNXRuntimeCachePath() string {
-	dir := os.Getenv("TOOLRET_CACHE")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = os.TempDir()
-		}
-		dir = filepath.Join(home, ".cache", "toolret")
+	return filepath.Join(cacheDir(), "onnxruntime", "libonnxruntime.so.1")
+}
+
+// XLAPluginCachePath is where scripts/install-xla.sh (`make install-xla`) puts XLA's PJRT CPU
+// plugin.
+func XLAPluginCachePath() string {
+	return filepath.Join(cacheDir(), "xla", "pjrt_c_api_cpu_plugin.so")
+}
+
+// XLACUDAPluginCachePath is where scripts/install-xla-cuda.sh (`make install-xla-cuda`) puts
+// XLA's PJRT CUDA plugin, with the NVIDIA libraries it loads beside it (nvidia/cu13/lib, ...).
+func XLACUDAPluginCachePath() string {
+	return filepath.Join(cacheDir(), "xla-cuda", "nvidia", "pjrt_c_api_cuda_plugin.so")
+}
+
+// xlaConfig points an "xla:cpu[,options]" or "xla:cuda[,options]" config at the plugin in
+// toolret's cache, when it is there and $PJRT_PLUGIN_LIBRARY_PATH does not say where to search.
+// go-xla reads that variable once, when the program starts, so the cached plugin is named by its
+// absolute path, which go-xla loads as it is (and, as the path names cpu or cuda, treats as
+// that platform). Other configs are returned unchanged.
+func xlaConfig(cfg string) string {
+	kind, rest, _ := strings.Cut(cfg, ":")
+	if kind != "xla" {
+		return cfg
 	}
-	return filepath.Join(dir, "onnxruntime", "libonnxruntime.so.1")
+	plugin, opts, hasOpts := strings.Cut(rest, ",")
+	var lib string
+	switch plugin {
+	case "cpu":
+		lib = XLAPluginCachePath()
+	case "cuda":
+		lib = XLACUDAPluginCachePath()
+	default:
+		return cfg
+	}
+	if _, set := os.LookupEnv("PJRT_PLUGIN_LIBRARY_PATH"); set {
+		return cfg
+	}
+	if _, err := os.Stat(lib); err != nil {
+		return cfg
+	}
+	if hasOpts {
+		return "xla:" + lib + "," + opts
+	}
+	return "xla:" + lib
 }
 
 func registered(kind string) bool {
@@ -119,7 +171,7 @@ func missingHint(kind string) string {
 	case "onnx", "onnxruntime":
 		return "the onnx backend needs a binary built with `-tags onnx` and libonnxruntime.so.1 (scripts/install-onnxruntime.sh, or set ONNXRUNTIME_SHARED_LIBRARY_PATH)"
 	case "xla":
-		return "the xla backend needs a binary built with `-tags xla` and a PJRT plugin installed beforehand (see github.com/gomlx/go-xla; toolret never downloads it)"
+		return fmt.Sprintf("the xla backend needs a binary built with `-tags xla` and a PJRT plugin installed beforehand: `make install-xla` puts the CPU one at %s, `make install-xla-cuda` the CUDA one at %s (toolret never downloads them at run time)", XLAPluginCachePath(), XLACUDAPluginCachePath())
 	case "go":
 		return "the pure Go backend is always linked in"
 	}

@@ -1,6 +1,8 @@
 package backend
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -37,5 +39,53 @@ func TestOpenUnknown(t *testing.T) {
 	_, err := Open("tpu-from-mars")
 	if err == nil || !strings.Contains(err.Error(), "unknown backend kind") {
 		t.Fatalf("want unknown-backend error, got %v", err)
+	}
+}
+
+func TestXLAConfig(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TOOLRET_CACHE", dir)
+	if old, set := os.LookupEnv("PJRT_PLUGIN_LIBRARY_PATH"); set {
+		os.Unsetenv("PJRT_PLUGIN_LIBRARY_PATH")
+		t.Cleanup(func() { os.Setenv("PJRT_PLUGIN_LIBRARY_PATH", old) })
+	}
+	lib, cuda := XLAPluginCachePath(), XLACUDAPluginCachePath()
+	if want := filepath.Join(dir, "xla", "pjrt_c_api_cpu_plugin.so"); lib != want {
+		t.Fatalf("XLAPluginCachePath() = %q, want %q", lib, want)
+	}
+	if want := filepath.Join(dir, "xla-cuda", "nvidia", "pjrt_c_api_cuda_plugin.so"); cuda != want {
+		t.Fatalf("XLACUDAPluginCachePath() = %q, want %q", cuda, want)
+	}
+	cases := []struct{ in, missing, present string }{
+		{"xla:cpu", "xla:cpu", "xla:" + lib},
+		{"xla:cpu,noshared_buffers", "xla:cpu,noshared_buffers", "xla:" + lib + ",noshared_buffers"},
+		{"xla:cuda", "xla:cuda", "xla:" + cuda},
+		{"xla:cuda,preallocate=false", "xla:cuda,preallocate=false", "xla:" + cuda + ",preallocate=false"},
+		{"xla:rocm", "xla:rocm", "xla:rocm"},
+		{"xla:/opt/p.so", "xla:/opt/p.so", "xla:/opt/p.so"},
+		{"go:ops_sequential", "go:ops_sequential", "go:ops_sequential"},
+		{"onnx:cpu", "onnx:cpu", "onnx:cpu"},
+	}
+	for _, tc := range cases {
+		if got := xlaConfig(tc.in); got != tc.missing {
+			t.Errorf("no plugin: xlaConfig(%q) = %q, want %q", tc.in, got, tc.missing)
+		}
+	}
+	for _, p := range []string{lib, cuda} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range cases {
+		if got := xlaConfig(tc.in); got != tc.present {
+			t.Errorf("plugin cached: xlaConfig(%q) = %q, want %q", tc.in, got, tc.present)
+		}
+	}
+	t.Setenv("PJRT_PLUGIN_LIBRARY_PATH", dir)
+	if got := xlaConfig("xla:cpu"); got != "xla:cpu" {
+		t.Errorf("with PJRT_PLUGIN_LIBRARY_PATH set: xlaConfig(xla:cpu) = %q, want it unchanged", got)
 	}
 }

@@ -7,8 +7,8 @@ import "testing"
 // TestParityONNX runs the PyTorch parity on ONNX Runtime and checks it agrees with the go
 // backend within parityTol.
 func TestParityONNX(t *testing.T) {
-	onnx := checkParity(t, "onnx")
-	gob := checkParity(t, "go")
+	onnx := checkParity(t, "onnx", parityTol)
+	gob := checkParity(t, "go", parityTol)
 	for p, g := range gob {
 		o := onnx[p]
 		if len(o) != len(g) {
