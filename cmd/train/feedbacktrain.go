@@ -196,25 +196,11 @@ func (fb *trainFeedback) record(runDir, path string, T int, resume bool) error {
 	return rundir.WriteJSON(runDir, feedbackRecordFile, rec)
 }
 
-// isBiEncoderRun reports whether path is a bi-encoder run or checkpoint (its biencoder.json,
-// in the directory or in its best checkpoint), as opposed to a HuggingFace directory.
-func isBiEncoderRun(path string) bool {
-	if _, err := os.Stat(filepath.Join(path, biencoder.ConfigFile)); err == nil {
-		return true
-	}
-	if _, err := os.Stat(filepath.Join(path, "config.json")); err == nil {
-		return false // a HuggingFace directory
-	}
-	c, err := rundir.CheckpointDir(path)
-	if err != nil {
-		return false
-	}
-	_, err = os.Stat(filepath.Join(c, biencoder.ConfigFile))
-	return err == nil
-}
+// isBiEncoderRun reports whether path is a bi-encoder run or checkpoint (biencoder.IsRun).
+func isBiEncoderRun(path string) bool { return biencoder.IsRun(path) }
 
 // initFromRun warm-starts a bi-encoder from the trained bi-encoder run at path (-init RUN): its
-// shared encoder and tokenizer (as warmStart loads them, positions extended to maxLen), its
+// shared encoder and tokenizer (as biencoder.WarmStart loads them, positions extended to maxLen), its
 // pooling and similarity (-pooling and -similarity, when given, must agree).
 func initFromRun(fs *flag.FlagSet, path string, bk compute.Backend, store *model.Store, maxLen int, seed uint64, pooling, sim *string) (encoder.Config, *tokenize.Tokenizer, error) {
 	_, cb, _, err := rundir.LoadCheckpoint(path, biencoder.ConfigFile)
@@ -239,5 +225,5 @@ func initFromRun(fs *flag.FlagSet, path string, bk compute.Backend, store *model
 		return nil, nil, fmt.Errorf("-similarity %s: -init %s scores by %s", *sim, path, rc.Similarity)
 	}
 	*pooling, *sim = string(rc.Pooling), rc.Similarity
-	return warmStart(path, bk, store, maxLen, seed)
+	return biencoder.WarmStart(path, bk, store, maxLen, seed, os.Stderr)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/toolret/toolret/checkpoints"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/internal/runs"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/models/pretrain"
@@ -80,7 +81,7 @@ func pretrainCmd(args []string) error {
 		cli.Positive("temperature", *temp), cli.Positive("contrastive-weight", *conWeight),
 		cli.NonNegative("weight-decay", *wd), cli.NonNegative("clip", *clip), cli.NonNegative("eval-every", *evalEvery),
 		cli.NonNegative("dev-max", *devMax), cli.NonNegative("patience", *patience), cli.NonNegative("max-steps", *maxSteps), checkWarmup(*warmup), checkArch(*arch),
-		checkMaxLen(*maxLen, 3, "[CLS], a token, [SEP]")); err != nil {
+		runs.CheckMaxLen(*maxLen, 3, "[CLS], a token, [SEP]")); err != nil {
 		return err
 	}
 	if *batch < 2 {
@@ -152,7 +153,7 @@ func pretrainCmd(args []string) error {
 	var tok *tokenize.Tokenizer
 	if *resume {
 		var b []byte
-		if b, tok, err = loadResume(*runDir, pretrain.ConfigFile); err != nil {
+		if b, tok, err = runs.LoadResume(*runDir, pretrain.ConfigFile); err != nil {
 			return err
 		}
 		if cfg, err = pretrain.Unmarshal(b); err != nil {
@@ -162,7 +163,7 @@ func pretrainCmd(args []string) error {
 		var bc encoder.Config
 		switch {
 		case *initDir != "" && isBiEncoderRun(*initDir):
-			if bc, tok, err = warmStart(*initDir, bk, store, *maxLen, *seed); err != nil {
+			if bc, tok, err = biencoder.WarmStart(*initDir, bk, store, *maxLen, *seed, os.Stderr); err != nil {
 				return err
 			}
 			if err := checkArchOf(fs, *arch, bc, *initDir); err != nil {
