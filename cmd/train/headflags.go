@@ -96,10 +96,3 @@ func (h *headFlags) defaultWarm() {
 		}
 	}
 }
-
-// setDefault changes a registered flag's default (not marking it set).
-func setDefault(fs *flag.FlagSet, name, v string) {
-	f := fs.Lookup(name)
-	f.DefValue = v
-	_ = f.Value.Set(v)
-}
