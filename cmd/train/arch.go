@@ -2,18 +2,15 @@ package traincmd
 
 import (
 	"flag"
-	"fmt"
 
 	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/internal/runs"
 	"github.com/toolret/toolret/models/encoder"
 )
 
-// archs maps -arch to the encoder model_type it trains from scratch.
-var archs = map[string]string{"bert": "bert", "deberta": "deberta-v2", "wordbag": "wordbag"}
-
 // archFlag registers -arch: the architecture of an encoder trained from scratch.
 func archFlag(fs *flag.FlagSet) *string {
-	return fs.String("arch", "bert", "from scratch: encoder architecture, bert, deberta (DeBERTa-v3: disentangled attention over log-bucketed relative positions) or wordbag (idf-weighted bag of word vectors, -hidden wide, no layers; bi-encoders only)")
+	return fs.String("arch", runs.DefaultArch, "from scratch: encoder architecture, bert, deberta (DeBERTa-v3: disentangled attention over log-bucketed relative positions) or wordbag (idf-weighted bag of word vectors, -hidden wide, no layers; bi-encoders only)")
 }
 
 // scratch is the flags that size an encoder trained from scratch (train biencoder, train
@@ -43,39 +40,16 @@ func (s scratch) check() error {
 		cli.NonNegative("intermediate", *s.inter), cli.Positive("vocab-size", *s.vocabSize))
 }
 
-// checkArch validates -arch.
-func checkArch(arch string) error {
-	if _, ok := archs[arch]; !ok {
-		return fmt.Errorf("-arch %q: want bert, deberta or wordbag", arch)
-	}
-	return nil
-}
+// checkArch validates -arch (runs.CheckArch).
+func checkArch(arch string) error { return runs.CheckArch(arch) }
 
-// newEncoder returns a from-scratch encoder of architecture arch with sizes s. A pair model
-// (pairs) needs token type embeddings: a DeBERTa one gets type_vocab_size 2 (v3 has none).
+// newEncoder returns a from-scratch encoder (runs.NewEncoder).
 func newEncoder(arch string, s encoder.Sizes, pairs bool) (encoder.Config, error) {
-	if err := checkArch(arch); err != nil {
-		return nil, err
-	}
-	c, err := encoder.New(archs[arch], s)
-	if err != nil {
-		return nil, err
-	}
-	if pairs && arch == "wordbag" {
-		return nil, fmt.Errorf("-arch wordbag: a bag of words cannot encode text pairs; use bert or deberta")
-	}
-	if pairs && c.TypeVocab() < 2 {
-		return encoder.Override(c, map[string]any{"type_vocab_size": 2})
-	}
-	return c, nil
+	return runs.NewEncoder(arch, s, pairs)
 }
 
 // checkArchOf reports an error when -arch was given explicitly but the encoder c, taken from
-// elsewhere (from names where: -init's checkpoint, the -retriever run), is another
-// architecture.
+// elsewhere (from names where), is another architecture (runs.CheckArchOf).
 func checkArchOf(fs *flag.FlagSet, arch string, c encoder.Config, from string) error {
-	if cli.Set(fs)["arch"] && archs[arch] != c.ModelType() {
-		return fmt.Errorf("-arch %s: %s has a %s encoder", arch, from, c.ModelType())
-	}
-	return nil
+	return runs.CheckArchOf(arch, cli.Set(fs)["arch"], c, from)
 }

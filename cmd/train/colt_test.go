@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/models/colt"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -65,20 +66,20 @@ func TestColt(t *testing.T) {
 	}
 
 	// A corrupt embedding cache is reported and recomputed.
-	cache := embeddingCache(be, d)
-	if _, _, err := readEmbeddingCache(cache, d); err != nil {
+	cache := colt.EmbeddingCache(be, d)
+	if _, _, err := colt.ReadEmbeddingCache(cache, d); err != nil {
 		t.Fatalf("cache after the first run: %v", err)
 	}
 	if err := os.WriteFile(cache, []byte("\x10\x00\x00\x00\x00\x00\x00\x00{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := readEmbeddingCache(cache, d); err == nil || !strings.Contains(err.Error(), cache) {
+	if _, _, err := colt.ReadEmbeddingCache(cache, d); err == nil || !strings.Contains(err.Error(), cache) {
 		t.Errorf("corrupt cache: error %v, want one naming %s", err, cache)
 	}
 	if err := coltCmd([]string{"-retriever", be, "-run", filepath.Join(dir, "colt2"), "-epochs", "1", "-batch", "512", "-quiet"}); err != nil {
 		t.Fatalf("colt over a corrupt cache: %v", err)
 	}
-	if _, _, err := readEmbeddingCache(cache, d); err != nil {
+	if _, _, err := colt.ReadEmbeddingCache(cache, d); err != nil {
 		t.Errorf("cache not rewritten: %v", err)
 	}
 

@@ -1,15 +1,10 @@
 package traincmd
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
@@ -71,150 +66,40 @@ func (f *feedbackFlags) check(fs *flag.FlagSet, hardNeg int, negFile string, q2q
 	return nil
 }
 
-// feedbackRecord is RUN/feedback.json: the collection a run was trained on, so that a
-// resumed run refuses a file that changed.
-type feedbackRecord struct {
-	File       string `json:"file"`
-	SHA256     string `json:"sha256"`
-	Retriever  string `json:"retriever"`
-	Iterations int    `json:"iterations"`
-}
-
-const feedbackRecordFile = "feedback.json"
-
-// trainFeedback is a feedback collection read for training.
+// trainFeedback is a feedback collection read for training (feedback.Collection); retriever
+// is the run whose recorded dev split the training takes.
 type trainFeedback struct {
-	header feedback.Header
-	loops  []feedback.Loop
-	sha    string
-	// retriever is the run whose recorded dev split the training takes: -retriever, else the
-	// collection's.
+	*feedback.Collection
 	retriever string
 }
 
-// readFeedback reads the collection at path for data d, checking it was collected on d.
+// readFeedback reads the collection at path for data d (feedback.ReadCollection).
 func readFeedback(path, retriever string, d *data.Dataset) (*trainFeedback, error) {
-	h, loops, err := feedback.Read(path)
+	c, err := feedback.ReadCollection(path, retriever, d)
 	if err != nil {
-		return nil, fmt.Errorf("-feedback: %w", err)
+		return nil, err
 	}
-	if fp := d.Fingerprint(); h.Fingerprint != fp {
-		return nil, fmt.Errorf("-feedback %s: collected on other data (dataset %s, fingerprint %.12s; this data: %s, %.12s)", path, h.Dataset, h.Fingerprint, d.Name, fp)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("-feedback: %w", err)
-	}
-	defer f.Close()
-	hash := sha256.New()
-	if _, err := io.Copy(hash, f); err != nil {
-		return nil, fmt.Errorf("-feedback: %w", err)
-	}
-	fb := &trainFeedback{header: h, loops: loops, sha: hex.EncodeToString(hash.Sum(nil)), retriever: retriever}
-	if fb.retriever == "" {
-		fb.retriever = h.Settings["retriever"]
-		if fb.retriever == "" {
-			return nil, fmt.Errorf("-feedback %s: the record names no retriever: give -retriever RUN (the run whose dev split the training takes)", path)
-		}
-	}
-	return fb, nil
+	return &trainFeedback{Collection: c, retriever: c.Retriever}, nil
 }
 
 // iterations resolves -iterations against the collection.
-func (fb *trainFeedback) iterations(flagT int) (int, error) {
-	if flagT == 0 {
-		return fb.header.Iterations, nil
-	}
-	if flagT > fb.header.Iterations {
-		return 0, fmt.Errorf("-iterations %d: the collection has %d", flagT, fb.header.Iterations)
-	}
-	return flagT, nil
-}
+func (fb *trainFeedback) iterations(flagT int) (int, error) { return fb.Iterations(flagT) }
 
-// loopsOf returns the recorded loops of the judged queries of train (queries of the
-// collection's split from, the split train was carved from), as the task takes them: a loop
-// must be finished or reach iteration T.
+// loopsOf returns the loops of train's judged queries (feedback.Collection.TrainingLoops).
 func (fb *trainFeedback) loopsOf(d *data.Dataset, train *data.Split, from string, T int) (map[int]biencoder.FeedbackLoop, error) {
-	want := map[int]bool{}
-	for _, q := range train.Judged() {
-		want[q] = true
-	}
-	out := map[int]biencoder.FeedbackLoop{}
-	for _, lp := range fb.loops {
-		if lp.Split != from {
-			continue
-		}
-		q, ok := d.QueryIndex[lp.QueryID]
-		if !ok {
-			return nil, fmt.Errorf("-feedback: query %q is not in dataset %s", lp.QueryID, d.Name)
-		}
-		if !want[q] {
-			continue // a dev query of the retriever
-		}
-		if !lp.Done() && len(lp.Lines) <= T {
-			return nil, fmt.Errorf("-feedback: query %q: the collection stopped at iteration %d of %d (resume train feedback to finish it)", lp.QueryID, len(lp.Lines)-1, T)
-		}
-		var fl biencoder.FeedbackLoop
-		for _, l := range lp.Lines[:min(len(lp.Lines), T+1)] {
-			fl.Instructions = append(fl.Instructions, l.Query)
-			ids := make([]int, len(l.Retrieved))
-			for i, id := range l.Retrieved {
-				t, ok := d.ToolIndex[id]
-				if !ok {
-					return nil, fmt.Errorf("-feedback: query %q iteration %d: unknown tool id %q", lp.QueryID, l.Iteration, id)
-				}
-				ids[i] = t
-			}
-			fl.Retrieved = append(fl.Retrieved, ids)
-		}
-		out[q] = fl
-	}
-	return out, nil
+	return fb.TrainingLoops(d, train, from, T)
 }
 
 // record writes RUN/feedback.json, or on resume checks the collection against it.
 func (fb *trainFeedback) record(runDir, path string, T int, resume bool) error {
-	rec := feedbackRecord{File: path, SHA256: fb.sha, Retriever: fb.retriever, Iterations: T}
-	if abs, err := filepath.Abs(path); err == nil {
-		rec.File = abs
-	}
-	p := filepath.Join(runDir, feedbackRecordFile)
-	if resume {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return fmt.Errorf("resume: %w", err)
-		}
-		var old feedbackRecord
-		if err := json.Unmarshal(b, &old); err != nil {
-			return fmt.Errorf("resume: %s: %w", p, err)
-		}
-		if old.SHA256 != rec.SHA256 {
-			return fmt.Errorf("resume %s: -feedback %s changed since the run started (sha256 %.12s, recorded %.12s)", runDir, path, rec.SHA256, old.SHA256)
-		}
-		return nil
-	}
-	return rundir.WriteJSON(runDir, feedbackRecordFile, rec)
+	return fb.Record(runDir, path, T, resume)
 }
 
-// isBiEncoderRun reports whether path is a bi-encoder run or checkpoint (its biencoder.json,
-// in the directory or in its best checkpoint), as opposed to a HuggingFace directory.
-func isBiEncoderRun(path string) bool {
-	if _, err := os.Stat(filepath.Join(path, biencoder.ConfigFile)); err == nil {
-		return true
-	}
-	if _, err := os.Stat(filepath.Join(path, "config.json")); err == nil {
-		return false // a HuggingFace directory
-	}
-	c, err := rundir.CheckpointDir(path)
-	if err != nil {
-		return false
-	}
-	_, err = os.Stat(filepath.Join(c, biencoder.ConfigFile))
-	return err == nil
-}
+// isBiEncoderRun reports whether path is a bi-encoder run or checkpoint (biencoder.IsRun).
+func isBiEncoderRun(path string) bool { return biencoder.IsRun(path) }
 
 // initFromRun warm-starts a bi-encoder from the trained bi-encoder run at path (-init RUN): its
-// shared encoder and tokenizer (as warmStart loads them, positions extended to maxLen), its
+// shared encoder and tokenizer (as biencoder.WarmStart loads them, positions extended to maxLen), its
 // pooling and similarity (-pooling and -similarity, when given, must agree).
 func initFromRun(fs *flag.FlagSet, path string, bk compute.Backend, store *model.Store, maxLen int, seed uint64, pooling, sim *string) (encoder.Config, *tokenize.Tokenizer, error) {
 	_, cb, _, err := rundir.LoadCheckpoint(path, biencoder.ConfigFile)
@@ -239,5 +124,5 @@ func initFromRun(fs *flag.FlagSet, path string, bk compute.Backend, store *model
 		return nil, nil, fmt.Errorf("-similarity %s: -init %s scores by %s", *sim, path, rc.Similarity)
 	}
 	*pooling, *sim = string(rc.Pooling), rc.Similarity
-	return warmStart(path, bk, store, maxLen, seed)
+	return biencoder.WarmStart(path, bk, store, maxLen, seed, os.Stderr)
 }

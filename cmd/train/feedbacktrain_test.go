@@ -176,8 +176,8 @@ func TestBiencoderFeedback(t *testing.T) {
 	if err != nil || cfg.Marker != "Round %d: " || cfg.Encoder.Hidden() != 16 {
 		t.Errorf("biencoder.json: %s, %v: want the marker and the retriever's encoder (hidden 16)", cb, err)
 	}
-	var rec feedbackRecord
-	rb, _ := os.ReadFile(filepath.Join(run, feedbackRecordFile))
+	var rec feedback.TrainRecord
+	rb, _ := os.ReadFile(filepath.Join(run, feedback.TrainRecordFile))
 	if err := json.Unmarshal(rb, &rec); err != nil || rec.SHA256 == "" || rec.Iterations != 2 {
 		t.Errorf("feedback.json %s: %v", rb, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/rundir"
 )
@@ -33,7 +34,7 @@ func TestTrainPadding(t *testing.T) {
 		fs := flag.NewFlagSet("train x", flag.ContinueOnError)
 		fs.String("run", "R", "")
 		n := fs.Int("pad-multiple", biencoder.DefaultPadMultiple, "")
-		if err := fs.Parse(c.args); err != nil {
+		if err := cli.Parse(fs, c.args); err != nil {
 			t.Fatal(err)
 		}
 		p, err := trainPadding(fs, c.meta, *n)

@@ -13,6 +13,9 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/internal/runs"
+	"github.com/toolret/toolret/models/classifier"
 	"github.com/toolret/toolret/models/crossencoder"
 	"github.com/toolret/toolret/models/encoder"
 )
@@ -50,23 +53,23 @@ func TestHeadPoolingFlag(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := flag.NewFlagSet("train test", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
-			h := addHeadFlags(fs, 32, 8, 1, "")
-			if err := fs.Parse(tc.args); err != nil {
+			h := addHeadFlags(fs, runs.DefaultHead(32, 8, 1, ""))
+			if err := cli.Parse(fs, tc.args); err != nil {
 				t.Fatal(err)
 			}
-			err := checkPooling(*h.pool)
+			err := runs.CheckPooling(*h.pool)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("checkPooling: %v, want an error containing %q", err, tc.wantErr)
+					t.Fatalf("CheckPooling: %v, want an error containing %q", err, tc.wantErr)
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, enc := h.headPooling(tc.enc)
+			p, enc := classifier.HeadPoolingOf(tc.enc, *h.pool)
 			if p != tc.want || enc.HasPooler() != tc.wantPooler || enc.ModelType() != tc.enc.ModelType() {
-				t.Errorf("headPooling: %q over %s with pooler %v; want %q with pooler %v", p, enc.ModelType(), enc.HasPooler(), tc.want, tc.wantPooler)
+				t.Errorf("HeadPoolingOf: %q over %s with pooler %v; want %q with pooler %v", p, enc.ModelType(), enc.HasPooler(), tc.want, tc.wantPooler)
 			}
 		})
 	}

@@ -40,7 +40,7 @@ func TestPretrainCmd(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []string{pretrain.ConfigFile, biencoder.ConfigFile, "tokenizer.json", "vocab.txt", "metrics.jsonl", "plot.html",
-		"summary.json", rundir.MetaFile, timeFile} {
+		"summary.json", rundir.MetaFile, pretrain.TimeFile} {
 		if _, err := os.Stat(filepath.Join(run, f)); err != nil {
 			t.Errorf("run lacks %s", f)
 		}
@@ -89,10 +89,10 @@ func TestPretrainCmd(t *testing.T) {
 			t.Errorf("plot.html has no %s chart", s)
 		}
 	}
-	var tm pretrainTime
-	b, _ = os.ReadFile(filepath.Join(run, timeFile))
+	var tm pretrain.Time
+	b, _ = os.ReadFile(filepath.Join(run, pretrain.TimeFile))
 	if err := json.Unmarshal(b, &tm); err != nil || tm.Steps != len(losses) || tm.SecondsPerEpoch <= 0 || tm.StepsPerEpoch*2 != tm.Steps {
-		t.Errorf("%s %s: %v", timeFile, b, err)
+		t.Errorf("%s %s: %v", pretrain.TimeFile, b, err)
 	}
 	// The run is also a bi-encoder: it loads and embeds.
 	bk, err := backend.Open("go")

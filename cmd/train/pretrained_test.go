@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export/exporttest"
+	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/encoder"
 )
 
@@ -41,7 +42,7 @@ func TestResolveInit(t *testing.T) {
 			fs := flag.NewFlagSet("train t", flag.ContinueOnError)
 			pooling := fs.String("pooling", "mean", "")
 			lr := fs.Float64("lr", 5e-4, "")
-			if err := fs.Parse(c.args); err != nil {
+			if err := cli.Parse(fs, c.args); err != nil {
 				t.Fatal(err)
 			}
 			init := c.init

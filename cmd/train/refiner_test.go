@@ -75,7 +75,7 @@ func TestRefinerCommand(t *testing.T) {
 	if m.Cfg.FirstStageWeight != w.FirstStageWeight {
 		t.Errorf("LoadRun weight %v, %s says %v", m.Cfg.FirstStageWeight, refiner.WeightFile, w.FirstStageWeight)
 	}
-	stat, err := os.Stat(filepath.Join(ref, candidatesFile))
+	stat, err := os.Stat(filepath.Join(ref, refiner.CandidatesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestRefinerCommand(t *testing.T) {
 	if again := read(); again["+ refiner"]["ndcg@5"] != first["+ refiner"]["ndcg@5"] {
 		t.Errorf("resumed report %v, first %v", again["+ refiner"], first["+ refiner"])
 	}
-	if st2, _ := os.Stat(filepath.Join(ref, candidatesFile)); !st2.ModTime().Equal(stat.ModTime()) {
+	if st2, _ := os.Stat(filepath.Join(ref, refiner.CandidatesFile)); !st2.ModTime().Equal(stat.ModTime()) {
 		t.Errorf("the resumed run recomputed the candidates")
 	}
 }

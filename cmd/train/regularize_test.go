@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/checkpoints"
+	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/rundir"
@@ -42,7 +43,7 @@ func TestTrainRegularization(t *testing.T) {
 		fs.String("run", "R", "")
 		freeze := fs.Bool("freeze-embeddings", false, "")
 		drop := fs.Float64("tool-dropout", 0, "")
-		if err := fs.Parse(c.args); err != nil {
+		if err := cli.Parse(fs, c.args); err != nil {
 			t.Fatal(err)
 		}
 		r, err := trainRegularization(fs, c.meta, *freeze, *drop)

@@ -1,4 +1,4 @@
-package traincmd
+package biencoder
 
 import (
 	"math"
@@ -33,7 +33,7 @@ func TestExtendPositions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := extendPositions(dir, 40, 0.5, 9); err != nil {
+	if err := ExtendPositions(dir, 40, 0.5, 9); err != nil {
 		t.Fatal(err)
 	}
 	after, err := safetensors.Open(filepath.Join(dir, "model.safetensors"))
@@ -46,7 +46,7 @@ func TestExtendPositions(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if name != positionTable {
+		if name != PositionTable {
 			if !slices.Equal(a, b) || !slices.Equal(sa, sb) {
 				t.Errorf("%s changed", name)
 			}
@@ -79,13 +79,13 @@ func TestExtendPositions(t *testing.T) {
 	if loaded.MaxPositions() != 40 || loaded.Hidden() != 32 {
 		t.Errorf("loaded: %d positions, hidden %d", loaded.MaxPositions(), loaded.Hidden())
 	}
-	if err := extendPositions(dir, 40, 0.5, 9); err == nil || !strings.Contains(err.Error(), "not more") {
+	if err := ExtendPositions(dir, 40, 0.5, 9); err == nil || !strings.Contains(err.Error(), "not more") {
 		t.Errorf("extending 40 to 40: %v", err)
 	}
 	if err := safetensors.Write(filepath.Join(dir, "model.safetensors"), []safetensors.Tensor{{Name: "x", Shape: []int{1}, Data: []float32{1}}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := extendPositions(dir, 80, 0.5, 9); err == nil || !strings.Contains(err.Error(), "no tensor "+positionTable) {
+	if err := ExtendPositions(dir, 80, 0.5, 9); err == nil || !strings.Contains(err.Error(), "no tensor "+PositionTable) {
 		t.Errorf("no position table: %v", err)
 	}
 }

@@ -1,0 +1,269 @@
+package runs
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/models/encoder"
+	"github.com/toolret/toolret/rundir"
+	"github.com/toolret/toolret/tokenize"
+	"github.com/toolret/toolret/train"
+)
+
+// Head is the configuration the encoder + head models share (the cross-encoder, the
+// classifiers and the refiner): the run, where the encoder comes from (Init, WarmStart, else
+// from scratch) and the trainer's knobs. Each field is the flag of train crossencoder,
+// classifier and refiner named in its comment; DefaultHead returns the flags' defaults.
+type Head struct {
+	RunDir    string // -run: the run directory (required)
+	Resume    bool   // -resume: continue RunDir from its newest checkpoint (its recorded settings, which the caller applies)
+	Retriever string // -retriever: the stage-1 bi-encoder run (its recorded dev split; its tokenizer from scratch)
+	// Init is -init: a HuggingFace BERT or DeBERTa-v2/v3 directory, or a bi-encoder or pretrain
+	// run whose encoder and tokenizer start the model ("": none). A hub id must be resolved to
+	// its directory first (hub.Resolve).
+	Init      string
+	WarmStart bool // -warm-start: start from the Retriever run's trained encoder and tokenizer
+	// Arch is -arch, the architecture from scratch: bert (default), deberta or wordbag.
+	Arch string
+	// ArchGiven says -arch was given: an encoder from Init or the Retriever must then be of Arch.
+	ArchGiven bool
+	// Pooling is -pooling, the head's input: cls or pooler ("": the encoder's default, pooler
+	// for DeBERTa, cls for BERT).
+	Pooling      string
+	Layers       int     // -layers: from scratch (default 2)
+	Hidden       int     // -hidden: from scratch (default 128)
+	Heads        int     // -heads: from scratch (default 4)
+	Intermediate int     // -intermediate: from scratch (default 0: 4*Hidden)
+	MaxLen       int     // -max-len: tokens per input, specials included
+	Batch        int     // -batch: examples per batch
+	Epochs       int     // -epochs
+	LR           float64 // -lr: peak learning rate (default 5e-4; ~2e-5 with pre-trained weights)
+	WeightDecay  float64 // -weight-decay: AdamW weight decay (default 0.01)
+	Warmup       float64 // -warmup: warmup fraction of the steps (default 0.1)
+	Schedule     string  // -schedule: linear (default), cosine or constant
+	Clip         float64 // -clip: global gradient-norm clipping (default 1; 0: off)
+	Accumulate   int     // -accumulate: micro-batches per optimizer step (default 1)
+	// Dev is -dev: without Retriever, the fraction of the training queries carved as dev
+	// (default 0.1); with one, its recorded dev split is taken.
+	Dev float64
+	// DevGiven says -dev was given: with a Retriever, Dev must then be the retriever's fraction.
+	DevGiven  bool
+	Seed      uint64 // -seed (default 1)
+	EvalEvery int    // -eval-every: optimizer steps between dev evaluations (default 0: each epoch)
+	Metric    string // -metric: the dev metric selecting the best checkpoint
+	Patience  int    // -patience: evaluations without improvement before stopping (default 0: never)
+	Backend   string // -backend: compute backend name ("": the default, see package backend)
+	Test      string // -test: the split evaluated at the end (default "test"; "": none)
+	Quiet     bool   // -quiet: no progress bar
+	// Stdout and Stderr receive the reports and the messages (nil: os.Stdout, os.Stderr); the
+	// trainer's progress bar goes to os.Stderr.
+	Stdout, Stderr io.Writer
+}
+
+// DefaultHead returns the defaults of the shared flags; maxLen, batch, epochs and metric are
+// the command's own.
+func DefaultHead(maxLen, batch, epochs int, metric string) Head {
+	return Head{Arch: DefaultArch, Layers: 2, Hidden: 128, Heads: 4, MaxLen: maxLen, Batch: batch, Epochs: epochs,
+		LR: 5e-4, WeightDecay: 0.01, Warmup: 0.1, Schedule: "linear", Clip: 1, Accumulate: 1, Dev: cli.DefaultDev,
+		Seed: cli.DefaultSeed, Metric: metric, Test: "test"}
+}
+
+// Check validates the shared knobs (the sizes only for an encoder from scratch).
+func (h *Head) Check() error {
+	if err := cli.First(cli.Positive("batch", h.Batch), cli.Positive("epochs", h.Epochs), cli.Positive("lr", h.LR),
+		cli.Positive("accumulate", h.Accumulate), cli.Positive("max-len", h.MaxLen), cli.Fraction("dev", h.Dev),
+		cli.NonNegative("weight-decay", h.WeightDecay), cli.NonNegative("clip", h.Clip), cli.NonNegative("eval-every", h.EvalEvery),
+		cli.NonNegative("patience", h.Patience), CheckWarmup(h.Warmup), CheckArch(h.Arch)); err != nil {
+		return err
+	}
+	if h.Init == "" && !h.WarmStart {
+		return cli.First(cli.Positive("layers", h.Layers), cli.Positive("hidden", h.Hidden), cli.Positive("heads", h.Heads),
+			cli.NonNegative("intermediate", h.Intermediate))
+	}
+	return nil
+}
+
+// CheckPooling validates -pooling: empty (the encoder's default) or a head pooling.
+func CheckPooling(p string) error {
+	if p != "" && p != string(encoder.PoolCLS) && p != string(encoder.PoolPooler) {
+		return fmt.Errorf("-pooling %q: want cls or pooler", p)
+	}
+	return nil
+}
+
+// Session is a head run being trained: its data, backend, splits and output.
+type Session struct {
+	H          *Head
+	Kind       string
+	Data       *data.Dataset
+	Backend    compute.Backend
+	Train, Dev *data.Split
+	Out, Log   io.Writer
+	// pending is a new run's run.json, written by Create when training starts.
+	pending *rundir.Meta
+}
+
+// Start opens the run directory of a run of kind, the backend, and the dev split: the
+// resumed run's, else the Retriever run's recorded one, else one carved with Dev and Seed.
+// A new run's run.json (recording args, the caller's settings, as provenance) is written by
+// Create, when training starts: a run failing before leaves none behind.
+func (h *Head) Start(kind string, d *data.Dataset, args map[string]string) (*Session, error) {
+	if err := Open(h.RunDir, h.Resume, kind, kind); err != nil {
+		return nil, err
+	}
+	bk, err := backend.Open(backend.Name(h.Backend))
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{H: h, Kind: kind, Data: d, Backend: bk}
+	s.Out, s.Log = Writers(h.Stdout, h.Stderr)
+	switch {
+	case h.Resume:
+		s.Train, s.Dev, _, err = rundir.Splits(h.RunDir, d)
+	case h.Retriever != "":
+		var parent *rundir.Meta
+		if s.Train, s.Dev, parent, err = rundir.Splits(h.Retriever, d); err != nil {
+			break
+		}
+		if h.DevGiven && h.Dev != parent.Split.DevFraction {
+			err = fmt.Errorf("-dev %v: the dev split is the -retriever run's (%s: dev %v, seed %d); omit -dev", h.Dev, h.Retriever, parent.Split.DevFraction, parent.Split.Seed)
+			break
+		}
+		s.pending = &rundir.Meta{Kind: kind, Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: parent.Split, Parent: h.Retriever, Args: args}
+	default:
+		var sp rundir.Split
+		if sp, s.Train, s.Dev, err = rundir.Carve(d, "train", h.Dev, int64(h.Seed)); err != nil {
+			break
+		}
+		s.pending = &rundir.Meta{Kind: kind, Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: sp, Args: args}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Create writes a new run's run.json (Start made it); a resumed run has one.
+func (s *Session) Create() error {
+	if s.pending == nil {
+		return nil
+	}
+	return rundir.Create(s.H.RunDir, s.pending)
+}
+
+// Store returns a new parameter store seeded with Seed.
+func (s *Session) Store() *model.Store {
+	store := model.NewStore()
+	store.SetParam(model.ParamInitialSeed, int64(s.H.Seed))
+	return store
+}
+
+// Encoder returns the encoder config and tokenizer of a new model: from Init (weights loaded
+// into store), from the Retriever run's encoder with WarmStart, or from scratch with the
+// Retriever run's tokenizer (or a vocabulary built from the training texts without one). A
+// pair model (pairs) from scratch gets token types.
+func (s *Session) Encoder(store *model.Store, pairs bool) (encoder.Config, *tokenize.Tokenizer, error) {
+	h := s.H
+	if h.WarmStart {
+		if h.Init != "" {
+			return nil, nil, fmt.Errorf("-warm-start and -init are exclusive")
+		}
+		if h.Retriever == "" {
+			return nil, nil, fmt.Errorf("-warm-start needs -retriever RUN")
+		}
+		return s.fromRun(h.Retriever, "the -retriever run", store)
+	}
+	if h.Init != "" && biencoder.IsRun(h.Init) { // a bi-encoder or pretrain run
+		return s.fromRun(h.Init, h.Init, store)
+	}
+	if h.Init != "" {
+		bc, err := encoder.LoadHF(store.RootScope(), h.Init)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := CheckArchOf(h.Arch, h.ArchGiven, bc, h.Init); err != nil {
+			return nil, nil, err
+		}
+		tok, err := tokenize.Load(h.Init)
+		if err != nil {
+			return nil, nil, err
+		}
+		if h.MaxLen > bc.MaxPositions() {
+			return nil, nil, fmt.Errorf("-max-len %d exceeds the checkpoint's max_position_embeddings %d", h.MaxLen, bc.MaxPositions())
+		}
+		return bc, tok, nil
+	}
+	var tok *tokenize.Tokenizer
+	var err error
+	if h.Retriever != "" {
+		tok, err = tokenize.Load(h.Retriever)
+	} else {
+		var texts []string
+		for _, t := range s.Data.Tools {
+			texts = append(texts, t.Text)
+		}
+		for _, q := range s.Train.Queries {
+			texts = append(texts, s.Data.Queries[q].Text)
+		}
+		var vocab []string
+		if vocab, err = tokenize.BuildVocab(texts, 8000, 2, true); err == nil {
+			tok, err = tokenize.New(vocab, true)
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	bc, err := NewEncoder(h.Arch, encoder.Sizes{Vocab: tok.VocabSize(), Layers: h.Layers, Hidden: h.Hidden, Heads: h.Heads,
+		Intermediate: h.Intermediate, MaxPositions: h.MaxLen}, pairs) // intermediate 0: 4*hidden
+	if err != nil {
+		return nil, nil, err
+	}
+	return bc, tok, nil
+}
+
+// fromRun loads the encoder and tokenizer of the bi-encoder (or pretrain) run at run into
+// store with biencoder.WarmStart; what names the run in messages. A MaxLen beyond an encoder
+// whose positions WarmStart cannot extend is capped at its positions.
+func (s *Session) fromRun(run, what string, store *model.Store) (encoder.Config, *tokenize.Tokenizer, error) {
+	h := s.H
+	bc, tok, err := biencoder.WarmStart(run, s.Backend, store, h.MaxLen, h.Seed, s.Log)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := CheckArchOf(h.Arch, h.ArchGiven, bc, what); err != nil {
+		return nil, nil, err
+	}
+	if h.MaxLen > bc.MaxPositions() {
+		fmt.Fprintf(s.Log, "warm start: -max-len %d capped at %s's max_position_embeddings %d\n", h.MaxLen, what, bc.MaxPositions())
+		h.MaxLen = bc.MaxPositions()
+	}
+	return bc, tok, nil
+}
+
+// TrainConfig returns the trainer's configuration of task and its number of optimizer steps.
+func (s *Session) TrainConfig(task train.Task) (train.Config, int) {
+	h := s.H
+	opt := train.DefaultOptimizer()
+	opt.LR, opt.WeightDecay, opt.Schedule, opt.ClipNorm, opt.Accumulate = h.LR, h.WeightDecay, h.Schedule, h.Clip, h.Accumulate
+	steps := 0
+	for e := 0; e < h.Epochs; e++ {
+		steps += task.Batches(e) / max(h.Accumulate, 1)
+	}
+	opt.Warmup = int(h.Warmup * float64(steps))
+	return train.Config{RunDir: h.RunDir, Seed: h.Seed, Epochs: h.Epochs, EvalEvery: h.EvalEvery, Metric: h.Metric,
+		Patience: h.Patience, KeepLast: 2, Optimizer: opt, Fingerprint: s.Data.Fingerprint(), Quiet: h.Quiet}, steps
+}
+
+// Dataset returns d, or the embedded default dataset when d is nil.
+func Dataset(d *data.Dataset) (*data.Dataset, error) {
+	if d != nil {
+		return d, nil
+	}
+	return data.Default()
+}

@@ -1,0 +1,90 @@
+// Package runs holds what the training recipes of toolret's model kinds share (package
+// crossencoder, classifier, refiner, colt and pretrain's Train): starting or resuming a run
+// directory, the checks of the trainer's knobs, building a from-scratch encoder of an
+// architecture, and the whole recipe of the encoder + head models (Head).
+//
+// Errors name the command-line flag of the knob at fault (-lr, -max-len, ...): the
+// configurations are the commands' flags as typed fields, and the commands print these
+// errors as they are.
+package runs
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/toolret/toolret/checkpoints"
+	"github.com/toolret/toolret/rundir"
+	"github.com/toolret/toolret/tokenize"
+)
+
+// CheckNew refuses to start a new run in a directory that already holds one.
+func CheckNew(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, rundir.MetaFile)); err == nil {
+		return fmt.Errorf("run directory %s already holds a run: use -resume, or another -run", dir)
+	}
+	if steps, err := checkpoints.List(dir); err == nil && len(steps) > 0 {
+		return fmt.Errorf("run directory %s already has checkpoints: use -resume, or another -run", dir)
+	}
+	return nil
+}
+
+// Open checks the run directory dir a recipe trains into: a new run (resume false) must not
+// hold one (CheckNew); a resumed one must be a run of kind (what names the kind in the error).
+func Open(dir string, resume bool, kind, what string) error {
+	if dir == "" {
+		return fmt.Errorf("no run directory (-run)")
+	}
+	if !resume {
+		return CheckNew(dir)
+	}
+	meta, err := rundir.Read(dir)
+	if err != nil {
+		return err
+	}
+	if meta.Kind != kind {
+		return fmt.Errorf("resume %s: a %s run, not a %s run", dir, meta.Kind, what)
+	}
+	return nil
+}
+
+// CheckWarmup validates -warmup, a fraction of the steps.
+func CheckWarmup(w float64) error {
+	if !(w >= 0 && w < 1) {
+		return fmt.Errorf("-warmup %v: a fraction of the steps, must be in [0, 1)", w)
+	}
+	return nil
+}
+
+// CheckMaxLen reports an error naming -max-len unless n holds at least the least special
+// tokens (named by specials).
+func CheckMaxLen(n, least int, specials string) error {
+	if n < least {
+		return fmt.Errorf("-max-len %d: must be >= %d (%s)", n, least, specials)
+	}
+	return nil
+}
+
+// LoadResume returns the stored model configuration (configFile) and the tokenizer of a run
+// being resumed.
+func LoadResume(runDir, configFile string) ([]byte, *tokenize.Tokenizer, error) {
+	b, err := os.ReadFile(filepath.Join(runDir, configFile))
+	if err != nil {
+		return nil, nil, fmt.Errorf("resume: %w", err)
+	}
+	tok, err := tokenize.Load(runDir)
+	return b, tok, err
+}
+
+// Writers returns out and log, os.Stdout and os.Stderr where nil: where a recipe prints its
+// reports and its messages.
+func Writers(out, log io.Writer) (io.Writer, io.Writer) {
+	if out == nil {
+		out = os.Stdout
+	}
+	if log == nil {
+		log = os.Stderr
+	}
+	return out, log
+}

@@ -1,0 +1,108 @@
+package runs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/models/encoder"
+	"github.com/toolret/toolret/rundir"
+)
+
+func TestChecks(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want string // "" no error
+	}{
+		{"warmup 0", CheckWarmup(0), ""},
+		{"warmup 1", CheckWarmup(1), "-warmup 1"},
+		{"warmup -0.1", CheckWarmup(-0.1), "-warmup -0.1"},
+		{"max-len", CheckMaxLen(2, 3, "[CLS], [SEP], [SEP]"), "-max-len 2: must be >= 3 ([CLS], [SEP], [SEP])"},
+		{"max-len ok", CheckMaxLen(3, 3, ""), ""},
+		{"arch", CheckArch("gpt"), `-arch "gpt"`},
+		{"arch ok", CheckArch("deberta"), ""},
+		{"pooling", CheckPooling("mean"), `-pooling "mean"`},
+		{"pooling ok", CheckPooling(""), ""},
+		{"head scratch", (&Head{Arch: "bert", MaxLen: 8, Batch: 1, Epochs: 1, LR: 1, Accumulate: 1, Dev: 0.1}).Check(), "-layers 0"},
+		{"head warm", (&Head{Arch: "bert", MaxLen: 8, Batch: 1, Epochs: 1, LR: 1, Accumulate: 1, Dev: 0.1, WarmStart: true}).Check(), ""},
+		{"head default", func() error { h := DefaultHead(32, 8, 1, "ndcg@5"); return h.Check() }(), ""},
+	} {
+		if c.want == "" && c.err != nil || c.want != "" && (c.err == nil || !strings.Contains(c.err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", c.name, c.err, c.want)
+		}
+	}
+}
+
+func TestNewEncoder(t *testing.T) {
+	s := encoder.Sizes{Vocab: 50, Layers: 1, Hidden: 8, Heads: 2, MaxPositions: 16}
+	for _, c := range []struct {
+		arch  string
+		pairs bool
+		types int
+		err   string
+	}{
+		{"bert", true, 2, ""},
+		{"deberta", false, 0, ""},
+		{"deberta", true, 2, ""},
+		{"wordbag", true, 0, "cannot encode text pairs"},
+		{"xlnet", false, 0, `-arch "xlnet"`},
+	} {
+		e, err := NewEncoder(c.arch, s, c.pairs)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s pairs %v: %v, want %q", c.arch, c.pairs, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.arch, err)
+		}
+		if e.ModelType() != Archs[c.arch] || (c.pairs && e.TypeVocab() != c.types) {
+			t.Errorf("%s pairs %v: %s with %d token types", c.arch, c.pairs, e.ModelType(), e.TypeVocab())
+		}
+		if err := CheckArchOf("bert", true, e, "x"); (err == nil) != (c.arch == "bert") {
+			t.Errorf("CheckArchOf(bert, given) over %s: %v", c.arch, err)
+		}
+		if err := CheckArchOf("bert", false, e, "x"); err != nil {
+			t.Errorf("CheckArchOf not given: %v", err)
+		}
+	}
+}
+
+func TestOpen(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	if err := Open(run, false, "colt", "COLT"); err != nil {
+		t.Fatalf("a new run: %v", err)
+	}
+	if err := Open("", false, "colt", "COLT"); err == nil {
+		t.Error("no directory: no error")
+	}
+	d, err := data.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, _, _, err := rundir.Carve(d, "train", 0.1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rundir.Create(run, &rundir.Meta{Kind: "biencoder", Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: sp}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Open(run, false, "colt", "COLT"); err == nil || !strings.Contains(err.Error(), "-resume") {
+		t.Errorf("a new run into a run: %v", err)
+	}
+	if err := Open(run, true, "colt", "COLT"); err == nil || !strings.Contains(err.Error(), "a biencoder run, not a COLT run") {
+		t.Errorf("resuming another kind: %v", err)
+	}
+	if err := Open(run, true, "biencoder", "bi-encoder"); err != nil {
+		t.Errorf("resume: %v", err)
+	}
+	if _, _, err := LoadResume(run, "nope.json"); err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("LoadResume without its config: %v", err)
+	}
+}

@@ -1,0 +1,198 @@
+package crossencoder
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gomlx/compute"
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/internal/runs"
+	"github.com/toolret/toolret/metrics"
+	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/models/classifier"
+	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rundir"
+	"github.com/toolret/toolret/tokenize"
+	"github.com/toolret/toolret/train"
+)
+
+// TrainConfig is the recipe of `train crossencoder`, ToolRerank's cross-encoder reranker
+// trained on the hard negatives of a bi-encoder run: every flag of the command as a field
+// (the shared ones in runs.Head). DefaultTrainConfig holds the defaults.
+type TrainConfig struct {
+	runs.Head
+	Depth     int    // -depth: hard negatives come from the retriever's top Depth tools, also the dev and test reranking depth (default 30)
+	Negatives int    // -negatives-per-positive: negatives per positive pair (default 7)
+	Loss      string // -loss: listwise (softmax CE over the positive and its negatives; default) or bce (per pair)
+	DevMax    int    // -dev-max: evaluate on at most this many dev queries during training (default 0: all)
+	// Data is the dataset (nil: the embedded default dataset).
+	Data *data.Dataset
+	// Args is provenance only: the command's flags as recorded in a new run's run.json.
+	Args map[string]string
+}
+
+// DefaultTrainConfig returns the command's defaults: max length 128, batch 8, 4 epochs,
+// ndcg@5, and a warm start from the retriever's encoder (a cross-encoder from random weights
+// learns no query-tool matching in these budgets).
+func DefaultTrainConfig() TrainConfig {
+	h := runs.DefaultHead(128, 8, 4, "ndcg@5")
+	h.WarmStart = true
+	return TrainConfig{Head: h, Depth: 30, Negatives: 7, Loss: LossListwise}
+}
+
+// Result is what Train did: the run directory, the trainer's summary and, with a test split,
+// the test report of reranking the retriever's top Depth.
+type Result struct {
+	RunDir  string
+	Summary *train.Summary
+	Test    *metrics.Report
+}
+
+// Validate checks c (not the run directory or data).
+func (c *TrainConfig) Validate() error {
+	if c.Retriever == "" {
+		if c.Resume { // a resumed run records its -retriever
+			return fmt.Errorf("resume %s: the run records no -retriever", c.RunDir)
+		}
+		return fmt.Errorf("crossencoder needs -retriever RUN (a trained bi-encoder: hard negatives and dev candidates)")
+	}
+	if err := cli.First(cli.Positive("depth", c.Depth), cli.Positive("negatives-per-positive", c.Negatives), cli.NonNegative("dev-max", c.DevMax),
+		runs.CheckMaxLen(c.MaxLen, 3, "[CLS], [SEP], [SEP]"), cli.CheckMetric(c.Metric)); err != nil {
+		return err
+	}
+	if c.Loss != LossBCE && c.Loss != LossListwise {
+		return fmt.Errorf("-loss %q: want bce or listwise", c.Loss)
+	}
+	if err := runs.CheckPooling(c.Pooling); err != nil {
+		return err
+	}
+	return c.Head.Check()
+}
+
+// Train trains a cross-encoder into cfg.RunDir (or resumes it): hard negatives from the
+// -retriever run's top Depth, its recorded dev split; then, unless cfg.Test is empty,
+// evaluates reranking the retriever's top Depth of the test queries, prints the report and
+// writes test_metrics.json.
+func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	d, err := runs.Dataset(cfg.Data)
+	if err != nil {
+		return nil, err
+	}
+	s, err := cfg.Start("crossencoder", d, cfg.Args)
+	if err != nil {
+		return nil, err
+	}
+	bk, tr, dev := s.Backend, s.Train, s.Dev
+	store := s.Store()
+	var mc *Config
+	var tok *tokenize.Tokenizer
+	if cfg.Resume {
+		var b []byte
+		if b, tok, err = runs.LoadResume(cfg.RunDir, ConfigFile); err != nil {
+			return nil, err
+		}
+		if mc, err = Unmarshal(b); err != nil {
+			return nil, err
+		}
+	} else {
+		bc, t, err := s.Encoder(store, true)
+		if err != nil {
+			return nil, err
+		}
+		tok = t
+		pool, bc := classifier.HeadPoolingOf(bc, cfg.Pooling)
+		mc = &Config{Encoder: bc, MaxLen: cfg.MaxLen, LossKind: cfg.Loss, Pooling: pool}
+	}
+	if err := mc.Validate(); err != nil {
+		return nil, err
+	}
+	files, err := rundir.WriteModelFiles(cfg.RunDir, ConfigFile, mc.Marshal(), tok)
+	if err != nil {
+		return nil, err
+	}
+	evalDev := dev
+	if cfg.DevMax > 0 && len(dev.Queries) > cfg.DevMax {
+		evalDev = &data.Split{Name: dev.Name, Queries: dev.Queries[:cfg.DevMax], Relevant: dev.Relevant}
+	}
+	start := time.Now()
+	cands, err := TopTools(cfg.Retriever, bk, d, append(append([]int(nil), tr.Queries...), evalDev.Queries...), cfg.Depth)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(s.Log, "retriever top-%d for %d queries in %.0fs\n", cfg.Depth, len(cands), time.Since(start).Seconds())
+	task := &Task{Cfg: mc, Data: d, Train: tr, Dev: evalDev, Tok: tok, Candidates: cands, Negatives: cfg.Negatives,
+		BatchSize: cfg.Batch, Backend: bk, Seed: cfg.Seed, ExtraFiles: files}
+	if err := task.Prepare(); err != nil {
+		return nil, err
+	}
+	tc, steps := s.TrainConfig(task)
+	fmt.Fprintf(s.Log, "%s\ncross-encoder: %s, %d layers, hidden %d, vocab %d, max len %d, %s head, %s loss, %d train pairs x (1+%d), %d dev queries, %d steps -> %s\n",
+		d.Stats(), mc.Encoder.ModelType(), mc.Encoder.Layers(), mc.Encoder.Hidden(), mc.Encoder.Vocab(), mc.MaxLen, classifier.HeadPooling(mc.Pooling), mc.LossKind, len(tr.Pairs()), cfg.Negatives, len(evalDev.Queries), steps, cfg.RunDir)
+	if err := s.Create(); err != nil {
+		return nil, err
+	}
+	sum, err := train.Run(bk, store, task, tc, cfg.Resume)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(s.Log, "trained %d steps in %.0fs; best dev %s %.2f at step %d\n", sum.Steps, sum.Seconds, cfg.Metric, sum.BestMetrics[cfg.Metric], sum.BestStep)
+	res := &Result{RunDir: cfg.RunDir, Summary: sum}
+	if cfg.Test == "" {
+		return res, nil
+	}
+	ts, err := d.Split(cfg.Test)
+	if err != nil {
+		return nil, err
+	}
+	texts := make([]string, len(d.Tools))
+	for i, t := range d.Tools {
+		texts[i] = t.Text
+	}
+	mod, err := LoadRun(cfg.RunDir, bk, texts)
+	if err != nil {
+		return nil, err
+	}
+	tc2, err := TopTools(cfg.Retriever, bk, d, ts.Judged(), cfg.Depth)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := metrics.EvaluateSplit(ctx, d, ts, Reranker(mod, retrieve.Fixed(tc2), 0), metrics.DefaultKs)
+	if err != nil {
+		return nil, err
+	}
+	rep.Dataset = fmt.Sprintf("%s (cross-encoder reranking of the retriever's top %d)", d.Name, cfg.Depth)
+	fmt.Fprint(s.Out, rep)
+	res.Test = &rep
+	return res, rundir.WriteJSON(cfg.RunDir, "test_metrics.json", map[string]any{fmt.Sprintf("rerank-%d", cfg.Depth): rep})
+}
+
+// TopTools ranks the given queries of d with the bi-encoder run at run and returns each
+// one's top m tools, best first.
+func TopTools(run string, bk compute.Backend, d *data.Dataset, queries []int, m int) (map[int][]int, error) {
+	emb, err := biencoder.LoadRun(run, bk)
+	if err != nil {
+		return nil, err
+	}
+	r, err := emb.Retriever(d, "text", "")
+	if err != nil {
+		return nil, err
+	}
+	texts := make([]string, len(queries))
+	for i, q := range queries {
+		texts[i] = d.Queries[q].Text
+	}
+	rk, err := r.RankTexts(texts, m)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int][]int, len(queries))
+	for i, q := range queries {
+		out[q] = rk[i].Tools
+	}
+	return out, nil
+}
