@@ -76,8 +76,7 @@ type Source struct {
 	Path        string `json:"path,omitempty"`
 	BaseURL     string `json:"base_url,omitempty"`
 	OperationID string `json:"operation_id,omitempty"`
-	// Params maps the input schema's properties that are operation parameters to where
-	// they go (path, query, header, cookie).
+	// Params lists the operation's parameters, each an input schema property.
 	Params []Param `json:"params,omitempty"`
 	// Body says how the request body is made from the arguments: "" none; BodyMerged the
 	// properties not in Params form a JSON object; otherwise the name of the property whose
@@ -86,10 +85,21 @@ type Source struct {
 	ContentType string `json:"content_type,omitempty"`
 }
 
-// Param is an OpenAPI operation parameter: the input property Name goes In a location.
+// Param is an OpenAPI operation parameter Name in a location In (path, query, header,
+// cookie), whose value is the input property Property (Name when empty: Property is set when
+// two parameters share a name, "header_Accept").
 type Param struct {
-	Name string `json:"name"`
-	In   string `json:"in"`
+	Name     string `json:"name"`
+	In       string `json:"in"`
+	Property string `json:"property,omitempty"`
+}
+
+// Prop returns the input property holding p's value.
+func (p Param) Prop() string {
+	if p.Property != "" {
+		return p.Property
+	}
+	return p.Name
 }
 
 // ID is the tool's identifier in the library: "namespace.name", or the name when the

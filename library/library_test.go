@@ -18,7 +18,7 @@ func sample() *Library {
 		{Name: "repos/get", Namespace: "github", Description: "Get a repository <b>&</b>", Tags: []string{"repos"},
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"owner":{"type":"string"},"repo":{"type":"string"}}}`),
 			Source: Source{Kind: KindOpenAPI, Method: "GET", Path: "/repos/{owner}/{repo}", BaseURL: "https://api.example.com",
-				Params: []Param{{"owner", InPath}, {"repo", InPath}}}},
+				Params: []Param{{Name: "owner", In: InPath}, {Name: "repo", In: InPath}}}},
 		{Name: "now", Description: "The time.", InputSchema: json.RawMessage(`{"type":"object"}`), Source: Source{Kind: KindFunctions}},
 	}}
 }
