@@ -84,6 +84,7 @@ func decodeOpenAPI(ctx context.Context, b []byte, loc *url.URL, origin, namespac
 	sort.Strings(names)
 	seen := map[string]string{}
 	var tools []library.Tool
+	conv := newConverter() // shared: a schema used by many operations is converted once
 	for _, p := range names {
 		item := paths[p]
 		if item == nil {
@@ -95,7 +96,7 @@ func decodeOpenAPI(ctx context.Context, b []byte, loc *url.URL, origin, namespac
 				continue
 			}
 			at := m + " " + p
-			t, err := operationTool(op, item, m, p, namespace, origin)
+			t, err := operationTool(conv, op, item, m, p, namespace, origin)
 			if err == nil {
 				_, err = library.CompileSchema(t.InputSchema)
 			}
@@ -131,8 +132,10 @@ func loadOpenAPI(ctx context.Context, b []byte, loc *url.URL) (*openapi3.T, erro
 	}
 	l := openapi3.NewLoader()
 	l.Context = ctx
-	l.IsExternalRefsAllowed = loc != nil
-	l.ReadFromURIFunc = localOnly
+	if loc != nil { // a file: references to other local files are followed
+		l.IsExternalRefsAllowed = true
+		l.ReadFromURIFunc = localOnly
+	}
 	var doc *openapi3.T
 	var err error
 	if loc != nil {
@@ -173,7 +176,7 @@ func serverURL(servers openapi3.Servers) string {
 	return strings.TrimSuffix(u, "/")
 }
 
-func operationTool(op *openapi3.Operation, item *openapi3.PathItem, method, path, namespace, origin string) (library.Tool, error) {
+func operationTool(conv *converter, op *openapi3.Operation, item *openapi3.PathItem, method, path, namespace, origin string) (library.Tool, error) {
 	t := library.Tool{Name: op.OperationID, Namespace: namespace, Title: strings.TrimSpace(op.Summary),
 		Tags: slices.Clip(op.Tags), Source: library.Source{Kind: library.KindOpenAPI, Origin: origin,
 			Method: method, Path: path, OperationID: op.OperationID}}
@@ -190,7 +193,8 @@ func operationTool(op *openapi3.Operation, item *openapi3.PathItem, method, path
 		}
 		t.Description += d
 	}
-	c := newConverter()
+	c := conv
+	c.budget = maxSchemaObjects
 	props := map[string]any{}
 	var order, required []string // property names in parameter order, then the body's sorted
 	for _, p := range parameters(item.Parameters, op.Parameters) {
@@ -215,6 +219,7 @@ func operationTool(op *openapi3.Operation, item *openapi3.PathItem, method, path
 		if mt != nil {
 			t.Source.ContentType = ct
 			body, _ := c.schema(mt.Schema).(map[string]any)
+			body = maps.Clone(body) // c's results are shared
 			if body == nil {
 				body = map[string]any{}
 			}

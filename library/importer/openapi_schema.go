@@ -13,14 +13,27 @@ import (
 // every $ref inlined. Results are shared between the schemas that use them: callers copy a
 // map before changing it.
 type converter struct {
-	done   map[*openapi3.Schema]any  // converted schemas with no recursion cut inside
+	done   map[*openapi3.Schema]done // converted schemas with no recursion cut inside
 	inUse  map[*openapi3.Schema]bool // the schemas being converted (the path from the root)
 	refOf  map[*openapi3.Schema]string
 	cutAny bool // set when a conversion cut a recursion
+	// budget is the number of schema objects the tool's input schema may still hold
+	// (inlining a schema used in many places can multiply its size); at 0 the rest is cut.
+	budget int
 }
 
+type done struct {
+	v    any
+	size int // schema objects in v
+}
+
+// maxSchemaObjects bounds the schema objects of one tool's input schema (JSON Schema
+// compilers take time quadratic in them here). GitHub's largest has 248
+// (tests: TestOpenAPIGitHub).
+const maxSchemaObjects = 2500
+
 func newConverter() *converter {
-	return &converter{done: map[*openapi3.Schema]any{}, inUse: map[*openapi3.Schema]bool{}, refOf: map[*openapi3.Schema]string{}}
+	return &converter{done: map[*openapi3.Schema]done{}, inUse: map[*openapi3.Schema]bool{}, refOf: map[*openapi3.Schema]string{}}
 }
 
 // param returns parameter p's schema with the parameter's description, deprecation and
@@ -61,8 +74,13 @@ func (c *converter) schema(ref *openapi3.SchemaRef) any {
 	if ref.Ref != "" && c.refOf[v] == "" {
 		c.refOf[v] = ref.Ref
 	}
-	if out, ok := c.done[v]; ok {
-		return out
+	if d, ok := c.done[v]; ok && d.size <= c.budget {
+		c.budget -= d.size
+		return d.v
+	}
+	if c.budget <= 0 || c.done[v].size > c.budget {
+		c.cutAny = true
+		return map[string]any{"description": "(schema cut: the tool's input schema is too large)"}
 	}
 	if c.inUse[v] {
 		c.cutAny = true
@@ -75,10 +93,12 @@ func (c *converter) schema(ref *openapi3.SchemaRef) any {
 	c.inUse[v] = true
 	outer := c.cutAny
 	c.cutAny = false
+	before := c.budget
+	c.budget--
 	out := c.convert(v)
 	delete(c.inUse, v)
 	if !c.cutAny {
-		c.done[v] = out
+		c.done[v] = done{out, before - c.budget}
 	}
 	c.cutAny = c.cutAny || outer
 	return out
