@@ -1,6 +1,7 @@
 package data
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,6 +63,11 @@ func FromLibrary(name string, l *library.Library) (*Dataset, error) {
 	}
 	return d, nil
 }
+
+// ErrNoQueries is the error of asking a dataset with no queries (a tool library) for a
+// split; it says what such a dataset is good for.
+var ErrNoQueries = errors.New("it has tools and no queries or relevance judgements to train or evaluate on " +
+	"(a tool library: index it with export -format index -data, or serve it)")
 
 // HasQueries reports whether d has judged queries to train or evaluate on; a tool library
 // (FromLibrary) has none.

@@ -2,6 +2,7 @@ package data
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,8 +42,11 @@ func TestLoadLibrary(t *testing.T) {
 		t.Errorf("tool 1: %+v", d.Tools[1])
 	}
 	// A held-out-tool view needs judged queries.
-	if _, err := Open(p, &Holdout{Fraction: 0.5, Seed: 1}); err == nil {
-		t.Error("a held-out-tool view of a library with no queries was made")
+	if _, err := Open(p, &Holdout{Fraction: 0.5, Seed: 1}); !errors.Is(err, ErrNoQueries) {
+		t.Errorf("a held-out-tool view of a library: %v", err)
+	}
+	if _, err := d.Split("test"); !errors.Is(err, ErrNoQueries) || !strings.Contains(err.Error(), `dataset tools: no split "test": it has tools and no queries`) {
+		t.Errorf("Split: %v", err)
 	}
 	// Errors name the library file and line.
 	bad := filepath.Join(dir, "bad.jsonl")
