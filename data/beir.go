@@ -19,14 +19,18 @@ import (
 // Load reads a dataset from path: a BEIR directory (corpus.jsonl, queries.jsonl,
 // qrels/<split>.tsv, optional query_scene_<split>.txt and scene_tool.txt) or a Parquet
 // directory (tools.parquet, queries.parquet, qrels_<split>.parquet, ...). Either may hold
-// HoldoutFile: the dataset is then a held-out-tool view (written from HoldoutTools).
+// HoldoutFile: the dataset is then a held-out-tool view (written from HoldoutTools). A .jsonl
+// file is a tool library (LoadLibrary): tools and no queries.
 func Load(p string) (*Dataset, error) {
 	st, err := os.Stat(p)
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", p, err)
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("dataset %s: not a directory", p)
+		if st.Mode().IsRegular() && strings.HasSuffix(p, ".jsonl") {
+			return LoadLibrary(p)
+		}
+		return nil, fmt.Errorf("dataset %s: not a directory (nor a tool library .jsonl file)", p)
 	}
 	name := filepath.Base(filepath.Clean(p))
 	if _, err := os.Stat(filepath.Join(p, "tools.parquet")); err == nil {

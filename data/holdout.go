@@ -56,6 +56,9 @@ func (d *Dataset) HoldoutTools(frac float64, seed int64) (*Dataset, error) {
 	if !(frac > 0 && frac < 1) {
 		return nil, fmt.Errorf("held-out tool fraction %v: want 0 < frac < 1", frac)
 	}
+	if !d.HasQueries() {
+		return nil, fmt.Errorf("dataset %s: hold out tools: %w", d.Name, ErrNoQueries)
+	}
 	rel := map[int][]int{}
 	scene := map[int]int{}
 	for _, name := range d.SplitNames() {

@@ -15,6 +15,9 @@ func (d *Dataset) Split(name string) (*Split, error) {
 	if s, ok := d.Splits[name]; ok {
 		return s, nil
 	}
+	if len(d.Splits) == 0 {
+		return nil, fmt.Errorf("dataset %s: no split %q: %w", d.Name, name, ErrNoQueries)
+	}
 	return nil, fmt.Errorf("dataset %s: no split %q (have %s)", d.Name, name, strings.Join(d.SplitNames(), ", "))
 }
 

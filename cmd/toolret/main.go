@@ -8,6 +8,7 @@
 //	toolret serve [flags]     serve an index over HTTP and MCP
 //	toolret encode [flags]    embed texts
 //	toolret convert [flags]   BEIR <-> Parquet datasets
+//	toolret import [flags]    tool libraries from MCP servers, OpenAPI specs, function lists
 //	toolret hub download|path|import   the Hugging Face hub cache
 //	toolret bench encode|train|matmul|colt|retrieve|rerank|serve [flags]
 //	toolret version
@@ -28,6 +29,7 @@ import (
 	evalcmd "github.com/toolret/toolret/cmd/eval"
 	exportcmd "github.com/toolret/toolret/cmd/export"
 	hubcmd "github.com/toolret/toolret/cmd/hub"
+	importcmd "github.com/toolret/toolret/cmd/import"
 	servecmd "github.com/toolret/toolret/cmd/serve"
 	traincmd "github.com/toolret/toolret/cmd/train"
 	"github.com/toolret/toolret/export"
@@ -46,6 +48,7 @@ var commands = map[string]command{
 	"serve":   {servecmd.Main, "serve an exported index over HTTP and MCP"},
 	"encode":  {encodecmd.Main, "embed texts with an encoder model"},
 	"convert": {convertcmd.Main, "convert a dataset between the BEIR and Parquet layouts"},
+	"import":  {importcmd.Main, "import tool definitions into a tool library from MCP servers, OpenAPI specs and function lists"},
 	"hub":     {hubcmd.Main, "download, locate or import models in the Hugging Face hub cache"},
 	"bench":   {benchcmd.Main, "measure toolret against PyTorch on the same shapes"},
 	"version": {version, "print the version"},

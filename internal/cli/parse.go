@@ -40,6 +40,7 @@ var commands = map[string]struct{ synopsis, doc string }{
 	"serve":              {"serve an exported index over HTTP and MCP", "docs/serve.md"},
 	"encode":             {"embed texts with an encoder model", "docs/encoding.md"},
 	"convert":            {"convert a dataset between the BEIR and Parquet layouts", "docs/data.md"},
+	"import":             {"import tool definitions into a tool library from MCP servers, OpenAPI descriptions and function lists", "docs/tool-libraries.md"},
 	"hub import":         {"put a model directory into the Hugging Face hub cache under its hub id", "docs/pre-trained-models.md"},
 	"bench encode":       {"time encoding against PyTorch", "docs/benchmarks.md"},
 	"bench train":        {"time training steps against PyTorch", "docs/benchmarks.md"},
