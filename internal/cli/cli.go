@@ -86,8 +86,8 @@ func Metric(fs *flag.FlagSet, def string) *string {
 	return fs.String("metric", def, "dev metric selecting the best checkpoint: recall@K, ndcg@K or comp@K with K in 1,3,5,10")
 }
 
-// DevKs are the cutoffs of every dev evaluation during training.
-var DevKs = metrics.DefaultKs
+// DevKs are the cutoffs of every dev evaluation during training (metrics.DevKs).
+var DevKs = metrics.DevKs
 
 // CheckMetric reports an error unless name is a metric the dev evaluation computes.
 func CheckMetric(name string) error {

@@ -13,7 +13,6 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/losses"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
@@ -412,7 +411,7 @@ func (t *FeedbackTask) Loss(s *model.Scope, in []*Node) *Node {
 	return total
 }
 
-// Evaluate implements train.Task: round 0's dev metrics (cli.DevKs), each dev query marked
+// Evaluate implements train.Task: round 0's dev metrics (metrics.DevKs), each dev query marked
 // with iteration 0.
 func (t *FeedbackTask) Evaluate(store *model.Store) (map[string]float64, error) {
 	if t.Dev == nil {
@@ -423,7 +422,7 @@ func (t *FeedbackTask) Evaluate(store *model.Store) (map[string]float64, error) 
 	if err != nil {
 		return nil, err
 	}
-	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(Marked{R: r, Marker: t.Cfg.Marker}), cli.DevKs)
+	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(Marked{R: r, Marker: t.Cfg.Marker}), metrics.DevKs)
 }
 
 // Files implements train.Task.

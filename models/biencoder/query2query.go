@@ -14,7 +14,6 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/losses"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
@@ -422,7 +421,7 @@ func (t *QueryTask) triplets(epoch, i int) ([][3]int, error) {
 	return out, nil
 }
 
-// Evaluate implements train.Task: dev Recall/NDCG/COMP@K (cli.DevKs) with usage tool vectors
+// Evaluate implements train.Task: dev Recall/NDCG/COMP@K (metrics.DevKs) with usage tool vectors
 // from the training part (the objective trains query embeddings only).
 func (t *QueryTask) Evaluate(store *model.Store) (map[string]float64, error) {
 	if t.Dev == nil {
@@ -433,7 +432,7 @@ func (t *QueryTask) Evaluate(store *model.Store) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(r), cli.DevKs)
+	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(r), metrics.DevKs)
 }
 
 // Files implements train.Task.

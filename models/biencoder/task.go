@@ -10,7 +10,6 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/losses"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
@@ -237,7 +236,7 @@ func (t *Task) randomNegative(r *rand.Rand, q int) (int, error) {
 	return pool[r.IntN(len(pool))], nil
 }
 
-// Evaluate implements train.Task: dev Recall/NDCG/COMP@K (cli.DevKs) with text tool vectors.
+// Evaluate implements train.Task: dev Recall/NDCG/COMP@K (metrics.DevKs) with text tool vectors.
 func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	if t.Dev == nil {
 		return map[string]float64{}, nil
@@ -247,7 +246,7 @@ func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(r), cli.DevKs)
+	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(r), metrics.DevKs)
 }
 
 // Files implements train.Task.

@@ -9,7 +9,6 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
@@ -92,7 +91,7 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	return []*tensors.Tensor{ids, mask, tensors.FromFlatDataAndDimensions(y, len(qs), n)}, len(qs), nil
 }
 
-// Evaluate implements train.Task. mlc: the dev ranking metrics (cli.DevKs) of its sigmoid
+// Evaluate implements train.Task. mlc: the dev ranking metrics (metrics.DevKs) of its sigmoid
 // scores; querytype: the dev TypeMetrics.
 func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	if t.Dev == nil {
@@ -106,7 +105,7 @@ func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(r), cli.DevKs)
+	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(r), metrics.DevKs)
 }
 
 // TypeMetrics evaluates a querytype model on the judged queries of split s: the TypeAccuracy

@@ -12,7 +12,6 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/data"
 	tgraph "github.com/toolret/toolret/graph"
-	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/retrieve"
@@ -244,7 +243,7 @@ func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	r := retrieve.ScoreFunc(func(_ context.Context, q retrieve.Query) ([]float32, error) {
 		return sc.Scores(t.Queries[q.Index]), nil
 	})
-	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, r, cli.DevKs)
+	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, r, metrics.DevKs)
 }
 
 // Files implements train.Task.

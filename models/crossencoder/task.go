@@ -11,7 +11,6 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
@@ -184,7 +183,7 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	return []*tensors.Tensor{ids, ty, mask, tensors.FromFlatDataAndDimensions(labels, hi-lo, 1+k)}, hi - lo, nil
 }
 
-// Evaluate implements train.Task: the dev metrics (cli.DevKs) of reranking each dev query's
+// Evaluate implements train.Task: the dev metrics (metrics.DevKs) of reranking each dev query's
 // candidates.
 func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	if t.Dev == nil {
@@ -195,7 +194,7 @@ func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 		texts[i] = tool.Text
 	}
 	m := NewModel(t.Cfg, t.Tok, t.Backend, store, texts)
-	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, Reranker(m, retrieve.Fixed(t.Candidates), 0), cli.DevKs)
+	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, Reranker(m, retrieve.Fixed(t.Candidates), 0), metrics.DevKs)
 }
 
 // Reranker returns the ranker that reorders the first depth tools first gives each query (all

@@ -16,7 +16,6 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/candidates"
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
@@ -318,7 +317,7 @@ func (m *Model) ChooseWeight(ctx context.Context, d *data.Dataset, s *data.Split
 		for i, q := range qs {
 			fixed[q] = Refine(lists[i], sc[i], w, 0).Tools
 		}
-		res, err := metrics.EvaluateDev(ctx, d, s, fixed, cli.DevKs)
+		res, err := metrics.EvaluateDev(ctx, d, s, fixed, metrics.DevKs)
 		if err != nil {
 			return 0, nil, err
 		}

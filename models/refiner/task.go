@@ -12,7 +12,6 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/candidates"
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/tokenize"
@@ -173,13 +172,13 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	return []*tensors.Tensor{ids, mask, cand, slots, tensors.FromFlatDataAndDimensions(y, len(qs), n)}, len(qs), nil
 }
 
-// Evaluate implements train.Task: the dev ranking metrics (cli.DevKs) of the refined lists.
+// Evaluate implements train.Task: the dev ranking metrics (metrics.DevKs) of the refined lists.
 func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	if t.Dev == nil {
 		return map[string]float64{}, nil
 	}
 	m := &Model{Cfg: t.Cfg, Tok: t.Tok, Backend: t.Backend, Store: store, Batch: 64}
-	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, m.Lists(t.Lists), cli.DevKs)
+	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, m.Lists(t.Lists), metrics.DevKs)
 }
 
 // Files implements train.Task.

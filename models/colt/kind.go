@@ -1,0 +1,20 @@
+package colt
+
+import (
+	"github.com/gomlx/compute"
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/kinds"
+	"github.com/toolret/toolret/retrieve"
+)
+
+// Kind is the model kind of a COLT run (rundir.Meta.Kind).
+const Kind = "colt"
+
+func init() {
+	// A COLT run ranks with its recorded stage-1 bi-encoder and its trained graph stage
+	// (colt.json is kept in the checkpoints only).
+	kinds.Register(kinds.Kind{Name: Kind, ConfigFile: ConfigFile,
+		Rank: func(dir string, be compute.Backend, d *data.Dataset) (retrieve.Ranker, error) {
+			return LoadRun(dir, d, be)
+		}})
+}
