@@ -12,7 +12,10 @@ import (
 const Kind = "classifier"
 
 func init() {
-	kinds.Register(kinds.Kind{Name: Kind, ConfigFile: ConfigFile,
+	newConfig, train := kinds.Typed(Kind, DefaultTrainConfig, Train, func(r *Result) *kinds.Result {
+		return &kinds.Result{RunDir: r.RunDir, Summary: r.Summary, Test: kinds.TestReport(r.Test)}
+	})
+	kinds.Register(kinds.Kind{Name: Kind, ConfigFile: ConfigFile, NewConfig: newConfig, Train: train,
 		Rank: func(dir string, be compute.Backend, d *data.Dataset) (retrieve.Ranker, error) {
 			m, err := LoadRun(dir, be)
 			if err != nil {

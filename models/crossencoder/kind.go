@@ -6,4 +6,9 @@ import "github.com/toolret/toolret/kinds"
 // stage's candidates: it does not rank tools on its own.
 const Kind = "crossencoder"
 
-func init() { kinds.Register(kinds.Kind{Name: Kind, ConfigFile: ConfigFile}) }
+func init() {
+	newConfig, train := kinds.Typed(Kind, DefaultTrainConfig, Train, func(r *Result) *kinds.Result {
+		return &kinds.Result{RunDir: r.RunDir, Summary: r.Summary, Test: kinds.TestReport(r.Test)}
+	})
+	kinds.Register(kinds.Kind{Name: Kind, ConfigFile: ConfigFile, NewConfig: newConfig, Train: train})
+}

@@ -6,4 +6,9 @@ import "github.com/toolret/toolret/kinds"
 // encoder as a bi-encoder too (biencoder.json), which ranks, evaluates and exports for it.
 const Kind = "pretrain"
 
-func init() { kinds.Register(kinds.Kind{Name: Kind, ConfigFile: ConfigFile, Base: "biencoder"}) }
+func init() {
+	newConfig, train := kinds.Typed(Kind, DefaultTrainConfig, Train, func(r *Result) *kinds.Result {
+		return &kinds.Result{RunDir: r.RunDir, Summary: r.Summary}
+	})
+	kinds.Register(kinds.Kind{Name: Kind, ConfigFile: ConfigFile, Base: "biencoder", NewConfig: newConfig, Train: train})
+}

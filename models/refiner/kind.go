@@ -11,8 +11,11 @@ import (
 const Kind = "refiner"
 
 func init() {
+	newConfig, train := kinds.Typed(Kind, DefaultTrainConfig, Train, func(r *Result) *kinds.Result {
+		return &kinds.Result{RunDir: r.RunDir, Summary: r.Summary, Test: r.Test}
+	})
 	// A refiner run ranks with its recorded first stage followed by the refiner.
-	kinds.Register(kinds.Kind{Name: Kind, ConfigFile: ConfigFile,
+	kinds.Register(kinds.Kind{Name: Kind, ConfigFile: ConfigFile, NewConfig: newConfig, Train: train,
 		Rank: func(dir string, be compute.Backend, d *data.Dataset) (retrieve.Ranker, error) {
 			return LoadPipeline(dir, d, be)
 		}})
