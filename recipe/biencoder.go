@@ -158,7 +158,7 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 		if fbData, err = readFeedback(pa.Feedback, pa.Retriever, d); err != nil {
 			return nil, err
 		}
-		if fbT, err = fbData.iterations(t.Iterations); err != nil {
+		if fbT, err = fbData.Iterations(t.Iterations); err != nil {
 			return nil, err
 		}
 	}
@@ -251,7 +251,7 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 		}
 		task, examples = qt, fmt.Sprintf("%d query triplets (%s, margin %v)", qt.Examples(), obj, mc.Margin)
 	} else if fbData != nil {
-		loops, err := fbData.loopsOf(d, trainSplit, from, fbT)
+		loops, err := fbData.TrainingLoops(d, trainSplit, from, fbT)
 		if err != nil {
 			return nil, err
 		}
@@ -260,7 +260,7 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 		if err := ft.Prepare(); err != nil {
 			return nil, err
 		}
-		if err := fbData.record(cfg.RunDir, pa.Feedback, fbT, cfg.Resume); err != nil {
+		if err := fbData.Record(cfg.RunDir, pa.Feedback, fbT, cfg.Resume); err != nil {
 			return nil, err
 		}
 		task, examples = ft, ft.Describe()
