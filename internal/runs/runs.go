@@ -66,15 +66,19 @@ func CheckMaxLen(n, least int, specials string) error {
 	return nil
 }
 
-// LoadResume returns the stored model configuration (configFile) and the tokenizer of a run
-// being resumed.
-func LoadResume(runDir, configFile string) ([]byte, *tokenize.Tokenizer, error) {
+// LoadResume reads a run's model configuration (configFile, decoded by unmarshal) and its
+// tokenizer, to resume the run.
+func LoadResume[T any](runDir, configFile string, unmarshal func([]byte) (*T, error)) (*T, *tokenize.Tokenizer, error) {
 	b, err := os.ReadFile(filepath.Join(runDir, configFile))
 	if err != nil {
 		return nil, nil, fmt.Errorf("resume: %w", err)
 	}
+	c, err := unmarshal(b)
+	if err != nil {
+		return nil, nil, err
+	}
 	tok, err := tokenize.Load(runDir)
-	return b, tok, err
+	return c, tok, err
 }
 
 // Writers returns out and log, os.Stdout and os.Stderr where nil: where a recipe prints its

@@ -102,7 +102,7 @@ func TestOpen(t *testing.T) {
 	if err := Open(run, true, "biencoder", "bi-encoder"); err != nil {
 		t.Errorf("resume: %v", err)
 	}
-	if _, _, err := LoadResume(run, "nope.json"); err == nil || !errors.Is(err, os.ErrNotExist) {
+	if _, _, err := LoadResume(run, "nope.json", func(b []byte) (*struct{}, error) { return &struct{}{}, nil }); err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("LoadResume without its config: %v", err)
 	}
 }
