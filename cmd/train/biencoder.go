@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/internal/runs"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/recipe"
 	"github.com/toolret/toolret/rundir"
@@ -15,12 +16,7 @@ import (
 // checkNewRun refuses to start a new run in a directory that already holds one.
 func checkNewRun(dir string) error { return rundir.CheckNew(dir) }
 
-func checkWarmup(w float64) error {
-	if !(w >= 0 && w < 1) {
-		return fmt.Errorf("-warmup %v: a fraction of the steps, must be in [0, 1)", w)
-	}
-	return nil
-}
+func checkWarmup(w float64) error { return runs.CheckWarmup(w) }
 
 // trainPadding returns the batch padding of -pad-multiple n. A resumed run made before the
 // flag existed (its recorded flags lack it) keeps the padding it was trained with, the

@@ -14,21 +14,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/toolret/toolret/checkpoints"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/tokenize"
 )
 
-// CheckNew refuses to start a new run in a directory that already holds one.
-func CheckNew(dir string) error {
-	if _, err := os.Stat(filepath.Join(dir, rundir.MetaFile)); err == nil {
-		return fmt.Errorf("run directory %s already holds a run: use -resume, or another -run", dir)
-	}
-	if steps, err := checkpoints.List(dir); err == nil && len(steps) > 0 {
-		return fmt.Errorf("run directory %s already has checkpoints: use -resume, or another -run", dir)
-	}
-	return nil
-}
+// CheckNew refuses to start a new run in a directory that already holds one (rundir.CheckNew).
+func CheckNew(dir string) error { return rundir.CheckNew(dir) }
 
 // Open checks the run directory dir a recipe trains into: a new run (resume false) must not
 // hold one (CheckNew); a resumed one must be a run of kind (what names the kind in the error).
