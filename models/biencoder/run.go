@@ -2,8 +2,9 @@ package biencoder
 
 import (
 	"fmt"
-	"github.com/toolret/toolret/models/encoder"
 	"sync"
+
+	"github.com/toolret/toolret/models/encoder"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"

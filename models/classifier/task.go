@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -12,22 +11,13 @@ import (
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
 
 // Task trains a classifier on the judged queries of a split (it implements train.Task).
 type Task struct {
-	Cfg       *Config
-	Data      *data.Dataset
-	Train     *data.Split
-	Dev       *data.Split
-	Tok       *tokenize.Tokenizer
-	Backend   compute.Backend
-	BatchSize int
-	Seed      uint64
-	// ExtraFiles are stored with every checkpoint.
-	ExtraFiles map[string][]byte
+	Cfg *Config
+	train.Setup
 
 	queries []int
 	seqs    map[int][]int32
@@ -60,10 +50,7 @@ func (t *Task) Prepare() error {
 	if len(t.queries) == 0 {
 		return fmt.Errorf("classifier: split %s has no judged queries", t.Train.Name)
 	}
-	t.seqs = map[int][]int32{}
-	for _, q := range t.queries {
-		t.seqs[q] = t.Tok.Single(t.Data.Queries[q].Text, t.Cfg.MaxLen)
-	}
+	t.seqs = t.QuerySeqs(t.queries, t.Cfg.MaxLen)
 	t.order = &train.EpochOrder{Items: t.queries, Seed: t.Seed, Salt: 0x636c6173}
 	return nil
 }
@@ -157,8 +144,5 @@ func TypeAccuracy(pMulti []float32, qs []int, multi map[int]bool) map[string]flo
 	}
 	return out
 }
-
-// Files implements train.Task.
-func (t *Task) Files() (map[string][]byte, error) { return t.ExtraFiles, nil }
 
 var _ train.Task = (*Task)(nil)

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -14,7 +13,6 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
-	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
 
@@ -73,19 +71,11 @@ func Slate(list, rel []int, n int, missing, order string, r *rand.Rand) ([]int, 
 // Task trains a refiner on the judged queries of a split over their first-stage candidate
 // lists (it implements train.Task).
 type Task struct {
-	Cfg       *Config
-	Data      *data.Dataset
-	Train     *data.Split
-	Dev       *data.Split
-	Tok       *tokenize.Tokenizer
-	Backend   compute.Backend
-	BatchSize int
-	Seed      uint64
+	Cfg *Config
+	train.Setup
 	// Lists holds the first stage's candidates of every training and dev query.
 	Lists          candidates.Lists
 	Missing, Order string
-	// ExtraFiles are stored with every checkpoint.
-	ExtraFiles map[string][]byte
 
 	queries []int
 	seqs    map[int][]int32
@@ -135,10 +125,7 @@ func (t *Task) Prepare() error {
 			return err
 		}
 	}
-	t.seqs = map[int][]int32{}
-	for _, q := range t.queries {
-		t.seqs[q] = t.Tok.Single(t.Data.Queries[q].Text, t.Cfg.MaxLen)
-	}
+	t.seqs = t.QuerySeqs(t.queries, t.Cfg.MaxLen)
 	t.order = &train.EpochOrder{Items: t.queries, Seed: t.Seed, Salt: 0x7265666e}
 	return nil
 }
@@ -180,8 +167,5 @@ func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	m := &Model{Cfg: t.Cfg, Tok: t.Tok, Backend: t.Backend, Store: store, Batch: 64}
 	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, m.Lists(t.Lists), metrics.DevKs)
 }
-
-// Files implements train.Task.
-func (t *Task) Files() (map[string][]byte, error) { return t.ExtraFiles, nil }
 
 var _ train.Task = (*Task)(nil)
