@@ -1,6 +1,8 @@
 package train
 
 import (
+	"fmt"
+
 	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/tokenize"
@@ -25,6 +27,17 @@ type Setup struct {
 
 // Files implements Task.Files: ExtraFiles.
 func (s *Setup) Files() (map[string][]byte, error) { return s.ExtraFiles, nil }
+
+// JudgedOrder returns the judged queries of the Train split in a seeded order per epoch
+// (EpochOrder with Seed and the task's salt), or an error naming the task (kind) when the
+// split has none.
+func (s *Setup) JudgedOrder(kind string, salt uint64) (*EpochOrder, error) {
+	qs := s.Train.Judged()
+	if len(qs) == 0 {
+		return nil, fmt.Errorf("%s: split %s has no judged queries", kind, s.Train.Name)
+	}
+	return &EpochOrder{Items: qs, Seed: s.Seed, Salt: salt}, nil
+}
 
 // TrainPairs returns the (query, relevant tool) pairs of the Train split, in its order.
 func (s *Setup) TrainPairs() []Pair {

@@ -19,7 +19,6 @@ type Task struct {
 	Cfg *Config
 	train.Setup
 
-	queries []int
 	seqs    map[int][]int32
 	targets map[int][]float32
 	devT    map[int][]float32
@@ -46,17 +45,15 @@ func (t *Task) Prepare() error {
 			return err
 		}
 	}
-	t.queries = t.Train.Judged()
-	if len(t.queries) == 0 {
-		return fmt.Errorf("classifier: split %s has no judged queries", t.Train.Name)
+	if t.order, err = t.JudgedOrder("classifier", 0x636c6173); err != nil {
+		return err
 	}
-	t.seqs = t.QuerySeqs(t.queries, t.Cfg.MaxLen)
-	t.order = &train.EpochOrder{Items: t.queries, Seed: t.Seed, Salt: 0x636c6173}
+	t.seqs = t.QuerySeqs(t.order.Items, t.Cfg.MaxLen)
 	return nil
 }
 
 // Batches implements train.Task (a trailing partial batch is dropped).
-func (t *Task) Batches(int) int { return max(len(t.queries)/t.BatchSize, 1) }
+func (t *Task) Batches(int) int { return t.order.FullBatches(t.BatchSize) }
 
 // Loss implements train.Task.
 func (t *Task) Loss(s *model.Scope, in []*Node) *Node { return t.Cfg.Loss(s, in) }

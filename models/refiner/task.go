@@ -77,9 +77,8 @@ type Task struct {
 	Lists          candidates.Lists
 	Missing, Order string
 
-	queries []int
-	seqs    map[int][]int32
-	order   *train.EpochOrder
+	seqs  map[int][]int32
+	order *train.EpochOrder
 }
 
 // Prepare checks the inputs and tokenizes the training queries.
@@ -99,9 +98,9 @@ func (t *Task) Prepare() error {
 	if t.Order != OrderShuffle && t.Order != OrderRank {
 		return fmt.Errorf("refiner: slot order %q: want shuffle or rank", t.Order)
 	}
-	t.queries = t.Train.Judged()
-	if len(t.queries) == 0 {
-		return fmt.Errorf("refiner: split %s has no judged queries", t.Train.Name)
+	var err error
+	if t.order, err = t.JudgedOrder("refiner", 0x7265666e); err != nil {
+		return err
 	}
 	check := func(s *data.Split) error {
 		for _, q := range s.Judged() {
@@ -125,13 +124,12 @@ func (t *Task) Prepare() error {
 			return err
 		}
 	}
-	t.seqs = t.QuerySeqs(t.queries, t.Cfg.MaxLen)
-	t.order = &train.EpochOrder{Items: t.queries, Seed: t.Seed, Salt: 0x7265666e}
+	t.seqs = t.QuerySeqs(t.order.Items, t.Cfg.MaxLen)
 	return nil
 }
 
 // Batches implements train.Task (a trailing partial batch is dropped).
-func (t *Task) Batches(int) int { return max(len(t.queries)/t.BatchSize, 1) }
+func (t *Task) Batches(int) int { return t.order.FullBatches(t.BatchSize) }
 
 // Loss implements train.Task.
 func (t *Task) Loss(s *model.Scope, in []*Node) *Node { return t.Cfg.Loss(s, in) }
