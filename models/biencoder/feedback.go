@@ -12,7 +12,6 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/losses"
-	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/train"
@@ -390,15 +389,7 @@ func (t *FeedbackTask) Loss(s *model.Scope, in []*Node) *Node {
 // Evaluate implements train.Task: round 0's dev metrics (metrics.DevKs), each dev query marked
 // with iteration 0.
 func (t *FeedbackTask) Evaluate(store *model.Store) (map[string]float64, error) {
-	if t.Dev == nil {
-		return map[string]float64{}, nil
-	}
-	e := &Embedder{Cfg: t.Cfg, Tok: t.Tok, Backend: t.Backend, Store: store, Batch: 64}
-	r, err := e.Retriever(t.Data, "text", "")
-	if err != nil {
-		return nil, err
-	}
-	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(Marked{R: r, Marker: t.Cfg.Marker}), metrics.DevKs)
+	return evaluateText(t.Cfg, &t.Setup, store, true)
 }
 
 // Describe summarises the training examples for a log line.

@@ -198,15 +198,26 @@ func (t *Task) randomNegative(r *rand.Rand, q int) (int, error) {
 
 // Evaluate implements train.Task: dev Recall/NDCG/COMP@K (metrics.DevKs) with text tool vectors.
 func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
-	if t.Dev == nil {
+	return evaluateText(t.Cfg, &t.Setup, store, false)
+}
+
+// evaluateText returns the dev metrics (metrics.DevKs) of the weights of store with text tool
+// vectors; marked, each dev query is marked as iteration 0 (Marked with cfg.Marker). Without
+// a dev split there are none.
+func evaluateText(cfg *Config, s *train.Setup, store *model.Store, marked bool) (map[string]float64, error) {
+	if s.Dev == nil {
 		return map[string]float64{}, nil
 	}
-	e := &Embedder{Cfg: t.Cfg, Tok: t.Tok, Backend: t.Backend, Store: store, Batch: 64}
-	r, err := e.Retriever(t.Data, "text", "")
+	e := &Embedder{Cfg: cfg, Tok: s.Tok, Backend: s.Backend, Store: store, Batch: 64}
+	r, err := e.Retriever(s.Data, "text", "")
 	if err != nil {
 		return nil, err
 	}
-	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(r), metrics.DevKs)
+	var rk retrieve.Ranker = r
+	if marked {
+		rk = Marked{R: r, Marker: cfg.Marker}
+	}
+	return metrics.EvaluateDev(context.Background(), s.Data, s.Dev, retrieve.Texts(rk), metrics.DevKs)
 }
 
 var (
