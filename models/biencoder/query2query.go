@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"os"
 
-	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -20,7 +19,6 @@ import (
 	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/retrieve/bm25"
 	"github.com/toolret/toolret/rundir"
-	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
 
@@ -283,20 +281,12 @@ func ReadTriplets(path string, d *data.Dataset) ([]Neighbours, error) {
 
 // QueryTask trains a bi-encoder with the query2query objective (it implements train.Task).
 type QueryTask struct {
-	Cfg       *Config
-	Data      *data.Dataset
-	Train     *data.Split
-	Dev       *data.Split
-	Tok       *tokenize.Tokenizer
-	Backend   compute.Backend
-	BatchSize int
-	Seed      uint64
+	Cfg *Config
+	train.Setup
 	// Triplets are the mined neighbours (MineTriplets or ReadTriplets) of Train's queries.
 	Triplets []Neighbours
 	// Padding: see Task (the anchors, positives and negatives share one padded length).
 	Padding Padding
-	// ExtraFiles are stored with every checkpoint.
-	ExtraFiles map[string][]byte
 
 	examples []queryExample
 	seqs     map[int][]int32
@@ -434,8 +424,5 @@ func (t *QueryTask) Evaluate(store *model.Store) (map[string]float64, error) {
 	}
 	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(r), metrics.DevKs)
 }
-
-// Files implements train.Task.
-func (t *QueryTask) Files() (map[string][]byte, error) { return t.ExtraFiles, nil }
 
 var _ train.Task = (*QueryTask)(nil)
