@@ -46,6 +46,7 @@ import (
 	"strings"
 
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/internal/atomicfile"
 )
 
 // Formats.
@@ -176,7 +177,18 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-")
+	// Missing parents are created (0755, as mkdir -p), and removed again if the export fails.
+	made, err := atomicfile.MkdirAll(filepath.Dir(out))
+	if err != nil {
+		return nil, fmt.Errorf("export: create the parent directory of output %s: %w", out, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			atomicfile.RemoveCreated(made)
+		}
+	}()
+	tmp, err := atomicfile.TempDir(filepath.Dir(out), "."+filepath.Base(out)+".tmp-")
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
@@ -218,6 +230,7 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 	if err := install(tmp, out); err != nil {
 		return nil, err
 	}
+	ok = true
 	return man, nil
 }
 
@@ -235,11 +248,20 @@ func checkOut(out string, force bool) (string, error) {
 		return "", fmt.Errorf("export: output %s is a filesystem root", out)
 	}
 	fi, err := os.Lstat(abs)
+	if err != nil {
+		// Missing parents are created by Export; the nearest existing one must be a directory.
+		for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+			pfi, perr := os.Stat(p)
+			if perr == nil && !pfi.IsDir() {
+				return "", fmt.Errorf("export: output %s: %s is not a directory", abs, p)
+			}
+			if perr == nil || filepath.Dir(p) == p {
+				break
+			}
+		}
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if pfi, perr := os.Stat(filepath.Dir(abs)); perr != nil || !pfi.IsDir() {
-			return "", fmt.Errorf("export: parent of output %s is not a directory", abs)
-		}
 		return abs, nil
 	case err != nil:
 		return "", fmt.Errorf("export: output %s: %w", abs, err)

@@ -45,8 +45,9 @@
 // the model's "query" and "document" prompts); they are recorded in the index.
 //
 // Every export has a manifest.json (toolret version, source, kind, data fingerprint, sha256 of
-// every file). DIR must be absent or empty unless -force; the export is written beside it
-// and renamed into place, so a failure leaves nothing behind.
+// every file). DIR must be absent or empty unless -force; missing parents are created (0755,
+// as mkdir -p); the export is written beside it and renamed into place, so a failure leaves
+// nothing behind.
 package main
 
 import (
@@ -58,6 +59,7 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/serve"
@@ -122,8 +124,10 @@ func exportRun(run, format, out string, force bool, dataDir, beName, refinerRun 
 }
 
 // exportModel exports the model run names (a run, an HF directory or a hub id); refinerRun,
-// with -format index, is packaged with the index.
-func exportModel(run, format, out string, force bool, dataDir, beName, refinerRun string, prompts export.Prompts) (*export.Manifest, error) {
+// with -format index, is packaged with the index. Its errors do not repeat the "export: "
+// main prints.
+func exportModel(run, format, out string, force bool, dataDir, beName, refinerRun string, prompts export.Prompts) (man *export.Manifest, err error) {
+	defer func() { err = cli.Unprefixed("export", err) }()
 	if run == "" || out == "" {
 		return nil, fmt.Errorf("-run and -out are required (or -model for -run)")
 	}
@@ -179,7 +183,7 @@ func exportModel(run, format, out string, force bool, dataDir, beName, refinerRu
 			}
 		}
 	}
-	man, err := export.Export(m, opts)
+	man, err = export.Export(m, opts)
 	if err == nil && man.Usage != nil {
 		fmt.Fprintln(os.Stderr, biencoder.UsageNote(man.Usage.Fallbacks, man.Tools))
 	}
@@ -190,7 +194,8 @@ func exportModel(run, format, out string, force bool, dataDir, beName, refinerRu
 }
 
 // runUpdate syncs the index out to the tools of dataDir (default: the embedded dataset).
-func runUpdate(run, format, out string, force bool, dataDir, beName string) (string, error) {
+func runUpdate(run, format, out string, force bool, dataDir, beName string) (msg string, err error) {
+	defer func() { err = cli.Unprefixed("export", err) }()
 	switch {
 	case format != export.FormatIndex:
 		return "", fmt.Errorf("-update works on an index: give -format index (not %q)", format)
@@ -202,7 +207,6 @@ func runUpdate(run, format, out string, force bool, dataDir, beName string) (str
 		return "", fmt.Errorf("-out (the index to update) is required")
 	}
 	var d *data.Dataset
-	var err error
 	src := dataDir
 	if dataDir != "" {
 		d, err = data.Load(dataDir)

@@ -204,3 +204,25 @@ func First(errs ...error) error {
 	}
 	return nil
 }
+
+// Unprefixed returns err with a leading "name: " removed from its message, for a command
+// that prints "name: " before its errors and would otherwise print it twice ("export:
+// export: ..."); errors.Is and errors.As still see err. nil stays nil.
+func Unprefixed(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	msg, ok := strings.CutPrefix(err.Error(), name+": ")
+	if !ok {
+		return err
+	}
+	return &unprefixed{msg, err}
+}
+
+type unprefixed struct {
+	msg string
+	err error
+}
+
+func (e *unprefixed) Error() string { return e.msg }
+func (e *unprefixed) Unwrap() error { return e.err }

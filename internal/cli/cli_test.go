@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -88,5 +90,25 @@ func TestParseCutoffsAndMetric(t *testing.T) {
 	}
 	if err := Positive("batch", 0); err == nil || !strings.Contains(err.Error(), "-batch 0") {
 		t.Errorf("Positive: %v", err)
+	}
+}
+
+func TestUnprefixed(t *testing.T) {
+	base := errors.New("export: output x: y is not a directory")
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{base, "output x: y is not a directory"},
+		{fmt.Errorf("hub: %w", base), "hub: export: output x: y is not a directory"},
+		{errors.New("export:no space"), "export:no space"},
+	} {
+		got := Unprefixed("export", tc.err)
+		if got.Error() != tc.want || !errors.Is(got, tc.err) {
+			t.Errorf("Unprefixed(%q) = %q (Is %v), want %q", tc.err, got, errors.Is(got, tc.err), tc.want)
+		}
+	}
+	if Unprefixed("export", nil) != nil {
+		t.Error("Unprefixed(nil) != nil")
 	}
 }
