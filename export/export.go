@@ -47,6 +47,7 @@ import (
 
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/atomicfile"
+	"github.com/toolret/toolret/rundir"
 )
 
 // Formats.
@@ -371,6 +372,10 @@ func writeJSON(root, name string, v any) error {
 func ReadManifest(dir string) (*Manifest, error) {
 	p := filepath.Join(dir, ManifestFile)
 	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) && isRun(dir) {
+		return nil, fmt.Errorf("no %s: this is a training run, not an exported index: export it first with `toolret export -run %s -format index -out OUT`: %w",
+			ManifestFile, dir, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -379,6 +384,16 @@ func ReadManifest(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	return &m, nil
+}
+
+// isRun reports whether dir looks like a training run or one of its checkpoints.
+func isRun(dir string) bool {
+	for _, f := range []string{rundir.MetaFile, "train_config.json", "checkpoints", "state.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // TowerDir returns the directory of a tower within an export directory: the tower named name
