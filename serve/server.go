@@ -247,6 +247,10 @@ func (s *Server) auth(h handlerFunc) handlerFunc {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolret"`)
 			return nil, errorf(http.StatusUnauthorized, `missing "Authorization: Bearer <token>" header: tool updates need the server's $TOOLRET_TOKEN`)
 		}
+		if strings.TrimSpace(got) == "Bearer" { // curl -H "Authorization: Bearer $TOOLRET_TOKEN" with it unset
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolret", error="invalid_token"`)
+			return nil, errorf(http.StatusUnauthorized, `empty bearer token in the "Authorization" header: is TOOLRET_TOKEN exported in the shell that sends the request?`)
+		}
 		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolret", error="invalid_token"`)
 			return nil, errorf(http.StatusUnauthorized, `invalid bearer token in the "Authorization" header`)
