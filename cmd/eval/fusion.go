@@ -23,18 +23,6 @@ type fusionOptions struct {
 	weightGiven  bool // -weight was given
 }
 
-// splitRuns splits -runs at commas, trimming spaces.
-func splitRuns(s string) []string {
-	if strings.TrimSpace(s) == "" {
-		return nil
-	}
-	out := strings.Split(s, ",")
-	for i := range out {
-		out[i] = strings.TrimSpace(out[i])
-	}
-	return out
-}
-
 // input is one ranking to fuse: a live ranker (a method or a trained run), or the rankings
 // of a TREC run file by query index.
 type input struct {
@@ -155,37 +143,6 @@ func (f *fused) RankQueries(ctx context.Context, qs []retrieve.Query, k int) ([]
 	return out, nil
 }
 
-// parseFusionWeights parses a fixed -weight for n lists: W (two lists: W·first + (1-W)·second)
-// or one non-negative weight per list.
-func parseFusionWeights(s string, n int) ([]float64, error) {
-	f := strings.Split(s, ",")
-	w := make([]float64, len(f))
-	for i, v := range f {
-		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || !(x >= 0) {
-			return nil, fmt.Errorf("-weight %q: want dev, W in [0, 1] (two -runs) or one weight >= 0 per -runs entry", s)
-		}
-		w[i] = x
-	}
-	if len(w) == 1 && n == 2 {
-		if w[0] > 1 {
-			return nil, fmt.Errorf("-weight %q: W·first + (1-W)·second needs W in [0, 1]", s)
-		}
-		w = []float64{w[0], 1 - w[0]}
-	}
-	if len(w) != n {
-		return nil, fmt.Errorf("-weight %q: %d weights for %d -runs entries", s, len(w), n)
-	}
-	sum := 0.0
-	for _, x := range w {
-		sum += x
-	}
-	if sum == 0 {
-		return nil, fmt.Errorf("-weight %q: the weights are all 0", s)
-	}
-	return w, nil
-}
-
 // buildFusion builds the inputs -runs names and the fusion -fusion names; with
 // -fusion minmax|zscore and -weight dev it picks the weights on the dev split (devSplit).
 func buildFusion(o *options, d *data.Dataset) (retrieve.QueryRanker, string, error) {
@@ -196,13 +153,13 @@ func buildFusion(o *options, d *data.Dataset) (retrieve.QueryRanker, string, err
 	}
 	f := &fused{depth: o.k, rrfK: fo.rrfK}
 	tune := false
-	switch fo.method {
+	switch method := fusionMethod(o); method {
 	case "rrf":
 		if fo.weightGiven {
 			return nil, "", fmt.Errorf("-weight applies to -fusion minmax or zscore, not rrf (-rrf-k)")
 		}
 	case "minmax", "zscore":
-		f.norm = rerank.Norm(fo.method)
+		f.norm = rerank.Norm(method)
 		tune = o.rr.weight == "dev"
 		if !tune {
 			w, err := parseFusionWeights(o.rr.weight, len(items))
