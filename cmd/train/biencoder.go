@@ -134,7 +134,7 @@ func biencoderCmd(args []string) error {
 	if err := resolveInit(fs, initDir, pooling, lr); err != nil {
 		return err
 	}
-	if err := cli.First(cli.Positive("batch", *batch), cli.Positive("epochs", *epochs), cli.Positive("lr", *lr),
+	if err := cli.First(cli.Positive("batch", *batch), cli.Positive("epochs", *epochs), cli.LR(*lr),
 		cli.Positive("temperature", *temp), cli.Positive("accumulate", *accum), cli.Fraction("dev", *devFrac),
 		cli.NonNegative("weight-decay", *wd), cli.NonNegative("clip", *clip), cli.NonNegative("hard-negatives", *hardNeg),
 		cli.NonNegative("eval-every", *evalEvery), cli.NonNegative("patience", *patience), cli.CheckMetric(*metric),

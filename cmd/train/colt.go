@@ -71,7 +71,7 @@ func coltCmd(args []string) error {
 		return fmt.Errorf("colt: -retriever RUN (the stage-1 bi-encoder run) is required")
 	}
 	if err := cli.First(cli.Positive("batch", *batch), cli.Positive("epochs", *epochs), cli.NonNegative("layers", *layers),
-		checkListLen(*listLen), cli.Positive("lr", *lr), cli.Positive("temperature", *temp), checkDropout(*dropout),
+		checkListLen(*listLen), cli.LR(*lr), cli.Positive("temperature", *temp), checkDropout(*dropout),
 		cli.Positive("attach-temp", *attachTemp), cli.NonNegative("lambda", *lambda), cli.NonNegative("weight-decay", *wd),
 		cli.NonNegative("patience", *patience), cli.NonNegative("tool-layer-weight", *toolW),
 		cli.NonNegative("scene-layer-weight", *sceneW), checkViews(*views), cli.CheckMetric(*metric)); err != nil {

@@ -94,7 +94,7 @@ func (h *headFlags) setup(cmd, kind string) (*data.Dataset, compute.Backend, *da
 	if err := resolveInit(h.fs, h.initDir, nil, h.lr); err != nil {
 		return nil, nil, nil, nil, err
 	}
-	if err := cli.First(cli.Positive("batch", *h.batch), cli.Positive("epochs", *h.epochs), cli.Positive("lr", *h.lr),
+	if err := cli.First(cli.Positive("batch", *h.batch), cli.Positive("epochs", *h.epochs), cli.LR(*h.lr),
 		cli.Positive("accumulate", *h.accum), cli.Positive("max-len", *h.maxLen), cli.Fraction("dev", *h.devFrac),
 		cli.NonNegative("weight-decay", *h.wd), cli.NonNegative("clip", *h.clip), cli.NonNegative("eval-every", *h.evalEvery),
 		cli.NonNegative("patience", *h.patience), checkWarmup(*h.warmup), checkArch(*h.arch)); err != nil {

@@ -75,7 +75,7 @@ func pretrainCmd(args []string) error {
 	if err != nil {
 		return fmt.Errorf("-objective: %w", err)
 	}
-	if err := cli.First(cli.Positive("batch", *batch), cli.Positive("epochs", *epochs), cli.Positive("lr", *lr),
+	if err := cli.First(cli.Positive("batch", *batch), cli.Positive("epochs", *epochs), cli.LR(*lr),
 		cli.Positive("accumulate", *accum), cli.Fraction("dev", *devFrac), cli.Fraction("mask-rate", *maskRate),
 		cli.Positive("temperature", *temp), cli.Positive("contrastive-weight", *conWeight),
 		cli.NonNegative("weight-decay", *wd), cli.NonNegative("clip", *clip), cli.NonNegative("eval-every", *evalEvery),

@@ -25,6 +25,9 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"io"
+	"math"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -183,6 +186,37 @@ func Positive[T int | int64 | uint64 | float64](name string, v T) error {
 func NonNegative[T int | int64 | float64](name string, v T) error {
 	if v < 0 {
 		return fmt.Errorf("-%s %v: must be >= 0", name, v)
+	}
+	return nil
+}
+
+// Stderr receives the warnings of flag checks (LR).
+var Stderr io.Writer = os.Stderr
+
+// The learning rates LR accepts without a warning: AdamW on transformers trains from scratch
+// at ~1e-3 down to ~1e-4 and fine-tunes at 1e-5 to 5e-5; every train command's default is in
+// between.
+const (
+	MaxUsualLR = 1e-2
+	MinUsualLR = 1e-7
+)
+
+// LR checks -lr: an error unless v > 0, and a warning on Stderr naming the value and the
+// usual range when v is above MaxUsualLR (training diverges: "-lr 5e4" for 5e-4) or below
+// MinUsualLR (training does not move). Every train command checks its -lr with it.
+func LR(v float64) error {
+	if err := Positive("lr", v); err != nil {
+		return err
+	}
+	switch {
+	case v > MaxUsualLR:
+		hint := ""
+		if e := math.Floor(math.Log10(v)); e >= 1 {
+			hint = fmt.Sprintf("; did you mean %ge-%g?", v/math.Pow(10, e), e)
+		}
+		fmt.Fprintf(Stderr, "warning: -lr %g is far above the usual learning rates (1e-3 to 1e-4 from scratch, 1e-5 to 5e-5 to fine-tune; above %g training usually diverges)%s\n", v, MaxUsualLR, hint)
+	case v < MinUsualLR:
+		fmt.Fprintf(Stderr, "warning: -lr %g is far below the usual learning rates (1e-3 to 1e-4 from scratch, 1e-5 to 5e-5 to fine-tune): the weights will barely change\n", v)
 	}
 	return nil
 }
