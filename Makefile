@@ -9,7 +9,12 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin
 
-.PHONY: train train-scratch models install-st eval test test-xla vet build install-onnx install-xla install-xla-cuda fuzz bench-encode export bench-retrieve bench-colt serve bench-serve
+.PHONY: env train train-scratch models install-st eval test test-xla vet build install-onnx install-xla install-xla-cuda fuzz bench-encode export bench-retrieve bench-colt serve bench-serve
+
+## env: the variables above as shell exports, for `go run` and `go test` by hand:
+## eval "$$(make -s env)"
+env:
+	@echo "export GOTOOLCHAIN=$(GOTOOLCHAIN) GOEXPERIMENT=$(GOEXPERIMENT)"
 
 ## train: fine-tune the pre-trained MODEL (fetched into the hub cache as `make models` does) as
 ## a bi-encoder on the embedded default dataset; prints test metrics. Where no weights can be

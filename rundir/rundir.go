@@ -12,7 +12,7 @@
 //	tokenizer files       tokenizer.json, vocab.txt, tokenizer_config.json
 //	checkpoints/step-N/   checkpoints (package checkpoints)
 //	metrics.jsonl         one record per optimizer step, dev metrics at evaluations
-//	plot.html             the loss and dev-metric plot (SVG charts)
+//	plot.html             the training plot: loss, dev metrics, lr, best checkpoint (train.PlotRuns)
 //	summary.json          the end-of-training summary
 //	test_metrics.json     the end-of-training test report, when a test split is evaluated
 //

@@ -20,6 +20,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
@@ -246,6 +247,10 @@ func (s *Server) auth(h handlerFunc) handlerFunc {
 		if got == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolret"`)
 			return nil, errorf(http.StatusUnauthorized, `missing "Authorization: Bearer <token>" header: tool updates need the server's $TOOLRET_TOKEN`)
+		}
+		if strings.TrimSpace(got) == "Bearer" { // curl -H "Authorization: Bearer $TOOLRET_TOKEN" with it unset
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolret", error="invalid_token"`)
+			return nil, errorf(http.StatusUnauthorized, `empty bearer token in the "Authorization" header: is TOOLRET_TOKEN exported in the shell that sends the request?`)
 		}
 		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolret", error="invalid_token"`)
@@ -538,6 +543,8 @@ type UpdateResponse struct {
 	Added       []string `json:"added,omitempty"`
 	Replaced    []string `json:"replaced,omitempty"`
 	Deleted     []string `json:"deleted,omitempty"`
+	// Warnings name the tools put with no title and no hierarchy: only their id names them.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func (s *Server) putTools(w http.ResponseWriter, r *http.Request) (any, *apiError) {
@@ -581,6 +588,11 @@ func (s *Server) putTools(w http.ResponseWriter, r *http.Request) (any, *apiErro
 			out.Replaced = append(out.Replaced, t.ID)
 		} else {
 			out.Added = append(out.Added, t.ID)
+		}
+	}
+	for i, t := range put {
+		if strings.TrimSpace(t.Title) == "" && t.ToolName == "" && t.APIName == "" {
+			out.Warnings = append(out.Warnings, fmt.Sprintf(`"tools"[%d] (id %q) has no "title" and no "hierarchy" tool or api: it is named by its id`, i, t.ID))
 		}
 	}
 	return out, nil
