@@ -58,15 +58,15 @@ type Options struct {
 
 // Gateway answers searches from a Store and calls tools through their upstreams.
 type Gateway struct {
-	opts   Options
-	store  *serve.Store
-	up     *Upstreams
-	log    *slog.Logger
-	lib    atomic.Pointer[state]
-	mcp    map[string]*mcpUpstream
-	http   [2]*http.Client // [0]: public addresses only; [1]: private allowed
-	usage  *usageLog
-	libMu  sync.Mutex // serialises library changes
+	opts    Options
+	store   *serve.Store
+	up      *Upstreams
+	log     *slog.Logger
+	lib     atomic.Pointer[state]
+	mcp     map[string]*mcpUpstream
+	http    [2]*http.Client // [0]: public addresses only; [1]: private allowed
+	usage   *usageLog
+	libMu   sync.Mutex // serialises library changes
 	closed  atomic.Bool
 	wg      sync.WaitGroup
 	refresh refreshing

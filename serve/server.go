@@ -15,7 +15,7 @@ package serve
 
 import (
 	"context"
-		"encoding/base64"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
