@@ -164,10 +164,22 @@ func (g *Gateway) callMCP(ctx context.Context, t *library.Tool, args map[string]
 		return toolError("tool %s: the call was cancelled", t.ID())
 	case errors.Is(err, mcp.ErrConnectionClosed) || isClosed(err):
 		return toolError("tool %s: upstream MCP server %q closed the connection during the call (it crashed, exited or sent malformed JSON-RPC); it is being restarted: the call may be retried", t.ID(), u.name)
-	case errors.As(err, &werr):
+	case isMalformed(err):
+		return toolError("tool %s: upstream MCP server %q answered malformed JSON-RPC: %s", t.ID(), u.name, g.up.Redact(err.Error()))
+	case errors.As(err, &werr) && werr.Code != codeRejected:
 		return toolError("tool %s: upstream MCP server %q answered with an error (code %d): %s", t.ID(), u.name, werr.Code, g.up.Redact(werr.Message))
 	}
 	return toolError("tool %s: upstream MCP server %q failed: %s", t.ID(), u.name, g.up.Redact(err.Error()))
+}
+
+// codeRejected is the JSON-RPC code the MCP SDK gives a request its transport failed to
+// deliver (an HTTP error status): the wrapped error says more.
+const codeRejected = -32005
+
+func isMalformed(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "invalid character") || strings.Contains(s, "unmarshaling jsonrpc") || strings.Contains(s, "failed to decode") ||
+		strings.Contains(s, "unexpected end of JSON")
 }
 
 func isClosed(err error) bool {

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/toolret/toolret/serve"
 )
 
@@ -23,12 +21,12 @@ func OpenAPIDocument() []byte { return openapiDoc }
 // structured_content, is_error), and its text contents joined (text) for a client that
 // passes the result on to a model as a function's output.
 type CallResult struct {
-	Name              string         `json:"name"`
-	IsError           bool           `json:"is_error"`
-	Text              string         `json:"text"`
-	Content           []mcp.Content  `json:"content"`
-	StructuredContent any            `json:"structured_content,omitempty"`
-	Meta              map[string]any `json:"_meta,omitempty"`
+	Name              string            `json:"name"`
+	IsError           bool              `json:"is_error"`
+	Text              string            `json:"text"`
+	Content           []json.RawMessage `json:"content"`
+	StructuredContent any               `json:"structured_content,omitempty"`
+	Meta              map[string]any    `json:"_meta,omitempty"`
 }
 
 // ToolDetail answers GET /v1/tools/{name}: the definition and the index record (id, text,
@@ -135,12 +133,16 @@ func (g *Gateway) Routes(r *serve.Router) {
 			return nil, err
 		}
 		serve.SetItems(req, 1, 0)
-		out := &CallResult{Name: in.Name, IsError: res.IsError, Text: resultText(res), Content: res.Content, StructuredContent: res.StructuredContent, Meta: res.Meta}
+		out := &CallResult{Name: in.Name, IsError: res.IsError, Text: resultText(res), Content: []json.RawMessage{}, StructuredContent: res.StructuredContent, Meta: res.Meta}
 		if t, ok := g.Tool(in.Name); ok {
 			out.Name = t.ID()
 		}
-		if out.Content == nil {
-			out.Content = []mcp.Content{}
+		for _, c := range res.Content {
+			b, err := json.Marshal(c)
+			if err != nil {
+				return nil, err
+			}
+			out.Content = append(out.Content, b)
 		}
 		return out, nil
 	}})
