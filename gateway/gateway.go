@@ -211,9 +211,10 @@ func (e *ArgumentError) Error() string {
 
 var printer = message.NewPrinter(language.English)
 
-// Validate checks args (a JSON object; empty: {}) against tool t's input schema.
-func (g *Gateway) Validate(t *library.Tool, args json.RawMessage) error {
-	return validate(g.lib.Load(), t, args)
+// Validate checks args (a JSON object; empty: {}) against tool t's input schema: nil, or an
+// *ArgumentError naming each failing field (or an error saying the schema does not compile).
+func Validate(t *library.Tool, args json.RawMessage) error {
+	return validate(newState(&library.Library{}), t, args)
 }
 
 func validate(st *state, t *library.Tool, args json.RawMessage) error {
