@@ -38,6 +38,9 @@ func TestMain(m *testing.M) {
 		s.Run(context.Background(), &mcp.StdioTransport{})
 		return
 	}
+	if cfg := os.Getenv(serveEnv); cfg != "" {
+		os.Exit(serveChild(cfg))
+	}
 	code := m.Run()
 	if modelDir.dir != "" {
 		os.RemoveAll(modelDir.dir)
