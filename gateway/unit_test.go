@@ -143,4 +143,3 @@ func FuzzValidate(f *testing.F) {
 		}
 	})
 }
-
