@@ -19,8 +19,9 @@ import (
 // reached (HTTP) on first need and kept; when it ends (the process died, the connection
 // broke) it is reconnected in the background with backoff.
 type mcpUpstream struct {
-	g    *Gateway
-	name string
+	g         *Gateway
+	name      string
+	transport string // "stdio", "http" or "sse", set on the first connection
 
 	mu       sync.Mutex
 	cs       *mcp.ClientSession
@@ -53,6 +54,7 @@ func (u *mcpUpstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 	opts := &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 		u.g.refreshAsync(u.name, "notifications/tools/list_changed")
 	}}
+	u.transport, _ = s.Transport()
 	cs, err := importer.Connect(ctx, u.name, s, opts)
 	if err != nil {
 		return nil, errors.New(u.g.up.Redact(err.Error()))
@@ -148,6 +150,14 @@ func (g *Gateway) callMCP(ctx context.Context, t *library.Tool, args map[string]
 		return res
 	}
 	var werr *jsonrpc.Error
+	u.mu.Lock()
+	tr := u.transport
+	u.mu.Unlock()
+	if ctx.Err() == nil && tr != "stdio" && !(errors.As(err, &werr) && werr.Code != codeRejected) {
+		// A broken HTTP session (the server restarted and forgot it, a proxy failed): start
+		// a new one for the next call.
+		u.drop(cs)
+	}
 	switch {
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		// A server that does not answer a ping either is hung: restart it.
