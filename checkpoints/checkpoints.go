@@ -34,6 +34,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/initializer"
+	"github.com/toolret/toolret/internal/atomicfile"
 	"github.com/toolret/toolret/safetensors"
 )
 
@@ -83,7 +84,7 @@ func Save(runDir string, store *model.Store, m Manifest, extra map[string][]byte
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp(parent, ".tmp-"+filepath.Base(final)+"-")
+	tmp, err := atomicfile.TempDir(parent, ".tmp-"+filepath.Base(final)+"-") // 0755, not MkdirTemp's 0700
 	if err != nil {
 		return "", err
 	}

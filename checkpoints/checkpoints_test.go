@@ -46,6 +46,15 @@ func TestSaveLoadRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The checkpoint directory has the mode a 0755 mkdir gets (os.MkdirTemp would give 0700).
+	ref := filepath.Join(t.TempDir(), "ref")
+	if err := os.Mkdir(ref, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.Stat(ref)
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != want.Mode().Perm() {
+		t.Errorf("checkpoint directory mode %v (%v), want %v", fi.Mode().Perm(), err, want.Mode().Perm())
+	}
 	steps, _ := List(run)
 	if !reflect.DeepEqual(steps, []int{12}) {
 		t.Fatalf("List = %v", steps)

@@ -360,6 +360,40 @@ func (b *builder) addQuerySceneJudgement(split, at, qid, sid string) error {
 	return nil
 }
 
+// WarnOutput receives the Warnings of every dataset loaded, one "data: warning: " line each
+// (nil: none are printed).
+var WarnOutput io.Writer = os.Stderr
+
+// maxUnnamed is how many unnamed tools a warning lists.
+const maxUnnamed = 5
+
+// warnUnnamed records a warning for the tools with no title and no tool or API name: nothing
+// names them but their id (serve's find_tools, the refiner's and LLM feedback's tool views,
+// the textview augmentations that need a name). An empty title alone is common (ToolLens,
+// the default dataset): the hierarchy names those tools.
+func (b *builder) warnUnnamed() {
+	var at []string
+	n := 0
+	for i, t := range b.d.Tools {
+		if strings.TrimSpace(t.Title) != "" || t.ToolName != "" || t.APIName != "" {
+			continue
+		}
+		if n++; n <= maxUnnamed {
+			at = append(at, fmt.Sprintf("%s (id %q)", b.toolAt[i], t.ID))
+		}
+	}
+	if n == 0 {
+		return
+	}
+	more := ""
+	if n > maxUnnamed {
+		more = fmt.Sprintf(", and %d more", n-maxUnnamed)
+	}
+	b.d.Warnings = append(b.d.Warnings, fmt.Sprintf(
+		"dataset %s: %d of %d tools have no title and no tool or API name (metadata tool_name/api_name, or ToolBench-style text); they are named by their id: %s%s",
+		b.d.Name, n, len(b.d.Tools), strings.Join(at, ", "), more))
+}
+
 // finish validates the whole dataset, sorts relevance lists and derives scenes if absent.
 func (b *builder) finish() (*Dataset, error) {
 	d := b.d
@@ -386,6 +420,12 @@ func (b *builder) finish() (*Dataset, error) {
 	}
 	if len(d.Scenes) == 0 {
 		deriveScenes(d)
+	}
+	b.warnUnnamed()
+	if WarnOutput != nil {
+		for _, w := range d.Warnings {
+			fmt.Fprintln(WarnOutput, "data: warning:", w)
+		}
 	}
 	return d, nil
 }

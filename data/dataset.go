@@ -71,4 +71,7 @@ type Dataset struct {
 	// tools (sorted indices).
 	Holdout *Holdout
 	HeldOut []int
+	// Warnings are problems of the input that do not stop loading (a tool with no name),
+	// each naming file and line (or row) and id. Loading prints them to WarnOutput.
+	Warnings []string
 }

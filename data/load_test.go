@@ -1,6 +1,7 @@
 package data
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -327,5 +328,45 @@ func TestBEIRRoundTrip(t *testing.T) {
 	}
 	if d3.Fingerprint() != d.Fingerprint() || !reflect.DeepEqual(d3.Splits, d.Splits) {
 		t.Fatal("BEIR -> Parquet round trip changed the dataset")
+	}
+}
+
+// TestUnnamedToolWarning: a tool with no title and no tool or API name loads, with a warning
+// naming its file, line and id, printed to WarnOutput; a tool named by its hierarchy alone
+// (ToolLens, the default dataset) gets none.
+func TestUnnamedToolWarning(t *testing.T) {
+	var out strings.Builder
+	defer func(w io.Writer) { WarnOutput = w }(WarnOutput)
+	WarnOutput = &out
+	corpus := goodFiles["corpus.jsonl"] + `{"_id": "w", "title": "", "text": "Get the weather forecast"}
+{"_id": "x", "title": "Box opener", "text": "Open a box"}
+{"_id": "y", "text": "Close a box"}
+`
+	d, err := LoadFS(fsWith(map[string]string{"corpus.jsonl": corpus}), "d", "good")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `dataset good: 2 of 6 tools have no title and no tool or API name (metadata tool_name/api_name, or ToolBench-style text); they are named by their id: d/corpus.jsonl:4 (id "w"), d/corpus.jsonl:6 (id "y")`
+	if len(d.Warnings) != 1 || d.Warnings[0] != want {
+		t.Errorf("warnings %q, want [%q]", d.Warnings, want)
+	}
+	if got := out.String(); got != "data: warning: "+want+"\n" {
+		t.Errorf("printed %q", got)
+	}
+	out.Reset()
+	for _, load := range []func() (*Dataset, error){
+		func() (*Dataset, error) { return LoadFS(fsWith(nil), "d", "good") },
+		Default,
+	} {
+		d, err := load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Warnings) != 0 {
+			t.Errorf("%s: warnings %q", d.Name, d.Warnings)
+		}
+	}
+	if out.Len() != 0 {
+		t.Errorf("printed %q", out.String())
 	}
 }

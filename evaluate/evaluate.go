@@ -9,18 +9,22 @@
 package evaluate
 
 import (
+	"github.com/toolret/toolret/kinds"
+
+	// The kinds a run may be of register themselves (package kinds).
+	_ "github.com/toolret/toolret/models/classifier"
+	_ "github.com/toolret/toolret/models/colt"
+	_ "github.com/toolret/toolret/models/crossencoder"
+	_ "github.com/toolret/toolret/models/pretrain"
+	_ "github.com/toolret/toolret/models/refiner"
+
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/models/classifier"
-	"github.com/toolret/toolret/models/colt"
-	"github.com/toolret/toolret/models/refiner"
 	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/rundir"
 )
 
 // RunOptions are how LoadRun loads a run.
@@ -35,50 +39,20 @@ type RunOptions struct {
 	Log io.Writer
 }
 
-// runLoaders load the kinds of run other than bi-encoders as rankers, by the configuration
-// file found in the run directory or its best checkpoint (rundir.FindConfig), in this order.
-var runLoaders = []struct {
-	file string
-	load func(dir string, be compute.Backend, d *data.Dataset) (retrieve.Ranker, error)
-}{
-	{classifier.ConfigFile, func(dir string, be compute.Backend, d *data.Dataset) (retrieve.Ranker, error) {
-		m, err := classifier.LoadRun(dir, be)
-		if err != nil {
-			return nil, err
-		}
-		return classifier.NewRanker(m, d)
-	}},
-	// A refiner run ranks with its recorded first stage followed by the refiner.
-	{refiner.ConfigFile, func(dir string, be compute.Backend, d *data.Dataset) (retrieve.Ranker, error) {
-		return refiner.LoadPipeline(dir, d, be)
-	}},
-	// A COLT run ranks with its recorded stage-1 bi-encoder and its trained graph stage
-	// (colt.json is kept in the checkpoints only).
-	{colt.ConfigFile, func(dir string, be compute.Backend, d *data.Dataset) (retrieve.Ranker, error) {
-		return colt.LoadRun(dir, d, be)
-	}},
-}
-
 // LoadRun loads the trained run (or checkpoint) at dir as a ranker of d's tools, whatever
 // its kind: an mlc classifier, a refiner pipeline, COLT, or else a bi-encoder with o.Vectors
 // tool vectors. It also returns a description ("run DIR (...)"). An iteration-aware
 // bi-encoder's ranker is a Marked one: it ranks every query as round 0's instruction.
 func LoadRun(dir string, d *data.Dataset, o RunOptions) (retrieve.QueryRanker, string, error) {
 	desc := "run " + dir
-	files := make([]string, len(runLoaders))
-	for i, l := range runLoaders {
-		files[i] = l.file
-	}
-	if p, ok := rundir.FindConfig(dir, files...); ok {
-		for _, l := range runLoaders {
-			if filepath.Base(p) == l.file {
-				r, err := l.load(dir, o.Backend, d)
-				if err != nil {
-					return nil, "", err
-				}
-				return retrieve.Texts(r), desc, nil
-			}
+	// The kinds that rank on their own (an mlc classifier, a refiner pipeline, COLT) load
+	// through the registry; bi-encoders (and the kinds that rank as one) below, with o.Vectors.
+	if k, err := kinds.Of(dir); err == nil && k.Rank != nil && k.Name != biencoder.Kind && k.Base != biencoder.Kind {
+		r, err := k.Rank(dir, o.Backend, d)
+		if err != nil {
+			return nil, "", err
 		}
+		return retrieve.Texts(r), desc, nil
 	}
 	emb, err := biencoder.LoadRun(dir, o.Backend)
 	if err != nil {

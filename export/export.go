@@ -46,6 +46,8 @@ import (
 	"strings"
 
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/internal/atomicfile"
+	"github.com/toolret/toolret/rundir"
 )
 
 // Formats.
@@ -176,7 +178,18 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-")
+	// Missing parents are created (0755, as mkdir -p), and removed again if the export fails.
+	made, err := atomicfile.MkdirAll(filepath.Dir(out))
+	if err != nil {
+		return nil, fmt.Errorf("export: create the parent directory of output %s: %w", out, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			atomicfile.RemoveCreated(made)
+		}
+	}()
+	tmp, err := atomicfile.TempDir(filepath.Dir(out), "."+filepath.Base(out)+".tmp-")
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
@@ -218,6 +231,7 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 	if err := install(tmp, out); err != nil {
 		return nil, err
 	}
+	ok = true
 	return man, nil
 }
 
@@ -235,11 +249,20 @@ func checkOut(out string, force bool) (string, error) {
 		return "", fmt.Errorf("export: output %s is a filesystem root", out)
 	}
 	fi, err := os.Lstat(abs)
+	if err != nil {
+		// Missing parents are created by Export; the nearest existing one must be a directory.
+		for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+			pfi, perr := os.Stat(p)
+			if perr == nil && !pfi.IsDir() {
+				return "", fmt.Errorf("export: output %s: %s is not a directory", abs, p)
+			}
+			if perr == nil || filepath.Dir(p) == p {
+				break
+			}
+		}
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if pfi, perr := os.Stat(filepath.Dir(abs)); perr != nil || !pfi.IsDir() {
-			return "", fmt.Errorf("export: parent of output %s is not a directory", abs)
-		}
 		return abs, nil
 	case err != nil:
 		return "", fmt.Errorf("export: output %s: %w", abs, err)
@@ -349,6 +372,10 @@ func writeJSON(root, name string, v any) error {
 func ReadManifest(dir string) (*Manifest, error) {
 	p := filepath.Join(dir, ManifestFile)
 	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) && isRun(dir) {
+		return nil, fmt.Errorf("no %s: this is a training run, not an exported index: export it first with `toolret export -run %s -format index -out OUT`: %w",
+			ManifestFile, dir, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -357,6 +384,16 @@ func ReadManifest(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	return &m, nil
+}
+
+// isRun reports whether dir looks like a training run or one of its checkpoints.
+func isRun(dir string) bool {
+	for _, f := range []string{rundir.MetaFile, "train_config.json", "checkpoints", "state.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // TowerDir returns the directory of a tower within an export directory: the tower named name

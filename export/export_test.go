@@ -499,7 +499,10 @@ func TestExportFailures(t *testing.T) {
 			os.Symlink(target, out)
 			return out
 		}, "hf", true, "is a symbolic link"},
-		{"no-parent", func(m *export.Model, parent, _ string) string { return filepath.Join(parent, "missing", "out") }, "hf", false, "parent of output"},
+		{"parent-is-file", func(m *export.Model, parent, _ string) string {
+			os.WriteFile(filepath.Join(parent, "file"), nil, 0o644)
+			return filepath.Join(parent, "file", "missing", "out")
+		}, "hf", false, "file is not a directory"},
 		{"format", func(m *export.Model, _, out string) string { return out }, "tflite", false, `unknown format "tflite"`},
 		{"head-activation", func(m *export.Model, _, out string) string {
 			h := m.Towers[0].Encoder.Hidden()

@@ -14,7 +14,10 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/checkpoints"
+	"github.com/toolret/toolret/kinds"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/models/classifier"
+	"github.com/toolret/toolret/models/crossencoder"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/tokenize"
@@ -346,9 +349,13 @@ var (
 	loaders   = map[string]Loader{}
 )
 
-// Register makes a model kind exportable. Kinds identify themselves by their checkpoint's
-// configuration file (biencoder.json, ...).
+// Register makes a model kind exportable: export's facet of the kind l.Kind of package kinds,
+// which identifies a run or checkpoint's kind (by its run.json, else by the configuration
+// file its kind registered). A kind the registry lacks is registered with l.ConfigFile.
 func Register(l Loader) {
+	if _, err := kinds.Lookup(l.Kind); err != nil {
+		kinds.Register(kinds.Kind{Name: l.Kind, ConfigFile: l.ConfigFile})
+	}
 	loadersMu.Lock()
 	defer loadersMu.Unlock()
 	loaders[l.Kind] = l
@@ -356,8 +363,8 @@ func Register(l Loader) {
 
 func init() {
 	Register(Loader{Kind: KindBiEncoder, ConfigFile: biencoder.ConfigFile, Load: loadBiEncoder})
-	Register(Loader{Kind: KindCrossEncoder, ConfigFile: "crossencoder.json", Load: HeadLoader(KindCrossEncoder, "crossencoder.json", []string{"relevant"})})
-	Register(Loader{Kind: KindClassifier, ConfigFile: "classifier.json", Load: HeadLoader(KindClassifier, "classifier.json", nil)})
+	Register(Loader{Kind: KindCrossEncoder, ConfigFile: crossencoder.ConfigFile, Load: HeadLoader(KindCrossEncoder, crossencoder.ConfigFile, []string{"relevant"})})
+	Register(Loader{Kind: KindClassifier, ConfigFile: classifier.ConfigFile, Load: HeadLoader(KindClassifier, classifier.ConfigFile, nil)})
 }
 
 // HeadLoader returns a loader for checkpoints of encoder + classification head models (the
@@ -449,40 +456,56 @@ func HeadLoader(kind, configFile string, defaultLabels []string) func(dir string
 }
 
 // LoadModel loads the model of a run directory (its best checkpoint) or of one checkpoint
-// directory, whatever its registered kind.
+// directory, whatever its kind (package kinds) with a registered loader; a kind without one
+// loads as its Base (a pretrain run as the bi-encoder it holds).
 func LoadModel(path string, be compute.Backend) (*Model, error) {
 	dir, err := rundir.CheckpointDir(path)
 	if err != nil {
 		return nil, err
 	}
 	loadersMu.Lock()
-	var ls []Loader
-	for _, l := range loaders {
-		ls = append(ls, l)
+	var exportable []string
+	for k := range loaders {
+		exportable = append(exportable, k)
 	}
-	loadersMu.Unlock()
-	sort.Slice(ls, func(i, j int) bool { return ls[i].Kind < ls[j].Kind })
-	var kinds []string
-	for _, l := range ls {
-		kinds = append(kinds, l.Kind)
-		if _, err := os.Stat(filepath.Join(dir, l.ConfigFile)); err == nil {
-			m, err := l.Load(dir, be)
-			if err != nil {
-				return nil, err
-			}
-			if m.Kind == "" {
-				m.Kind = l.Kind
-			}
-			if m.Source == "" {
-				m.Source = dir
-			}
-			if m.Fingerprint == "" {
-				m.Fingerprint = checkpointFingerprint(dir)
-			}
-			return m, nil
+	var l Loader
+	k, err := kinds.Of(dir)
+	ok := err == nil
+	if ok {
+		if l, ok = loaders[k.Name]; !ok && k.Base != "" {
+			l, ok = loaders[k.Base]
 		}
 	}
-	return nil, fmt.Errorf("%s: not an exportable checkpoint (exportable kinds: %v)", dir, kinds)
+	sort.Strings(exportable)
+	if !ok { // a kind without a loader whose checkpoint holds an exportable kind's model
+		for _, n := range exportable {
+			if _, err := os.Stat(filepath.Join(dir, loaders[n].ConfigFile)); err == nil {
+				l, ok = loaders[n], true
+				break
+			}
+		}
+	}
+	loadersMu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%s: not an exportable checkpoint (exportable kinds: %v)", dir, exportable)
+	}
+	if _, err := os.Stat(filepath.Join(dir, l.ConfigFile)); err != nil {
+		return nil, fmt.Errorf("%s: a %s checkpoint without %s", dir, k.Name, l.ConfigFile)
+	}
+	m, err := l.Load(dir, be)
+	if err != nil {
+		return nil, err
+	}
+	if m.Kind == "" {
+		m.Kind = l.Kind
+	}
+	if m.Source == "" {
+		m.Source = dir
+	}
+	if m.Fingerprint == "" {
+		m.Fingerprint = checkpointFingerprint(dir)
+	}
+	return m, nil
 }
 
 func checkpointFingerprint(dir string) string {

@@ -3,8 +3,6 @@ package export
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/hub"
@@ -27,14 +25,8 @@ func Open(ctx context.Context, ref string, be compute.Backend) (*Model, error) {
 }
 
 // IsHFDir reports whether dir is a HuggingFace model directory (config.json at its top)
-// rather than a toolret run or checkpoint.
-func IsHFDir(dir string) bool {
-	if _, err := os.Stat(filepath.Join(dir, "state.json")); err == nil {
-		return false
-	}
-	_, err := os.Stat(filepath.Join(dir, "config.json"))
-	return err == nil
-}
+// rather than a toolret run or checkpoint (encoder.IsHFDir).
+func IsHFDir(dir string) bool { return encoder.IsHFDir(dir) }
 
 // Prompts overrides a model's query and tool prompts (nil: keep the model's own, from its
 // config_sentence_transformers.json).
@@ -62,39 +54,9 @@ func (p Prompts) Apply(m *Model) error {
 	return nil
 }
 
-// STPooling reads the pooling of a sentence-transformers directory (modules.json and its
-// Pooling module's config.json): ok is false when dir has no modules.json or no Pooling module.
-func STPooling(dir string) (p encoder.Pooling, ok bool, err error) {
-	var mods []struct {
-		Path string `json:"path"`
-		Type string `json:"type"`
-	}
-	found, err := readJSONFile(filepath.Join(dir, "modules.json"), &mods)
-	if err != nil || !found {
-		return "", false, err
-	}
-	for _, mod := range mods {
-		if mod.Type != stPooling {
-			continue
-		}
-		if !filepath.IsLocal(mod.Path) {
-			return "", false, fmt.Errorf("%s: module path %q leaves the model directory", filepath.Join(dir, "modules.json"), mod.Path)
-		}
-		var c map[string]any
-		cp := filepath.Join(dir, mod.Path, "config.json")
-		if _, err := readJSONFile(cp, &c); err != nil {
-			return "", false, err
-		}
-		switch {
-		case c["pooling_mode_mean_tokens"] == true:
-			return encoder.PoolMean, true, nil
-		case c["pooling_mode_cls_token"] == true:
-			return encoder.PoolCLS, true, nil
-		}
-		return "", false, fmt.Errorf("%s: pooling mode not supported (cls or mean tokens)", cp)
-	}
-	return "", false, nil
-}
+// STPooling reads the pooling of a sentence-transformers directory (encoder.STPooling): ok is
+// false when dir has no modules.json or no Pooling module.
+func STPooling(dir string) (p encoder.Pooling, ok bool, err error) { return encoder.STPooling(dir) }
 
 // Lengths override a pre-trained bi-encoder's maximum tokens per query and per tool text
 // ([CLS] and [SEP] included); 0 keeps the model's own.

@@ -421,11 +421,20 @@ func TestTransformersJS(t *testing.T) {
 					t.Fatal(err)
 				}
 				ids, full := make([][]int32, len(texts)), make([][]int32, len(texts))
+				want := f64(logits)
 				for i := range texts {
 					ids[i], _ = m.Tok.Pair(texts[i], docs[i], maxLen)
 					full[i], _ = m.Tok.Pair(texts[i], docs[i], 0)
+					// transformers.js 4 encodes an empty second text as no pair: [CLS] a [SEP],
+					// where HF's tokenizers (and toolret) give [CLS] a [SEP] [SEP]. Such a row
+					// is compared with toolret on transformers.js's ids.
+					if docs[i] == "" && i < len(rows) && !slices.Equal(rows[i].ids, ids[i]) && slices.Equal(rows[i].ids, m.Tok.Single(texts[i], maxLen)) {
+						t.Logf("row %d: empty second text encoded as a single text (transformers.js 4)", i)
+						ids[i], full[i] = rows[i].ids, rows[i].ids
+						want[i] = f64(headRef([][]int32{rows[i].ids}, [][]int32{rows[i].types}))[0]
+					}
 				}
-				tjsCheck(t, rows, ids, full, maxLen, f64(logits), func(ids, types [][]int32) [][]float64 { return f64(headRef(ids, types)) })
+				tjsCheck(t, rows, ids, full, maxLen, want, func(ids, types [][]int32) [][]float64 { return f64(headRef(ids, types)) })
 			}})
 		}
 	}

@@ -21,6 +21,10 @@ import (
 // DefaultKs are the cut-offs reported unless asked otherwise.
 var DefaultKs = []int{1, 3, 5, 10}
 
+// DevKs are the cutoffs of every dev evaluation during training (train.Task.Evaluate): the
+// dev metrics a run selects its best checkpoint by (-metric) are computed at them.
+var DevKs = DefaultKs
+
 // Result holds averaged metrics (percent) for one set of queries.
 type Result struct {
 	Ks      []int

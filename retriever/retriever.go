@@ -101,6 +101,9 @@ type options struct {
 	hybridW        float64
 	hybridDepth    int
 	hybridDepthSet bool
+	// batching and cacheSize: WithBatching, WithQueryCache.
+	batching  Batching
+	cacheSize int
 }
 
 // Option configures Load.
@@ -160,6 +163,10 @@ type Retriever struct {
 	mlc *export.MLCManifest
 	// hyb fuses the first stage with BM25 (WithHybrid); nil: the dense first stage alone.
 	hyb *hybridStage
+	// qe embeds queries through the query cache and the batcher (WithQueryCache,
+	// WithBatching); stats counts them.
+	qe    *queryEmbedder
+	stats embedStats
 }
 
 // ErrMLCTools is the error of adding or changing tools of an index from an MLC classifier.
@@ -365,6 +372,9 @@ func Load(dir string, opts ...Option) (*Retriever, error) {
 		return nil, fmt.Errorf("retriever: %w", err)
 	}
 	r := &Retriever{query: q, dim: dim, man: man, meta: meta, vectors: vectors}
+	if r.qe, err = newQueryEmbedder(r, o.batching, o.cacheSize); err != nil {
+		return nil, err
+	}
 	if stage == export.FirstStageMLC {
 		r.mlc = man.MLC
 		if _, ok := man.Towers[biencoder.ToolTower]; ok {
@@ -641,7 +651,7 @@ func (r *Retriever) retrieveFrom(ctx context.Context, lib *Library, texts, queri
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	qe, err := r.Embed(biencoder.QueryTower, texts)
+	qe, err := r.qe.embed(ctx, texts)
 	if err != nil {
 		return nil, err
 	}

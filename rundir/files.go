@@ -115,3 +115,14 @@ func LoadCheckpoint(path, configFile string) (*checkpoints.Checkpoint, []byte, *
 	}
 	return c, cb, tok, nil
 }
+
+// CheckNew refuses to start a new run in a directory that already holds one.
+func CheckNew(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, MetaFile)); err == nil {
+		return fmt.Errorf("run directory %s already holds a run: use -resume, or another -run", dir)
+	}
+	if steps, err := checkpoints.List(dir); err == nil && len(steps) > 0 {
+		return fmt.Errorf("run directory %s already has checkpoints: use -resume, or another -run", dir)
+	}
+	return nil
+}

@@ -12,7 +12,7 @@
 //	tokenizer files       tokenizer.json, vocab.txt, tokenizer_config.json
 //	checkpoints/step-N/   checkpoints (package checkpoints)
 //	metrics.jsonl         one record per optimizer step, dev metrics at evaluations
-//	plot.html             the loss and dev-metric plot (SVG charts)
+//	plot.html             the training plot: loss, dev metrics, lr, best checkpoint (train.PlotRuns)
 //	summary.json          the end-of-training summary
 //	test_metrics.json     the end-of-training test report, when a test split is evaluated
 //
@@ -36,8 +36,10 @@ import (
 // MetaFile is the name of the run description in a run directory.
 const MetaFile = "run.json"
 
-// Format is the version of MetaFile this package writes.
-const Format = 1
+// Format is the version of MetaFile this package writes. Format 2 added Config, the run's
+// typed configuration; a format-1 run has only Args, from which each model kind rebuilds its
+// typed configuration (its registered migration, e.g. biencoder.ConfigFromArgs).
+const Format = 2
 
 // Split records how a run's dev split was carved from a training split.
 type Split struct {
@@ -64,7 +66,14 @@ type Meta struct {
 	Split       Split  `json:"split"`
 	// Parent is the run this one derives from (a stage-1 retriever), or empty.
 	Parent string `json:"parent,omitempty"`
-	// Args are the values of every flag of the command that made the run.
+	// Config is the run's typed configuration (format 2), the JSON of its kind's training
+	// configuration in sections "split", "parent", "model" and "training" whose keys are the
+	// command's flag names (e.g. biencoder.TrainConfig); empty for a format-1 run, and for
+	// kinds without a typed configuration yet.
+	Config json.RawMessage `json:"config,omitempty"`
+	// Args are the values of every flag of the command that made the run. Kept in format 2
+	// as provenance and for the commands' -resume, which re-applies them to its flags; a run
+	// made by a Go caller records its Config's flags (ConfigArgs).
 	Args    map[string]string `json:"args,omitempty"`
 	Created string            `json:"created,omitempty"`
 }

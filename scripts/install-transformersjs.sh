@@ -5,7 +5,7 @@
 # Usage: scripts/install-transformersjs.sh [DEST_DIR]
 # Default DEST_DIR: ${TOOLRET_CACHE:-$HOME/.cache/toolret}/npm; prints DEST_DIR when done.
 set -euo pipefail
-version="${TRANSFORMERS_JS_VERSION:-3.8.1}"
+version="${TRANSFORMERS_JS_VERSION:-4.3.1}"
 dest="${1:-${TOOLRET_CACHE:-$HOME/.cache/toolret}/npm}"
 pkg="$dest/node_modules/@huggingface/transformers/package.json"
 if [ -f "$pkg" ] && grep -q "\"version\": \"$version\"" "$pkg"; then

@@ -60,10 +60,15 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, scope string)
 		if s.cfg.Token == "" || token {
 			return nil
 		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="toolret"`)
-		if bearer(r) == "" {
+		switch got := r.Header.Get("Authorization"); {
+		case got == "":
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolret"`)
 			return errorf(http.StatusUnauthorized, `missing "Authorization: Bearer <token>" header: tool updates need the server's $TOOLRET_TOKEN`)
+		case strings.TrimSpace(got) == "Bearer": // curl -H "Authorization: Bearer $TOOLRET_TOKEN" with it unset
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolret", error="invalid_token"`)
+			return errorf(http.StatusUnauthorized, `empty bearer token in the "Authorization" header: is TOOLRET_TOKEN exported in the shell that sends the request?`)
 		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="toolret", error="invalid_token"`)
 		return errorf(http.StatusUnauthorized, `invalid bearer token in the "Authorization" header`)
 	case s.cfg.Keys == nil:
 		return nil

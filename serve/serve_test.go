@@ -429,6 +429,10 @@ func TestToolsLifecycle(t *testing.T) {
 	if s != 200 || up.Version != 1 || up.LibrarySize != n0+2 || len(up.Added) != 2 || up.Replaced != nil {
 		t.Fatalf("add: %d %s", s, b)
 	}
+	// A tool with no title and no hierarchy is added, with a warning naming it.
+	if want := `"tools"[1] (id "live-2") has no "title" and no "hierarchy" tool or api: it is named by its id`; len(up.Warnings) != 1 || up.Warnings[0] != want {
+		t.Errorf("add: warnings %q, want [%q]", up.Warnings, want)
+	}
 	var res RetrieveResponse
 	call(t, srv, "POST", "/v1/retrieve", "", mustJSON(map[string]any{"query": q, "k": 3}), &res)
 	// The tool's text is the query, within both lengths: same embedding, cosine 1.
@@ -441,7 +445,7 @@ func TestToolsLifecycle(t *testing.T) {
 	}
 	up = UpdateResponse{}
 	call(t, srv, "POST", "/v1/tools", testToken, mustJSON(map[string]any{"tools": []map[string]any{{"id": "live/restaurant-booking", "title": "Booking v2", "text": q + " please"}}}), &up)
-	if up.Version != 2 || up.LibrarySize != n0+2 || len(up.Replaced) != 1 || up.Added != nil {
+	if up.Version != 2 || up.LibrarySize != n0+2 || len(up.Replaced) != 1 || up.Added != nil || up.Warnings != nil {
 		t.Fatalf("replace: %+v", up)
 	}
 	call(t, srv, "POST", "/v1/retrieve", "", mustJSON(map[string]any{"query": q, "k": 3}), &res)

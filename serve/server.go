@@ -19,6 +19,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
@@ -552,6 +553,8 @@ type UpdateResponse struct {
 	Added       []string `json:"added,omitempty"`
 	Replaced    []string `json:"replaced,omitempty"`
 	Deleted     []string `json:"deleted,omitempty"`
+	// Warnings name the tools put with no title and no hierarchy: only their id names them.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func (s *Server) putTools(w http.ResponseWriter, r *http.Request) (any, *apiError) {
@@ -595,6 +598,11 @@ func (s *Server) putTools(w http.ResponseWriter, r *http.Request) (any, *apiErro
 			out.Replaced = append(out.Replaced, t.ID)
 		} else {
 			out.Added = append(out.Added, t.ID)
+		}
+	}
+	for i, t := range put {
+		if strings.TrimSpace(t.Title) == "" && t.ToolName == "" && t.APIName == "" {
+			out.Warnings = append(out.Warnings, fmt.Sprintf(`"tools"[%d] (id %q) has no "title" and no "hierarchy" tool or api: it is named by its id`, i, t.ID))
 		}
 	}
 	return out, nil

@@ -84,7 +84,7 @@ type Store struct {
 // retriever (backend, reranker).
 func Open(dir string, compactEvery int, opts ...retriever.Option) (s *Store, err error) {
 	p := filepath.Join(dir, LogFile)
-	if _, err := os.Stat(filepath.Join(dir, export.ManifestFile)); err != nil {
+	if _, err := export.ReadManifest(dir); err != nil { // a run directory: "export it first"
 		return nil, fmt.Errorf("serve: index %s: %w", dir, err)
 	}
 	_, statErr := os.Stat(p)

@@ -39,3 +39,7 @@ func (o *EpochOrder) Batch(epoch, i, size int) ([]int, error) {
 	}
 	return p[lo:hi], nil
 }
+
+// FullBatches is the number of full batches of size in an epoch, at least 1: Task.Batches
+// of a task that drops a trailing partial batch.
+func (o *EpochOrder) FullBatches(size int) int { return max(len(o.Items)/size, 1) }

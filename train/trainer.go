@@ -295,6 +295,7 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 	if err := writePlot(cfg.RunDir); err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(msgs, "plot: %s\n", filepath.Join(cfg.RunDir, PlotFile))
 	return sum, nil
 }
 

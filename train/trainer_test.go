@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -221,8 +222,14 @@ func TestSIGKILLResume(t *testing.T) {
 func TestRunArtifactsAndErrors(t *testing.T) {
 	be, _ := backend.Open("go")
 	dir := filepath.Join(t.TempDir(), "run")
+	var out strings.Builder
+	defer func(w io.Writer) { msgs = w }(msgs)
+	msgs = &out
 	if _, err := Run(be, newToyStore(), &toyTask{seed: 1, batches: 8}, toyConfig(dir), false); err != nil {
 		t.Fatal(err)
+	}
+	if want := "plot: " + filepath.Join(dir, "plot.html") + "\n"; out.String() != want {
+		t.Errorf("training output %q, want %q", out.String(), want)
 	}
 	for _, f := range []string{"metrics.jsonl", "plot.html", "summary.json", "train_config.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {

@@ -47,6 +47,9 @@ func serveBench(args []string) error {
 	layers := fs.Int("layers", 2, "random model: layers")
 	hidden := fs.Int("hidden", 192, "random model: hidden size")
 	heads := fs.Int("heads", 4, "random model: attention heads")
+	var batching retriever.Batching = retriever.DefaultBatching
+	fs.IntVar(&batching.MaxBatch, "embed-batch", batching.MaxBatch, "server -embed-batch: dynamic batching of concurrent queries (0: off)")
+	cache := fs.Int("query-cache", 0, "server -query-cache (0: none, so that every request runs the encoder)")
 	beName := cli.Backend(fs)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -106,7 +109,7 @@ func serveBench(args []string) error {
 			return err
 		}
 	}
-	st, err := serve.Open(dir, *compactEvery, retriever.WithBackend(be))
+	st, err := serve.Open(dir, *compactEvery, retriever.WithBackend(be), retriever.WithBatching(batching), retriever.WithQueryCache(*cache))
 	if err != nil {
 		return err
 	}
@@ -128,8 +131,8 @@ func serveBench(args []string) error {
 		queries[i] = q.Text
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *conc, MaxConnsPerHost: *conc}, Timeout: time.Minute}
-	fmt.Printf("serve: %s, %d tools of %s, server on %s, backend %s; %d retrieve requests per phase, concurrency %d, k=%d\n",
-		what, st.R.Len(), d.Name, ln.Addr(), backend.Name(*beName), *n, *conc, *k)
+	fmt.Printf("serve: %s, %d tools of %s, server on %s, backend %s; %d retrieve requests per phase, concurrency %d, k=%d, embed-batch %d, query-cache %d\n",
+		what, st.R.Len(), d.Name, ln.Addr(), backend.Name(*beName), *n, *conc, *k, batching.MaxBatch, *cache)
 	return benchmark.LoadTest(benchmark.Server{Client: client, URL: url, Token: token, Library: st.R.Library, Compactions: st.Compactions},
 		queries, benchmark.LoadOptions{Requests: *n, Concurrency: *conc, K: *k, WriteInterval: *interval}, os.Stdout)
 }

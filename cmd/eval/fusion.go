@@ -77,13 +77,13 @@ func buildFusion(o *options, d *data.Dataset) (retrieve.QueryRanker, string, err
 	}
 	f := &fusion.Ranker{Depth: o.k, K: fo.rrfK}
 	tune := false
-	switch fo.method {
+	switch method := fusionMethod(o); method {
 	case "rrf":
 		if fo.weightGiven {
 			return nil, "", fmt.Errorf("-weight applies to -fusion minmax or zscore, not rrf (-rrf-k)")
 		}
 	case "minmax", "zscore":
-		f.Norm = rerank.Norm(fo.method)
+		f.Norm = rerank.Norm(method)
 		tune = o.rr.weight == "dev"
 		if !tune {
 			w, err := parseFusionWeights(o.rr.weight, len(items))
@@ -93,7 +93,7 @@ func buildFusion(o *options, d *data.Dataset) (retrieve.QueryRanker, string, err
 			f.W = w
 		}
 	default:
-		return nil, "", fmt.Errorf("-fusion %q: want rrf, minmax or zscore", fo.method)
+		return nil, "", fmt.Errorf("-fusion %q: want zscore, minmax or rrf", method)
 	}
 	// The dev split the weights are tuned on: a run:RUN input must not have trained on it,
 	// and its usage vectors come from its recorded training part only.

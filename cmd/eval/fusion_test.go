@@ -185,7 +185,8 @@ func TestFusionErrors(t *testing.T) {
 		{"no runs", map[string]string{"method": "fusion"}, "needs -runs"},
 		{"empty entry", map[string]string{"method": "fusion", "runs": "bm25,"}, "empty entry"},
 		{"rerank is not an input", map[string]string{"method": "fusion", "runs": "bm25,rerank"}, "fuse its saved rankings"},
-		{"weight with rrf", map[string]string{"method": "fusion", "runs": "bm25", "weight": "0.5"}, "-weight applies to -fusion minmax or zscore"},
+		{"weight with rrf", map[string]string{"method": "fusion", "runs": "bm25", "fusion": "rrf", "weight": "0.5"}, "-weight applies to -fusion minmax or zscore"},
+		{"default weight dev needs a run", map[string]string{"method": "fusion", "runs": "bm25,bm25", "weight": "dev"}, "the dev split is the one a trained run recorded"},
 		{"unknown fusion", map[string]string{"method": "fusion", "runs": "bm25", "fusion": "max"}, `-fusion "max"`},
 		{"weights per run", map[string]string{"method": "fusion", "runs": "bm25", "fusion": "minmax", "weight": "0.5,0.5"}, "2 weights for 1 -runs"},
 		{"fusion steps", map[string]string{"method": "fusion", "runs": "bm25,bm25", "fusion": "zscore", "fusion-steps": "0"}, "-fusion-steps 0"},
@@ -207,5 +208,37 @@ func TestFusionErrors(t *testing.T) {
 				t.Fatalf("err = %v, want it to mention %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestFusionDefault: -method fusion without -fusion is z-score interpolation with the weights
+// picked on the recorded dev split (the method that beats BM25 on held-out tools, where rrf
+// loses to it); without a run to tune on it is rrf, and -weight W is z-score with W.
+func TestFusionDefault(t *testing.T) {
+	d, err := data.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ret := fakeRun(t, d)
+	for _, tc := range []struct {
+		kv   map[string]string
+		want string
+	}{
+		{map[string]string{"runs": "bm25,bm25", "retriever": ret}, "fusion zscore of bm25, bm25, weights "},
+		{map[string]string{"runs": "bm25,bm25", "retriever": ret, "fusion": "rrf"}, "fusion rrf (k=60) of bm25, bm25"},
+		{map[string]string{"runs": "bm25,bm25"}, "fusion rrf (k=60) of bm25, bm25"},
+		{map[string]string{"runs": "bm25,bm25", "weight": "0.3"}, "fusion zscore of bm25, bm25, weights 0.3,0.7"},
+	} {
+		tc.kv["method"] = "fusion"
+		_, desc, err := buildFusion(parseKV(t, tc.kv), d)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.kv, err)
+		}
+		if !strings.HasPrefix(desc, tc.want) {
+			t.Errorf("%v: %q, want %q...", tc.kv, desc, tc.want)
+		}
+		if tc.kv["retriever"] != "" && tc.kv["fusion"] == "" && !strings.HasSuffix(desc, " on dev") {
+			t.Errorf("%v: %q: the default's weights are not the dev split's", tc.kv, desc)
+		}
 	}
 }

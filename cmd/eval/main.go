@@ -5,7 +5,7 @@
 //	eval -method rerank -retriever RUN -reranker RUN -classifier RUN [-grid] [-m-seen 10 -m-unseen 30 -tau-s 0.8 -tau-m 0.8 -per-component 2]
 //	     [-interpolate minmax|zscore|off] [-weight dev|W]
 //	eval -method rerank-m -retriever RUN -reranker RUN -depth 30 [-interpolate minmax|zscore|off] [-weight dev|W]
-//	eval -method fusion -runs bm25,run:RUN[,FILE...] [-fusion rrf|minmax|zscore] [-rrf-k 60] [-weight dev|W|W1,W2,...] [-fusion-steps 10]
+//	eval -method fusion -runs bm25,run:RUN[,FILE...] [-fusion zscore|minmax|rrf] [-rrf-k 60] [-weight dev|W|W1,W2,...] [-fusion-steps 10]
 //	eval ... [-save-run FILE [-run-tag TAG]] [-k 100] [-holdout-tools F -holdout-seed N] [-split dev]
 //	eval -model REF [-query-prompt P] [-tool-prompt P]   (a pre-trained model zero-shot, or a run)
 //	eval -index DIR [-no-refiner]     (an exported index as retriever.Load serves it)

@@ -45,8 +45,9 @@
 // the model's "query" and "document" prompts); they are recorded in the index.
 //
 // Every export has a manifest.json (toolret version, source, kind, data fingerprint, sha256 of
-// every file). DIR must be absent or empty unless -force; the export is written beside it
-// and renamed into place, so a failure leaves nothing behind.
+// every file). DIR must be absent or empty unless -force; missing parents are created (0755,
+// as mkdir -p); the export is written beside it and renamed into place, so a failure leaves
+// nothing behind.
 package exportcmd
 
 import (
@@ -107,7 +108,7 @@ func Main(args []string) int {
 		}
 		msg, err := runUpdate(*run, *format, *out, *force, *dataDir, *be)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "export:", err)
+			fmt.Fprintln(os.Stderr, "export:", cli.Unprefixed("export", err))
 			return 1
 		}
 		fmt.Fprintln(os.Stderr, msg)
@@ -116,7 +117,7 @@ func Main(args []string) int {
 	man, err := toolret.Export(context.Background(), toolret.ExportConfig{Model: *run, Format: *format, Out: *out, Force: *force,
 		Data: *dataDir, Backend: *be, Refiner: *refinerRun, Prompts: prompts, Interpolate: *interp, InterpolateWeight: *interpW, Lengths: lengths, Log: os.Stderr})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "export:", err)
+		fmt.Fprintln(os.Stderr, "export:", cli.Unprefixed("export", err))
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "exported %s %s (%s) to %s: %d files\n", man.Kind, man.Source, man.Format, *out, len(man.Files)+1)
@@ -138,8 +139,9 @@ func exportRun(run, format, out string, force bool, dataDir, beName, refinerRun 
 // exportModel exports the model run names (a run, an HF directory or a hub id) with
 // toolret.Export; refinerRun, with -format index, is packaged with the index.
 func exportModel(run, format, out string, force bool, dataDir, beName, refinerRun string, prompts export.Prompts) (*export.Manifest, error) {
-	return toolret.Export(context.Background(), toolret.ExportConfig{Model: run, Format: format, Out: out, Force: force,
+	man, err := toolret.Export(context.Background(), toolret.ExportConfig{Model: run, Format: format, Out: out, Force: force,
 		Data: dataDir, Backend: beName, Refiner: refinerRun, Prompts: prompts, Log: os.Stderr})
+	return man, cli.Unprefixed("export", err) // main prints "export: " itself
 }
 
 // runUpdate syncs the index out to the tools of dataDir (default: the embedded dataset).

@@ -1,6 +1,7 @@
 package exportcmd
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,5 +71,65 @@ func TestExportCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(tmp, "x")); err == nil {
 		t.Error("failed export left its output")
+	}
+}
+
+// TestExportOutParents: -out under missing directories creates them as mkdir -p does (0755
+// less the umask, like every directory of the export), and an -out under a file is one
+// error naming that file, without a doubled "export: ".
+func TestExportOutParents(t *testing.T) {
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(t.TempDir(), "run")
+	if err := exporttest.WriteRun(run, exporttest.Options{}, be, 9); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	ref := filepath.Join(tmp, "ref") // the mode a plain 0755 mkdir gets under this umask
+	if err := os.Mkdir(ref, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fi.Mode().Perm()
+	out := filepath.Join(tmp, "a", "b", "onnx")
+	if _, err := runExport(run, "onnx", out, false, "", "go"); err != nil {
+		t.Fatalf("export under missing parents: %v", err)
+	}
+	err = filepath.WalkDir(filepath.Join(tmp, "a"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", p, fi.Mode().Perm(), want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(tmp, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runExport(run, "onnx", filepath.Join(file, "x", "out"), false, "", "go")
+	if err == nil || !strings.Contains(err.Error(), file+" is not a directory") || strings.HasPrefix(err.Error(), "export:") {
+		t.Errorf("-out under a file: %v; want one message naming %s, without a leading \"export:\" (main adds it)", err, file)
+	}
+	// An export that fails after its parents were made leaves none of them behind.
+	_, err = exportRun(run, "index", filepath.Join(tmp, "c", "d", "index"), false, "", "go", filepath.Join(tmp, "no-refiner"))
+	if err == nil || !strings.Contains(err.Error(), "no-refiner") {
+		t.Fatalf("export with a missing -refiner: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "c")); err == nil {
+		t.Error("a failed export left the parents it created")
 	}
 }

@@ -44,6 +44,7 @@ import (
 
 	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/serve"
 )
 
@@ -57,6 +58,8 @@ type options struct {
 	rerankWeight, hybridWeight                 float64
 	hybrid                                     string
 	noRefiner                                  bool
+	batching                                   retriever.Batching
+	queryCache                                 int
 	timeout, grace                             time.Duration
 }
 
@@ -96,6 +99,10 @@ func parse(args []string) (*options, error) {
 	fs.Int64Var(&o.maxBody, "max-body", 1<<20, "request body limit in bytes")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "time limit of one request")
 	fs.DurationVar(&o.grace, "grace", 30*time.Second, "at shutdown, how long requests under way may take to finish")
+	fs.IntVar(&o.batching.MaxBatch, "embed-batch", retriever.DefaultBatching.MaxBatch, "dynamic batching: most query texts of concurrent requests embedded in one encoder call (0: each request alone)")
+	fs.IntVar(&o.batching.MaxTokens, "embed-tokens", retriever.DefaultBatching.MaxTokens, "dynamic batching: most tokens in one encoder call")
+	fs.DurationVar(&o.batching.MaxWait, "embed-wait", retriever.DefaultBatching.MaxWait, "dynamic batching: longest a query waits for others to share its encoder call")
+	fs.IntVar(&o.queryCache, "query-cache", 10000, "query embeddings kept in an LRU cache keyed by the text (0: none)")
 	fs.IntVar(&o.compactEvery, "compact-every", 1000, "tool updates logged before they are compacted into the index (0: only at shutdown)")
 	fs.StringVar(&o.model, "model", "", "with -library: the pre-trained model (run, checkpoint, HuggingFace directory or hub id) its zero-shot index is built with; with -index: the model name /v1/embeddings reports when a request names none (default: the index directory's name)")
 	fs.StringVar(&o.library, "library", "", "tool library `LIB.jsonl` (toolret import) to serve as a tool gateway: search_tools, call_tool, /v1/search, /v1/call")
@@ -130,7 +137,8 @@ func parse(args []string) (*options, error) {
 	}
 	if err := cli.First(cli.Positive("k", o.k), cli.Positive("depth", o.depth), cli.Positive("max-k", o.maxK),
 		cli.Positive("max-batch", o.maxBatch), cli.Positive("max-body", o.maxBody), cli.Positive("timeout", o.timeout.Seconds()),
-		cli.NonNegative("grace", o.grace.Seconds()), cli.NonNegative("compact-every", o.compactEvery)); err != nil {
+		cli.NonNegative("grace", o.grace.Seconds()), cli.NonNegative("compact-every", o.compactEvery), cli.NonNegative("embed-batch", o.batching.MaxBatch),
+		cli.Positive("embed-tokens", o.batching.MaxTokens), cli.NonNegative("embed-wait", o.batching.MaxWait.Seconds()), cli.NonNegative("query-cache", o.queryCache)); err != nil {
 		return nil, err
 	}
 	if o.rerankWeight != -1 {
@@ -195,7 +203,7 @@ func run(o *options, log *slog.Logger) error {
 	return toolret.Serve(ctx, toolret.ServeConfig{Index: o.index, Library: o.library, Pretrained: pretrained, State: o.state,
 		Upstreams: o.upstreams, Keys: keys, Rate: o.rate, Burst: o.burst, Addr: o.addr, MCP: o.mcp, Backend: o.backend,
 		K: o.k, MaxK: o.maxK, Reranker: o.reranker, Depth: o.depth, RerankWeight: o.rerankWeight,
-		Hybrid: o.hybrid, HybridWeight: o.hybridWeight, NoRefiner: o.noRefiner, MaxBatch: o.maxBatch,
+		Hybrid: o.hybrid, HybridWeight: o.hybridWeight, NoRefiner: o.noRefiner, Batching: o.batching, QueryCache: o.queryCache, MaxBatch: o.maxBatch,
 		MaxBody: o.maxBody, Timeout: o.timeout, Grace: o.grace, CompactEvery: o.compactEvery, Model: model,
 		Token: os.Getenv("TOOLRET_TOKEN"), Log: log})
 }

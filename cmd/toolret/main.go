@@ -42,7 +42,7 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"train":   {traincmd.Main, "train a model: biencoder (default), crossencoder, colt, classifier, refiner, pretrain, mine, feedback, migrate"},
+	"train":   {traincmd.Main, "train a model: biencoder (default), crossencoder, colt, classifier, refiner, pretrain, mine, feedback, migrate, plot"},
 	"eval":    {evalcmd.Main, "evaluate a method, run or pre-trained model on a dataset split"},
 	"export":  {exportcmd.Main, "export a run or model: hf (sentence-transformers), onnx, or a served index"},
 	"serve":   {servecmd.Main, "serve an exported index over HTTP and MCP"},

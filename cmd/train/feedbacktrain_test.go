@@ -14,6 +14,7 @@ import (
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/feedback"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/recipe"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -176,8 +177,8 @@ func TestBiencoderFeedback(t *testing.T) {
 	if err != nil || cfg.Marker != "Round %d: " || cfg.Encoder.Hidden() != 16 {
 		t.Errorf("biencoder.json: %s, %v: want the marker and the retriever's encoder (hidden 16)", cb, err)
 	}
-	var rec feedback.TrainRecord
-	rb, _ := os.ReadFile(filepath.Join(run, feedback.TrainRecordFile))
+	var rec recipe.FeedbackRecord
+	rb, _ := os.ReadFile(filepath.Join(run, recipe.FeedbackRecordFile))
 	if err := json.Unmarshal(rb, &rec); err != nil || rec.SHA256 == "" || rec.Iterations != 2 {
 		t.Errorf("feedback.json %s: %v", rb, err)
 	}

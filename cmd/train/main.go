@@ -8,6 +8,7 @@
 //	train refiner -retriever RUN [-candidates bi-encoder|usage|mlc|bm25] [flags]  the Tool2Vec paper's ToolRefiner
 //	train migrate -run RUN [-data DIR] [-dev F -seed N]  write run.json for a run made before it existed
 //	train feedback -retriever RUN -llm-url URL -llm-model NAME -out FILE.jsonl [flags]  collect iterative LLM feedback (package feedback)
+//	train plot -out FILE RUN...  overlay the training charts of several runs in one page
 //	train pretrain [flags]      unsupervised MLM + contrastive pre-training on the tool corpus (package pretrain); -init RUN warm-starts from it
 //
 // With no flags it trains a small bi-encoder from scratch on the embedded default dataset and
@@ -47,8 +48,10 @@ func Main(args []string) int {
 		err = feedbackCmd(args)
 	case "pretrain":
 		err = pretrainCmd(args)
+	case "plot":
+		err = plotCmd(args)
 	default:
-		err = fmt.Errorf("unknown command %q (biencoder, mine, colt, crossencoder, classifier, refiner, migrate, feedback, pretrain)", cmd)
+		err = fmt.Errorf("unknown command %q (biencoder, mine, colt, crossencoder, classifier, refiner, migrate, feedback, pretrain, plot)", cmd)
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

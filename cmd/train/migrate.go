@@ -2,23 +2,18 @@ package traincmd
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/kinds"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/train"
 )
-
-// kindFiles maps the model configuration file of a run to its kind.
-var kindFiles = []struct{ file, kind string }{
-	{"biencoder.json", "biencoder"},
-	{"crossencoder.json", "crossencoder"},
-	{"classifier.json", "classifier"},
-	{"colt.json", "colt"},
-}
 
 // migrateCmd writes run.json for a run directory made before toolret recorded dev splits:
 // the split is carved again with the -dev and -seed the run was trained with (its
@@ -42,16 +37,14 @@ func migrateCmd(args []string) error {
 	if _, err := os.Stat(filepath.Join(*runDir, rundir.MetaFile)); err == nil {
 		return fmt.Errorf("%s already has %s", *runDir, rundir.MetaFile)
 	}
-	kind := ""
-	for _, k := range kindFiles {
-		if _, err := os.Stat(filepath.Join(*runDir, k.file)); err == nil {
-			kind = k.kind
-			break
-		}
+	k, err := kinds.Of(*runDir) // the registered kind whose model configuration the run holds
+	if errors.Is(err, kinds.ErrNotKind) {
+		return fmt.Errorf("%s: not a toolret run directory (none of %s)", *runDir, kindFiles())
 	}
-	if kind == "" {
-		return fmt.Errorf("%s: not a toolret run directory (none of biencoder.json, crossencoder.json, classifier.json, colt.json)", *runDir)
+	if err != nil {
+		return err
 	}
+	kind := k.Name
 	frac, sd := cli.DefaultDev, int64(-1)
 	if b, err := os.ReadFile(filepath.Join(*runDir, "data_split.json")); err == nil {
 		var old struct {
@@ -110,4 +103,15 @@ func migrateCmd(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "%s: wrote %s (%s run, dev %v seed %d: %d dev queries)\n", *runDir, rundir.MetaFile, kind, frac, sd, len(sp.DevIDs))
 	return nil
+}
+
+// kindFiles lists the model configuration files of the registered kinds.
+func kindFiles() string {
+	var fs []string
+	for _, n := range kinds.Names() {
+		if k, err := kinds.Lookup(n); err == nil && k.ConfigFile != "" {
+			fs = append(fs, k.ConfigFile)
+		}
+	}
+	return strings.Join(fs, ", ")
 }

@@ -84,7 +84,7 @@ func TestPretrainCmd(t *testing.T) {
 		t.Errorf("dev contrastive loss %v: did not fall", devCon)
 	}
 	plot, _ := os.ReadFile(filepath.Join(run, "plot.html"))
-	for _, s := range []string{"dev_contrastive_loss", "dev_mlm_loss", ">loss ("} {
+	for _, s := range []string{">dev contrastive_loss</li>", ">dev mlm_loss</li>", ">loss (smoothed)</li>"} {
 		if !bytes.Contains(plot, []byte(s)) {
 			t.Errorf("plot.html has no %s chart", s)
 		}

@@ -5,9 +5,14 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 )
 
 // Write writes b to path atomically, creating the directory if needed. Errors name path.
@@ -43,4 +48,57 @@ func Write(path string, b []byte) error {
 		d.Close()
 	}
 	return nil
+}
+
+// TempDir creates a new directory in dir whose name starts with prefix, with mode 0755 less
+// the umask — the mode os.MkdirAll gives, so a directory assembled there and renamed into
+// place is readable like any other (os.MkdirTemp makes 0700 directories).
+func TempDir(dir, prefix string) (string, error) {
+	for range 10000 {
+		p := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64()&0xffffffffff, 36))
+		err := os.Mkdir(p, 0o755)
+		if err == nil {
+			return p, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("mkdir %s: no free temporary name", filepath.Join(dir, prefix+"*"))
+}
+
+// MkdirAll creates dir and any missing parents (0755 less the umask) and returns the
+// directories it created, outermost first, so a caller that fails can remove them again
+// (RemoveCreated).
+func MkdirAll(dir string) ([]string, error) {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	slices.Reverse(missing)
+	var made []string
+	for _, d := range missing {
+		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			RemoveCreated(made)
+			return nil, err
+		}
+		made = append(made, d)
+	}
+	return made, nil
+}
+
+// RemoveCreated removes the directories MkdirAll created, innermost first, each only if it
+// is empty.
+func RemoveCreated(made []string) {
+	for i := len(made) - 1; i >= 0; i-- {
+		os.Remove(made[i])
+	}
 }

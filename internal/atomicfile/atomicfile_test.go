@@ -32,3 +32,41 @@ func TestWrite(t *testing.T) {
 		t.Errorf("want an error naming the path, got %v", err)
 	}
 }
+
+func TestTempDirMkdirAll(t *testing.T) {
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "ref")
+	if err := os.Mkdir(ref, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.Stat(ref)
+	tmp, err := TempDir(dir, ".x.tmp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(tmp); fi.Mode().Perm() != want.Mode().Perm() || !strings.HasPrefix(filepath.Base(tmp), ".x.tmp-") {
+		t.Errorf("TempDir %s: mode %v, want %v", tmp, fi.Mode().Perm(), want.Mode().Perm())
+	}
+	made, err := MkdirAll(filepath.Join(dir, "a", "b", "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(made) != 3 || made[0] != filepath.Join(dir, "a") {
+		t.Fatalf("made %q, want a, a/b, a/b/c", made)
+	}
+	if again, err := MkdirAll(filepath.Join(dir, "a", "b")); err != nil || len(again) != 0 {
+		t.Errorf("existing: made %q, %v", again, err)
+	}
+	os.WriteFile(filepath.Join(dir, "a", "keep"), nil, 0o644)
+	RemoveCreated(made)
+	if _, err := os.Stat(filepath.Join(dir, "a", "b")); err == nil {
+		t.Error("RemoveCreated left a/b")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a", "keep")); err != nil {
+		t.Error("RemoveCreated removed a non-empty directory")
+	}
+	os.WriteFile(filepath.Join(dir, "f"), nil, 0o644)
+	if _, err := MkdirAll(filepath.Join(dir, "f", "x")); err == nil {
+		t.Error("MkdirAll under a file succeeded")
+	}
+}

@@ -25,6 +25,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -86,8 +87,8 @@ func Metric(fs *flag.FlagSet, def string) *string {
 	return fs.String("metric", def, "dev metric selecting the best checkpoint: recall@K, ndcg@K or comp@K with K in 1,3,5,10")
 }
 
-// DevKs are the cutoffs of every dev evaluation during training.
-var DevKs = metrics.DefaultKs
+// DevKs are the cutoffs of every dev evaluation during training (metrics.DevKs).
+var DevKs = metrics.DevKs
 
 // CheckMetric reports an error unless name is a metric the dev evaluation computes.
 func CheckMetric(name string) error {
@@ -187,6 +188,34 @@ func NonNegative[T int | int64 | float64](name string, v T) error {
 	return nil
 }
 
+// The learning rates LR accepts without a warning: AdamW on transformers trains from scratch
+// at ~1e-3 down to ~1e-4 and fine-tunes at 1e-5 to 5e-5; every train command's default is in
+// between.
+const (
+	MaxUsualLR = 1e-2
+	MinUsualLR = 1e-7
+)
+
+// LR checks -lr: an error unless v > 0, and a warning on Stderr naming the value and the
+// usual range when v is above MaxUsualLR (training diverges: "-lr 5e4" for 5e-4) or below
+// MinUsualLR (training does not move). Every train command checks its -lr with it.
+func LR(v float64) error {
+	if err := Positive("lr", v); err != nil {
+		return err
+	}
+	switch {
+	case v > MaxUsualLR:
+		hint := ""
+		if e := math.Floor(math.Log10(v)); e >= 1 {
+			hint = fmt.Sprintf("; did you mean %ge-%g?", v/math.Pow(10, e), e)
+		}
+		fmt.Fprintf(stderr(), "warning: -lr %g is far above the usual learning rates (1e-3 to 1e-4 from scratch, 1e-5 to 5e-5 to fine-tune; above %g training usually diverges)%s\n", v, MaxUsualLR, hint)
+	case v < MinUsualLR:
+		fmt.Fprintf(stderr(), "warning: -lr %g is far below the usual learning rates (1e-3 to 1e-4 from scratch, 1e-5 to 5e-5 to fine-tune): the weights will barely change\n", v)
+	}
+	return nil
+}
+
 // Fraction returns an error naming the flag unless 0 < v < 1.
 func Fraction(name string, v float64) error {
 	if !(v > 0 && v < 1) {
@@ -204,3 +233,25 @@ func First(errs ...error) error {
 	}
 	return nil
 }
+
+// Unprefixed returns err with a leading "name: " removed from its message, for a command
+// that prints "name: " before its errors and would otherwise print it twice ("export:
+// export: ..."); errors.Is and errors.As still see err. nil stays nil.
+func Unprefixed(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	msg, ok := strings.CutPrefix(err.Error(), name+": ")
+	if !ok {
+		return err
+	}
+	return &unprefixed{msg, err}
+}
+
+type unprefixed struct {
+	msg string
+	err error
+}
+
+func (e *unprefixed) Error() string { return e.msg }
+func (e *unprefixed) Unwrap() error { return e.err }

@@ -7,10 +7,12 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 )
 
-// Stderr is where Parse prints help; nil (the default) is os.Stderr at the time of the call.
+// Stderr is where Parse prints help and LR its warnings; nil (the default) is os.Stderr at
+// the time of the call.
 var Stderr io.Writer
 
 func stderr() io.Writer {
@@ -34,6 +36,7 @@ var commands = map[string]struct{ synopsis, doc string }{
 	"train refiner":      {"the Tool2Vec paper's ToolRefiner over a stage-1 run's candidates", "docs/toolrefiner-tool2vec-paper.md"},
 	"train feedback":     {"collect iterative LLM feedback with a trained retriever", "docs/llm-feedback.md"},
 	"train pretrain":     {"unsupervised MLM + contrastive pre-training on the tool corpus", "docs/training-a-bi-encoder.md"},
+	"train plot":         {"overlay the training charts of several runs in one HTML page", "docs/training-a-bi-encoder.md"},
 	"train migrate":      {"write run.json for a run made before it existed", "docs/training-a-bi-encoder.md"},
 	"eval":               {"evaluate a method, run or model on a dataset split (Recall, NDCG, COMP@K)", "docs/evaluation.md"},
 	"export":             {"export a run or pre-trained model as HF/sentence-transformers, ONNX or a served index", "docs/export.md"},
@@ -74,6 +77,17 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	err := fs.Parse(args)
 	fs.SetOutput(out)
 	fs.Usage = usage
+	if err == nil {
+		// Every command with -lr checks it here: an error unless > 0, a warning when far off
+		// the usual range (LR).
+		if f := fs.Lookup("lr"); f != nil && Set(fs)["lr"] {
+			if v, perr := strconv.ParseFloat(f.Value.String(), 64); perr == nil {
+				if err := LR(v); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	switch {
 	case err == nil && CheckOnly:
 		return ErrCheckOnly

@@ -164,6 +164,20 @@ func (s *Session) Store() *model.Store {
 	return store
 }
 
+// Model returns the model configuration and tokenizer of the session's run: a resumed run's
+// recorded ones (LoadResume of configFile with unmarshal), else the configuration build makes
+// around a new encoder (Session.Encoder into store, pairs) and that encoder's tokenizer.
+func Model[T any](s *Session, store *model.Store, configFile string, unmarshal func([]byte) (*T, error), pairs bool, build func(encoder.Config) *T) (*T, *tokenize.Tokenizer, error) {
+	if s.H.Resume {
+		return LoadResume(s.H.RunDir, configFile, unmarshal)
+	}
+	bc, tok, err := s.Encoder(store, pairs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return build(bc), tok, nil
+}
+
 // Encoder returns the encoder config and tokenizer of a new model: from Init (weights loaded
 // into store), from the Retriever run's encoder with WarmStart, or from scratch with the
 // Retriever run's tokenizer (or a vocabulary built from the training texts without one). A

@@ -14,21 +14,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/toolret/toolret/checkpoints"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/tokenize"
 )
 
-// CheckNew refuses to start a new run in a directory that already holds one.
-func CheckNew(dir string) error {
-	if _, err := os.Stat(filepath.Join(dir, rundir.MetaFile)); err == nil {
-		return fmt.Errorf("run directory %s already holds a run: use -resume, or another -run", dir)
-	}
-	if steps, err := checkpoints.List(dir); err == nil && len(steps) > 0 {
-		return fmt.Errorf("run directory %s already has checkpoints: use -resume, or another -run", dir)
-	}
-	return nil
-}
+// CheckNew refuses to start a new run in a directory that already holds one (rundir.CheckNew).
+func CheckNew(dir string) error { return rundir.CheckNew(dir) }
 
 // Open checks the run directory dir a recipe trains into: a new run (resume false) must not
 // hold one (CheckNew); a resumed one must be a run of kind (what names the kind in the error).
@@ -66,15 +57,19 @@ func CheckMaxLen(n, least int, specials string) error {
 	return nil
 }
 
-// LoadResume returns the stored model configuration (configFile) and the tokenizer of a run
-// being resumed.
-func LoadResume(runDir, configFile string) ([]byte, *tokenize.Tokenizer, error) {
+// LoadResume reads a run's model configuration (configFile, decoded by unmarshal) and its
+// tokenizer, to resume the run.
+func LoadResume[T any](runDir, configFile string, unmarshal func([]byte) (*T, error)) (*T, *tokenize.Tokenizer, error) {
 	b, err := os.ReadFile(filepath.Join(runDir, configFile))
 	if err != nil {
 		return nil, nil, fmt.Errorf("resume: %w", err)
 	}
+	c, err := unmarshal(b)
+	if err != nil {
+		return nil, nil, err
+	}
 	tok, err := tokenize.Load(runDir)
-	return b, tok, err
+	return c, tok, err
 }
 
 // Writers returns out and log, os.Stdout and os.Stderr where nil: where a recipe prints its

@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/rundir"
+	"github.com/toolret/toolret/tokenize"
 )
 
 func TestChecks(t *testing.T) {
@@ -102,7 +104,54 @@ func TestOpen(t *testing.T) {
 	if err := Open(run, true, "biencoder", "bi-encoder"); err != nil {
 		t.Errorf("resume: %v", err)
 	}
-	if _, _, err := LoadResume(run, "nope.json"); err == nil || !errors.Is(err, os.ErrNotExist) {
+	if _, _, err := LoadResume(run, "nope.json", func(b []byte) (*struct{}, error) { return &struct{}{}, nil }); err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("LoadResume without its config: %v", err)
+	}
+}
+
+// TestModel checks that Model takes a resumed run's recorded configuration and tokenizer, and
+// builds a new run's configuration around a new encoder with its tokenizer.
+func TestModel(t *testing.T) {
+	type cfg struct {
+		Name    string `json:"name"`
+		Encoder string `json:"-"` // model_type of the encoder build was given
+	}
+	unmarshal := func(b []byte) (*cfg, error) {
+		var c cfg
+		return &c, json.Unmarshal(b, &c)
+	}
+	d := &data.Dataset{Tools: []data.Tool{{ID: "a", Text: "alpha beta"}}, Queries: []data.Query{{ID: "q", Text: "gamma gamma"}}}
+	tr := &data.Split{Name: "train", Queries: []int{0}}
+	for _, resume := range []bool{true, false} {
+		run := t.TempDir()
+		vocab, err := tokenize.BuildVocab([]string{"recorded words only"}, 100, 1, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := tokenize.New(vocab, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rundir.WriteModelFiles(run, "m.json", []byte(`{"name": "recorded"}`), rec); err != nil {
+			t.Fatal(err)
+		}
+		h := DefaultHead(16, 2, 1, "ndcg@10")
+		h.RunDir, h.Resume = run, resume
+		s := &Session{H: &h, Data: d, Train: tr}
+		built := false
+		c, tok, err := Model(s, s.Store(), "m.json", unmarshal, false, func(bc encoder.Config) *cfg {
+			built = true
+			return &cfg{Name: "new", Encoder: bc.ModelType()}
+		})
+		if err != nil {
+			t.Fatalf("resume %v: %v", resume, err)
+		}
+		want, word := cfg{Name: "recorded"}, "recorded" // the recorded tokenizer's word
+		if !resume {
+			want, word = cfg{Name: "new", Encoder: "bert"}, "gamma" // built from the training texts
+		}
+		if _, ok := tok.ID(word); *c != want || built == resume || !ok {
+			t.Errorf("resume %v: config %+v (built %v), tokenizer has %q: %v; want %+v", resume, *c, built, word, ok, want)
+		}
 	}
 }

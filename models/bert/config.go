@@ -13,23 +13,13 @@ import (
 	"os"
 
 	"github.com/gomlx/compute/dtypes"
+	"github.com/toolret/toolret/models/hfweights"
 )
 
 // Config mirrors the fields of HF's BertConfig (config.json) that define the network.
 type Config struct {
-	VocabSize                 int     `json:"vocab_size"`
-	HiddenSize                int     `json:"hidden_size"`
-	NumHiddenLayers           int     `json:"num_hidden_layers"`
-	NumAttentionHeads         int     `json:"num_attention_heads"`
-	IntermediateSize          int     `json:"intermediate_size"`
-	HiddenAct                 string  `json:"hidden_act"`
-	HiddenDropoutProb         float64 `json:"hidden_dropout_prob"`
-	AttentionProbsDropoutProb float64 `json:"attention_probs_dropout_prob"`
-	MaxPositionEmbeddings     int     `json:"max_position_embeddings"`
-	TypeVocabSize             int     `json:"type_vocab_size"`
-	InitializerRange          float64 `json:"initializer_range"`
-	LayerNormEps              float64 `json:"layer_norm_eps"`
-	PadTokenID                int     `json:"pad_token_id"`
+	// The config.json fields BERT shares with DeBERTa (vocab_size to pad_token_id).
+	hfweights.Config
 	// ModelType and Architectures are kept for export ("bert", ["BertModel"]).
 	ModelType     string   `json:"model_type,omitempty"`
 	Architectures []string `json:"architectures,omitempty"`
@@ -65,14 +55,10 @@ func (c *Config) HasPooler() bool { return c.Pooler == nil || *c.Pooler }
 
 // Validate checks the configuration is usable.
 func (c *Config) Validate() error {
+	if err := c.CheckSizes("bert config"); err != nil {
+		return err
+	}
 	switch {
-	case c.VocabSize <= 0:
-		return fmt.Errorf("bert config: vocab_size %d must be > 0", c.VocabSize)
-	case c.HiddenSize <= 0 || c.NumHiddenLayers <= 0 || c.NumAttentionHeads <= 0 || c.IntermediateSize <= 0:
-		return fmt.Errorf("bert config: hidden_size %d, num_hidden_layers %d, num_attention_heads %d, intermediate_size %d must all be > 0",
-			c.HiddenSize, c.NumHiddenLayers, c.NumAttentionHeads, c.IntermediateSize)
-	case c.HiddenSize%c.NumAttentionHeads != 0:
-		return fmt.Errorf("bert config: hidden_size %d is not a multiple of num_attention_heads %d", c.HiddenSize, c.NumAttentionHeads)
 	case c.MaxPositionEmbeddings <= 0:
 		return fmt.Errorf("bert config: max_position_embeddings %d must be > 0", c.MaxPositionEmbeddings)
 	case c.TypeVocabSize <= 0:

@@ -4,7 +4,6 @@
 package biencoder
 
 import (
-	"encoding/json"
 	"fmt"
 
 	. "github.com/gomlx/gomlx/core/graph"
@@ -82,10 +81,7 @@ func (c *Config) Validate() error {
 }
 
 // Marshal returns the JSON form stored in runs and checkpoints.
-func (c *Config) Marshal() []byte {
-	b, _ := json.MarshalIndent(c, "", "  ")
-	return append(b, '\n')
-}
+func (c *Config) Marshal() []byte { return encoder.MarshalConfig(c) }
 
 // UnmarshalJSON reads the "encoder" object, or the "bert" object of configurations written
 // before encoders were pluggable.
@@ -98,14 +94,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 
 // Unmarshal parses a stored configuration.
 func Unmarshal(b []byte) (*Config, error) {
-	var c Config
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("biencoder config: %w", err)
-	}
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return encoder.UnmarshalConfig[Config](b, "biencoder config")
 }
 
 // TowerBase returns the scope path of a tower's encoder variables.

@@ -8,17 +8,12 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/losses"
-	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
 
@@ -102,16 +97,10 @@ type FeedbackLoop struct {
 // Dev metrics are round 0's: the dev queries' instructions q^0 marked with iteration 0.
 // Batches are a pure function of (Seed, epoch, i), so a run resumes exactly.
 type FeedbackTask struct {
-	Cfg       *Config
-	Data      *data.Dataset
-	Train     *data.Split
-	Dev       *data.Split
-	Tok       *tokenize.Tokenizer
-	Backend   compute.Backend
-	BatchSize int
+	Cfg *Config
+	train.Setup
 	// StrictBatches: see Task.
 	StrictBatches bool
-	Seed          uint64
 	// Loops holds the loop of every judged query of Train, by query index.
 	Loops map[int]FeedbackLoop
 	// Iterations is T: instructions beyond q^T are not used.
@@ -124,8 +113,6 @@ type FeedbackTask struct {
 	HardNegatives bool
 	// Padding: see Task.
 	Padding Padding
-	// ExtraFiles are stored with every checkpoint.
-	ExtraFiles map[string][]byte
 	// Reg: see Task (tool dropout: example j's positive by dropRand(Seed, epoch, i, j), the
 	// hard negative of row r by example index B + r·B + j).
 	Reg Regularization
@@ -217,10 +204,7 @@ func (t *FeedbackTask) Prepare() error {
 	}
 	t.texts = newToolTexts(t.Data, t.Tok, t.Cfg.ToolMaxLen, t.Seed, t.Reg.ToolDropout)
 	t.tools = t.texts.tools
-	t.pairs = nil
-	for _, p := range t.Train.Pairs() {
-		t.pairs = append(t.pairs, train.Pair{Query: p[0], Tool: p[1]})
-	}
+	t.pairs = t.TrainPairs()
 	if len(t.pairs) == 0 {
 		return fmt.Errorf("biencoder: split %s has no (query, tool) pairs", t.Train.Name)
 	}
@@ -237,10 +221,7 @@ func (t *FeedbackTask) batches(epoch int) [][]train.Pair {
 		return b
 	}
 	// The bi-encoder's batches (Task.batches): the same pairs in the same order.
-	b := train.NoDuplicateBatches(t.pairs, t.BatchSize, t.Seed, epoch, !t.StrictBatches)
-	if n := len(b); n > 1 && len(b[n-1]) < 2 {
-		b = b[:n-1]
-	}
+	b := pairBatches(t.pairs, t.BatchSize, t.Seed, epoch, t.StrictBatches)
 	t.epochs = map[int][][]train.Pair{epoch: b}
 	return b
 }
@@ -333,9 +314,10 @@ func (t *FeedbackTask) sampleNegatives(epoch, i int, b []train.Pair) ([][][]int,
 	return negs, nil
 }
 
-// randomNonRelevant draws a tool of n uniformly among those not relevant to q.
+// randomNonRelevant draws a tool of n uniformly among those not relevant to q, or returns an
+// error when q is relevant to every tool.
 func randomNonRelevant(r *rand.Rand, n, q int, rel losses.Relevance) (int, error) {
-	for range 64 {
+	for range 64 { // rejection sampling: fast unless nearly every tool is relevant
 		if c := r.IntN(max(n, 1)); n > 0 && !rel(q, c) {
 			return c, nil
 		}
@@ -358,15 +340,7 @@ func (t *FeedbackTask) pad(seqs [][]int32, maxLen int) (ids, mask *tensors.Tenso
 
 // MaxShapes implements train.Shapes (see Task.MaxShapes).
 func (t *FeedbackTask) MaxShapes() int {
-	sizes := 2
-	if t.StrictBatches {
-		sizes = t.BatchSize
-	}
-	q, tl := t.Padding.Lengths(t.Tok, t.Cfg.QueryMaxLen), t.Padding.Lengths(t.Tok, t.Cfg.ToolMaxLen)
-	if t.HardNegatives {
-		return maxShapes(sizes, q, tl, tl)
-	}
-	return maxShapes(sizes, q, tl)
+	return pairShapes(t.Cfg, t.Tok, t.Padding, t.BatchSize, t.StrictBatches, t.HardNegatives)
 }
 
 // Weights returns the loss weight of each row: α^r with Joint, else 1.
@@ -412,22 +386,11 @@ func (t *FeedbackTask) Loss(s *model.Scope, in []*Node) *Node {
 	return total
 }
 
-// Evaluate implements train.Task: round 0's dev metrics (cli.DevKs), each dev query marked
+// Evaluate implements train.Task: round 0's dev metrics (metrics.DevKs), each dev query marked
 // with iteration 0.
 func (t *FeedbackTask) Evaluate(store *model.Store) (map[string]float64, error) {
-	if t.Dev == nil {
-		return map[string]float64{}, nil
-	}
-	e := &Embedder{Cfg: t.Cfg, Tok: t.Tok, Backend: t.Backend, Store: store, Batch: 64}
-	r, err := e.Retriever(t.Data, "text", "")
-	if err != nil {
-		return nil, err
-	}
-	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(Marked{R: r, Marker: t.Cfg.Marker}), cli.DevKs)
+	return evaluateText(t.Cfg, &t.Setup, store, true)
 }
-
-// Files implements train.Task.
-func (t *FeedbackTask) Files() (map[string][]byte, error) { return t.ExtraFiles, nil }
 
 // Describe summarises the training examples for a log line.
 func (t *FeedbackTask) Describe() string {

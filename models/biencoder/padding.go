@@ -6,6 +6,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/tokenize"
+	"github.com/toolret/toolret/train"
 )
 
 // Padding is how a training batch's texts of one tower are padded to a common length. Each
@@ -105,4 +106,30 @@ func maxShapes(sizes int, lengths ...int) int {
 		n *= max(l, 1)
 	}
 	return n
+}
+
+// pairBatches are the in-batch-negative batches of the (query, tool) pairs of Task and
+// FeedbackTask for epoch: train.NoDuplicateBatches (topped up unless strict), less a
+// trailing batch of one example, which has no in-batch negative.
+func pairBatches(pairs []train.Pair, size int, seed uint64, epoch int, strict bool) [][]train.Pair {
+	b := train.NoDuplicateBatches(pairs, size, seed, epoch, !strict)
+	if n := len(b); n > 1 && len(b[n-1]) < 2 {
+		b = b[:n-1]
+	}
+	return b
+}
+
+// pairShapes is the MaxShapes of Task and FeedbackTask: the batch sizes (full, and a short
+// last batch; any size from 2 when strict) times the padded query, tool and, with
+// negatives, hard-negative lengths.
+func pairShapes(cfg *Config, tok *tokenize.Tokenizer, p Padding, size int, strict, negatives bool) int {
+	sizes := 2
+	if strict {
+		sizes = size
+	}
+	q, tl := p.Lengths(tok, cfg.QueryMaxLen), p.Lengths(tok, cfg.ToolMaxLen)
+	if negatives {
+		return maxShapes(sizes, q, tl, tl)
+	}
+	return maxShapes(sizes, q, tl)
 }

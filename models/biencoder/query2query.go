@@ -9,19 +9,16 @@ import (
 	"math/rand/v2"
 	"os"
 
-	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/losses"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/retrieve/bm25"
 	"github.com/toolret/toolret/rundir"
-	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
 
@@ -284,20 +281,12 @@ func ReadTriplets(path string, d *data.Dataset) ([]Neighbours, error) {
 
 // QueryTask trains a bi-encoder with the query2query objective (it implements train.Task).
 type QueryTask struct {
-	Cfg       *Config
-	Data      *data.Dataset
-	Train     *data.Split
-	Dev       *data.Split
-	Tok       *tokenize.Tokenizer
-	Backend   compute.Backend
-	BatchSize int
-	Seed      uint64
+	Cfg *Config
+	train.Setup
 	// Triplets are the mined neighbours (MineTriplets or ReadTriplets) of Train's queries.
 	Triplets []Neighbours
 	// Padding: see Task (the anchors, positives and negatives share one padded length).
 	Padding Padding
-	// ExtraFiles are stored with every checkpoint.
-	ExtraFiles map[string][]byte
 
 	examples []queryExample
 	seqs     map[int][]int32
@@ -422,7 +411,7 @@ func (t *QueryTask) triplets(epoch, i int) ([][3]int, error) {
 	return out, nil
 }
 
-// Evaluate implements train.Task: dev Recall/NDCG/COMP@K (cli.DevKs) with usage tool vectors
+// Evaluate implements train.Task: dev Recall/NDCG/COMP@K (metrics.DevKs) with usage tool vectors
 // from the training part (the objective trains query embeddings only).
 func (t *QueryTask) Evaluate(store *model.Store) (map[string]float64, error) {
 	if t.Dev == nil {
@@ -433,10 +422,7 @@ func (t *QueryTask) Evaluate(store *model.Store) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(r), cli.DevKs)
+	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(r), metrics.DevKs)
 }
-
-// Files implements train.Task.
-func (t *QueryTask) Files() (map[string][]byte, error) { return t.ExtraFiles, nil }
 
 var _ train.Task = (*QueryTask)(nil)

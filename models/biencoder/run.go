@@ -1,12 +1,10 @@
 package biencoder
 
 import (
-	"fmt"
-	"github.com/toolret/toolret/models/encoder"
 	"sync"
 
 	"github.com/gomlx/compute"
-	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/tokenize"
 )
@@ -23,23 +21,11 @@ func WriteRunFiles(runDir string, cfg *Config, tok *tokenize.Tokenizer) (map[str
 // LoadRun loads a trained bi-encoder from a run directory (its best checkpoint) or from one
 // checkpoint directory, ready to embed.
 func LoadRun(path string, be compute.Backend) (*Embedder, error) {
-	c, cb, tok, err := rundir.LoadCheckpoint(path, ConfigFile)
+	r, err := encoder.LoadRun(path, ConfigFile, be, Unmarshal, func(c *Config) encoder.Config { return c.Encoder })
 	if err != nil {
 		return nil, err
 	}
-	dir := c.Dir
-	cfg, err := Unmarshal(cb)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
-	if err := encoder.CheckVocab(tok.VocabSize(), cfg.Encoder); err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
-	store := model.NewStore()
-	if err := c.Restore(store, be); err != nil {
-		return nil, err
-	}
-	return &Embedder{Cfg: cfg, Tok: tok, Backend: be, Store: store, Batch: 64}, nil
+	return &Embedder{Cfg: r.Cfg, Tok: r.Tok, Backend: be, Store: r.Store, Batch: 64}, nil
 }
 
 var embedMu sync.Mutex

@@ -3,35 +3,26 @@ package biencoder
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 
-	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/losses"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
 
 // Task trains a bi-encoder on a dataset split (it implements train.Task).
 type Task struct {
-	Cfg       *Config
-	Data      *data.Dataset
-	Train     *data.Split
-	Dev       *data.Split
-	Tok       *tokenize.Tokenizer
-	Backend   compute.Backend
-	BatchSize int
+	Cfg *Config
+	train.Setup
 	// StrictBatches keeps every batch free of repeated queries and tools even when that makes
 	// batches small (see train.NoDuplicateBatches); otherwise batches are topped up.
 	StrictBatches bool
-	Seed          uint64
 	// HardNegatives per example, sampled from Negatives (query index -> ranked tool
 	// indices, positives already excluded by the miner).
 	HardNegatives int
@@ -39,8 +30,6 @@ type Task struct {
 	// Padding pads each batch's queries and tools (PadTokenizer, the zero value: the
 	// tokenizer's buckets, as before -pad-multiple).
 	Padding Padding
-	// ExtraFiles are stored with every checkpoint.
-	ExtraFiles map[string][]byte
 	// Reg are the training-only regularisations (frozen word embeddings, tool-text dropout).
 	Reg Regularization
 	// ToolQueries is the number of pseudo pairs per tool and epoch (-tool-queries; 0: none):
@@ -78,21 +67,13 @@ func (t *Task) Prepare() error {
 	if t.ToolQueries < 0 {
 		return fmt.Errorf("biencoder: %d tool queries per tool: must be >= 0", t.ToolQueries)
 	}
-	t.queries = map[int][]int32{}
-	for _, s := range []*data.Split{t.Train, t.Dev} {
-		if s == nil {
-			continue
-		}
-		for _, q := range s.Queries {
-			t.queries[q] = t.Tok.Single(t.Data.Queries[q].Text, t.Cfg.QueryMaxLen)
-		}
+	t.queries = t.QuerySeqs(t.Train.Queries, t.Cfg.QueryMaxLen)
+	if t.Dev != nil {
+		maps.Copy(t.queries, t.QuerySeqs(t.Dev.Queries, t.Cfg.QueryMaxLen))
 	}
 	t.texts = newToolTexts(t.Data, t.Tok, t.Cfg.ToolMaxLen, t.Seed, t.Reg.ToolDropout)
 	t.tools = t.texts.tools
-	t.pairs = nil
-	for _, p := range t.Train.Pairs() {
-		t.pairs = append(t.pairs, train.Pair{Query: p[0], Tool: p[1]})
-	}
+	t.pairs = t.TrainPairs()
 	if len(t.pairs) == 0 {
 		return fmt.Errorf("biencoder: split %s has no (query, tool) pairs", t.Train.Name)
 	}
@@ -110,11 +91,7 @@ func (t *Task) batches(epoch int) [][]train.Pair {
 	if b, ok := t.epochs[epoch]; ok {
 		return b
 	}
-	b := train.NoDuplicateBatches(t.pairs, t.BatchSize, t.Seed, epoch, !t.StrictBatches)
-	// Batches of one example have no in-batch negative: merge a trailing singleton away.
-	if n := len(b); n > 1 && len(b[n-1]) < 2 {
-		b = b[:n-1]
-	}
+	b := pairBatches(t.pairs, t.BatchSize, t.Seed, epoch, t.StrictBatches)
 	t.epochs = map[int][][]train.Pair{epoch: b} // keep one epoch cached
 	return b
 }
@@ -138,15 +115,7 @@ func (t *Task) pad(seqs [][]int32, maxLen int) (ids, mask *tensors.Tensor) {
 // MaxShapes implements train.Shapes: the batch sizes (full, and a short last batch; any size
 // from 2 with StrictBatches) times the padded query, tool and hard-negative lengths.
 func (t *Task) MaxShapes() int {
-	sizes := 2
-	if t.StrictBatches {
-		sizes = t.BatchSize
-	}
-	q, tl := t.Padding.Lengths(t.Tok, t.Cfg.QueryMaxLen), t.Padding.Lengths(t.Tok, t.Cfg.ToolMaxLen)
-	if t.HardNegatives > 0 {
-		return maxShapes(sizes, q, tl, tl)
-	}
-	return maxShapes(sizes, q, tl)
+	return pairShapes(t.Cfg, t.Tok, t.Padding, t.BatchSize, t.StrictBatches, t.HardNegatives > 0)
 }
 
 // Batch implements train.Task. With Reg.ToolDropout, example j's positive tool text loses
@@ -213,45 +182,43 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	return in, len(b), nil
 }
 
-// randomNegative returns a tool drawn uniformly from those not relevant to query q, or an
-// error when q is relevant to every tool.
+// randomNegative returns a tool drawn uniformly from those not relevant to query q
+// (randomNonRelevant), or an error when q is relevant to every tool.
 func (t *Task) randomNegative(r *rand.Rand, q int) (int, error) {
 	n := len(t.tools)
-	for range 64 { // rejection sampling: fast unless nearly every tool is relevant
-		if c := r.IntN(max(n, 1)); n > 0 && !t.rel(q, c) {
-			return c, nil
-		}
-	}
-	var pool []int
-	for c := range n {
-		if !t.rel(q, c) {
-			pool = append(pool, c)
-		}
-	}
-	if len(pool) == 0 {
+	c, err := randomNonRelevant(r, n, q, t.rel)
+	if err != nil {
 		if t.pseudo.is(q) { // relevant to its tool only: the dataset has one tool
 			return 0, fmt.Errorf("biencoder: the pseudo queries of tool %q are relevant to all %d tools: no hard negative to sample", t.Data.Tools[t.pseudo.tool(q)].ID, n)
 		}
 		return 0, fmt.Errorf("biencoder: query %q is relevant to all %d tools and has no mined negatives: no hard negative to sample", t.Data.Queries[q].ID, n)
 	}
-	return pool[r.IntN(len(pool))], nil
+	return c, nil
 }
 
-// Evaluate implements train.Task: dev Recall/NDCG/COMP@K (cli.DevKs) with text tool vectors.
+// Evaluate implements train.Task: dev Recall/NDCG/COMP@K (metrics.DevKs) with text tool vectors.
 func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
-	if t.Dev == nil {
+	return evaluateText(t.Cfg, &t.Setup, store, false)
+}
+
+// evaluateText returns the dev metrics (metrics.DevKs) of the weights of store with text tool
+// vectors; marked, each dev query is marked as iteration 0 (Marked with cfg.Marker). Without
+// a dev split there are none.
+func evaluateText(cfg *Config, s *train.Setup, store *model.Store, marked bool) (map[string]float64, error) {
+	if s.Dev == nil {
 		return map[string]float64{}, nil
 	}
-	e := &Embedder{Cfg: t.Cfg, Tok: t.Tok, Backend: t.Backend, Store: store, Batch: 64}
-	r, err := e.Retriever(t.Data, "text", "")
+	e := &Embedder{Cfg: cfg, Tok: s.Tok, Backend: s.Backend, Store: store, Batch: 64}
+	r, err := e.Retriever(s.Data, "text", "")
 	if err != nil {
 		return nil, err
 	}
-	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(r), cli.DevKs)
+	var rk retrieve.Ranker = r
+	if marked {
+		rk = Marked{R: r, Marker: cfg.Marker}
+	}
+	return metrics.EvaluateDev(context.Background(), s.Data, s.Dev, retrieve.Texts(rk), metrics.DevKs)
 }
-
-// Files implements train.Task.
-func (t *Task) Files() (map[string][]byte, error) { return t.ExtraFiles, nil }
 
 var (
 	_ train.Task   = (*Task)(nil)

@@ -18,7 +18,6 @@
 package classifier
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/gomlx/compute"
@@ -143,10 +142,7 @@ func DefaultPooling(enc encoder.Config) encoder.Pooling {
 }
 
 // Marshal returns the JSON form stored in runs and checkpoints.
-func (c *Config) Marshal() []byte {
-	b, _ := json.MarshalIndent(c, "", "  ")
-	return append(b, '\n')
-}
+func (c *Config) Marshal() []byte { return encoder.MarshalConfig(c) }
 
 // UnmarshalJSON reads the "encoder" object, or the "bert" object of configurations written
 // before encoders were pluggable.
@@ -159,14 +155,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 
 // Unmarshal parses a stored configuration.
 func Unmarshal(b []byte) (*Config, error) {
-	var c Config
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("classifier config: %w", err)
-	}
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return encoder.UnmarshalConfig[Config](b, "classifier config")
 }
 
 // Head is the classification head over encoder states: hidden [B, S, H] pooled with p (cls:

@@ -9,7 +9,6 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/models/encoder"
-	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/tokenize"
 )
 
@@ -27,22 +26,11 @@ type Model struct {
 
 // LoadRun loads a trained classifier from a run directory (best checkpoint) or checkpoint.
 func LoadRun(path string, be compute.Backend) (*Model, error) {
-	c, cb, tok, err := rundir.LoadCheckpoint(path, ConfigFile)
+	r, err := encoder.LoadRun(path, ConfigFile, be, Unmarshal, func(c *Config) encoder.Config { return c.Encoder })
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := Unmarshal(cb)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.Dir, err)
-	}
-	if err := encoder.CheckVocab(tok.VocabSize(), cfg.Encoder); err != nil {
-		return nil, fmt.Errorf("%s: %w", c.Dir, err)
-	}
-	store := model.NewStore()
-	if err := c.Restore(store, be); err != nil {
-		return nil, err
-	}
-	return &Model{Cfg: cfg, Tok: tok, Backend: be, Store: store, Batch: 64}, nil
+	return &Model{Cfg: r.Cfg, Tok: r.Tok, Backend: be, Store: r.Store, Batch: 64}, nil
 }
 
 // Probabilities returns, per text, the probability of each output (softmax or sigmoid).

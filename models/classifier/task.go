@@ -4,33 +4,21 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
 
 // Task trains a classifier on the judged queries of a split (it implements train.Task).
 type Task struct {
-	Cfg       *Config
-	Data      *data.Dataset
-	Train     *data.Split
-	Dev       *data.Split
-	Tok       *tokenize.Tokenizer
-	Backend   compute.Backend
-	BatchSize int
-	Seed      uint64
-	// ExtraFiles are stored with every checkpoint.
-	ExtraFiles map[string][]byte
+	Cfg *Config
+	train.Setup
 
-	queries []int
 	seqs    map[int][]int32
 	targets map[int][]float32
 	devT    map[int][]float32
@@ -57,20 +45,15 @@ func (t *Task) Prepare() error {
 			return err
 		}
 	}
-	t.queries = t.Train.Judged()
-	if len(t.queries) == 0 {
-		return fmt.Errorf("classifier: split %s has no judged queries", t.Train.Name)
+	if t.order, err = t.JudgedOrder("classifier", 0x636c6173); err != nil {
+		return err
 	}
-	t.seqs = map[int][]int32{}
-	for _, q := range t.queries {
-		t.seqs[q] = t.Tok.Single(t.Data.Queries[q].Text, t.Cfg.MaxLen)
-	}
-	t.order = &train.EpochOrder{Items: t.queries, Seed: t.Seed, Salt: 0x636c6173}
+	t.seqs = t.QuerySeqs(t.order.Items, t.Cfg.MaxLen)
 	return nil
 }
 
 // Batches implements train.Task (a trailing partial batch is dropped).
-func (t *Task) Batches(int) int { return max(len(t.queries)/t.BatchSize, 1) }
+func (t *Task) Batches(int) int { return t.order.FullBatches(t.BatchSize) }
 
 // Loss implements train.Task.
 func (t *Task) Loss(s *model.Scope, in []*Node) *Node { return t.Cfg.Loss(s, in) }
@@ -92,7 +75,7 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	return []*tensors.Tensor{ids, mask, tensors.FromFlatDataAndDimensions(y, len(qs), n)}, len(qs), nil
 }
 
-// Evaluate implements train.Task. mlc: the dev ranking metrics (cli.DevKs) of its sigmoid
+// Evaluate implements train.Task. mlc: the dev ranking metrics (metrics.DevKs) of its sigmoid
 // scores; querytype: the dev TypeMetrics.
 func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	if t.Dev == nil {
@@ -106,7 +89,7 @@ func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(r), cli.DevKs)
+	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(r), metrics.DevKs)
 }
 
 // TypeMetrics evaluates a querytype model on the judged queries of split s: the TypeAccuracy
@@ -158,8 +141,5 @@ func TypeAccuracy(pMulti []float32, qs []int, multi map[int]bool) map[string]flo
 	}
 	return out
 }
-
-// Files implements train.Task.
-func (t *Task) Files() (map[string][]byte, error) { return t.ExtraFiles, nil }
 
 var _ train.Task = (*Task)(nil)

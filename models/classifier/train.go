@@ -13,7 +13,6 @@ import (
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/rundir"
-	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
 
@@ -124,29 +123,18 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	}
 	bk, tr, dev := s.Backend, s.Train, s.Dev
 	store := s.Store()
-	var mc *Config
-	var tok *tokenize.Tokenizer
-	if cfg.Resume {
-		var b []byte
-		if b, tok, err = runs.LoadResume(cfg.RunDir, ConfigFile); err != nil {
-			return nil, err
-		}
-		if mc, err = Unmarshal(b); err != nil {
-			return nil, err
-		}
-	} else {
-		bc, t, err := s.Encoder(store, false)
-		if err != nil {
-			return nil, err
-		}
-		tok = t
+	mc, tok, err := runs.Model(s, store, ConfigFile, Unmarshal, false, func(bc encoder.Config) *Config {
 		pool, bc := HeadPoolingOf(bc, cfg.Pooling)
-		mc = &Config{Kind: cfg.Kind, Encoder: bc, MaxLen: cfg.MaxLen, LossKind: cfg.Loss, Pooling: pool}
+		mc := &Config{Kind: cfg.Kind, Encoder: bc, MaxLen: cfg.MaxLen, LossKind: cfg.Loss, Pooling: pool}
 		if cfg.Kind == KindMLC {
 			mc.Labels = ToolLabels(d)
 		} else {
 			mc.Labels = []string{LabelSingle, LabelMulti}
 		}
+		return mc
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := mc.Validate(); err != nil {
 		return nil, err

@@ -6,13 +6,10 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/data"
 	tgraph "github.com/toolret/toolret/graph"
-	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/retrieve"
@@ -21,17 +18,12 @@ import (
 
 // Task trains COLT's graph stage (it implements train.Task).
 type Task struct {
-	Cfg       Config
-	Data      *data.Dataset
-	Train     *data.Split
-	Dev       *data.Split
-	Graphs    *tgraph.COLTGraphs
-	Queries   [][]float32 // stage-1 embeddings of every query (unit norm)
-	Dim       int
-	BatchSize int
-	Seed      uint64
-	Backend   compute.Backend
-	Files_    map[string][]byte
+	Cfg Config
+	// Setup's Tok is not used (the queries come embedded).
+	train.Setup
+	Graphs  *tgraph.COLTGraphs
+	Queries [][]float32 // stage-1 embeddings of every query (unit norm)
+	Dim     int
 
 	trainQ   []int
 	epochNo  int
@@ -244,11 +236,8 @@ func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	r := retrieve.ScoreFunc(func(_ context.Context, q retrieve.Query) ([]float32, error) {
 		return sc.Scores(t.Queries[q.Index]), nil
 	})
-	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, r, cli.DevKs)
+	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, r, metrics.DevKs)
 }
-
-// Files implements train.Task.
-func (t *Task) Files() (map[string][]byte, error) { return t.Files_, nil }
 
 // Scorer scores tools for a query that is not a graph node, from its stage-1 embedding e_q
 // (unit norm): score(q, t) = cos(e_q^S, e_t^T) + cos(e_q, e_t^T), where e_q^S = e_q without

@@ -186,7 +186,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 		return nil, err
 	}
 	task := &Task{Cfg: mc, Data: d, Train: trainSplit, Dev: dev, Graphs: graphs, Queries: queries, Dim: dim,
-		BatchSize: cfg.Batch, Seed: cfg.Seed, Backend: bk, Files_: map[string][]byte{"colt.json": cb}}
+		BatchSize: cfg.Batch, Seed: cfg.Seed, Backend: bk, ExtraFiles: map[string][]byte{"colt.json": cb}}
 	if err := task.Prepare(); err != nil {
 		return nil, err
 	}

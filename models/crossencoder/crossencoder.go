@@ -8,7 +8,6 @@
 package crossencoder
 
 import (
-	"encoding/json"
 	"fmt"
 
 	. "github.com/gomlx/gomlx/core/graph"
@@ -64,10 +63,7 @@ func (c *Config) Validate() error {
 }
 
 // Marshal returns the JSON form stored in runs and checkpoints.
-func (c *Config) Marshal() []byte {
-	b, _ := json.MarshalIndent(c, "", "  ")
-	return append(b, '\n')
-}
+func (c *Config) Marshal() []byte { return encoder.MarshalConfig(c) }
 
 // UnmarshalJSON reads the "encoder" object, or the "bert" object of configurations written
 // before encoders were pluggable.
@@ -80,14 +76,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 
 // Unmarshal parses a stored configuration.
 func Unmarshal(b []byte) (*Config, error) {
-	var c Config
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("crossencoder config: %w", err)
-	}
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return encoder.UnmarshalConfig[Config](b, "crossencoder config")
 }
 
 // Logits scores pairs: ids, types and mask [B, S] -> logits [B].

@@ -11,7 +11,6 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/rerank"
-	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/tokenize"
 )
 
@@ -66,22 +65,11 @@ func NewModel(cfg *Config, tok *tokenize.Tokenizer, be compute.Backend, store *m
 
 // LoadRun loads a trained cross-encoder from a run directory (best checkpoint) or checkpoint.
 func LoadRun(path string, be compute.Backend, toolTexts []string) (*Model, error) {
-	c, cb, tok, err := rundir.LoadCheckpoint(path, ConfigFile)
+	r, err := encoder.LoadRun(path, ConfigFile, be, Unmarshal, func(c *Config) encoder.Config { return c.Encoder })
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := Unmarshal(cb)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.Dir, err)
-	}
-	if err := encoder.CheckVocab(tok.VocabSize(), cfg.Encoder); err != nil {
-		return nil, fmt.Errorf("%s: %w", c.Dir, err)
-	}
-	store := model.NewStore()
-	if err := c.Restore(store, be); err != nil {
-		return nil, err
-	}
-	return NewModel(cfg, tok, be, store, toolTexts), nil
+	return NewModel(r.Cfg, r.Tok, be, r.Store, toolTexts), nil
 }
 
 func (m *Model) getExec() (*encoder.SafeExec, error) {

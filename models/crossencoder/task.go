@@ -6,16 +6,12 @@ import (
 	"math/rand/v2"
 	"sort"
 
-	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
 
@@ -23,18 +19,12 @@ import (
 // a (query, positive API) pair of the training qrels followed by Negatives pairs of the same
 // query with APIs sampled from the retriever's top-m (Candidates) that are not positives.
 type Task struct {
-	Cfg   *Config
-	Data  *data.Dataset
-	Train *data.Split
-	Dev   *data.Split
-	Tok   *tokenize.Tokenizer
+	Cfg *Config
+	// Setup's BatchSize counts groups per batch.
+	train.Setup
 	// Candidates maps a query (training and dev) to the retriever's top-m APIs, best first.
 	Candidates map[int][]int
 	Negatives  int // negatives per positive
-	BatchSize  int // groups per batch
-	Backend    compute.Backend
-	Seed       uint64
-	ExtraFiles map[string][]byte
 
 	pairs []train.Pair
 	qIDs  map[int][]int32
@@ -56,10 +46,7 @@ func (t *Task) Prepare() error {
 	if len(t.Data.Tools) <= 1 {
 		return fmt.Errorf("crossencoder: need more than one tool")
 	}
-	t.pairs = nil
-	for _, p := range t.Train.Pairs() {
-		t.pairs = append(t.pairs, train.Pair{Query: p[0], Tool: p[1]})
-	}
+	t.pairs = t.TrainPairs()
 	if len(t.pairs) == 0 {
 		return fmt.Errorf("crossencoder: split %s has no (query, tool) pairs", t.Train.Name)
 	}
@@ -184,7 +171,7 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	return []*tensors.Tensor{ids, ty, mask, tensors.FromFlatDataAndDimensions(labels, hi-lo, 1+k)}, hi - lo, nil
 }
 
-// Evaluate implements train.Task: the dev metrics (cli.DevKs) of reranking each dev query's
+// Evaluate implements train.Task: the dev metrics (metrics.DevKs) of reranking each dev query's
 // candidates.
 func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	if t.Dev == nil {
@@ -195,7 +182,7 @@ func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 		texts[i] = tool.Text
 	}
 	m := NewModel(t.Cfg, t.Tok, t.Backend, store, texts)
-	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, Reranker(m, retrieve.Fixed(t.Candidates), 0), cli.DevKs)
+	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, Reranker(m, retrieve.Fixed(t.Candidates), 0), metrics.DevKs)
 }
 
 // Reranker returns the ranker that reorders the first depth tools first gives each query (all
@@ -210,8 +197,5 @@ func Reranker(m *Model, first retrieve.QueryRanker, depth int) *retrieve.Rerank 
 	}
 	return &retrieve.Rerank{First: first, Depth: depth, Score: score}
 }
-
-// Files implements train.Task.
-func (t *Task) Files() (map[string][]byte, error) { return t.ExtraFiles, nil }
 
 var _ train.Task = (*Task)(nil)

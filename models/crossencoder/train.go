@@ -12,9 +12,9 @@ import (
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/classifier"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/rundir"
-	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
 
@@ -89,24 +89,12 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	}
 	bk, tr, dev := s.Backend, s.Train, s.Dev
 	store := s.Store()
-	var mc *Config
-	var tok *tokenize.Tokenizer
-	if cfg.Resume {
-		var b []byte
-		if b, tok, err = runs.LoadResume(cfg.RunDir, ConfigFile); err != nil {
-			return nil, err
-		}
-		if mc, err = Unmarshal(b); err != nil {
-			return nil, err
-		}
-	} else {
-		bc, t, err := s.Encoder(store, true)
-		if err != nil {
-			return nil, err
-		}
-		tok = t
+	mc, tok, err := runs.Model(s, store, ConfigFile, Unmarshal, true, func(bc encoder.Config) *Config {
 		pool, bc := classifier.HeadPoolingOf(bc, cfg.Pooling)
-		mc = &Config{Encoder: bc, MaxLen: cfg.MaxLen, LossKind: cfg.Loss, Pooling: pool}
+		return &Config{Encoder: bc, MaxLen: cfg.MaxLen, LossKind: cfg.Loss, Pooling: pool}
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := mc.Validate(); err != nil {
 		return nil, err

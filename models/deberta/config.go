@@ -34,6 +34,7 @@ import (
 	"strings"
 
 	"github.com/gomlx/compute/dtypes"
+	"github.com/toolret/toolret/models/hfweights"
 )
 
 // ModelType is HF's model_type of DeBERTa-v2 and v3.
@@ -70,19 +71,8 @@ func (a *AttTypes) UnmarshalJSON(b []byte) error {
 // Config mirrors the fields of HF's DebertaV2Config (config.json) that define the network.
 // Fields absent from a config.json take HF's defaults (see UnmarshalJSON).
 type Config struct {
-	VocabSize                 int     `json:"vocab_size"`
-	HiddenSize                int     `json:"hidden_size"`
-	NumHiddenLayers           int     `json:"num_hidden_layers"`
-	NumAttentionHeads         int     `json:"num_attention_heads"`
-	IntermediateSize          int     `json:"intermediate_size"`
-	HiddenAct                 string  `json:"hidden_act"`
-	HiddenDropoutProb         float64 `json:"hidden_dropout_prob"`
-	AttentionProbsDropoutProb float64 `json:"attention_probs_dropout_prob"`
-	MaxPositionEmbeddings     int     `json:"max_position_embeddings"`
-	TypeVocabSize             int     `json:"type_vocab_size"`
-	InitializerRange          float64 `json:"initializer_range"`
-	LayerNormEps              float64 `json:"layer_norm_eps"`
-	PadTokenID                int     `json:"pad_token_id"`
+	// The config.json fields DeBERTa shares with BERT (vocab_size to pad_token_id).
+	hfweights.Config
 	// EmbeddingSize is the width of the embedding tables; 0 means HiddenSize. When it
 	// differs from HiddenSize, embeddings.embed_proj (no bias) projects to HiddenSize.
 	EmbeddingSize       int  `json:"embedding_size,omitempty"`
@@ -218,14 +208,10 @@ var acts = []string{"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "tanh"}
 
 // Validate checks the configuration is usable.
 func (c *Config) Validate() error {
+	if err := c.CheckSizes("deberta config"); err != nil {
+		return err
+	}
 	switch {
-	case c.VocabSize <= 0:
-		return fmt.Errorf("deberta config: vocab_size %d must be > 0", c.VocabSize)
-	case c.HiddenSize <= 0 || c.NumHiddenLayers <= 0 || c.NumAttentionHeads <= 0 || c.IntermediateSize <= 0:
-		return fmt.Errorf("deberta config: hidden_size %d, num_hidden_layers %d, num_attention_heads %d, intermediate_size %d must all be > 0",
-			c.HiddenSize, c.NumHiddenLayers, c.NumAttentionHeads, c.IntermediateSize)
-	case c.HiddenSize%c.NumAttentionHeads != 0:
-		return fmt.Errorf("deberta config: hidden_size %d is not a multiple of num_attention_heads %d", c.HiddenSize, c.NumAttentionHeads)
 	case c.AttentionHeadSize != 0 && c.AttentionHeadSize != c.HiddenSize/c.NumAttentionHeads:
 		return fmt.Errorf("deberta config: attention_head_size %d other than hidden_size / num_attention_heads (%d) is not supported",
 			c.AttentionHeadSize, c.HiddenSize/c.NumAttentionHeads)

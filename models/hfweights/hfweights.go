@@ -1,7 +1,8 @@
 // Package hfweights reads and writes the encoder weights of Hugging Face checkpoint
 // directories (model.safetensors, or shards listed in model.safetensors.index.json) and
 // sets the GoMLX variables they map to. The model packages (bert, deberta) supply their
-// parameter lists and tensor naming; the file handling, checks and variable layout are here.
+// parameter lists and tensor naming; the file handling, checks and variable layout are here,
+// and the config.json fields they share (Config).
 package hfweights
 
 import (

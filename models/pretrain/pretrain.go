@@ -13,7 +13,6 @@
 package pretrain
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -155,10 +154,7 @@ func (c *Config) Validate() error {
 }
 
 // Marshal returns the JSON form stored in runs and checkpoints.
-func (c *Config) Marshal() []byte {
-	b, _ := json.MarshalIndent(c, "", "  ")
-	return append(b, '\n')
-}
+func (c *Config) Marshal() []byte { return encoder.MarshalConfig(c) }
 
 // UnmarshalJSON reads the "encoder" object with the encoder's implementation.
 func (c *Config) UnmarshalJSON(b []byte) error {
@@ -170,14 +166,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 
 // Unmarshal parses a stored configuration.
 func Unmarshal(b []byte) (*Config, error) {
-	var c Config
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("pretrain config: %w", err)
-	}
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return encoder.UnmarshalConfig[Config](b, "pretrain config")
 }
 
 // BiEncoder returns the bi-encoder the pre-trained encoder is: one shared tower at the store

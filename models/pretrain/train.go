@@ -216,11 +216,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	var mc *Config
 	var tok *tokenize.Tokenizer
 	if cfg.Resume {
-		var b []byte
-		if b, tok, err = runs.LoadResume(cfg.RunDir, ConfigFile); err != nil {
-			return nil, err
-		}
-		if mc, err = Unmarshal(b); err != nil {
+		if mc, tok, err = runs.LoadResume(cfg.RunDir, ConfigFile, Unmarshal); err != nil {
 			return nil, err
 		}
 	} else {

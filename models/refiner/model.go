@@ -16,7 +16,6 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/candidates"
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
@@ -38,32 +37,22 @@ type Model struct {
 
 // LoadRun loads a trained refiner from a run directory (best checkpoint) or checkpoint.
 func LoadRun(path string, be compute.Backend) (*Model, error) {
-	c, cb, tok, err := rundir.LoadCheckpoint(path, ConfigFile)
+	r, err := encoder.LoadRun(path, ConfigFile, be, Unmarshal, func(c *Config) encoder.Config { return c.Encoder })
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := Unmarshal(cb)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.Dir, err)
-	}
+	cfg := r.Cfg
 	if err := ApplyWeight(cfg, path); err != nil {
 		return nil, err
 	}
-	if err := encoder.CheckVocab(tok.VocabSize(), cfg.Encoder); err != nil {
-		return nil, fmt.Errorf("%s: %w", c.Dir, err)
-	}
-	store := model.NewStore()
-	if err := c.Restore(store, be); err != nil {
-		return nil, err
-	}
-	v := store.RootScope().In("tool_vectors").GetVariable("weight")
+	v := r.Store.RootScope().In("tool_vectors").GetVariable("weight")
 	if v == nil {
-		return nil, fmt.Errorf("%s: no tool_vectors/weight tensor", c.Dir)
+		return nil, fmt.Errorf("%s: no tool_vectors/weight tensor", r.Dir)
 	}
 	if d := v.Shape().Dimensions; len(d) != 2 || d[0] != cfg.Tools || d[1] != cfg.Dim {
-		return nil, fmt.Errorf("%s: tool_vectors/weight is %v, config says [%d %d]", c.Dir, d, cfg.Tools, cfg.Dim)
+		return nil, fmt.Errorf("%s: tool_vectors/weight is %v, config says [%d %d]", r.Dir, d, cfg.Tools, cfg.Dim)
 	}
-	return &Model{Cfg: cfg, Tok: tok, Backend: be, Store: store, Batch: 64}, nil
+	return &Model{Cfg: cfg, Tok: r.Tok, Backend: be, Store: r.Store, Batch: 64}, nil
 }
 
 // WeightFile is where train refiner records the first-stage weight it chose on dev, in the
@@ -318,7 +307,7 @@ func (m *Model) ChooseWeight(ctx context.Context, d *data.Dataset, s *data.Split
 		for i, q := range qs {
 			fixed[q] = Refine(lists[i], sc[i], w, 0).Tools
 		}
-		res, err := metrics.EvaluateDev(ctx, d, s, fixed, cli.DevKs)
+		res, err := metrics.EvaluateDev(ctx, d, s, fixed, metrics.DevKs)
 		if err != nil {
 			return 0, nil, err
 		}

@@ -13,7 +13,6 @@
 package refiner
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -106,10 +105,7 @@ func (c *Config) Validate() error {
 }
 
 // Marshal returns the JSON form stored in runs and checkpoints.
-func (c *Config) Marshal() []byte {
-	b, _ := json.MarshalIndent(c, "", "  ")
-	return append(b, '\n')
-}
+func (c *Config) Marshal() []byte { return encoder.MarshalConfig(c) }
 
 // UnmarshalJSON reads the "encoder" object through the encoder registry.
 func (c *Config) UnmarshalJSON(b []byte) error {
@@ -121,14 +117,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 
 // Unmarshal parses a stored configuration.
 func Unmarshal(b []byte) (*Config, error) {
-	var c Config
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("refiner config: %w", err)
-	}
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return encoder.UnmarshalConfig[Config](b, "refiner config")
 }
 
 // SetVectors creates (or replaces) the non-trainable tool-vector table in store:

@@ -6,16 +6,13 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/candidates"
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
-	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
 
@@ -74,23 +71,14 @@ func Slate(list, rel []int, n int, missing, order string, r *rand.Rand) ([]int, 
 // Task trains a refiner on the judged queries of a split over their first-stage candidate
 // lists (it implements train.Task).
 type Task struct {
-	Cfg       *Config
-	Data      *data.Dataset
-	Train     *data.Split
-	Dev       *data.Split
-	Tok       *tokenize.Tokenizer
-	Backend   compute.Backend
-	BatchSize int
-	Seed      uint64
+	Cfg *Config
+	train.Setup
 	// Lists holds the first stage's candidates of every training and dev query.
 	Lists          candidates.Lists
 	Missing, Order string
-	// ExtraFiles are stored with every checkpoint.
-	ExtraFiles map[string][]byte
 
-	queries []int
-	seqs    map[int][]int32
-	order   *train.EpochOrder
+	seqs  map[int][]int32
+	order *train.EpochOrder
 }
 
 // Prepare checks the inputs and tokenizes the training queries.
@@ -110,9 +98,9 @@ func (t *Task) Prepare() error {
 	if t.Order != OrderShuffle && t.Order != OrderRank {
 		return fmt.Errorf("refiner: slot order %q: want shuffle or rank", t.Order)
 	}
-	t.queries = t.Train.Judged()
-	if len(t.queries) == 0 {
-		return fmt.Errorf("refiner: split %s has no judged queries", t.Train.Name)
+	var err error
+	if t.order, err = t.JudgedOrder("refiner", 0x7265666e); err != nil {
+		return err
 	}
 	check := func(s *data.Split) error {
 		for _, q := range s.Judged() {
@@ -136,16 +124,12 @@ func (t *Task) Prepare() error {
 			return err
 		}
 	}
-	t.seqs = map[int][]int32{}
-	for _, q := range t.queries {
-		t.seqs[q] = t.Tok.Single(t.Data.Queries[q].Text, t.Cfg.MaxLen)
-	}
-	t.order = &train.EpochOrder{Items: t.queries, Seed: t.Seed, Salt: 0x7265666e}
+	t.seqs = t.QuerySeqs(t.order.Items, t.Cfg.MaxLen)
 	return nil
 }
 
 // Batches implements train.Task (a trailing partial batch is dropped).
-func (t *Task) Batches(int) int { return max(len(t.queries)/t.BatchSize, 1) }
+func (t *Task) Batches(int) int { return t.order.FullBatches(t.BatchSize) }
 
 // Loss implements train.Task.
 func (t *Task) Loss(s *model.Scope, in []*Node) *Node { return t.Cfg.Loss(s, in) }
@@ -173,16 +157,13 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	return []*tensors.Tensor{ids, mask, cand, slots, tensors.FromFlatDataAndDimensions(y, len(qs), n)}, len(qs), nil
 }
 
-// Evaluate implements train.Task: the dev ranking metrics (cli.DevKs) of the refined lists.
+// Evaluate implements train.Task: the dev ranking metrics (metrics.DevKs) of the refined lists.
 func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	if t.Dev == nil {
 		return map[string]float64{}, nil
 	}
 	m := &Model{Cfg: t.Cfg, Tok: t.Tok, Backend: t.Backend, Store: store, Batch: 64}
-	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, m.Lists(t.Lists), cli.DevKs)
+	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, m.Lists(t.Lists), metrics.DevKs)
 }
-
-// Files implements train.Task.
-func (t *Task) Files() (map[string][]byte, error) { return t.ExtraFiles, nil }
 
 var _ train.Task = (*Task)(nil)

@@ -18,9 +18,9 @@ import (
 	"github.com/toolret/toolret/internal/runs"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/rundir"
-	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
 
@@ -156,24 +156,12 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	}
 	bk, tr, dev := s.Backend, s.Train, s.Dev
 	store := s.Store()
-	var mc *Config
-	var tok *tokenize.Tokenizer
-	if cfg.Resume {
-		var b []byte
-		if b, tok, err = runs.LoadResume(cfg.RunDir, ConfigFile); err != nil {
-			return nil, err
-		}
-		if mc, err = Unmarshal(b); err != nil {
-			return nil, err
-		}
-	} else {
-		bc, t, err := s.Encoder(store, false)
-		if err != nil {
-			return nil, err
-		}
-		tok = t
-		mc = &Config{Encoder: bc.WithPooler(false), MaxLen: cfg.MaxLen, N: cfg.N, Tools: len(d.Tools), LossKind: cfg.Loss,
+	mc, tok, err := runs.Model(s, store, ConfigFile, Unmarshal, false, func(bc encoder.Config) *Config {
+		return &Config{Encoder: bc.WithPooler(false), MaxLen: cfg.MaxLen, N: cfg.N, Tools: len(d.Tools), LossKind: cfg.Loss,
 			SlotPositions: cfg.SlotPositions, Candidates: source, Vectors: cfg.Retriever}
+	})
+	if err != nil {
+		return nil, err
 	}
 	// Tool2Vec vectors of the retriever run over the training part (no dev query).
 	vecs, fallback, err := tool2vec(cfg.Retriever, bk, d, tr)

@@ -11,7 +11,7 @@
 //            "pairs": [[text, ...], ...], "pooling": "mean|cls", "normalize": bool,
 //            "max_length": N, "top_k": N}, ...]}
 //   task: feature-extraction | sentence-embedding | text-classification | pair-logits
-// RESPONSE: {"version": "3.8.1", "jobs": [{"batches": [{"input_ids": [[...]],
+// RESPONSE: {"version": "4.3.1", "jobs": [{"batches": [{"input_ids": [[...]],
 //            "attention_mask": [[...]], "token_type_ids": [[...]], "output": ...}]}]}
 //   output: [[float]] rows (embeddings or logits), or for text-classification
 //   [{label: score}] per text.
@@ -34,6 +34,15 @@ function inputs(enc) {
   return o;
 }
 
+function setMaxLength(tok, n) {
+  // transformers.js 3.x: model_max_length is a plain property; 4.x: a getter over the
+  // tokenizer_config.json it read (assigning it throws), so that is what changes.
+  const d = Object.getOwnPropertyDescriptor(tok, 'model_max_length');
+  if (d && 'value' in d) tok.model_max_length = n;
+  else tok._tokenizerConfig.model_max_length = n;
+  if (tok.model_max_length !== n) throw new Error(`cannot set the tokenizer's model_max_length to ${n}`);
+}
+
 async function main() {
   const req = JSON.parse(fs.readFileSync(process.argv[3], 'utf8'));
   const rq = createRequire(path.join(path.resolve(process.argv[2]), 'package.json'));
@@ -50,7 +59,7 @@ async function main() {
     const res = { batches: [] };
     if (job.task === 'feature-extraction' || job.task === 'text-classification') {
       const pipe = await tf.pipeline(job.task, id, { dtype: 'fp32' });
-      if (job.max_length) pipe.tokenizer.model_max_length = job.max_length;
+      if (job.max_length) setMaxLength(pipe.tokenizer, job.max_length);
       for (const texts of job.batches) {
         // What the pipeline feeds the model (its own tokenizer call).
         const b = inputs(pipe.tokenizer(texts, { padding: true, truncation: true }));
@@ -65,7 +74,7 @@ async function main() {
       await pipe.dispose();
     } else if (job.task === 'sentence-embedding' || job.task === 'pair-logits') {
       const tok = await tf.AutoTokenizer.from_pretrained(id);
-      if (job.max_length) tok.model_max_length = job.max_length;
+      if (job.max_length) setMaxLength(tok, job.max_length);
       const model = job.task === 'pair-logits'
         ? await tf.AutoModelForSequenceClassification.from_pretrained(id, { dtype: 'fp32' })
         : await tf.AutoModel.from_pretrained(id, { dtype: 'fp32' });

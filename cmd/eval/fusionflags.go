@@ -1,0 +1,25 @@
+package evalcmd
+
+import (
+	"fmt"
+	"os"
+)
+
+// defaultFusion is -fusion's default: z-score interpolation with the weights picked on the
+// dev split (-weight dev), the method that wins on held-out tools (docs/new-tools.md: a
+// bi-encoder + BM25 at R@5 26.67 against BM25's 24.32 and rrf's 21.36).
+const defaultFusion = "zscore"
+
+// fusionMethod resolves -fusion: the one given, else defaultFusion, except that with
+// -weight dev (the default) and no trained run whose recorded dev split the weights could be
+// tuned on, it falls back to rrf, and says so on stderr.
+func fusionMethod(o *options) string {
+	if o.fu.method != "" {
+		return o.fu.method
+	}
+	if !o.fu.weightGiven && len(runDirs(o)) == 0 {
+		fmt.Fprintln(os.Stderr, "fusion: no trained run records a dev split to tune the zscore weights on (give run:RUN in -runs, or -retriever): fusing with rrf (-fusion rrf says so; -weight W fixes zscore's weights)")
+		return "rrf"
+	}
+	return defaultFusion
+}

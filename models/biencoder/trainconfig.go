@@ -1,0 +1,240 @@
+package biencoder
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/toolret/toolret/rundir"
+)
+
+// Kind is the model kind of a bi-encoder run (rundir.Meta.Kind).
+const Kind = "biencoder"
+
+// TrainConfig is a bi-encoder training run, the recipe of `train biencoder`: every flag of
+// the command is a typed field whose json name is the flag's. The sections are what run.json
+// records as the run's configuration (rundir.Meta.Config); the fields tagged `json:"-"` are
+// operational and may change when a run is resumed. DefaultTrainConfig holds the defaults;
+// a field documented "0: auto" (or "": auto) takes a value that depends on the others, and
+// run.json records the value taken.
+type TrainConfig struct {
+	Split    TrainSplit    `json:"split"`
+	Parent   TrainParent   `json:"parent"`
+	Model    TrainModel    `json:"model"`
+	Training TrainSchedule `json:"training"`
+
+	// RunDir is the run directory (-run; required).
+	RunDir string `json:"-"`
+	// Resume continues RunDir from its newest checkpoint (-resume). The configuration must
+	// be the run's (RecordedConfig returns it): Train names every field that differs; a
+	// field left at its "auto" zero takes the run's value.
+	Resume bool `json:"-"`
+	// Backend is the compute backend's name (-backend; "": the default, see package backend).
+	Backend string `json:"-"`
+	// Quiet turns the trainer's progress bar off (-quiet).
+	Quiet bool `json:"-"`
+	// Args are the command line's flags recorded in run.json beside the typed configuration
+	// (nil: the configuration's, rundir.ConfigArgs).
+	Args map[string]string `json:"-"`
+	// Stdout receives the test report, Stderr the messages (nil: os.Stdout, os.Stderr). The
+	// trainer's progress bar goes to os.Stderr.
+	Stdout, Stderr io.Writer `json:"-"`
+}
+
+// TrainSplit is the data a run trains and selects on.
+type TrainSplit struct {
+	// Data is the dataset directory (-data; "": the embedded default dataset).
+	Data string `json:"data"`
+	// HoldoutTools and HoldoutSeed select the held-out-tool view of Data (-holdout-tools,
+	// -holdout-seed; 0: the dataset's own splits, auto: the Retriever run's view).
+	HoldoutTools float64 `json:"holdout-tools"`
+	HoldoutSeed  uint64  `json:"holdout-seed"`
+	// Dev is the fraction of the training queries carved as the dev split (-dev; 0: auto,
+	// 0.1, or with Parent.Feedback or Parent.Retriever the parent run's recorded split, which
+	// a non-zero Dev must equal).
+	Dev float64 `json:"dev"`
+	// Test is the split evaluated at the end (-test; default "test", "": none).
+	Test string `json:"test"`
+}
+
+// TrainParent names what a run starts from or builds on.
+type TrainParent struct {
+	// Init initialises the encoder (-init): a HuggingFace or sentence-transformers BERT or
+	// DeBERTa-v2/v3 directory or hub id org/name[@revision] (resolved in the hub cache), or a
+	// trained bi-encoder or pretrain run; "": from scratch (Model's sizes).
+	Init string `json:"init"`
+	// Retriever is the first retriever run (-retriever): query2query mines its triplets by
+	// its query embeddings and takes its dev split; with Feedback it names the collection's
+	// retriever when it moved.
+	Retriever string `json:"retriever"`
+	// Feedback is a feedback collection (-feedback, train feedback -out FILE): the run trains
+	// iteration-aware on it.
+	Feedback string `json:"feedback"`
+}
+
+// TrainModel is the model: the encoder from scratch, the towers and the objective.
+type TrainModel struct {
+	// Arch is the architecture from scratch (-arch: bert, deberta or wordbag; "": auto, bert,
+	// and no check of an Init encoder's).
+	Arch         string `json:"arch"`
+	Vocab        string `json:"vocab"`        // -vocab: a vocab.txt ("": built from the training texts)
+	VocabSize    int    `json:"vocab-size"`   // -vocab-size (default 8000)
+	Layers       int    `json:"layers"`       // -layers (default 2)
+	Hidden       int    `json:"hidden"`       // -hidden (default 128)
+	Heads        int    `json:"heads"`        // -heads (default 4)
+	Intermediate int    `json:"intermediate"` // -intermediate (default 0: 4*Hidden)
+	// Pooling is cls, mean or pooler (-pooling; "": auto, the Init model's, else mean).
+	Pooling        string `json:"pooling"`
+	SeparateTowers bool   `json:"separate-towers"` // -separate-towers: a query and a tool tower
+	QueryLen       int    `json:"query-len"`       // -query-len: max query tokens (default 32)
+	ToolLen        int    `json:"tool-len"`        // -tool-len: max tool tokens (default 64)
+	// Similarity is cosine or dot (-similarity; "": auto, an Init run's, else cosine).
+	Similarity  string  `json:"similarity"`
+	Temperature float64 `json:"temperature"` // -temperature: InfoNCE temperature (default 0.05)
+	Symmetric   bool    `json:"symmetric"`   // -symmetric: add the tool->query InfoNCE term
+	NoFNMask    bool    `json:"no-fn-mask"`  // -no-fn-mask: ablation, no false-negative masking
+	// Objective is query2tool (default) or query2query (-objective).
+	Objective string  `json:"objective"`
+	Margin    float64 `json:"margin"` // -margin: query2query's triplet margin (default 1)
+	// Marker is the iteration marker of Feedback training (-marker, default DefaultMarker).
+	Marker string `json:"marker"`
+}
+
+// TrainSchedule is the trainer's knobs.
+type TrainSchedule struct {
+	Batch         int  `json:"batch"`          // -batch: examples per batch (default 32)
+	StrictBatches bool `json:"strict-batches"` // -strict-batches: never repeat a query or tool in a batch
+	// PadMultiple pads each batch to its longest text rounded up to a multiple of it
+	// (-pad-multiple, default DefaultPadMultiple; 0: to QueryLen/ToolLen); -1 is the
+	// tokenizer's length buckets of runs made before the flag (migrated runs only).
+	PadMultiple int `json:"pad-multiple"`
+	Epochs      int `json:"epochs"` // -epochs (default 4)
+	// LR is the peak learning rate (-lr; 0: auto, 2e-5 with pre-trained Init weights, else 5e-4).
+	LR          float64 `json:"lr"`
+	WeightDecay float64 `json:"weight-decay"` // -weight-decay: AdamW (default 0.01)
+	Warmup      float64 `json:"warmup"`       // -warmup: fraction of the steps (default 0.1)
+	Schedule    string  `json:"schedule"`     // -schedule: linear (default), cosine or constant
+	Clip        float64 `json:"clip"`         // -clip: gradient-norm clipping (default 1; 0: off)
+	Accumulate  int     `json:"accumulate"`   // -accumulate: micro-batches per step (default 1)
+	// FreezeEmbeddings and ToolDropout regularise query2tool and feedback training
+	// (-freeze-embeddings, -tool-dropout; see Regularization).
+	FreezeEmbeddings bool    `json:"freeze-embeddings"`
+	ToolDropout      float64 `json:"tool-dropout"`
+	// ToolQueries is pseudo (query, tool) pairs per tool and epoch (-tool-queries; 0: none).
+	ToolQueries int `json:"tool-queries"`
+	// HardNegatives is mined hard negatives per example from the Negatives file
+	// (-hard-negatives, -negatives: train mine's output).
+	HardNegatives int    `json:"hard-negatives"`
+	Negatives     string `json:"negatives"`
+	// Feedback training (Parent.Feedback): the last iteration trained (-iterations; 0: the
+	// collection's), the loss weight alpha^t (-alpha, default 1), every iteration of a query
+	// in its batch (-feedback-joint, default true) and one hard negative per instruction
+	// (-feedback-hard-negatives, default true).
+	Iterations            int     `json:"iterations"`
+	Alpha                 float64 `json:"alpha"`
+	FeedbackJoint         bool    `json:"feedback-joint"`
+	FeedbackHardNegatives bool    `json:"feedback-hard-negatives"`
+	// query2query: nearest training queries kept per anchor sharing a tool
+	// (-positives-per-query, default 4) and sharing none (-negatives-per-query, default 4).
+	PositivesPerQuery int `json:"positives-per-query"`
+	NegativesPerQuery int `json:"negatives-per-query"`
+	EvalEvery         int `json:"eval-every"` // -eval-every: steps between dev evaluations (0: each epoch)
+	// MaxSteps stops after this many optimizer steps, the schedule fitted to them
+	// (-max-steps; 0: all of Epochs).
+	MaxSteps int    `json:"max-steps"`
+	Metric   string `json:"metric"`   // -metric: dev metric selecting the best checkpoint (default ndcg@5)
+	Patience int    `json:"patience"` // -patience: evaluations without improvement (0: never stop)
+	Seed     uint64 `json:"seed"`     // -seed: the dev split's and the training's (default 1)
+}
+
+// DefaultTrainConfig returns the defaults of train biencoder's flags: a small BERT from
+// scratch on the embedded default dataset. RunDir must still be set.
+func DefaultTrainConfig() TrainConfig {
+	return TrainConfig{
+		Split: TrainSplit{HoldoutSeed: 1, Test: "test"},
+		Model: TrainModel{VocabSize: 8000, Layers: 2, Hidden: 128, Heads: 4, QueryLen: 32, ToolLen: 64,
+			Temperature: 0.05, Objective: ObjectiveQuery2Tool, Margin: 1, Marker: DefaultMarker},
+		Training: TrainSchedule{Batch: 32, PadMultiple: DefaultPadMultiple, Epochs: 4, WeightDecay: 0.01, Warmup: 0.1,
+			Schedule: "linear", Clip: 1, Accumulate: 1, Alpha: 1, FeedbackJoint: true, FeedbackHardNegatives: true,
+			PositivesPerQuery: 4, NegativesPerQuery: 4, Metric: "ndcg@5", Seed: 1},
+	}
+}
+
+// ConfigFromArgs migrates a run's recorded flags (rundir.Meta.Args of a format-1 run) to
+// its typed configuration: flags it lacks keep their defaults, except -pad-multiple, which
+// a run made before the flag existed lacks: it trained with the tokenizer's buckets (-1).
+func ConfigFromArgs(args map[string]string) (TrainConfig, error) {
+	c := DefaultTrainConfig()
+	if err := rundir.ConfigFromArgs(&c, args); err != nil {
+		return c, err
+	}
+	if _, ok := args["pad-multiple"]; !ok {
+		c.Training.PadMultiple = -1
+	}
+	return c, nil
+}
+
+// RecordedConfig returns the typed configuration of the bi-encoder run at dir (migrated from
+// its flags for a format-1 run), ready to resume: Resume and RunDir are set.
+func RecordedConfig(dir string) (TrainConfig, error) {
+	m, err := rundir.Read(dir)
+	if err != nil {
+		return TrainConfig{}, err
+	}
+	return RecordedConfigOf(dir, m)
+}
+
+// RecordedConfigOf is RecordedConfig of the run at dir whose run.json m is read.
+func RecordedConfigOf(dir string, m *rundir.Meta) (TrainConfig, error) {
+	if m.Kind != Kind {
+		return TrainConfig{}, fmt.Errorf("run %s: a %s run, not a bi-encoder run", dir, m.Kind)
+	}
+	c := DefaultTrainConfig()
+	_, err := m.DecodeConfig(&c, func(args map[string]string) (err error) {
+		c, err = ConfigFromArgs(args)
+		return err
+	})
+	if err != nil {
+		return TrainConfig{}, fmt.Errorf("run %s: %w", dir, err)
+	}
+	c.RunDir, c.Resume = dir, true
+	return c, nil
+}
+
+// Padding returns the Padding of PadMultiple (-1: PadTokenizer).
+func (s TrainSchedule) Padding() (Padding, error) {
+	if s.PadMultiple == -1 {
+		return PadTokenizer, nil
+	}
+	return PadMultiple(s.PadMultiple)
+}
+
+// CheckResume compares c, the configuration of a resumption of the run at c.RunDir, with the
+// run's recorded configuration rec, and returns rec with c's operational fields (RunDir,
+// Backend, Quiet, Args, writers): an error names every field that differs, but for the auto
+// fields (lr, pooling, similarity, arch, dev, holdout-tools) c leaves at zero.
+func (c TrainConfig) CheckResume(rec TrainConfig) (TrainConfig, error) {
+	g := c
+	if g.Training.LR == 0 {
+		g.Training.LR = rec.Training.LR
+	}
+	if g.Model.Pooling == "" {
+		g.Model.Pooling = rec.Model.Pooling
+	}
+	if g.Model.Similarity == "" {
+		g.Model.Similarity = rec.Model.Similarity
+	}
+	if g.Model.Arch == "" {
+		g.Model.Arch = rec.Model.Arch
+	}
+	if g.Split.Dev == 0 {
+		g.Split.Dev = rec.Split.Dev
+	}
+	if g.Split.HoldoutTools == 0 {
+		g.Split.HoldoutTools, g.Split.HoldoutSeed = rec.Split.HoldoutTools, rec.Split.HoldoutSeed
+	}
+	if err := rundir.ConfigDiffError(c.RunDir, rundir.ConfigDiff(rec, g)); err != nil {
+		return c, err
+	}
+	rec.RunDir, rec.Resume, rec.Backend, rec.Quiet, rec.Args, rec.Stdout, rec.Stderr = c.RunDir, true, c.Backend, c.Quiet, c.Args, c.Stdout, c.Stderr
+	return rec, nil
+}

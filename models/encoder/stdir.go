@@ -1,0 +1,72 @@
+package encoder
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// IsHFDir reports whether dir is a HuggingFace model directory (config.json at its top)
+// rather than a toolret run or checkpoint (state.json).
+func IsHFDir(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, "state.json")); err == nil {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(dir, "config.json"))
+	return err == nil
+}
+
+// stPoolingModule is the type of sentence-transformers' Pooling module in modules.json.
+const stPoolingModule = "sentence_transformers.models.Pooling"
+
+// STPooling reads the pooling of a sentence-transformers directory (modules.json and its
+// Pooling module's config.json): ok is false when dir has no modules.json or no Pooling module.
+func STPooling(dir string) (p Pooling, ok bool, err error) {
+	var mods []struct {
+		Path string `json:"path"`
+		Type string `json:"type"`
+	}
+	found, err := readJSON(filepath.Join(dir, "modules.json"), &mods)
+	if err != nil || !found {
+		return "", false, err
+	}
+	for _, mod := range mods {
+		if mod.Type != stPoolingModule {
+			continue
+		}
+		if !filepath.IsLocal(mod.Path) {
+			return "", false, fmt.Errorf("%s: module path %q leaves the model directory", filepath.Join(dir, "modules.json"), mod.Path)
+		}
+		var c map[string]any
+		cp := filepath.Join(dir, mod.Path, "config.json")
+		if _, err := readJSON(cp, &c); err != nil {
+			return "", false, err
+		}
+		switch {
+		case c["pooling_mode_mean_tokens"] == true:
+			return PoolMean, true, nil
+		case c["pooling_mode_cls_token"] == true:
+			return PoolCLS, true, nil
+		}
+		return "", false, fmt.Errorf("%s: pooling mode not supported (cls or mean tokens)", cp)
+	}
+	return "", false, nil
+}
+
+// readJSON decodes the JSON file p into v; found is false when p does not exist.
+func readJSON(p string, v any) (found bool, err error) {
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return false, fmt.Errorf("%s: %w", p, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,206 @@
+package retriever
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/toolret/toolret/models/biencoder"
+)
+
+// Batching configures dynamic batching of query embeddings across concurrent calls: queries
+// that arrive while the encoder is busy, or within MaxWait of the first waiting one, are
+// embedded together, up to MaxBatch texts and MaxTokens tokens per encoder call (as
+// text-embeddings-inference and infinity batch by token budget).
+type Batching struct {
+	MaxBatch  int           // texts per encoder call (> 0)
+	MaxTokens int           // tokens per encoder call, [CLS] and [SEP] included (> 0)
+	MaxWait   time.Duration // longest a query waits for others to fill its batch (>= 0)
+}
+
+// DefaultBatching is what serve uses unless told otherwise.
+var DefaultBatching = Batching{MaxBatch: 64, MaxTokens: 4096, MaxWait: 2 * time.Millisecond}
+
+// WithBatching embeds queries of concurrent calls together (Batching); zero MaxBatch turns
+// batching off (each call embeds its own queries, as without the option).
+func WithBatching(b Batching) Option { return func(o *options) { o.batching = b } }
+
+// WithQueryCache keeps the embeddings of the n most recently embedded query texts (an LRU
+// cache keyed by the text, per loaded index and so per model); 0 turns it off.
+func WithQueryCache(n int) Option { return func(o *options) { o.cacheSize = n } }
+
+// EmbedStats counts the query embeddings of a Retriever.
+type EmbedStats struct {
+	CacheHits, CacheMisses int64
+	// Batches is the number of encoder calls for queries; Texts the texts they embedded.
+	Batches, Texts int64
+}
+
+// Stats returns the counts of query embeddings so far.
+func (r *Retriever) Stats() EmbedStats {
+	return EmbedStats{CacheHits: r.stats.hits.Load(), CacheMisses: r.stats.misses.Load(),
+		Batches: r.stats.batches.Load(), Texts: r.stats.texts.Load()}
+}
+
+type embedStats struct{ hits, misses, batches, texts atomic.Int64 }
+
+// queryEmbedder embeds query texts through the cache and the batcher.
+type queryEmbedder struct {
+	r     *Retriever
+	cache *lru.Cache[string, []float32]
+	b     Batching
+	reqs  chan *embedReq
+	once  sync.Once
+}
+
+type embedReq struct {
+	texts  []string
+	tokens int
+	out    [][]float32
+	err    error
+	done   chan struct{}
+}
+
+func newQueryEmbedder(r *Retriever, b Batching, cacheSize int) (*queryEmbedder, error) {
+	if b.MaxBatch < 0 || b.MaxBatch > 0 && (b.MaxTokens <= 0 || b.MaxWait < 0) {
+		return nil, fmt.Errorf("retriever: batching %+v: want MaxBatch >= 0, and with MaxBatch > 0 MaxTokens > 0 and MaxWait >= 0", b)
+	}
+	if cacheSize < 0 {
+		return nil, fmt.Errorf("retriever: query cache of %d entries: want >= 0", cacheSize)
+	}
+	q := &queryEmbedder{r: r, b: b}
+	if cacheSize > 0 {
+		c, err := lru.New[string, []float32](cacheSize)
+		if err != nil {
+			return nil, fmt.Errorf("retriever: query cache: %w", err)
+		}
+		q.cache = c
+	}
+	return q, nil
+}
+
+// embed returns the query embeddings of texts: cached ones from the cache, the others
+// through the batcher (or directly without batching).
+func (q *queryEmbedder) embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	var miss []string
+	var at []int
+	for i, t := range texts {
+		if q.cache != nil {
+			if v, ok := q.cache.Get(t); ok {
+				out[i] = v
+				q.r.stats.hits.Add(1)
+				continue
+			}
+		}
+		q.r.stats.misses.Add(1)
+		miss, at = append(miss, t), append(at, i)
+	}
+	if len(miss) == 0 {
+		return out, nil
+	}
+	var emb [][]float32
+	var err error
+	if q.b.MaxBatch > 0 {
+		emb, err = q.batched(ctx, miss)
+	} else {
+		emb, err = q.direct(miss)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range at {
+		out[i] = emb[j]
+		if q.cache != nil {
+			q.cache.Add(miss[j], emb[j])
+		}
+	}
+	return out, nil
+}
+
+func (q *queryEmbedder) direct(texts []string) ([][]float32, error) {
+	q.r.stats.batches.Add(1)
+	q.r.stats.texts.Add(int64(len(texts)))
+	return q.r.Embed(biencoder.QueryTower, texts)
+}
+
+// batched hands texts to the batching loop and waits for their embeddings.
+func (q *queryEmbedder) batched(ctx context.Context, texts []string) ([][]float32, error) {
+	q.once.Do(func() {
+		q.reqs = make(chan *embedReq, 1024)
+		go q.loop()
+	})
+	tokens := 0
+	for _, t := range texts {
+		n, err := q.r.Tokens(biencoder.QueryTower, t)
+		if err != nil {
+			return nil, err
+		}
+		tokens += n
+	}
+	req := &embedReq{texts: texts, tokens: tokens, done: make(chan struct{})}
+	select {
+	case q.reqs <- req:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case <-req.done:
+		return req.out, req.err
+	case <-ctx.Done():
+		return nil, ctx.Err() // the batch still runs; its result is dropped
+	}
+}
+
+// loop gathers requests into batches and embeds each batch with one encoder call. It runs
+// for the Retriever's lifetime (a goroutine per loaded index that batches).
+func (q *queryEmbedder) loop() {
+	var next *embedReq
+	for {
+		first := next
+		if first == nil {
+			first = <-q.reqs
+		}
+		next = nil
+		batch := []*embedReq{first}
+		n, tokens := len(first.texts), first.tokens
+		timer := time.NewTimer(q.b.MaxWait)
+	gather:
+		for n < q.b.MaxBatch && tokens < q.b.MaxTokens {
+			select {
+			case r := <-q.reqs:
+				if n+len(r.texts) > q.b.MaxBatch || tokens+r.tokens > q.b.MaxTokens {
+					next = r // starts the next batch
+					break gather
+				}
+				batch = append(batch, r)
+				n, tokens = n+len(r.texts), tokens+r.tokens
+			case <-timer.C:
+				break gather
+			}
+		}
+		timer.Stop()
+		texts := make([]string, 0, n)
+		for _, r := range batch {
+			texts = append(texts, r.texts...)
+		}
+		emb, err := q.direct(texts)
+		if err == nil && len(emb) != len(texts) {
+			err = errors.New("retriever: the encoder returned another number of embeddings than texts")
+		}
+		off := 0
+		for _, r := range batch {
+			if err != nil {
+				r.err = err
+			} else {
+				r.out = emb[off : off+len(r.texts)]
+			}
+			off += len(r.texts)
+			close(r.done)
+		}
+	}
+}
