@@ -9,10 +9,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/gateway"
+	"github.com/toolret/toolret/library"
 	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/serve"
 )
@@ -20,8 +23,26 @@ import (
 // ServeConfig configures Serve. Zero fields take the defaults DefaultServeConfig gives.
 type ServeConfig struct {
 	// Index is the exported index directory (Export with export.FormatIndex); tool updates
-	// are written into it.
+	// are written into it. With Library and no Index, the index is built from Pretrained.
 	Index string
+	// Library is a tool library file (package library): the server becomes a tool gateway
+	// (package gateway: search_tools and call_tool, POST /v1/search, /v1/call, ...) over it.
+	// Without Index, a zero-shot index of it is built at start by the model Pretrained (a
+	// run, a checkpoint, a HuggingFace directory or a hub id) into State, or the one built
+	// there before is reused; either way the index is synced to the library (only new and
+	// changed tools are embedded).
+	Library, Pretrained string
+	// State is the gateway's state directory: its index and usage log (default
+	// gateway.StateDir(Library)).
+	State string
+	// Upstreams is the gateway's upstream configuration file (gateway.ReadUpstreams): the
+	// mcpServers configuration plus OpenAPI upstreams; "" for none (calls then fail, saying so).
+	Upstreams string
+	// Keys are the API keys the server requires, with their scopes (serve.Config.Keys);
+	// Rate and Burst limit each caller (serve.Config.Rate).
+	Keys  *serve.Keys
+	Rate  float64
+	Burst int
 	// Addr is the HTTP listen address.
 	Addr string
 	// MCP is "" (HTTP only), "stdio" (MCP on standard input and output, no HTTP) or "http"
@@ -74,12 +95,43 @@ func DefaultServeConfig() ServeConfig {
 // Serve serves cfg.Index until ctx ends, then shuts down gracefully: no new connections,
 // requests under way finish (up to cfg.Grace), pending tool updates are compacted.
 func Serve(ctx context.Context, cfg ServeConfig) error {
-	if cfg.Index == "" {
-		return errors.New("serve: no index given (-index)")
+	if cfg.Index == "" && cfg.Library == "" {
+		return errors.New("serve: no index given (-index, or -library and -model)")
 	}
 	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	be, err := backend.Open(backend.Name(cfg.Backend))
+	if err != nil {
+		return fmt.Errorf("-backend: %w", err)
+	}
+	var lib *library.Library
+	if cfg.Library != "" {
+		if lib, err = library.Read(cfg.Library); err != nil {
+			return err
+		}
+		if cfg.State == "" {
+			cfg.State = gateway.StateDir(cfg.Library)
+		}
+		if err := os.MkdirAll(cfg.State, 0o755); err != nil {
+			return fmt.Errorf("-state: %w", err)
+		}
+		if cfg.Index == "" {
+			if cfg.Pretrained == "" {
+				return errors.New("serve: -library needs -model (the pre-trained model to index it with) or -index")
+			}
+			start := time.Now()
+			dir, built, err := gateway.BuildIndex(ctx, lib, cfg.Library, cfg.Pretrained, cfg.State, be)
+			if err != nil {
+				return err
+			}
+			log.Info("zero-shot index", "library", cfg.Library, "tools", len(lib.Tools), "model", cfg.Pretrained, "index", dir, "built", built, "ms", time.Since(start).Milliseconds())
+			cfg.Index = dir
+			if cfg.Model == "" {
+				cfg.Model = filepath.Base(strings.TrimRight(cfg.Pretrained, "/"))
+			}
+		}
 	}
 	if cfg.Model == "" {
 		abs, err := filepath.Abs(cfg.Index)
@@ -87,10 +139,6 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 			return fmt.Errorf("-index %s: %w", cfg.Index, err)
 		}
 		cfg.Model = filepath.Base(abs)
-	}
-	be, err := backend.Open(backend.Name(cfg.Backend))
-	if err != nil {
-		return fmt.Errorf("-backend: %w", err)
 	}
 	ropts := []retriever.Option{retriever.WithBackend(be), retriever.WithBatching(cfg.Batching), retriever.WithQueryCache(cfg.QueryCache)}
 	if cfg.Reranker != "" {
@@ -110,41 +158,62 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if err != nil {
 		return err
 	}
-	lib := store.R.Library()
-	log.Info("index loaded", "index", cfg.Index, "tools", lib.Len(), "version", lib.Version, "replayed_updates", store.Pending(),
+	ilib := store.R.Library()
+	log.Info("index loaded", "index", cfg.Index, "tools", ilib.Len(), "version", ilib.Version, "replayed_updates", store.Pending(),
 		"dim", store.R.Dim(), "tool_updates", store.R.CanEmbedTools() == nil, "hybrid", cfg.Hybrid, "ms", time.Since(start).Milliseconds())
 	scfg := serve.Config{DefaultK: cfg.K, MaxK: cfg.MaxK, MaxBatch: cfg.MaxBatch, MaxBody: cfg.MaxBody, Timeout: cfg.Timeout,
-		Token: cfg.Token, Model: cfg.Model, MCP: cfg.MCP == "http", Logger: log}
+		Token: cfg.Token, Model: cfg.Model, MCP: cfg.MCP == "http", Keys: cfg.Keys, Rate: cfg.Rate, Burst: cfg.Burst, Logger: log}
+	var gw *gateway.Gateway
+	callTimeout := time.Duration(0)
+	if lib != nil {
+		if gw, err = startGateway(ctx, cfg, lib, store, log); err != nil {
+			store.Close()
+			return err
+		}
+		scfg.Extension = gw
+		callTimeout = gw.CallTimeout()
+	}
+	closeAll := func() error {
+		if gw != nil {
+			if err := gw.Close(); err != nil {
+				log.Error("closing the gateway", "error", err.Error())
+			}
+		}
+		return store.Close()
+	}
 	if cfg.MCP == "stdio" {
 		err := serve.NewMCP(store, scfg).Run(ctx, &mcp.StdioTransport{})
-		if cerr := store.Close(); err == nil || errors.Is(err, context.Canceled) {
+		if cerr := closeAll(); err == nil || errors.Is(err, context.Canceled) {
 			err = cerr
 		}
 		return err
 	}
-	if cfg.Token == "" {
+	if cfg.Token == "" && cfg.Keys == nil {
 		log.Warn("TOOLRET_TOKEN is not set: anyone who reaches the server can add and delete tools")
+	}
+	if gw != nil && cfg.Keys == nil {
+		log.Warn("no API keys (-keys, TOOLRET_KEYS): anyone who reaches the server can call the library's tools")
 	}
 	srv := &http.Server{
 		Handler:           serve.New(store, scfg).Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       cfg.Timeout + 5*time.Second,
-		WriteTimeout:      2*cfg.Timeout + 5*time.Second,
+		WriteTimeout:      2*cfg.Timeout + callTimeout + 5*time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		store.Close()
+		closeAll()
 		return fmt.Errorf("-addr: %w", err)
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "mcp", cfg.MCP == "http", "auth", cfg.Token != "")
+	log.Info("listening", "addr", ln.Addr().String(), "mcp", cfg.MCP == "http", "auth", cfg.Token != "", "keys", cfg.Keys.Len(), "gateway", gw != nil)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
 	case err := <-done:
-		store.Close()
+		closeAll()
 		return err
 	case <-ctx.Done():
 	}
@@ -155,10 +224,40 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		log.Warn("requests still running after the grace period were cut", "error", err.Error())
 		srv.Close()
 	}
-	if err := store.Close(); err != nil {
+	if err := closeAll(); err != nil {
 		return fmt.Errorf("compacting updates at shutdown: %w", err)
 	}
-	lib = store.R.Library()
-	log.Info("stopped", "tools", lib.Len(), "version", lib.Version)
+	ilib = store.R.Library()
+	log.Info("stopped", "tools", ilib.Len(), "version", ilib.Version)
 	return nil
+}
+
+// startGateway reads the upstream configuration, syncs the index to the library and
+// connects the MCP upstreams in the background.
+func startGateway(ctx context.Context, cfg ServeConfig, lib *library.Library, store *serve.Store, log *slog.Logger) (*gateway.Gateway, error) {
+	var up *gateway.Upstreams
+	if cfg.Upstreams != "" {
+		var err error
+		if up, err = gateway.ReadUpstreams(cfg.Upstreams); err != nil {
+			return nil, err
+		}
+	}
+	gw, err := gateway.New(gateway.Options{Library: lib, LibraryPath: cfg.Library, Store: store, Upstreams: up,
+		UsageLog: filepath.Join(cfg.State, gateway.UsageFile), K: cfg.K, MaxK: cfg.MaxK, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	if _, _, _, err := gw.SyncIndex(); err != nil {
+		gw.Close()
+		return nil, fmt.Errorf("syncing the index to %s: %w", cfg.Library, err)
+	}
+	callable := 0
+	for i := range lib.Tools {
+		if gw.Callable(&lib.Tools[i]) {
+			callable++
+		}
+	}
+	log.Info("gateway", "library", cfg.Library, "tools", len(lib.Tools), "callable", callable, "upstreams", cfg.Upstreams, "state", cfg.State)
+	gw.Start(ctx)
+	return gw, nil
 }

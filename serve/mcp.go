@@ -42,16 +42,22 @@ func toolName(rec export.ToolRecord) string {
 	return rec.ID
 }
 
-// NewMCP returns an MCP server with one tool, find_tools, answering from store's library.
+// NewMCP returns an MCP server with the tool find_tools, answering from store's library,
+// and the tools of cfg.Extension.
 func NewMCP(store *Store, cfg Config) *mcp.Server {
 	cfg.defaults()
-	s := mcp.NewServer(&mcp.Implementation{Name: "toolret", Title: "toolret tool retrieval", Version: export.Version()}, &mcp.ServerOptions{
-		Instructions: "Call find_tools with a description of the task to get the few tools of the library that serve it, best first.",
-	})
+	instr := "Call find_tools with a description of the task to get the few tools of the library that serve it, best first."
+	if x, ok := cfg.Extension.(interface{ Instructions() string }); ok {
+		instr = x.Instructions()
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "toolret", Title: "toolret tool retrieval", Version: export.Version()}, &mcp.ServerOptions{Instructions: instr})
 	desc := fmt.Sprintf("Find the tools of a library of thousands that serve a task: give the task in natural language (query) and how many tools you want (k, default %d, at most %d); get their names, descriptions and relevance scores, best first.", cfg.DefaultK, cfg.MaxK)
 	mcp.AddTool(s, &mcp.Tool{Name: "find_tools", Description: desc, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in FindToolsInput) (*mcp.CallToolResult, FindToolsOutput, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in FindToolsInput) (*mcp.CallToolResult, FindToolsOutput, error) {
 			var out FindToolsOutput
+			if err := Allowed(req.Extra, ScopeSearch); err != nil {
+				return nil, out, err
+			}
 			if strings.TrimSpace(in.Query) == "" {
 				return nil, out, fmt.Errorf(`"query" is empty: describe the task to find tools for`)
 			}
@@ -76,5 +82,8 @@ func NewMCP(store *Store, cfg Config) *mcp.Server {
 			}
 			return nil, out, nil
 		})
+	if cfg.Extension != nil {
+		cfg.Extension.MCPTools(s)
+	}
 	return s
 }

@@ -15,7 +15,6 @@ package serve
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -45,8 +44,18 @@ type Config struct {
 	// Model is the model name /v1/embeddings answers with when a request names none.
 	Model string
 	// MCP mounts the MCP streamable HTTP endpoint (find_tools) at /mcp.
-	MCP    bool
-	Logger *slog.Logger // default slog.Default()
+	MCP bool
+	// Keys, when set, are the API keys every endpoint but /healthz, /metrics and
+	// /openapi.json needs, each with its scopes (ScopeSearch, ScopeCall, ScopeAdmin); the
+	// admin Token stays valid for tool updates. Keys are never logged; their names are.
+	Keys *Keys
+	// Rate limits each caller (API key, else remote address) to Rate requests a second,
+	// in bursts of Burst (default: Rate rounded down, at least 1); 0: no limit.
+	Rate  float64
+	Burst int
+	// Extension adds endpoints and MCP tools (the gateway); nil: none.
+	Extension Extension
+	Logger    *slog.Logger // default slog.Default()
 }
 
 func (c *Config) defaults() {
@@ -80,18 +89,24 @@ type Server struct {
 	store   *Store
 	mux     *http.ServeMux
 	metrics *metrics
+	limits  *limiters
+	own     map[string]bool // patterns an extension registered
 }
 
 // New returns the server of store.
 func New(store *Store, cfg Config) *Server {
 	cfg.defaults()
-	s := &Server{cfg: cfg, store: store, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, store: store, mux: http.NewServeMux(), own: map[string]bool{}}
 	s.metrics = newMetrics(store)
-	s.route("POST /v1/retrieve", "retrieve", s.retrieve)
-	s.route("POST /v1/embeddings", "embeddings", s.embeddings)
-	s.route("POST /v1/tools", "tools_put", s.auth(s.putTools))
-	s.route("GET /v1/tools/{id}", "tools_get", s.getTool)
-	s.route("DELETE /v1/tools/{id}", "tools_delete", s.auth(s.deleteTool))
+	s.limits = newLimiters(cfg.Rate, cfg.Burst)
+	if cfg.Extension != nil {
+		cfg.Extension.Routes(&Router{s})
+	}
+	s.routeScope("POST /v1/retrieve", "retrieve", ScopeSearch, 0, s.retrieve)
+	s.routeScope("POST /v1/embeddings", "embeddings", ScopeSearch, 0, s.embeddings)
+	s.routeScope("POST /v1/tools", "tools_put", ScopeAdmin, 0, s.putTools)
+	s.routeScope("GET /v1/tools/{id}", "tools_get", ScopeSearch, 0, s.getTool)
+	s.routeScope("DELETE /v1/tools/{id}", "tools_delete", ScopeAdmin, 0, s.deleteTool)
 	s.route("GET /healthz", "healthz", s.healthz)
 	s.mux.Handle("GET /metrics", s.instrument("metrics", s.metrics.handler()))
 	// Other methods on known paths, and unknown paths: JSON errors.
@@ -103,7 +118,7 @@ func New(store *Store, cfg Config) *Server {
 	if cfg.MCP {
 		srv := NewMCP(store, cfg)
 		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
-		s.mux.Handle("/mcp", s.instrument("mcp", http.MaxBytesHandler(h, cfg.MaxBody)))
+		s.mux.Handle("/mcp", s.instrument("mcp", s.mcpAccess(http.MaxBytesHandler(h, cfg.MaxBody))))
 	}
 	s.route("/", "other", func(w http.ResponseWriter, r *http.Request) (any, *apiError) {
 		return nil, errorf(http.StatusNotFound, "no endpoint %s %s (POST /v1/retrieve, POST /v1/embeddings, POST /v1/tools, GET|DELETE /v1/tools/{id}, GET /healthz, GET /metrics)", r.Method, r.URL.Path)
@@ -121,6 +136,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) (any, *apiError)
 type reqInfo struct {
 	items   int    // queries, inputs or tools
 	version uint64 // library version answered from or made
+	key     string // name of the API key that sent it
 }
 
 type infoKey struct{}
@@ -132,16 +148,31 @@ func info(r *http.Request) *reqInfo {
 	return &reqInfo{}
 }
 
-// route registers h under pattern, with the request time limit, JSON answers, metrics and
-// the log line.
-func (s *Server) route(pattern, name string, h handlerFunc) {
+// route registers h under pattern, open to every caller within the rate limit (routeScope).
+func (s *Server) route(pattern, name string, h handlerFunc) { s.routeScope(pattern, name, "", 0, h) }
+
+// routeScope registers h under pattern, with the access check of scope and the rate limit
+// (authorize), the request time limit (timeout; 0: Config.Timeout), JSON answers, metrics
+// and the log line. A pattern an extension registered is left to it.
+func (s *Server) routeScope(pattern, name, scope string, timeout time.Duration, h handlerFunc) {
+	if s.own[pattern] {
+		return
+	}
+	if timeout <= 0 {
+		timeout = s.cfg.Timeout
+	}
 	s.mux.Handle(pattern, s.instrument(name, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+		if aerr := s.authorize(w, r, scope); aerr != nil {
+			setError(w, aerr.msg)
+			writeJSON(w, aerr.status, map[string]string{"error": aerr.msg})
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		r = r.WithContext(ctx)
 		v, aerr := h(w, r)
 		if aerr == nil && ctx.Err() != nil {
-			aerr = errorf(http.StatusServiceUnavailable, "request took longer than the %v limit (-timeout)", s.cfg.Timeout)
+			aerr = errorf(http.StatusServiceUnavailable, "request took longer than the %v limit (-timeout)", timeout)
 		}
 		if aerr != nil {
 			setError(w, aerr.msg)
@@ -223,6 +254,9 @@ func (s *Server) instrument(name string, h http.Handler) http.Handler {
 		if ri.version > 0 {
 			attrs = append(attrs, slog.Uint64("version", ri.version))
 		}
+		if ri.key != "" {
+			attrs = append(attrs, slog.String("key", ri.key))
+		}
 		level := slog.LevelInfo
 		if rec.err != "" {
 			attrs = append(attrs, slog.String("error", rec.err))
@@ -234,30 +268,6 @@ func (s *Server) instrument(name string, h http.Handler) http.Handler {
 		}
 		s.cfg.Logger.LogAttrs(r.Context(), level, "request", attrs...)
 	})
-}
-
-// auth requires the bearer token on write endpoints when one is configured.
-func (s *Server) auth(h handlerFunc) handlerFunc {
-	if s.cfg.Token == "" {
-		return h
-	}
-	want := []byte("Bearer " + s.cfg.Token)
-	return func(w http.ResponseWriter, r *http.Request) (any, *apiError) {
-		got := r.Header.Get("Authorization")
-		if got == "" {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="toolret"`)
-			return nil, errorf(http.StatusUnauthorized, `missing "Authorization: Bearer <token>" header: tool updates need the server's $TOOLRET_TOKEN`)
-		}
-		if strings.TrimSpace(got) == "Bearer" { // curl -H "Authorization: Bearer $TOOLRET_TOKEN" with it unset
-			w.Header().Set("WWW-Authenticate", `Bearer realm="toolret", error="invalid_token"`)
-			return nil, errorf(http.StatusUnauthorized, `empty bearer token in the "Authorization" header: is TOOLRET_TOKEN exported in the shell that sends the request?`)
-		}
-		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="toolret", error="invalid_token"`)
-			return nil, errorf(http.StatusUnauthorized, `invalid bearer token in the "Authorization" header`)
-		}
-		return h(w, r)
-	}
 }
 
 // Hierarchy is a tool's place in a category → tool → API hierarchy (ToolBench style).

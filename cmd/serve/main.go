@@ -4,6 +4,16 @@
 //	serve -index DIR [-addr 127.0.0.1:8080] [-backend go] [-k 5] [-reranker DIR -depth 20]
 //	      [-max-k 100] [-max-batch 64] [-max-body 1048576] [-timeout 10s] [-grace 30s]
 //	      [-compact-every 1000] [-model NAME] [-mcp stdio|http] [-hybrid rrf|minmax|zscore [-hybrid-weight W]]
+//	serve -library LIB.jsonl (-model REF | -index DIR) [-upstreams CONFIG.json] [-state DIR]
+//	      [-keys FILE] [-rate N -burst N] [...as above]
+//
+// -library makes the server a tool gateway over a tool library (toolret import): MCP tools
+// search_tools, call_tool and report_result, and POST /v1/search, GET /v1/tools[/{name}],
+// POST /v1/call, POST /v1/feedback, GET /openapi.json (package gateway). Its index is built
+// at start from the pre-trained -model (or reused from -state), or is the exported -index;
+// calls go to the upstreams of -upstreams (an mcpServers configuration plus OpenAPI
+// upstreams). -keys (default $TOOLRET_KEYS) names the API keys file: "NAME KEY SCOPES"
+// lines, scopes search, call, admin. See docs/gateway.md.
 //
 // HTTP (package serve): POST /v1/retrieve, POST /v1/embeddings (OpenAI's format), POST
 // /v1/tools, GET and DELETE /v1/tools/{id}, GET /healthz, GET /metrics (Prometheus). Tool
@@ -35,10 +45,14 @@ import (
 	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/serve"
 )
 
 type options struct {
 	index, addr, backend, reranker, model, mcp string
+	library, upstreams, state, keys            string
+	rate                                       float64
+	burst                                      int
 	k, depth, maxK, maxBatch, compactEvery     int
 	maxBody                                    int64
 	rerankWeight, hybridWeight                 float64
@@ -90,7 +104,13 @@ func parse(args []string) (*options, error) {
 	fs.DurationVar(&o.batching.MaxWait, "embed-wait", retriever.DefaultBatching.MaxWait, "dynamic batching: longest a query waits for others to share its encoder call")
 	fs.IntVar(&o.queryCache, "query-cache", 10000, "query embeddings kept in an LRU cache keyed by the text (0: none)")
 	fs.IntVar(&o.compactEvery, "compact-every", 1000, "tool updates logged before they are compacted into the index (0: only at shutdown)")
-	fs.StringVar(&o.model, "model", "", "model name /v1/embeddings reports when a request names none (default: the index directory's name)")
+	fs.StringVar(&o.model, "model", "", "with -library: the pre-trained model (run, checkpoint, HuggingFace directory or hub id) its zero-shot index is built with; with -index: the model name /v1/embeddings reports when a request names none (default: the index directory's name)")
+	fs.StringVar(&o.library, "library", "", "tool library `LIB.jsonl` (toolret import) to serve as a tool gateway: search_tools, call_tool, /v1/search, /v1/call")
+	fs.StringVar(&o.upstreams, "upstreams", "", "with -library: the gateway's upstream configuration `CONFIG.json` (the mcpServers configuration, plus \"openapi\" upstreams)")
+	fs.StringVar(&o.state, "state", "", "with -library: state directory of the built index and the usage log (default: LIB without .jsonl, plus .toolret)")
+	fs.StringVar(&o.keys, "keys", os.Getenv("TOOLRET_KEYS"), "API keys `FILE` (lines NAME KEY SCOPES, scopes search, call, admin); every endpoint but /healthz, /metrics and /openapi.json then needs one (default $TOOLRET_KEYS)")
+	fs.Float64Var(&o.rate, "rate", 0, "requests a second each caller (API key, else address) may make (0: no limit)")
+	fs.IntVar(&o.burst, "burst", 0, "with -rate: requests a caller may make at once (default: -rate)")
 	fs.StringVar(&o.mcp, "mcp", "", "serve MCP: stdio (find_tools on stdin/stdout, no HTTP) or http (adds /mcp to the HTTP API)")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
@@ -99,8 +119,16 @@ func parse(args []string) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if o.index == "" {
-		return nil, errors.New("-index is required")
+	switch {
+	case o.index == "" && o.library == "":
+		return nil, errors.New("-index is required (or -library LIB.jsonl with -model REF)")
+	case o.library == "" && (o.upstreams != "" || o.state != ""):
+		return nil, errors.New("-upstreams and -state apply to -library")
+	case o.library != "" && o.index == "" && o.model == "":
+		return nil, errors.New("-library needs -model (the pre-trained model to index it with) or an exported -index")
+	}
+	if err := cli.First(cli.NonNegative("rate", o.rate), cli.NonNegative("burst", o.burst)); err != nil {
+		return nil, err
 	}
 	switch o.mcp {
 	case "", "stdio", "http":
@@ -147,7 +175,7 @@ func parse(args []string) (*options, error) {
 	if o.k > o.maxK {
 		return nil, fmt.Errorf("-k %d is above -max-k %d", o.k, o.maxK)
 	}
-	if o.model == "" {
+	if o.model == "" && o.index != "" {
 		abs, err := filepath.Abs(o.index)
 		if err != nil {
 			return nil, fmt.Errorf("-index %s: %w", o.index, err)
@@ -161,9 +189,21 @@ func run(o *options, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() { <-ctx.Done(); stop() }() // a second signal kills the process
-	return toolret.Serve(ctx, toolret.ServeConfig{Index: o.index, Addr: o.addr, MCP: o.mcp, Backend: o.backend,
+	var keys *serve.Keys
+	if o.keys != "" {
+		var err error
+		if keys, err = serve.ReadKeys(o.keys); err != nil {
+			return fmt.Errorf("-keys: %w", err)
+		}
+	}
+	model, pretrained := o.model, ""
+	if o.library != "" && o.index == "" {
+		model, pretrained = "", o.model
+	}
+	return toolret.Serve(ctx, toolret.ServeConfig{Index: o.index, Library: o.library, Pretrained: pretrained, State: o.state,
+		Upstreams: o.upstreams, Keys: keys, Rate: o.rate, Burst: o.burst, Addr: o.addr, MCP: o.mcp, Backend: o.backend,
 		K: o.k, MaxK: o.maxK, Reranker: o.reranker, Depth: o.depth, RerankWeight: o.rerankWeight,
 		Hybrid: o.hybrid, HybridWeight: o.hybridWeight, NoRefiner: o.noRefiner, Batching: o.batching, QueryCache: o.queryCache, MaxBatch: o.maxBatch,
-		MaxBody: o.maxBody, Timeout: o.timeout, Grace: o.grace, CompactEvery: o.compactEvery, Model: o.model,
+		MaxBody: o.maxBody, Timeout: o.timeout, Grace: o.grace, CompactEvery: o.compactEvery, Model: model,
 		Token: os.Getenv("TOOLRET_TOKEN"), Log: log})
 }

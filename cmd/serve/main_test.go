@@ -16,6 +16,10 @@ func TestParse(t *testing.T) {
 	if o.addr != "127.0.0.1:8080" || o.k != 3 || o.maxK != 100 || o.maxBatch != 64 || o.maxBody != 1<<20 || o.model != "my-index" || o.mcp != "" {
 		t.Fatalf("defaults: %+v", o)
 	}
+	o, err = parse([]string{"-library", "lib.jsonl", "-model", "org/model", "-upstreams", "up.json", "-keys", "", "-rate", "5"})
+	if err != nil || o.library != "lib.jsonl" || o.model != "org/model" || o.upstreams != "up.json" || o.rate != 5 || o.index != "" {
+		t.Fatalf("-library: %+v %v", o, err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -33,6 +37,9 @@ func TestParse(t *testing.T) {
 		{[]string{"-index", "x", "-rerank-weight", "0.5"}, "-rerank-weight needs -reranker"},
 		{[]string{"-index", "x", "-reranker", "ce", "-rerank-weight", "1.5"}, "-rerank-weight 1.5: want a weight in [0, 1]"},
 		{[]string{"-index", "x", "-reranker", "ce", "-rerank-weight", "-0.5"}, "-rerank-weight -0.5: want a weight in [0, 1]"},
+		{[]string{"-library", "lib.jsonl"}, "-library needs -model"},
+		{[]string{"-index", "x", "-upstreams", "up.json"}, "-upstreams and -state apply to -library"},
+		{[]string{"-library", "lib.jsonl", "-model", "m", "-rate", "-1"}, "-rate -1: must be >= 0"},
 	} {
 		if _, err := parse(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parse(%q): %v, want %q", tc.args, err, tc.want)

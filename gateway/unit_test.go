@@ -1,0 +1,145 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/gateway"
+	"github.com/toolret/toolret/library"
+	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/serve"
+)
+
+func TestParseUpstreams(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "s.env"), "# secrets\nexport API_TOKEN=\"tok-123456\"\nOTHER=x\n")
+	t.Setenv("GW_TEST_HOST", "api.example.com")
+	u, err := gateway.ParseUpstreams([]byte(`{"openapi": {"api": {"base_url": "https://${GW_TEST_HOST}/v1",
+		"headers": {"Authorization": "Bearer ${API_TOKEN}"}}}, "secrets": "s.env", "call_timeout": "5s"}`), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.MCP != nil || u.CallTimeout.Seconds() != 5 || u.OpenAPI["api"].BaseURL != "https://${GW_TEST_HOST}/v1" {
+		t.Fatalf("%+v", u)
+	}
+	if got := u.Redact("header was Bearer tok-123456, escaped tok-123456"); strings.Contains(got, "tok-123456") {
+		t.Fatalf("Redact: %q", got)
+	}
+	for _, tc := range []struct{ cfg, want string }{
+		{`{"openapi": {"api": {"headers": {"X": "${GW_TEST_UNSET_VAR}"}}}}`, "variable GW_TEST_UNSET_VAR is set neither in the secrets file nor in the environment"},
+		{`{"openapi": {"a.b": {}}}`, `openapi "a.b": not a namespace`},
+		{`{"openapi": {"api": {"base_url": "ftp://x"}}}`, "want an absolute http or https URL"},
+		{`{"call_timeout": "soon"}`, `call_timeout "soon"`},
+		{`{"secrets": "missing.env"}`, "secrets file"},
+		{`{"mcpServers": {"x": {}}}`, `server "x": neither "command" nor "url"`},
+		{`{"mcpServers": {"x": {"command": "run", "env": {"K": "${GW_TEST_UNSET_VAR}"}}}}`, `MCP server "x": env K: variable GW_TEST_UNSET_VAR`},
+		{`[1]`, "malformed JSON"},
+	} {
+		if _, err := gateway.ParseUpstreams([]byte(tc.cfg), dir); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+func TestParseKeys(t *testing.T) {
+	ks, err := serve.ParseKeys([]byte("a aaaaaaaaaaaaaaaa1 search\nb sha256:" + strings.Repeat("ab", 32) + " call,admin\n"))
+	if err != nil || ks.Len() != 2 {
+		t.Fatal(err)
+	}
+	if k := ks.Lookup("aaaaaaaaaaaaaaaa1"); k == nil || k.Name != "a" || !k.Has("search") || k.Has("call") {
+		t.Fatalf("lookup: %+v", k)
+	}
+	if ks.Lookup("aaaaaaaaaaaaaaaa2") != nil || ks.Lookup("") != nil {
+		t.Fatal("lookup of a wrong key")
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"", "no keys"},
+		{"a short search", "shorter than 16"},
+		{"a aaaaaaaaaaaaaaaa1 root", `unknown scope "root"`},
+		{"a aaaaaaaaaaaaaaaa1", "3 fields"},
+		{"a aaaaaaaaaaaaaaaa1 search\na bbbbbbbbbbbbbbbb2 search", `key name "a" repeats line 1`},
+		{"a aaaaaaaaaaaaaaaa1 search\nb aaaaaaaaaaaaaaaa1 call", "the same key as a"},
+		{"a sha256:zz search", "64 hex digits"},
+	} {
+		_, err := serve.ParseKeys([]byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.in, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "aaaaaaaaaaaaaaaa1") {
+			t.Errorf("%q: the error holds the key", tc.in)
+		}
+	}
+}
+
+// TestIndexReuse: a second start reuses the index built for the model, and syncing it to a
+// changed library embeds only the new tools.
+func TestIndexReuse(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(names ...string) *library.Library {
+		l := &library.Library{}
+		for _, n := range names {
+			l.Tools = append(l.Tools, library.Tool{Name: n, Namespace: "fn", Description: "does " + n,
+				InputSchema: json.RawMessage(`{"type": "object"}`), Source: library.Source{Kind: library.KindFunctions}})
+		}
+		return l
+	}
+	be, _ := backend.Open("go")
+	libPath := filepath.Join(dir, "lib.jsonl")
+	state := gateway.StateDir(libPath)
+	idx, built, err := gateway.BuildIndex(context.Background(), mk("a", "b", "c"), libPath, stubModel(t), state, be)
+	if err != nil || !built {
+		t.Fatalf("first build: %v %v", built, err)
+	}
+	idx2, built, err := gateway.BuildIndex(context.Background(), mk("a", "b", "d"), libPath, stubModel(t), state, be)
+	if err != nil || built || idx2 != idx {
+		t.Fatalf("second start: %s %v %v", idx2, built, err)
+	}
+	st, err := serve.Open(idx, 0, retriever.WithBackend(be))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	g, err := gateway.New(gateway.Options{Library: mk("a", "b", "d"), Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if a, c, d, err := g.SyncIndex(); err != nil || a != 1 || c != 0 || d != 1 {
+		t.Fatalf("sync: +%d ~%d -%d %v", a, c, d, err)
+	}
+	if _, ok := st.R.Library().Lookup("fn.d"); !ok {
+		t.Fatal("fn.d is not in the index")
+	}
+	// A function-list tool has no upstream: calling it says so.
+	res, err := g.Call(context.Background(), "fn.a", nil, "", "")
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "has no upstream the gateway can call") {
+		t.Fatalf("calling a function-list tool: %v %+v", err, res)
+	}
+}
+
+// FuzzValidate: any arguments against any schema give nil or an error, never a panic, and
+// invalid arguments an *ArgumentError.
+func FuzzValidate(f *testing.F) {
+	f.Add(`{"type":"object","properties":{"a":{"type":"integer","minimum":1}},"required":["a"]}`, `{"a": 0}`)
+	f.Add(`{"type":"object","additionalProperties":false}`, `{"x": [1, {"y": null}]}`)
+	f.Add(`{"type":"object","properties":{"p":{"type":"array","items":{"type":"string","pattern":"^a+$"}}}}`, `{"p": ["b"]}`)
+	f.Add(`{"type":"object"}`, `[]`)
+	f.Fuzz(func(t *testing.T, schema, args string) {
+		tool := &library.Tool{Name: "t", InputSchema: json.RawMessage(schema)}
+		err := gateway.Validate(tool, json.RawMessage(args))
+		var ae *gateway.ArgumentError
+		if err != nil && !errors.As(err, &ae) && !strings.Contains(err.Error(), "does not compile") {
+			t.Fatalf("%s %s: %v", schema, args, err)
+		}
+		if ae != nil && len(ae.Problems) == 0 {
+			t.Fatalf("%s %s: an argument error with no problem", schema, args)
+		}
+	})
+}
