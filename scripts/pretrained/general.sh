@@ -9,15 +9,10 @@
 # Usage: scripts/pretrained/general.sh [MODEL] [OUT_DIR]   (needs `make models`, ../shared;
 # ~15 min of training on 2 cores with ONNX Runtime, `make install-onnx`)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+source "$(dirname "$0")/build.sh"
 model="${1:-sentence-transformers/all-MiniLM-L6-v2}"
 out="${2:-runs/general}"
-mkdir -p "$out" bin
-export GOTOOLCHAIN=go1.27.4 GOEXPERIMENT=simd GOFLAGS=-buildvcs=false
-be=go
-tags=()
-if [ -f "${TOOLRET_CACHE:-$HOME/.cache/toolret}/onnxruntime/libonnxruntime.so.1" ]; then be=onnx; tags=(-tags onnx); fi
-go build "${tags[@]}" -o bin/toolret ./cmd/toolret
+mkdir -p "$out"
 tl=../shared/datasets/toollens
 bf=../shared/datasets/bfcl
 if [ ! -f "$out/ft/summary.json" ]; then

@@ -5,15 +5,10 @@
 # Usage: scripts/pretrained/zeroshot.sh [MODEL] [OUT_DIR]   (needs `make models`, ../shared)
 # Prints one line per row: DATA VIEW SYSTEM R@1 R@3 R@5 N@5 C@5; rankings go to OUT_DIR.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+source "$(dirname "$0")/build.sh"
 model="${1:-sentence-transformers/all-MiniLM-L6-v2}"
 out="${2:-runs/zeroshot}"
-mkdir -p "$out" bin
-export GOTOOLCHAIN=go1.27.4 GOEXPERIMENT=simd GOFLAGS=-buildvcs=false
-be=go
-tags=()
-if [ -f "${TOOLRET_CACHE:-$HOME/.cache/toolret}/onnxruntime/libonnxruntime.so.1" ]; then be=onnx; tags=(-tags onnx); fi
-go build "${tags[@]}" -o bin/toolret ./cmd/toolret
+mkdir -p "$out"
 row() { # DATA VIEW SYSTEM JSON
   python3 -c 'import json,sys; m=json.loads(sys.argv[4]); print(sys.argv[1], sys.argv[2], sys.argv[3], *("%.2f" % m[k] for k in ("recall@1","recall@3","recall@5","ndcg@5","comp@5")))' "$@"
 }
