@@ -14,7 +14,9 @@
 //     directory, an ONNX model or a served index; [UpdateIndex] brings an index's tools up to
 //     date with a library.
 //   - [Serve] serves an index over HTTP and MCP until its context ends.
-//   - [ImportModel] puts a model directory into the Hugging Face hub cache under its hub id.
+//   - [ImportLibrary] imports MCP servers, OpenAPI descriptions and function-tool lists into a
+//     tool library file; [ImportModel] puts a model directory into the Hugging Face hub cache
+//     under its hub id.
 //
 // A model reference (OpenModel, ExportConfig.Model, the -init of training) is a directory (HF
 // or sentence-transformers layout), a run, or a hub id "org/name[@revision]" resolved in the

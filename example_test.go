@@ -17,6 +17,7 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
+	"github.com/toolret/toolret/library/importer"
 )
 
 // tinyModel writes a tiny pre-trained stand-in (HF layout, random weights) into a temporary
@@ -173,4 +174,35 @@ func ExampleEvaluate() {
 	}
 	fmt.Println(bm.Overall.N == zs.Overall.N, bm.Overall.Recall[5] > zs.Overall.Recall[5])
 	// Output: true true
+}
+
+// ExampleImportLibrary imports a function-tool list into a tool library file, then builds a
+// zero-shot index over it: a library needs no queries.
+func ExampleImportLibrary() {
+	model, cleanup, err := tinyModel()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cleanup()
+	dir := filepath.Dir(model)
+	fns := filepath.Join(dir, "functions.json")
+	os.WriteFile(fns, []byte(`[{"name": "get_weather", "description": "Current weather of a city.",
+		"parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}},
+		{"name": "convert_currency", "description": "Convert an amount between currencies.",
+		"parameters": {"type": "dict", "properties": {"amount": {"type": "float"}, "to": {"type": "string"}}}}]`), 0o644)
+	lib := filepath.Join(dir, "tools.jsonl")
+	ctx := context.Background()
+	changes, _, err := toolret.ImportLibrary(ctx, importer.Sources{Functions: []string{"demo=" + fns}}, lib)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	man, err := toolret.Export(ctx, toolret.ExportConfig{Model: model, Format: export.FormatIndex, Data: lib, Out: filepath.Join(dir, "index")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(changes.Added), man.Tools)
+	// Output: 2 2
 }
