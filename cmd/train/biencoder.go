@@ -122,6 +122,11 @@ func biencoderCmd(args []string) error {
 		return err
 	}
 	set := cli.Set(fs)
+	if set["dev"] { // 0 is the recipe's "auto": a -dev given must be a fraction
+		if err := cli.Fraction("dev", *devFrac); err != nil {
+			return err
+		}
+	}
 	auto := func(name string, v, zero any) any { // a flag left unset is the recipe's "auto" zero
 		if set[name] {
 			return v
