@@ -63,6 +63,9 @@ type ServeConfig struct {
 	HybridWeight float64
 	// NoRefiner serves the index's first stage without its packaged refiner.
 	NoRefiner bool
+	// ANN is the first stage's search: "auto" or "" (HNSW from retriever.DefaultANNThreshold
+	// tools), "on" or "off" (exact); retriever.WithANN.
+	ANN string
 	// Batching embeds the queries of concurrent requests together (retriever.Batching; zero
 	// MaxBatch: each request alone); QueryCache keeps the embeddings of that many recent
 	// query texts (0: none).
@@ -153,6 +156,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if cfg.Hybrid != "" {
 		ropts = append(ropts, retriever.WithHybrid(cfg.Hybrid, cfg.HybridWeight))
 	}
+	ropts = append(ropts, retriever.WithANN(retriever.ANNConfig{Mode: cfg.ANN}))
 	start := time.Now()
 	store, err := serve.Open(cfg.Index, cfg.CompactEvery, ropts...)
 	if err != nil {

@@ -34,6 +34,12 @@
 // -method fusion does; the BM25 index is built from the library at load and for each library
 // version set, so tools added later are found by their words too.
 //
+// WithANN chooses how the dense first stage finds the top tools: by scoring every tool (exact)
+// or through an HNSW graph (internal/hnsw, the graph of github.com/coder/hnsw) built in the
+// background at load and kept in sync with each library version; by default (ANNAuto) from
+// DefaultANNThreshold tools. BuildANN, ANNIndex and ExactSearch search a Library with a
+// query vector directly (toolret bench ann; docs/large-libraries.md).
+//
 // A Retriever is safe for concurrent use. Its tool library is an immutable Library snapshot
 // swapped atomically (SetLibrary): a query is answered from one library version, never a
 // mix, while a server adds or removes tools (Library.With; new tools are embedded with the
@@ -101,6 +107,8 @@ type options struct {
 	hybridW        float64
 	hybridDepth    int
 	hybridDepthSet bool
+	// ann: WithANN's configuration; nil: DefaultANNConfig.
+	ann *ANNConfig
 	// batching and cacheSize: WithBatching, WithQueryCache.
 	batching  Batching
 	cacheSize int
@@ -163,6 +171,10 @@ type Retriever struct {
 	mlc *export.MLCManifest
 	// hyb fuses the first stage with BM25 (WithHybrid); nil: the dense first stage alone.
 	hyb *hybridStage
+	// ann searches the dense first stage with HNSW (WithANN); nil: exactly. annMode is the
+	// configured mode.
+	ann     *annState
+	annMode string
 	// qe embeds queries through the query cache and the batcher (WithQueryCache,
 	// WithBatching); stats counts them.
 	qe    *queryEmbedder
@@ -185,6 +197,9 @@ type Library struct {
 	bias    []float32      // per-tool bias added to every score (an MLC index); nil: none
 	pos     map[string]int // id -> index
 	lex     lexical        // the BM25 index of the tool texts, built on first use (hybrid)
+	// ann is the HNSW index the library was built or synced into (BuildANN, ANNIndex.Sync);
+	// nil: none, the library is searched exactly.
+	ann atomic.Pointer[ANNIndex]
 }
 
 // NewLibrary returns a library of tools with embeddings emb (same order, one row each).
@@ -443,6 +458,12 @@ func Load(dir string, opts ...Option) (*Retriever, error) {
 	if r.hyb != nil {
 		lib.lexicalIndex() // at load, not on the first query
 	}
+	if r.ann, err = newANN(o, r); err != nil {
+		return nil, err
+	}
+	if r.ann != nil {
+		r.ann.set(lib) // starts building the graph in the background
+	}
 	r.lib.Store(lib)
 	if o.interp && (o.rerankDir == "" || !(o.interpW >= 0 && o.interpW <= 1)) {
 		return nil, fmt.Errorf("retriever: WithInterpolation(%v): needs WithReranker and a weight in [0, 1]", o.interpW)
@@ -531,6 +552,9 @@ func (r *Retriever) SetLibrary(l *Library) error {
 	}
 	if r.hyb != nil {
 		l.lexicalIndex() // before the library is published: queries find its BM25 index built
+	}
+	if r.ann != nil {
+		r.ann.set(l) // before the library is published: its tools are in the graph
 	}
 	r.lib.Store(l)
 	return nil
@@ -666,7 +690,7 @@ func (r *Retriever) retrieveFrom(ctx context.Context, lib *Library, texts, queri
 		m = r.ref.depth(k)
 	}
 	out := make([][]Result, len(queries))
-	scores := make([]float32, lib.Len())
+	var scores []float32
 	// A refiner over an MLC's candidates mixes in the classifier's probabilities: a softmax
 	// classifier's need each query's log-sum-exp of the logits.
 	var lse []float64
@@ -677,13 +701,19 @@ func (r *Retriever) retrieveFrom(ctx context.Context, lib *Library, texts, queri
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		score(lib.scoring(), lib.bias, q, scores)
-		if lse != nil {
-			lse[i] = logSumExp(scores)
-		}
-		top := retrieve.TopK(scores, m)
-		if r.ref != nil {
-			top = r.ref.deepen(lib, scores, top)
+		top, ok := r.annTop(lib, q, m) // never with a refiner (newANN)
+		if !ok {
+			if scores == nil {
+				scores = make([]float32, lib.Len())
+			}
+			score(lib.scoring(), lib.bias, q, scores)
+			if lse != nil {
+				lse[i] = logSumExp(scores)
+			}
+			top = retrieve.TopK(scores, m)
+			if r.ref != nil {
+				top = r.ref.deepen(lib, scores, top)
+			}
 		}
 		res := make([]Result, len(top.Tools))
 		for j, t := range top.Tools {
@@ -742,11 +772,7 @@ func score(rows [][]float32, bias []float32, q []float32, scores []float32) {
 	n, d := len(rows), len(q)
 	work := func(lo, hi int) {
 		for t := lo; t < hi; t++ {
-			row := rows[t][:d]
-			s := float32(0)
-			for k, v := range q {
-				s += v * row[k]
-			}
+			s := dot(q, rows[t][:d])
 			if bias != nil {
 				s += bias[t]
 			}
@@ -768,6 +794,17 @@ func score(rows [][]float32, bias []float32, q []float32, scores []float32) {
 		}(lo, min(lo+chunk, n))
 	}
 	wg.Wait()
+}
+
+// dot is the dot product of q and row (len(row) >= len(q)), summed in order: every score of
+// a tool, exact or through ANNIndex, is computed by it.
+func dot(q, row []float32) float32 {
+	row = row[:len(q)]
+	s := float32(0)
+	for k, v := range q {
+		s += v * row[k]
+	}
+	return s
 }
 
 func (r *Retriever) rerankResults(ctx context.Context, query string, res []Result) error {

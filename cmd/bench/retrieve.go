@@ -23,7 +23,10 @@ import (
 // retrieveBench measures retriever.Retrieve latency (one query per call, k tools) over the
 // tools of a dataset (ToolLens: 464) and over a synthetic index of -synthetic random tools.
 //
-//	bench retrieve [-run RUN [-refiner RUN]] [-data DIR] [-n 200] [-k 10] [-synthetic 100000]
+//	bench retrieve [-run RUN [-refiner RUN]] [-data DIR] [-n 200] [-k 10] [-synthetic 100000] [-ann off|on|auto]
+//
+// -ann searches the synthetic index with HNSW too (retriever.WithANN; timed once its graph
+// is built), beside exact search; bench ann measures the search alone, with recall.
 //
 // Without -run the model is a random bi-encoder of -layers/-hidden/-heads. With -refiner (a
 // refiner run over -run's candidates, trained on -data) the index packages it and the
@@ -40,11 +43,15 @@ func retrieveBench(args []string) error {
 	hidden := fs.Int("hidden", 256, "random model: hidden size")
 	heads := fs.Int("heads", 4, "random model: attention heads")
 	beName := fs.String("backend", "", "compute backend")
+	annMode := fs.String("ann", retriever.ANNOff, "also time the synthetic index with HNSW search: on, auto (from 50000 tools), off")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *annMode != retriever.ANNOff && *annMode != retriever.ANNOn && *annMode != retriever.ANNAuto {
+		return fmt.Errorf("-ann %q: want off, on or auto", *annMode)
 	}
 	if *refinerRun != "" && *run == "" {
 		return fmt.Errorf("-refiner needs -run, the bi-encoder run whose candidates it re-orders")
@@ -111,6 +118,9 @@ func retrieveBench(args []string) error {
 			return err
 		}
 		ctx := context.Background()
+		if err := r.WaitANN(ctx); err != nil { // time the index HNSW serves, not the exact fallback
+			return err
+		}
 		for _, q := range queries[:min(len(queries), 50)] { // warm up: compile every length bucket
 			if _, err := r.Retrieve(ctx, q, *k); err != nil {
 				return err
@@ -167,8 +177,15 @@ func retrieveBench(args []string) error {
 		if err := export.WriteIndexFilesBias(dir, recs, emb, bias, nil); err != nil {
 			return err
 		}
-		if err := measure(fmt.Sprintf("%d tools (synthetic)", *synthetic), retriever.WithoutVerify(), retriever.WithoutRefiner()); err != nil {
+		off := retriever.WithANN(retriever.ANNConfig{Mode: retriever.ANNOff})
+		if err := measure(fmt.Sprintf("%d tools (synthetic)", *synthetic), retriever.WithoutVerify(), retriever.WithoutRefiner(), off); err != nil {
 			return err
+		}
+		if *annMode != retriever.ANNOff {
+			ann := retriever.WithANN(retriever.ANNConfig{Mode: *annMode})
+			if err := measure(fmt.Sprintf("%d tools (synthetic, ann %s)", *synthetic, *annMode), retriever.WithoutVerify(), retriever.WithoutRefiner(), ann); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
