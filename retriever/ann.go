@@ -95,7 +95,7 @@ func (c ANNConfig) uses(n int) bool {
 	return c.Mode == ANNOn || c.Mode == ANNAuto && n >= c.Threshold
 }
 
-// ANNIndex is an HNSW graph (internal/hnsw, the graph of github.com/coder/hnsw) over the
+// ANNIndex is an HNSW graph (internal/hnsw, the graph of the coder/hnsw module) over the
 // scoring vectors of a library and of the versions synced into it after. Its nodes are
 // vectors, each of one tool: a tool added or changed by a later version is a new node, and
 // the nodes of tools deleted or changed stay in the graph, stale, until it is rebuilt. A

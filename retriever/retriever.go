@@ -35,7 +35,7 @@
 // version set, so tools added later are found by their words too.
 //
 // WithANN chooses how the dense first stage finds the top tools: by scoring every tool (exact)
-// or through an HNSW graph (internal/hnsw, the graph of github.com/coder/hnsw) built in the
+// or through an HNSW graph (internal/hnsw, the graph of the coder/hnsw module) built in the
 // background at load and kept in sync with each library version; by default (ANNAuto) from
 // DefaultANNThreshold tools. BuildANN, ANNIndex and ExactSearch search a Library with a
 // query vector directly (toolret bench ann; docs/large-libraries.md).
