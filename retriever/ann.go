@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/toolret/toolret/internal/hnsw"
 	"github.com/toolret/toolret/retrieve"
@@ -114,6 +115,10 @@ type ANNIndex struct {
 	nodes []annNode
 	cur   map[string]uint32 // tool id -> node, in the last library synced
 	live  int               // tools of the last library synced
+	// failures counts searches the graph library failed (recovered panics; answered exactly),
+	// lastFailure holds the last one's message: reported by Retriever.ANN, never silent.
+	failures    atomic.Int64
+	lastFailure atomic.Value
 }
 
 type annNode struct {
@@ -246,6 +251,8 @@ func (x *ANNIndex) Search(lib *Library, q []float32, k int) (top retrieve.Rankin
 func (x *ANNIndex) search(q []float32, beam int) (found []annNode, ok bool) {
 	defer func() {
 		if p := recover(); p != nil {
+			x.failures.Add(1)
+			x.lastFailure.Store(fmt.Sprintf("HNSW search: %v (answered by exact search)", p))
 			found, ok = nil, false
 		}
 	}()

@@ -127,6 +127,11 @@ type ANNStats struct {
 	Nodes, Stale int
 	// Err is the last build's or sync's failure ("" for none); queries then search exactly.
 	Err string
+	// SearchFailures counts the graph searches that failed (a panic in the graph library,
+	// recovered); each of those queries was answered by exact search. LastSearchFailure is
+	// the last one's message.
+	SearchFailures    int64
+	LastSearchFailure string
 }
 
 // ANN describes the retriever's HNSW index.
@@ -140,6 +145,10 @@ func (r *Retriever) ANN() ANNStats {
 	s := ANNStats{Mode: a.cfg.Mode, Active: true, Ready: a.x != nil, Building: a.building, Builds: a.builds}
 	if a.x != nil {
 		s.Nodes, s.Stale = a.x.Len(), a.x.Stale()
+		s.SearchFailures = a.x.failures.Load()
+		if m, ok := a.x.lastFailure.Load().(string); ok {
+			s.LastSearchFailure = m
+		}
 	}
 	if a.err != nil {
 		s.Err = a.err.Error()

@@ -652,5 +652,6 @@ func updateError(err error) *apiError {
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) (any, *apiError) {
 	lib := s.store.R.Library()
-	return map[string]any{"status": "ok", "version": lib.Version, "tools": lib.Len(), "dim": s.store.R.Dim(), "pending_updates": s.store.Pending()}, nil
+	return map[string]any{"status": "ok", "version": lib.Version, "tools": lib.Len(), "dim": s.store.R.Dim(), "pending_updates": s.store.Pending(),
+		"ann": s.store.R.ANN(), "embed": s.store.R.Stats()}, nil
 }
