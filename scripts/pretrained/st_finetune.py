@@ -8,7 +8,8 @@ Reads the toolret run's run.json: its flags (batch, lr, warm-up, epochs / max st
 decay, clipping, temperature, query and tool lengths, seed) and the dev queries it
 held out of the train split), builds the same (query, relevant tool) training pairs, and trains
 with MultipleNegativesRankingLoss (scale 1/temperature) and the no-duplicates batch sampler,
-AdamW with linear warm-up and decay, fp32 on CPU. sentence-transformers has one
+AdamW with linear warm-up and decay, fp32 on CPU (ST_DEVICE=cuda: on the GPU, with
+ST_PRECISION=fp32|tf32|bf16). sentence-transformers has one
 max_seq_length: the tool length (queries longer than the query length are counted and
 reported). Saves the model to OUT_DIR/model, the test rankings to OUT_DIR/test.trec, and prints
 the test metrics, wall time and peak RSS as one JSON object (also OUT_DIR/result.json).
@@ -56,7 +57,12 @@ def main():
     tools, queries, qids, rel = load_beir(ddir, "train")
     text = {str(t["_id"]): t["text"] for t in tools}
     pairs = [(queries[q], text[t]) for q in qids if q not in dev for t in sorted(rel[q], key=int)]
-    m = SentenceTransformer(ref, device="cpu")
+    device = os.environ.get("ST_DEVICE", "cpu")
+    prec = os.environ.get("ST_PRECISION", "fp32")
+    if device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
+        torch.backends.cudnn.allow_tf32 = prec == "tf32"
+    m = SentenceTransformer(ref, device=device)
     m.max_seq_length = tlen
     long_q = sum(len(m.tokenizer(queries[q])["input_ids"]) > qlen for q in qids if q not in dev)
     ds = Dataset.from_dict({"anchor": [p[0] for p in pairs], "positive": [p[1] for p in pairs]})
@@ -66,7 +72,8 @@ def main():
         learning_rate=lr, warmup_ratio=warmup, lr_scheduler_type="linear", weight_decay=wd,
         max_grad_norm=clip if clip > 0 else 1e9, seed=seed, data_seed=seed,
         batch_sampler=BatchSamplers.NO_DUPLICATES, save_strategy="no", logging_steps=20,
-        report_to="none", use_cpu=True, dataloader_drop_last=False)
+        report_to="none", use_cpu=device == "cpu", dataloader_drop_last=False,
+        bf16=prec == "bf16")
     loss = MultipleNegativesRankingLoss(m, scale=1 / temp)
     start = time.time()
     SentenceTransformerTrainer(model=m, args=args, train_dataset=ds, loss=loss).train()
@@ -75,7 +82,10 @@ def main():
     res = evaluate(m, ddir, "test", os.path.join(out, "test.trec"), "st-finetune")
     res.update({"train_pairs": len(pairs), "queries_over_query_len": long_q, "train_seconds": round(wall, 1),
                 "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-                "threads": torch.get_num_threads(), "torch": torch.__version__})
+                "threads": torch.get_num_threads(), "torch": torch.__version__, "device": device, "precision": prec})
+    if device == "cuda":
+        res["gpu"] = torch.cuda.get_device_name(0)
+        res["peak_gpu_mib"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
     json.dump(res, open(os.path.join(out, "result.json"), "w"), indent=1, sort_keys=True)
     print(json.dumps(res, sort_keys=True))
 

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Runs on a GPU machine with no network (the device tool's machines: CUDA, PyTorch,
+# sentence-transformers and jax-cuda13-pjrt in the image), from the repository root with gpu/
+# made by scripts/gpu/pack.sh beside it. Writes everything to $OUT (default /tmp/gpu-out):
+#  1. toolret's XLA backend on the CUDA PJRT plugin that the image's jax-cuda13-pjrt carries
+#     (laid out as `make install-xla-cuda` lays it out: plugin in nvidia/, the NVIDIA libraries
+#     beside it), checked on a few training steps;
+#  2. one full ToolLens fine-tune of all-MiniLM-L6-v2 (1 epoch, batch 64, lr 5e-5, query 32 /
+#     tool 128 tokens) by toolret on xla:cuda and by sentence-transformers on the same GPU from
+#     the same weights, both evaluated on ToolLens test by `toolret eval` (and by ST itself);
+#  3. the training-step bench: MiniLM, bge-small and bert-base shapes, batch 32 and 64,
+#     toolret xla:cuda against sentence-transformers fp32 / tf32 / bf16 autocast.
+# Usage: bash scripts/gpu/device.sh [STAGES]   (STAGES: default "smoke finetune bench")
+set -uo pipefail
+out="${OUT:-/tmp/gpu-out}"
+mkdir -p "$out"
+stages="${1:-smoke finetune bench}"
+log() { echo "== $(date +%T) $*" | tee -a "$out/summary.txt"; }
+py=python3
+w=/tmp/tw
+mkdir -p $w
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+log "unpacking"
+$py - <<'PY' || exit 1
+import lzma, shutil, os
+shutil.copyfileobj(lzma.open("gpu/toolret.xz"), open("/tmp/tw/toolret", "wb"))
+os.chmod("/tmp/tw/toolret", 0o755)
+PY
+tar -C $w -xJf gpu/data.tar.xz
+data=$w/shared/datasets/toollens
+vocab=$w/shared/vocab/bert-base-uncased-vocab.txt
+rm -rf $w/minilm && cp -r gpu/minilm $w/minilm
+$py - <<'PY' || exit 1
+import lzma, torch
+from safetensors.torch import load, save_file
+d = load(lzma.open("gpu/model-fp16.safetensors.xz").read())
+save_file({k: (v.float() if v.is_floating_point() else v).contiguous() for k, v in d.items()}, "/tmp/tw/minilm/model.safetensors")
+PY
+$py -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site gpu/whl/*.whl && export PYTHONPATH=/tmp/site
+tr=$w/toolret
+# The CUDA plugin, laid out as scripts/install-xla-cuda.sh does (TOOLRET_CACHE/xla-cuda/nvidia).
+export TOOLRET_CACHE=$w/cache
+nv=$TOOLRET_CACHE/xla-cuda/nvidia
+site=$($py -c 'import jax_plugins.xla_cuda13 as p, os; print(os.path.dirname(p.__file__))')
+sp=$(dirname "$(dirname "$site")")
+mkdir -p "$nv"
+cp "$site/xla_cuda_plugin.so" "$nv/pjrt_c_api_cuda_plugin.so"
+for d in "$sp"/nvidia/*/; do ln -sfn "$d" "$nv/$(basename "$d")"; done
+ptxas=$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null || true)
+[ -e "$nv/bin/ptxas" ] || { [ -n "$ptxas" ] && mkdir -p "$nv/bin" && ln -sf "$ptxas" "$nv/bin/ptxas"; }
+[ -e "$nv/nvvm" ] || { [ -d /usr/local/cuda/nvvm ] && ln -sfn /usr/local/cuda/nvvm "$nv/nvvm"; }
+ls -la "$nv" >"$out/layout.txt"; echo "plugin from $site; ptxas $ptxas" >>"$out/layout.txt"
+export LD_LIBRARY_PATH="$(ls -d "$sp"/nvidia/*/lib 2>/dev/null | paste -sd:):${LD_LIBRARY_PATH:-}"
+export PYTHONUNBUFFERED=1 TOOLRET_NO_SIMD_WARNING=1
+
+if [[ " $stages " == *" smoke "* ]]; then
+  log "smoke: toolret bench train -backend xla:cuda (today shape, 3 steps)"
+  timeout 240 $tr bench train -backend xla:cuda -shape today -steps 3 -python "" 2>&1 | tee "$out/smoke.txt"
+  [ "${PIPESTATUS[0]}" = 0 ] || { log "xla:cuda smoke FAILED"; exit 2; }
+fi
+
+if [[ " $stages " == *" finetune "* ]]; then
+  common=(-batch 64 -epochs 1 -lr 5e-5 -query-len 32 -tool-len 128 -seed 1)
+  log "fine-tune: toolret xla:cuda"
+  t0=$SECONDS
+  timeout 420 $tr train biencoder -data $data -init $w/minilm -run $w/runs/toolret "${common[@]}" \
+    -pad-multiple 32 -backend xla:cuda -quiet >"$out/ft-toolret.log" 2>&1
+  log "toolret train rc=$? wall $((SECONDS - t0)) s"
+  tail -5 "$out/ft-toolret.log"
+  cp $w/runs/toolret/metrics.jsonl "$out/ft-toolret-metrics.jsonl" 2>/dev/null
+  log "fine-tune: sentence-transformers on cuda (fp32, same pairs and hyper-parameters as the toolret run)"
+  ST_DEVICE=cuda ST_PRECISION=fp32 timeout 420 $py scripts/pretrained/st_finetune.py $w/minilm $data $w/runs/toolret $w/runs/st \
+    >"$out/ft-st.log" 2>&1
+  log "st train rc=$? $(tail -1 "$out/ft-st.log")"
+  log "eval (toolret eval, go backend on this machine's CPUs)"
+  for m in toolret:$w/runs/toolret st:$w/runs/st/model zero-shot:$w/minilm; do
+    timeout 300 $tr eval -data $data -model "${m#*:}" -backend go -json >"$out/eval-${m%%:*}.json" 2>"$out/eval-${m%%:*}.err"
+    log "eval ${m%%:*} rc=$? $(cat "$out/eval-${m%%:*}.json" | head -c 400)"
+  done
+fi
+
+if [[ " $stages " == *" bench "* ]]; then
+  log "bench: sentence-transformers (one process, every shape, batch and precision)"
+  timeout 300 $py scripts/gpu/st_bench.py $data $vocab minilm,bge-small,bert-base 32,64 20 fp32,tf32,bf16 32 \
+    >"$out/bench-st.jsonl" 2>"$out/bench-st.err"
+  log "st bench rc=$?"
+  for shape in minilm:6:384:12:1536 bge-small:12:384:12:1536 bert-base:12:768:12:3072; do
+    IFS=: read -r name L H NH I <<<"$shape"
+    for b in 32 64; do
+      log "bench: toolret xla:cuda $name batch $b"
+      timeout 150 $tr bench train -backend xla:cuda -layers $L -hidden $H -heads $NH -intermediate $I -vocab-size 30522 \
+        -batch $b -query-len 32 -tool-len 128 -lengths toollens -data $data -vocab $vocab -pad-multiple 32 -steps 20 -python "" \
+        >"$out/bench-toolret-$name-$b.txt" 2>&1
+      grep '^toolret-' "$out/bench-toolret-$name-$b.txt" | tee -a "$out/summary.txt"
+    done
+  done
+  cat "$out/bench-st.jsonl" >>"$out/summary.txt"
+fi
+log "done"
+cat "$out/summary.txt"

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Packs what scripts/gpu/device.sh needs on a GPU machine that reaches no network into gpu/
+# (ignored by git; about 55 MB): toolret built with -tags xla (stripped, xz), all-MiniLM-L6-v2
+# from the HF hub cache (`make models`) with its weights stored as float16 (xz) to fit a 64 MiB
+# transfer (device.sh upcasts them to float32 there, and both toolret and sentence-transformers
+# start from those same weights), ToolLens and the BERT vocabulary from ../shared, and the two
+# wheels sentence-transformers' trainer needs beyond that machine's image (datasets' dill and
+# multiprocess, plus datasets itself), fetched with pip as a downloader.
+# Usage: scripts/gpu/pack.sh      (then run scripts/gpu/device.sh there with gpu/ beside it)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export GOTOOLCHAIN=go1.27.4 GOEXPERIMENT=simd GOFLAGS=-buildvcs=false
+py="${TOOLRET_CACHE:-$HOME/.cache/toolret}/venv/bin/python"
+hub="${HF_HUB_CACHE:-${HF_HOME:-$HOME/.cache/huggingface}/hub}"
+snap=$(ls -d "$hub"/models--sentence-transformers--all-MiniLM-L6-v2/snapshots/* | head -1)
+mkdir -p gpu/minilm/1_Pooling gpu/whl
+grep -qx '/gpu/' .git/info/exclude 2>/dev/null || echo /gpu/ >>.git/info/exclude
+if [ ! -f gpu/toolret.xz ] || [ -n "$(find cmd backend models train -newer gpu/toolret.xz -name '*.go' | head -1)" ]; then
+  go build -tags xla -trimpath -ldflags='-s -w' -o gpu/toolret ./cmd/toolret
+  xz -T2 -9 -c gpu/toolret >gpu/toolret.xz.tmp && mv gpu/toolret.xz.tmp gpu/toolret.xz && rm gpu/toolret
+fi
+for f in config.json config_sentence_transformers.json modules.json sentence_bert_config.json special_tokens_map.json \
+  tokenizer.json tokenizer_config.json vocab.txt 1_Pooling/config.json; do
+  cp -L "$snap/$f" "gpu/minilm/$f"
+done
+if [ ! -f gpu/model-fp16.safetensors.xz ]; then
+  "$py" - "$snap/model.safetensors" gpu/model-fp16.safetensors <<'PY'
+import sys, torch
+from safetensors.torch import load_file, save_file
+d = load_file(sys.argv[1])
+save_file({k: (v.half() if v.is_floating_point() else v).contiguous() for k, v in d.items()}, sys.argv[2])
+PY
+  xz -T2 -6 -c gpu/model-fp16.safetensors >gpu/model-fp16.safetensors.xz && rm gpu/model-fp16.safetensors
+fi
+tar -C .. -cJf gpu/data.tar.xz shared/datasets/toollens shared/vocab/bert-base-uncased-vocab.txt
+"$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+  -d gpu/whl datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19
+du -sh gpu; du -b gpu | tail -1
