@@ -464,22 +464,20 @@ func readSentenceTransformers(dir string, t *Tower) error {
 		if !filepath.IsLocal(mod.Path) && mod.Path != "" {
 			return fmt.Errorf("%s: module path %q leaves the model directory", filepath.Join(dir, "modules.json"), mod.Path)
 		}
-		switch mod.Type {
-		case stTransformer:
-		case stPooling:
+		kind, _ := encoder.STModuleOf(mod.Type)
+		switch kind {
+		case encoder.STModTransformer:
+		case encoder.STModPooling:
 			var p map[string]any
 			if _, err := readJSONFile(filepath.Join(mp, "config.json"), &p); err != nil {
 				return err
 			}
-			switch {
-			case p["pooling_mode_mean_tokens"] == true:
-				t.Pooling = encoder.PoolMean
-			case p["pooling_mode_cls_token"] == true:
-				t.Pooling = encoder.PoolCLS
-			default:
+			pool, ok := encoder.STPoolingMode(p)
+			if !ok {
 				return fmt.Errorf("%s: pooling mode not supported (cls or mean tokens)", filepath.Join(mp, "config.json"))
 			}
-		case stDense:
+			t.Pooling = pool
+		case encoder.STModDense:
 			var c struct {
 				Activation string `json:"activation_function"`
 			}
@@ -497,7 +495,7 @@ func readSentenceTransformers(dir string, t *Tower) error {
 				return err
 			}
 			dense = true
-		case stNormalize:
+		case encoder.STModNormalize:
 			t.Normalize = true
 		default:
 			return fmt.Errorf("%s: module %q not supported", filepath.Join(dir, "modules.json"), mod.Type)
@@ -511,6 +509,18 @@ func readSentenceTransformers(dir string, t *Tower) error {
 	}
 	if _, err := readJSONFile(filepath.Join(dir, "sentence_bert_config.json"), &sb); err != nil {
 		return err
+	}
+	if sb.MaxSeqLength <= 0 {
+		// sentence-transformers 6 keeps the length in the tokenizer's model_max_length.
+		var tc struct {
+			ModelMaxLength float64 `json:"model_max_length"`
+		}
+		if _, err := readJSONFile(filepath.Join(dir, "tokenizer_config.json"), &tc); err != nil {
+			return err
+		}
+		if tc.ModelMaxLength > 0 && tc.ModelMaxLength < 1e6 {
+			sb.MaxSeqLength = int(tc.ModelMaxLength)
+		}
 	}
 	if sb.MaxSeqLength > 0 {
 		t.MaxLen = min(sb.MaxSeqLength, t.Encoder.MaxPositions())

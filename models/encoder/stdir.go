@@ -19,9 +19,6 @@ func IsHFDir(dir string) bool {
 	return err == nil
 }
 
-// stPoolingModule is the type of sentence-transformers' Pooling module in modules.json.
-const stPoolingModule = "sentence_transformers.models.Pooling"
-
 // STPooling reads the pooling of a sentence-transformers directory (modules.json and its
 // Pooling module's config.json): ok is false when dir has no modules.json or no Pooling module.
 func STPooling(dir string) (p Pooling, ok bool, err error) {
@@ -34,7 +31,7 @@ func STPooling(dir string) (p Pooling, ok bool, err error) {
 		return "", false, err
 	}
 	for _, mod := range mods {
-		if mod.Type != stPoolingModule {
+		if k, _ := STModuleOf(mod.Type); k != STModPooling {
 			continue
 		}
 		if !filepath.IsLocal(mod.Path) {
@@ -45,11 +42,8 @@ func STPooling(dir string) (p Pooling, ok bool, err error) {
 		if _, err := readJSON(cp, &c); err != nil {
 			return "", false, err
 		}
-		switch {
-		case c["pooling_mode_mean_tokens"] == true:
-			return PoolMean, true, nil
-		case c["pooling_mode_cls_token"] == true:
-			return PoolCLS, true, nil
+		if p, ok := STPoolingMode(c); ok {
+			return p, true, nil
 		}
 		return "", false, fmt.Errorf("%s: pooling mode not supported (cls or mean tokens)", cp)
 	}
