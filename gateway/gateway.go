@@ -49,6 +49,9 @@ type Options struct {
 	Upstreams *Upstreams
 	// UsageLog, when set, is the file every search and call is appended to (UsageRecord).
 	UsageLog string
+	// UsageDB, when set, is the database table the usage records go to instead
+	// (serve.PGStore: replicas sharing a library share its usage log).
+	UsageDB UsageDB
 	// K is the number of tools a search gives when it asks for none (default 5), MaxK the
 	// most it may ask for (default 100).
 	K, MaxK int
@@ -65,7 +68,7 @@ type Gateway struct {
 	lib     atomic.Pointer[state]
 	mcp     map[string]*mcpUpstream
 	http    [2]*http.Client // [0]: public addresses only; [1]: private allowed
-	usage   *usageLog
+	usage   usageSink
 	libMu   sync.Mutex // serialises library changes
 	closed  atomic.Bool
 	wg      sync.WaitGroup
@@ -121,7 +124,9 @@ func New(opts Options) (*Gateway, error) {
 			g.mcp[name] = &mcpUpstream{g: g, name: name}
 		}
 	}
-	if opts.UsageLog != "" {
+	if opts.UsageDB != nil {
+		g.usage = &dbUsage{db: opts.UsageDB}
+	} else if opts.UsageLog != "" {
 		u, err := openUsage(opts.UsageLog)
 		if err != nil {
 			return nil, err
