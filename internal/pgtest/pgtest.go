@@ -291,3 +291,6 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// Connect opens a connection to the database at url.
+func Connect(ctx context.Context, url string) (*pgx.Conn, error) { return pgx.Connect(ctx, url) }
