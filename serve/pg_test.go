@@ -374,6 +374,9 @@ func TestPGRestartUnderLoad(t *testing.T) {
 	if d, ok := waitFor(5*time.Second, func() bool { return a.st.StoreErr() != nil && b.st.StoreErr() != nil }); !ok {
 		t.Fatalf("replicas did not notice PostgreSQL stopped in %v", d)
 	}
+	if _, m := call(t, a.srv, "GET", "/metrics", "", nil, nil); !strings.Contains(string(m), "\ntoolret_store_up 0\n") {
+		t.Errorf("/metrics with PostgreSQL down: no toolret_store_up 0")
+	}
 	time.Sleep(time.Second)
 	srv.Restart(t)
 	d, ok := waitFor(20*time.Second, func() bool {
@@ -421,6 +424,9 @@ func TestPGRestartUnderLoad(t *testing.T) {
 				t.Fatalf("replica %s lost acknowledged tool %s", r.name, id)
 			}
 		}
+	}
+	if _, m := call(t, b.srv, "GET", "/metrics", "", nil, nil); !strings.Contains(string(m), "\ntoolret_store_up 1\n") || strings.Contains(string(m), "\ntoolret_replicated_updates_total 0\n") {
+		t.Errorf("/metrics of b after the restart: want toolret_store_up 1 and replicated updates")
 	}
 	// Both replicas take updates again.
 	if s, body := call(t, b.srv, "POST", "/v1/tools", testToken, putBody("after/b", "B"), nil); s != 200 {

@@ -40,11 +40,14 @@ type Server struct {
 	dir  string // the cluster: data/ and server.log
 	port int
 	as   string // user the server runs as ("" : the test's)
+	// settings are postgres -c settings after the defaults.
+	settings []string
 }
 
 // Start returns a running server, stopped and removed when t ends, or skips t when
-// there is no PostgreSQL.
-func Start(t testing.TB) *Server {
+// there is no PostgreSQL. The tests' own server runs with fsync off unless settings
+// ("name=value", postgres -c) say otherwise.
+func Start(t testing.TB, settings ...string) *Server {
 	t.Helper()
 	if u := os.Getenv(EnvURL); u != "" {
 		return &Server{URL: u}
@@ -68,7 +71,7 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{bin: bin, dir: dir, as: as}
+	s := &Server{bin: bin, dir: dir, as: as, settings: settings}
 	t.Cleanup(func() {
 		s.stop()
 		os.RemoveAll(dir)
@@ -158,6 +161,9 @@ func (s *Server) Log() string {
 
 func (s *Server) start() error {
 	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c fsync=off -c max_connections=300", s.port, s.dir)
+	for _, kv := range s.settings {
+		opts += " -c " + kv
+	}
 	out, err := s.run(filepath.Join(s.bin, "pg_ctl"), "-D", filepath.Join(s.dir, "data"), "-l", filepath.Join(s.dir, "server.log"), "-w", "-t", "60", "-o", opts, "start")
 	if err != nil {
 		return fmt.Errorf("pgtest: pg_ctl start: %v\n%s\n%s", err, out, s.Log())
