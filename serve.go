@@ -255,12 +255,13 @@ func startGateway(ctx context.Context, cfg ServeConfig, lib *library.Library, st
 	opts := gateway.Options{Library: lib, LibraryPath: cfg.Library, Store: store, Upstreams: up,
 		UsageLog: filepath.Join(cfg.State, gateway.UsageFile), K: cfg.K, MaxK: cfg.MaxK, Log: log}
 	if pg != nil {
-		opts.UsageLog, opts.UsageDB = "", pg
+		opts.UsageLog, opts.UsageDB, opts.LibraryDB = "", pg, pg
 	}
 	gw, err := gateway.New(opts)
 	if err != nil {
 		return nil, err
 	}
+	lib = gw.Library() // the database's, with -database
 	if _, _, _, err := gw.SyncIndex(); err != nil {
 		gw.Close()
 		return nil, fmt.Errorf("syncing the index to %s: %w", cfg.Library, err)

@@ -324,6 +324,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 		t.Fatal(err)
 	}
 	var usageDB gateway.UsageDB
+	var libraryDB gateway.LibraryDB
 	if o.database != "" {
 		pg, err := serve.OpenPG(ctx, o.database, serve.PGOptions{Name: f.dir, Poll: 500 * time.Millisecond, Log: slog.New(slog.NewJSONHandler(f.logs, nil))})
 		if err != nil {
@@ -332,7 +333,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 		if f.store, err = serve.OpenShared(idx, pg, retriever.WithBackend(be)); err != nil {
 			t.Fatal(err)
 		}
-		usageDB = pg
+		usageDB, libraryDB = pg, pg
 	} else if f.store, err = serve.Open(idx, 0, retriever.WithBackend(be)); err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +343,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	}
 	log := slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f.gw, err = gateway.New(gateway.Options{Library: lib, LibraryPath: f.libPath, Store: f.store, Upstreams: up,
-		UsageLog: filepath.Join(f.state, gateway.UsageFile), UsageDB: usageDB, Log: log})
+		UsageLog: filepath.Join(f.state, gateway.UsageFile), UsageDB: usageDB, LibraryDB: libraryDB, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,9 @@ type Options struct {
 	// UsageDB, when set, is the database table the usage records go to instead
 	// (serve.PGStore: replicas sharing a library share its usage log).
 	UsageDB UsageDB
+	// LibraryDB, when set, is the database the library is shared through by replicas
+	// (serve.PGStore): its library is served, Library only seeds it (LibraryDB).
+	LibraryDB LibraryDB
 	// K is the number of tools a search gives when it asks for none (default 5), MaxK the
 	// most it may ask for (default 100).
 	K, MaxK int
@@ -73,6 +76,7 @@ type Gateway struct {
 	closed  atomic.Bool
 	wg      sync.WaitGroup
 	refresh refreshing
+	shared  *sharedLibrary // nil: the library is the file's alone
 }
 
 // state is one version of the library with its lookups.
@@ -117,7 +121,15 @@ func New(opts Options) (*Gateway, error) {
 	}
 	opts.K = min(opts.K, opts.MaxK)
 	g := &Gateway{opts: opts, store: opts.Store, up: opts.Upstreams, log: opts.Log, mcp: map[string]*mcpUpstream{}}
-	g.lib.Store(newState(opts.Library))
+	if opts.LibraryDB != nil {
+		l, err := g.openShared(opts.LibraryDB, opts.Library)
+		if err != nil {
+			return nil, err
+		}
+		g.opts.Library = l
+		opts.Store.OnSync(g.followShared)
+	}
+	g.lib.Store(newState(g.opts.Library))
 	g.http[0], g.http[1] = newHTTPClient(false), newHTTPClient(true)
 	if g.up != nil && g.up.MCP != nil {
 		for _, name := range g.up.MCP.Names() {

@@ -96,3 +96,50 @@ func usageRows(t *testing.T, url string) []string {
 	}
 	return out
 }
+
+// TestListChangedPG: a tool an upstream of replica a adds (a re-import) reaches replica b
+// with its full definition, and a replica started later from the old library file serves
+// the database's library rather than reverting it.
+func TestListChangedPG(t *testing.T) {
+	url := pgtest.Start(t).NewDB(t)
+	a := newFixture(t, fixtureOpts{database: url})
+	b := newFixture(t, fixtureOpts{database: url})
+	n0 := len(b.gw.Library().Tools)
+	if text, isErr := callText(t, a.mcpClient(t, ""), "fake.grow", nil); isErr || text != "grown" {
+		t.Fatalf("grow: %q", text)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, def := b.gw.Tool("fake.weather_forecast")
+		_, idx := b.store.R.Library().Lookup("fake.weather_forecast")
+		if def && idx {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tool a re-imported did not reach b (definition %v, index %v); log:\n%s", def, idx, b.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var sr gateway.SearchResult
+	b.do(t, "POST", "/v1/search", "", map[string]any{"query": "weather forecast for a city", "k": 100}, &sr)
+	found := false
+	for _, d := range sr.Tools {
+		if d.Name == "fake.weather_forecast" {
+			found = strings.Contains(string(d.InputSchema), "city")
+		}
+	}
+	if !found {
+		t.Fatal("b's search does not give the new tool with its input schema")
+	}
+	if n := len(b.gw.Library().Tools); n != n0+1 {
+		t.Fatalf("b's library: %d tools, want %d", n, n0+1)
+	}
+	c := newFixture(t, fixtureOpts{database: url}) // its library file lacks the tool
+	if _, ok := c.gw.Tool("fake.weather_forecast"); !ok {
+		t.Fatal("a replica started later does not serve the shared library")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, ok := a.store.R.Library().Lookup("fake.weather_forecast"); !ok {
+		t.Fatal("a replica started later from the old library file reverted the index")
+	}
+}

@@ -88,6 +88,7 @@ type shared struct {
 	stop    chan struct{}
 	done    chan struct{}
 	applied atomic.Int64 // updates of other servers applied
+	onSync  atomic.Pointer[func()]
 	lastErr atomic.Pointer[error]
 	once    sync.Once
 }
@@ -210,7 +211,20 @@ func (s *Store) follow() {
 		s.mu.Unlock()
 		if err != nil {
 			sh.lastErr.Store(&err) // retried at the next signal (the journal's reconnection or periodic check)
+			continue
 		}
+		if f := sh.onSync.Load(); f != nil {
+			(*f)()
+		}
+	}
+}
+
+// OnSync sets f to be called (on the goroutine that follows the journal) after each
+// signal of the journal once the library has caught up with it: the tool gateway
+// reloads its shared definitions there. No-op for a Store of files.
+func (s *Store) OnSync(f func()) {
+	if s.shared != nil {
+		s.shared.onSync.Store(&f)
 	}
 }
 
