@@ -330,8 +330,8 @@ func applyUpdates(cur *retriever.Library, ups []*Update) (*retriever.Library, er
 // applied and the update is tried again on top of them. s.mu is held.
 func (s *Store) sharedUpdate(put []export.ToolRecord, emb [][]float32, del []string) (next, prev *retriever.Library, err error) {
 	sh := s.shared
-	if err := sh.j.Err(); err != nil {
-		return nil, nil, fmt.Errorf("%w (serving version %d meanwhile)", err, s.R.Library().Version)
+	if err := s.sharedErr(); err != nil {
+		return nil, nil, err
 	}
 	for attempt := 1; ; attempt++ {
 		cur := s.R.Library()
@@ -368,6 +368,18 @@ func (s *Store) sharedUpdate(put []export.ToolRecord, emb [][]float32, del []str
 		s.updates.Add(int64(len(put) + len(del)))
 		return next, cur, nil
 	}
+}
+
+// sharedErr is why the journal cannot take an update now (nil: it can, or the store is
+// not shared).
+func (s *Store) sharedErr() error {
+	if s.shared == nil {
+		return nil
+	}
+	if err := s.shared.j.Err(); err != nil {
+		return fmt.Errorf("%w (serving version %d meanwhile)", err, s.R.Library().Version)
+	}
+	return nil
 }
 
 // closeShared stops following the journal and closes it.

@@ -342,6 +342,9 @@ func (s *Store) Update(put []export.ToolRecord, del []string) (next, prev *retri
 		}
 		seen[id] = -1
 	}
+	if err := s.sharedErr(); err != nil {
+		return nil, nil, err // fail fast, before embedding
+	}
 	var emb [][]float32
 	if len(put) > 0 {
 		if err := s.R.CanEmbedTools(); err != nil {
