@@ -4,17 +4,19 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/internal/pgtest"
 )
 
 // TestPGFigures measures what docs/replicas.md reports; scripts/bench-replicas.sh runs it
-// (TOOLRET_PG_FIGURES=1; TOOLRET_PG_FIGURES_INDEX names the index, default the tests' tiny
-// one). Three replicas over a PostgreSQL with fsync on: 200 updates through replica a's
+// (TOOLRET_PG_FIGURES=1; TOOLRET_PG_FIGURES_MODEL names a pre-trained model whose zero-shot
+// index of the embedded dataset is served, default the tests' tiny model). Three replicas over a PostgreSQL with fsync on: 200 updates through replica a's
 // HTTP API, one tool each, the time from a's acknowledgement until replicas b and c serve
 // the new version; then the time a replica that starts after N updates takes to load the
 // library, and the time a replica that missed the notifications of N updates takes to
@@ -23,9 +25,20 @@ func TestPGFigures(t *testing.T) {
 	if os.Getenv("TOOLRET_PG_FIGURES") == "" {
 		t.Skip("measures replica figures; set TOOLRET_PG_FIGURES=1 (scripts/bench-replicas.sh)")
 	}
-	dir := os.Getenv("TOOLRET_PG_FIGURES_INDEX")
-	if dir == "" {
-		dir = newIndex(t)
+	dir := newIndex(t)
+	if ref := os.Getenv("TOOLRET_PG_FIGURES_MODEL"); ref != "" {
+		be, err := backend.Open("go")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := export.Open(context.Background(), ref, be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = filepath.Join(t.TempDir(), "index")
+		if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: dir}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	srv := pgtest.Start(t, "fsync=on", "synchronous_commit=on")
 	url := srv.NewDB(t)
