@@ -323,7 +323,7 @@ func TestPGRestartUnderLoad(t *testing.T) {
 		status int
 		d      time.Duration
 		body   string
-		after  bool // sent after the replica saw the database down
+		after  bool // sent once the replicas had seen the database down
 	}
 	var (
 		mu      sync.Mutex
@@ -334,13 +334,14 @@ func TestPGRestartUnderLoad(t *testing.T) {
 		stop    atomic.Bool
 		wg      sync.WaitGroup
 		seq     atomic.Int64
+		outage  atomic.Bool // the replicas have seen the database down
 	)
 	client := &http.Client{Timeout: 30 * time.Second}
 	for range 4 {
 		wg.Go(func() {
 			for !stop.Load() {
 				id := fmt.Sprintf("load/%d", seq.Add(1))
-				after := a.st.StoreErr() != nil
+				after := outage.Load()
 				start := time.Now()
 				s, body, err := post(client, "POST", a.srv.URL+"/v1/tools", json.RawMessage(putBody(id, "P")))
 				r := result{s, time.Since(start), string(body), after}
@@ -374,6 +375,7 @@ func TestPGRestartUnderLoad(t *testing.T) {
 	if d, ok := waitFor(5*time.Second, func() bool { return a.st.StoreErr() != nil && b.st.StoreErr() != nil }); !ok {
 		t.Fatalf("replicas did not notice PostgreSQL stopped in %v", d)
 	}
+	outage.Store(true)
 	if _, m := call(t, a.srv, "GET", "/metrics", "", nil, nil); !strings.Contains(string(m), "\ntoolret_store_up 0\n") {
 		t.Errorf("/metrics with PostgreSQL down: no toolret_store_up 0")
 	}
