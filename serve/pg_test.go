@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -477,6 +478,7 @@ func TestPGKill9Replica(t *testing.T) {
 	if _, ok := waitFor(30*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(acked) >= 30 }); !ok {
 		t.Fatalf("too few updates acknowledged:\n%s", pa.logs.String())
 	}
+	time.Sleep(time.Duration(rand.IntN(40)) * time.Millisecond) // at a random point of the updates under way
 	pa.cmd.Process.Kill()
 	wg.Wait()
 	pa.wait(t, 10*time.Second)
