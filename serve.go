@@ -79,6 +79,12 @@ type ServeConfig struct {
 	// CompactEvery is the number of logged tool updates compacted into the index at once (0:
 	// only at shutdown).
 	CompactEvery int
+	// Database, when set, is the URL of a PostgreSQL database (postgres://USER:PASSWORD@HOST/DB)
+	// through which several servers (replicas) share the tool library, its update log and the
+	// gateway's usage log (serve.OpenPG, serve.OpenShared; docs/replicas.md): an update one
+	// replica acknowledges is committed there first and applied by the others. "" keeps the
+	// library in the index directory's files (updates.log), for one server.
+	Database string
 	// Model is the model name reported by /v1/embeddings (default: the index directory's name).
 	Model string
 	// Token, when set, is the bearer token that tool updates need (the command reads
@@ -158,7 +164,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 	ropts = append(ropts, retriever.WithANN(retriever.ANNConfig{Mode: cfg.ANN}))
 	start := time.Now()
-	store, err := serve.Open(cfg.Index, cfg.CompactEvery, ropts...)
+	store, pg, err := openStore(ctx, cfg, log, ropts)
 	if err != nil {
 		return err
 	}
@@ -170,7 +176,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	var gw *gateway.Gateway
 	callTimeout := time.Duration(0)
 	if lib != nil {
-		if gw, err = startGateway(ctx, cfg, lib, store, log); err != nil {
+		if gw, err = startGateway(ctx, cfg, lib, store, pg, log); err != nil {
 			store.Close()
 			return err
 		}
@@ -238,7 +244,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 
 // startGateway reads the upstream configuration, syncs the index to the library and
 // connects the MCP upstreams in the background.
-func startGateway(ctx context.Context, cfg ServeConfig, lib *library.Library, store *serve.Store, log *slog.Logger) (*gateway.Gateway, error) {
+func startGateway(ctx context.Context, cfg ServeConfig, lib *library.Library, store *serve.Store, pg *serve.PGStore, log *slog.Logger) (*gateway.Gateway, error) {
 	var up *gateway.Upstreams
 	if cfg.Upstreams != "" {
 		var err error
@@ -246,11 +252,16 @@ func startGateway(ctx context.Context, cfg ServeConfig, lib *library.Library, st
 			return nil, err
 		}
 	}
-	gw, err := gateway.New(gateway.Options{Library: lib, LibraryPath: cfg.Library, Store: store, Upstreams: up,
-		UsageLog: filepath.Join(cfg.State, gateway.UsageFile), K: cfg.K, MaxK: cfg.MaxK, Log: log})
+	opts := gateway.Options{Library: lib, LibraryPath: cfg.Library, Store: store, Upstreams: up,
+		UsageLog: filepath.Join(cfg.State, gateway.UsageFile), K: cfg.K, MaxK: cfg.MaxK, Log: log}
+	if pg != nil {
+		opts.UsageLog, opts.UsageDB, opts.LibraryDB = "", pg, pg
+	}
+	gw, err := gateway.New(opts)
 	if err != nil {
 		return nil, err
 	}
+	lib = gw.Library() // the database's, with -database
 	if _, _, _, err := gw.SyncIndex(); err != nil {
 		gw.Close()
 		return nil, fmt.Errorf("syncing the index to %s: %w", cfg.Library, err)

@@ -232,6 +232,9 @@ type fixtureOpts struct {
 	rate        float64
 	burst       int
 	callTimeout string
+	// database, when set, is the PostgreSQL URL the library and the usage log are shared
+	// through (serve.OpenShared, Options.UsageDB).
+	database string
 }
 
 func writeFile(t testing.TB, p, s string) {
@@ -320,7 +323,18 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.store, err = serve.Open(idx, 0, retriever.WithBackend(be)); err != nil {
+	var usageDB gateway.UsageDB
+	var libraryDB gateway.LibraryDB
+	if o.database != "" {
+		pg, err := serve.OpenPG(ctx, o.database, serve.PGOptions{Name: f.dir, Poll: 500 * time.Millisecond, Log: slog.New(slog.NewJSONHandler(f.logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.store, err = serve.OpenShared(idx, pg, retriever.WithBackend(be)); err != nil {
+			t.Fatal(err)
+		}
+		usageDB, libraryDB = pg, pg
+	} else if f.store, err = serve.Open(idx, 0, retriever.WithBackend(be)); err != nil {
 		t.Fatal(err)
 	}
 	up, err := gateway.ReadUpstreams(f.upPath)
@@ -329,7 +343,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	}
 	log := slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f.gw, err = gateway.New(gateway.Options{Library: lib, LibraryPath: f.libPath, Store: f.store, Upstreams: up,
-		UsageLog: filepath.Join(f.state, gateway.UsageFile), Log: log})
+		UsageLog: filepath.Join(f.state, gateway.UsageFile), UsageDB: usageDB, LibraryDB: libraryDB, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

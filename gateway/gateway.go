@@ -49,6 +49,12 @@ type Options struct {
 	Upstreams *Upstreams
 	// UsageLog, when set, is the file every search and call is appended to (UsageRecord).
 	UsageLog string
+	// UsageDB, when set, is the database table the usage records go to instead
+	// (serve.PGStore: replicas sharing a library share its usage log).
+	UsageDB UsageDB
+	// LibraryDB, when set, is the database the library is shared through by replicas
+	// (serve.PGStore): its library is served, Library only seeds it (LibraryDB).
+	LibraryDB LibraryDB
 	// K is the number of tools a search gives when it asks for none (default 5), MaxK the
 	// most it may ask for (default 100).
 	K, MaxK int
@@ -65,11 +71,12 @@ type Gateway struct {
 	lib     atomic.Pointer[state]
 	mcp     map[string]*mcpUpstream
 	http    [2]*http.Client // [0]: public addresses only; [1]: private allowed
-	usage   *usageLog
+	usage   usageSink
 	libMu   sync.Mutex // serialises library changes
 	closed  atomic.Bool
 	wg      sync.WaitGroup
 	refresh refreshing
+	shared  *sharedLibrary // nil: the library is the file's alone
 }
 
 // state is one version of the library with its lookups.
@@ -114,14 +121,24 @@ func New(opts Options) (*Gateway, error) {
 	}
 	opts.K = min(opts.K, opts.MaxK)
 	g := &Gateway{opts: opts, store: opts.Store, up: opts.Upstreams, log: opts.Log, mcp: map[string]*mcpUpstream{}}
-	g.lib.Store(newState(opts.Library))
+	if opts.LibraryDB != nil {
+		l, err := g.openShared(opts.LibraryDB, opts.Library)
+		if err != nil {
+			return nil, err
+		}
+		g.opts.Library = l
+		opts.Store.OnSync(g.followShared)
+	}
+	g.lib.Store(newState(g.opts.Library))
 	g.http[0], g.http[1] = newHTTPClient(false), newHTTPClient(true)
 	if g.up != nil && g.up.MCP != nil {
 		for _, name := range g.up.MCP.Names() {
 			g.mcp[name] = &mcpUpstream{g: g, name: name}
 		}
 	}
-	if opts.UsageLog != "" {
+	if opts.UsageDB != nil {
+		g.usage = &dbUsage{db: opts.UsageDB}
+	} else if opts.UsageLog != "" {
 		u, err := openUsage(opts.UsageLog)
 		if err != nil {
 			return nil, err

@@ -106,6 +106,9 @@ func (g *Gateway) Refresh(ctx context.Context, server string) (library.Changes, 
 	if err := next.Check(); err != nil {
 		return ch, err
 	}
+	if err := g.shareLibrary(next); err != nil {
+		return ch, err
+	}
 	if g.opts.LibraryPath != "" {
 		if err := library.Write(g.opts.LibraryPath, next); err != nil {
 			return ch, err

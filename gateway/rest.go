@@ -158,6 +158,8 @@ func (g *Gateway) Routes(r *serve.Router) {
 		switch {
 		case errors.Is(err, ErrUnknownTool):
 			return nil, serve.Errorf(http.StatusNotFound, "%v", err)
+		case errors.Is(err, ErrUsageUnavailable):
+			return nil, serve.Errorf(http.StatusServiceUnavailable, "%v", err)
 		case err != nil:
 			return nil, serve.Errorf(http.StatusBadRequest, "%v", err)
 		}

@@ -165,6 +165,9 @@ func (g *Gateway) Feedback(tool, searchID, query string, success bool, note, key
 	if t, ok := g.Tool(tool); ok {
 		rec.Tool = t.ID()
 	}
+	if _, db := g.usage.(*dbUsage); db {
+		return g.recordDB(rec) // the database may be down: say so (503) rather than lose it
+	}
 	g.record(rec)
 	return nil
 }

@@ -44,6 +44,8 @@ func newMetrics(store *Store) *metrics {
 		counter("toolret_tool_updates_total", "Tools put or deleted since the server started.", func() float64 { return float64(store.Updates()) }),
 		counter("toolret_compactions_total", "Compactions of the update log into the index since the server started.", func() float64 { return float64(store.Compactions()) }),
 		counter("toolret_compaction_errors_total", "Failed compactions (their updates stay in the log).", func() float64 { n, _ := store.CompactionError(); return float64(n) }),
+		gauge("toolret_store_up", "1 while the store takes tool updates (a shared library: its PostgreSQL reachable), else 0.", func() float64 { return up(store.StoreErr()) }),
+		counter("toolret_replicated_updates_total", "Updates committed by other replicas and applied by this one (a library shared through PostgreSQL).", func() float64 { return float64(store.Applied()) }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -61,4 +63,11 @@ func (m *metrics) observe(route string, status int, d time.Duration) {
 
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+func up(err error) float64 {
+	if err != nil {
+		return 0
+	}
+	return 1
 }

@@ -78,6 +78,7 @@ type Store struct {
 	compactFails atomic.Int64
 	compactErr   atomic.Pointer[error]
 	data         *dataSource // set by Sync
+	shared       *shared     // the library's Journal (OpenShared); nil: the files of dir
 }
 
 // Open recovers and opens the index directory dir with its update log. opts configure the
@@ -341,6 +342,9 @@ func (s *Store) Update(put []export.ToolRecord, del []string) (next, prev *retri
 		}
 		seen[id] = -1
 	}
+	if err := s.sharedErr(); err != nil {
+		return nil, nil, err // fail fast, before embedding
+	}
 	var emb [][]float32
 	if len(put) > 0 {
 		if err := s.R.CanEmbedTools(); err != nil {
@@ -358,6 +362,9 @@ func (s *Store) Update(put []export.ToolRecord, del []string) (next, prev *retri
 	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
 		return nil, nil, err
+	}
+	if s.shared != nil {
+		return s.sharedUpdate(put, emb, del)
 	}
 	cur := s.R.Library()
 	for _, id := range del {
@@ -404,6 +411,9 @@ func (s *Store) Update(put []export.ToolRecord, del []string) (next, prev *retri
 // deleted. The next compaction records dataFingerprint and source as the index's data. It
 // returns how many tools were added, changed and deleted (all 0: nothing to do).
 func (s *Store) Sync(tools []export.ToolRecord, dataFingerprint, source string) (added, changed, deleted int, err error) {
+	if s.shared != nil {
+		s.catchUp() // diff against the latest version; an unreachable journal fails the update below
+	}
 	cur := s.R.Library()
 	want := make(map[string]bool, len(tools))
 	var put []export.ToolRecord
@@ -490,6 +500,9 @@ func (s *Store) append(rec *logRecord) error {
 
 // Compact writes the current library into the index and empties the log.
 func (s *Store) Compact() error {
+	if s.shared != nil {
+		return nil // the journal holds the library
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
@@ -501,6 +514,9 @@ func (s *Store) Compact() error {
 // Close compacts pending updates into the index and closes the log. The Retriever still
 // answers queries from the last library.
 func (s *Store) Close() error {
+	if s.shared != nil {
+		return s.closeShared()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

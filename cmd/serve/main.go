@@ -4,7 +4,7 @@
 //	serve -index DIR [-addr 127.0.0.1:8080] [-backend go] [-k 5] [-reranker DIR -depth 20]
 //	      [-max-k 100] [-max-batch 64] [-max-body 1048576] [-timeout 10s] [-grace 30s]
 //	      [-compact-every 1000] [-model NAME] [-mcp stdio|http] [-hybrid rrf|minmax|zscore [-hybrid-weight W]]
-//	      [-ann auto|on|off]
+//	      [-ann auto|on|off] [-database URL]
 //	serve -library LIB.jsonl (-model REF | -index DIR) [-upstreams CONFIG.json] [-state DIR]
 //	      [-keys FILE] [-rate N -burst N] [...as above]
 //
@@ -21,6 +21,8 @@
 // updates are appended to DIR/updates.log and fsynced before they are acknowledged, and
 // compacted into the index every -compact-every updates and at shutdown. When TOOLRET_TOKEN
 // is set, POST and DELETE /v1/tools need "Authorization: Bearer $TOOLRET_TOKEN".
+// -database URL (default $TOOLRET_DATABASE_URL) shares the library, its updates and the
+// usage log through PostgreSQL among several servers instead (docs/replicas.md).
 //
 // -mcp stdio serves the MCP tool find_tools on standard input and output (no HTTP), for an
 // agent that starts the server itself; -mcp http adds the MCP streamable HTTP endpoint /mcp
@@ -51,7 +53,7 @@ import (
 
 type options struct {
 	index, addr, backend, reranker, model, mcp string
-	library, upstreams, state, keys            string
+	library, upstreams, state, keys, database  string
 	rate                                       float64
 	burst                                      int
 	k, depth, maxK, maxBatch, compactEvery     int
@@ -105,6 +107,7 @@ func parse(args []string) (*options, error) {
 	fs.IntVar(&o.batching.MaxTokens, "embed-tokens", retriever.DefaultBatching.MaxTokens, "dynamic batching: most tokens in one encoder call")
 	fs.DurationVar(&o.batching.MaxWait, "embed-wait", retriever.DefaultBatching.MaxWait, "dynamic batching: longest a query waits for others to share its encoder call")
 	fs.IntVar(&o.queryCache, "query-cache", 10000, "query embeddings kept in an LRU cache keyed by the text (0: none)")
+	fs.StringVar(&o.database, "database", os.Getenv(toolret.EnvDatabase), "PostgreSQL `URL` (postgres://USER:PASSWORD@HOST/DB) through which several servers share the tool library, its updates and the usage log (docs/replicas.md); default $TOOLRET_DATABASE_URL; none: the index directory's files")
 	fs.IntVar(&o.compactEvery, "compact-every", 1000, "tool updates logged before they are compacted into the index (0: only at shutdown)")
 	fs.StringVar(&o.model, "model", "", "with -library: the pre-trained model (run, checkpoint, HuggingFace directory or hub id) its zero-shot index is built with; with -index: the model name /v1/embeddings reports when a request names none (default: the index directory's name)")
 	fs.StringVar(&o.library, "library", "", "tool library `LIB.jsonl` (toolret import) to serve as a tool gateway: search_tools, call_tool, /v1/search, /v1/call")
@@ -209,6 +212,6 @@ func run(o *options, log *slog.Logger) error {
 		Upstreams: o.upstreams, Keys: keys, Rate: o.rate, Burst: o.burst, Addr: o.addr, MCP: o.mcp, Backend: o.backend,
 		K: o.k, MaxK: o.maxK, Reranker: o.reranker, Depth: o.depth, RerankWeight: o.rerankWeight,
 		Hybrid: o.hybrid, HybridWeight: o.hybridWeight, NoRefiner: o.noRefiner, ANN: o.ann, Batching: o.batching, QueryCache: o.queryCache, MaxBatch: o.maxBatch,
-		MaxBody: o.maxBody, Timeout: o.timeout, Grace: o.grace, CompactEvery: o.compactEvery, Model: model,
+		MaxBody: o.maxBody, Timeout: o.timeout, Grace: o.grace, CompactEvery: o.compactEvery, Database: o.database, Model: model,
 		Token: os.Getenv("TOOLRET_TOKEN"), Log: log})
 }
