@@ -21,7 +21,9 @@
 # Settings (environment): REQUESTS (500), WARMUP (100), CONCURRENCY (1,8,32), THREADS (2),
 # BACKEND (toolret's -backend: onnx, or go), TOOLRET_ARGS (more serve flags),
 # INFINITY_ENGINE (torch, or optimum: ONNX Runtime through optimum), LONG (1: also the long
-# texts), DATA (../shared/datasets/toollens), OUT (a directory for the servers' logs).
+# texts), DATA (../shared/datasets/toollens), OUT (a directory for the servers' logs),
+# TOOLRET_BIN (a toolret binary to serve with, e.g. an older build; default: this checkout's;
+# the load generator is always this checkout's).
 # Installs infinity with scripts/install-infinity.sh (once) and ONNX Runtime with
 # scripts/install-onnxruntime.sh. Run it alone on the machine (flock /work/heavy.lock ...).
 set -euo pipefail
@@ -49,8 +51,9 @@ if [ "$BACKEND" = onnx ]; then
   tags="-tags onnx"
   be="onnx:cpu,intra_op_num_threads=$THREADS,inter_op_num_threads=1"
 fi
-bin="$OUT/toolret"
+bin="$OUT/toolret" # the load generator, and the server unless TOOLRET_BIN names another
 go build $tags -o "$bin" ./cmd/toolret
+server="${TOOLRET_BIN:-$bin}"
 
 # The ToolLens tools as a tool library (a function list imported), for the gateway's /v1/search.
 state="$cache/bench-infinity"
@@ -67,7 +70,7 @@ tport="${TOOLRET_PORT:-18081}"
 iport="${INFINITY_PORT:-17997}"
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true' EXIT
-GOMAXPROCS="$THREADS" "$bin" serve -library "$state/toollens.jsonl" -model "$MODEL" -state "$state/toollens-$BACKEND.toolret" \
+GOMAXPROCS="$THREADS" "$server" serve -library "$state/toollens.jsonl" -model "$MODEL" -state "$state/toollens-$BACKEND.toolret" \
   -backend "$be" -addr "127.0.0.1:$tport" -query-cache 0 $TOOLRET_ARGS 2>"$OUT/toolret.log" &
 pids+=($!)
 OMP_NUM_THREADS="$THREADS" MKL_NUM_THREADS="$THREADS" "$(dirname "$py")/infinity_emb" v2 --model-id "$MODEL" \
