@@ -20,7 +20,7 @@
 #
 # Settings (environment): REQUESTS (500), WARMUP (100), CONCURRENCY (1,8,32), THREADS (2),
 # BACKEND (toolret's -backend: onnx, or go), TOOLRET_ARGS (more serve flags),
-# INFINITY_ENGINE (torch, or optimum: ONNX Runtime through optimum), LONG (1: also the long
+# INFINITY_ENGINE (torch; see install-infinity.sh on optimum), LONG (1: also the long
 # texts), DATA (../shared/datasets/toollens), OUT (a directory for the servers' logs),
 # TOOLRET_BIN (a toolret binary to serve with, e.g. an older build; default: this checkout's;
 # the load generator is always this checkout's).

@@ -8,11 +8,13 @@
 # (scripts/install-st.sh: sentence-transformers 6, numpy 2). It does share that venv's torch:
 # torch (and the libraries its Linux wheel loads at import) is linked into this venv from
 # there instead of being downloaded and unpacked a second time (several GB); pip then sees it
-# installed. Downloads go through the pip cache ${TOOLRET_CACHE}/pip-http.
+# installed. Downloads go through the pip cache ${TOOLRET_CACHE}/pip-http. infinity's optimum
+# (ONNX) engine is not installed: with this torch, optimum 2.x fails on a local model directory
+# (infinity 0.0.78 passes it an absolute file name) and optimum 1.x does not import.
 set -euo pipefail
 cache="${TOOLRET_CACHE:-$HOME/.cache/toolret}"
 venv="$cache/infinity-venv"
-check='import infinity_emb, torch, optimum.onnxruntime, onnxruntime'
+check='import infinity_emb, torch, sentence_transformers'
 if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "$check" 2>/dev/null; then
   echo "$venv/bin/python"
   exit 0
@@ -28,6 +30,6 @@ for p in "$st_site"/torch "$st_site"/torch-*.dist-info "$st_site"/torchgen "$st_
   ln -sfn "$p" "$site/$(basename "$p")"
 done
 pip=("$venv/bin/pip" install --quiet --disable-pip-version-check --cache-dir "$cache/pip-http")
-"${pip[@]}" 'infinity-emb[server,torch,optimum]==0.0.78' >&2
+"${pip[@]}" 'infinity-emb[server,torch]==0.0.78' >&2
 "$venv/bin/python" -c "$check"
 echo "$venv/bin/python"
