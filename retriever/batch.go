@@ -55,6 +55,10 @@ type queryEmbedder struct {
 	b     Batching
 	reqs  chan *embedReq
 	once  sync.Once
+	// coming counts the callers of batched whose request the loop has not taken yet (those
+	// tokenizing their texts, and those queued): while it is 0 no caller is on its way and
+	// the loop runs the batch at once instead of waiting MaxWait.
+	coming atomic.Int64
 }
 
 type embedReq struct {
@@ -134,10 +138,12 @@ func (q *queryEmbedder) batched(ctx context.Context, texts []string) ([][]float3
 		q.reqs = make(chan *embedReq, 1024)
 		go q.loop()
 	})
+	q.coming.Add(1)
 	tokens := 0
 	for _, t := range texts {
 		n, err := q.r.Tokens(biencoder.QueryTower, t)
 		if err != nil {
+			q.coming.Add(-1)
 			return nil, err
 		}
 		tokens += n
@@ -146,6 +152,7 @@ func (q *queryEmbedder) batched(ctx context.Context, texts []string) ([][]float3
 	select {
 	case q.reqs <- req:
 	case <-ctx.Done():
+		q.coming.Add(-1)
 		return nil, ctx.Err()
 	}
 	select {
@@ -157,33 +164,52 @@ func (q *queryEmbedder) batched(ctx context.Context, texts []string) ([][]float3
 }
 
 // loop gathers requests into batches and embeds each batch with one encoder call. It runs
-// for the Retriever's lifetime (a goroutine per loaded index that batches).
+// for the Retriever's lifetime (a goroutine per loaded index that batches). A batch takes
+// the requests queued (those that came while the encoder ran the last one), then waits up
+// to MaxWait for callers on their way (coming), and not at all when there are none: a lone
+// caller is not delayed.
 func (q *queryEmbedder) loop() {
 	var next *embedReq
+	take := func() *embedReq { r := <-q.reqs; q.coming.Add(-1); return r }
 	for {
 		first := next
 		if first == nil {
-			first = <-q.reqs
+			first = take()
 		}
 		next = nil
 		batch := []*embedReq{first}
 		n, tokens := len(first.texts), first.tokens
-		timer := time.NewTimer(q.b.MaxWait)
+		var timer *time.Timer
 	gather:
 		for n < q.b.MaxBatch && tokens < q.b.MaxTokens {
+			var r *embedReq
 			select {
-			case r := <-q.reqs:
-				if n+len(r.texts) > q.b.MaxBatch || tokens+r.tokens > q.b.MaxTokens {
-					next = r // starts the next batch
+			case r = <-q.reqs:
+				q.coming.Add(-1)
+			default:
+				if q.coming.Load() == 0 || q.b.MaxWait <= 0 {
 					break gather
 				}
-				batch = append(batch, r)
-				n, tokens = n+len(r.texts), tokens+r.tokens
-			case <-timer.C:
-				break gather
+				if timer == nil {
+					timer = time.NewTimer(q.b.MaxWait)
+				}
+				select {
+				case r = <-q.reqs:
+					q.coming.Add(-1)
+				case <-timer.C:
+					break gather
+				}
 			}
+			if n+len(r.texts) > q.b.MaxBatch || tokens+r.tokens > q.b.MaxTokens {
+				next = r // starts the next batch
+				break
+			}
+			batch = append(batch, r)
+			n, tokens = n+len(r.texts), tokens+r.tokens
 		}
-		timer.Stop()
+		if timer != nil {
+			timer.Stop()
+		}
 		texts := make([]string, 0, n)
 		for _, r := range batch {
 			texts = append(texts, r.texts...)

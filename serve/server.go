@@ -506,7 +506,13 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) (any, *apiEr
 		return nil, errorf(http.StatusBadRequest, `"input_type" %q: want "query" or "document" (the tool tower)`, req.InputType)
 	}
 	info(r).items = len(inputs)
-	emb, err := s.store.R.Embed(tower, inputs)
+	var emb [][]float32
+	var err error
+	if tower == biencoder.QueryTower {
+		emb, err = s.store.R.EmbedQueries(r.Context(), inputs) // the query cache and dynamic batching
+	} else {
+		emb, err = s.store.R.Embed(tower, inputs)
+	}
 	if err != nil {
 		return nil, internal(r, err)
 	}

@@ -2,6 +2,7 @@ package encoder
 
 import (
 	"fmt"
+	"math/bits"
 	"sort"
 
 	"github.com/gomlx/compute"
@@ -33,9 +34,9 @@ func Tensors(b tokenize.Batch) (ids, types, mask *tensors.Tensor) {
 type Call func(ids, types, mask *tensors.Tensor) (*tensors.Tensor, error)
 
 // Map is the inference batching path: it pads seqs (token ids, specials included; types may be
-// nil for all zeros) with tok into batches of at most batch rows, taking sequences in order of
-// length so that each batch pads little and its length is one of tok's buckets (a graph
-// compiles once per bucket and batch size), runs call on each batch and returns, in input
+// nil for all zeros) with tok into batches of batch rows or, for the last ones, of a power of
+// two rows, taking sequences in order of length so that each batch pads little and its length
+// is one of tok's buckets (a graph compiles once per bucket and batch size), runs call on each batch and returns, in input
 // order, each sequence's row of the results flattened: [hidden] for a pooled [rows, hidden]
 // result, [len*hidden] (len the batch's padded length) for token states. Sequences longer than
 // maxLen are cut (maxLen <= 0: no limit).
@@ -50,8 +51,15 @@ func Map(tok *tokenize.Tokenizer, seqs, types [][]int32, maxLen, batch int, call
 	sort.SliceStable(order, func(a, b int) bool { return len(seqs[order[a]]) < len(seqs[order[b]]) })
 	batch = max(batch, 1)
 	out := make([][]float32, len(seqs))
-	for start := 0; start < len(order); start += batch {
-		idx := order[start:min(start+batch, len(order))]
+	for start, size := 0, 0; start < len(order); start += size {
+		// A batch of batch rows, or, for fewer sequences left, the largest power of two of
+		// them (17 left: 16, then 1), so that no batch pads rows (Rows) and each takes the
+		// length bucket of its own longest sequence.
+		size = min(batch, len(order)-start)
+		if size < batch {
+			size = 1 << (bits.Len(uint(size)) - 1)
+		}
+		idx := order[start : start+size]
 		sub := make([][]int32, len(idx))
 		var subT [][]int32
 		if types != nil {
