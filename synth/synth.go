@@ -189,23 +189,45 @@ func verbPhrase(desc string) string {
 		return ""
 	}
 	first, rest, _ := strings.Cut(desc, " ")
+	if rest != "" {
+		rest = " " + rest
+	}
 	r := []rune(first)
-	acronym := len(r) > 1 && unicode.IsUpper(r[0]) && unicode.IsUpper(r[1])
-	if !acronym {
-		first = strings.ToLower(first)
-		switch {
-		case strings.HasSuffix(first, "ches"), strings.HasSuffix(first, "shes"), strings.HasSuffix(first, "sses"), strings.HasSuffix(first, "xes"), strings.HasSuffix(first, "oes"):
-			first = strings.TrimSuffix(first, "es")
-		case strings.HasSuffix(first, "ies") && len(first) > 4:
-			first = strings.TrimSuffix(first, "ies") + "y"
-		case strings.HasSuffix(first, "s") && len(first) > 3 && !strings.HasSuffix(first, "ss") && !strings.HasSuffix(first, "us") && !strings.HasSuffix(first, "is"):
-			first = strings.TrimSuffix(first, "s")
-		}
+	if len(r) > 1 && unicode.IsUpper(r[0]) && unicode.IsUpper(r[1]) { // an acronym: not a verb
+		return "find " + desc
 	}
-	if rest == "" {
-		return first
+	low := strings.ToLower(first)
+	base := low
+	switch {
+	case strings.HasSuffix(low, "ches"), strings.HasSuffix(low, "shes"), strings.HasSuffix(low, "sses"), strings.HasSuffix(low, "xes"), strings.HasSuffix(low, "oes"):
+		base = strings.TrimSuffix(low, "es")
+	case strings.HasSuffix(low, "ies") && len(low) > 4:
+		base = strings.TrimSuffix(low, "ies") + "y"
+	case strings.HasSuffix(low, "s") && len(low) > 3 && !strings.HasSuffix(low, "ss"):
+		base = strings.TrimSuffix(low, "s")
 	}
-	return first + " " + rest
+	if verbs[base] {
+		return base + rest
+	}
+	// Not a verb: "Hourly weather data" → "find hourly weather data".
+	return "find " + low + rest
+}
+
+// verbs are the base forms a tool description commonly starts with.
+var verbs = map[string]bool{}
+
+func init() {
+	for _, v := range strings.Fields(`get retrieve return fetch search find list create update delete remove add send convert
+		generate check calculate compute translate lookup look provide obtain validate verify download upload set show track
+		analyze analyse detect extract query predict post put read write make build run start stop cancel book buy sell
+		order pay schedule parse format count compare recommend suggest summarize summarise classify identify estimate
+		scan monitor subscribe unsubscribe register login log sign upload share publish display view open close enable
+		disable reset replace rename move copy save load store echo fill allow give use access request resolve map
+		transform encode decode encrypt decrypt shorten expand filter sort merge split tag rate review play pause stream
+		call notify email text invite join leave follow unfollow like assign mark edit manage apply submit approve reject
+		forecast measure test ping crawl scrape import export sync sum multiply divide subtract determine locate explore discover`) {
+		verbs[v] = true
+	}
 }
 
 // Candidates returns every distinct query the templates make of t, in template order.

@@ -34,7 +34,8 @@ func TestPhrases(t *testing.T) {
 		{"Searches recipes", "search recipes"},
 		{"Queries the index", "query the index"},
 		{"Get suggestions", "get suggestions"},
-		{"API Ninjas Nutrition API endpoint", "API Ninjas Nutrition API endpoint"},
+		{"API Ninjas Nutrition API endpoint", "find API Ninjas Nutrition API endpoint"},
+		{"Hourly weather data", "find hourly weather data"},
 		{"Access the file", "access the file"},
 		{"Echoes back the input", "echo back the input"},
 	} {
