@@ -11,37 +11,18 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolret/toolret/usage"
 )
 
 // UsageRecord is one line of the usage log: a search (the query and the tools shown), a
 // call (the tool called and its outcome) or feedback on a result (report_result,
-// POST /v1/feedback).
-type UsageRecord struct {
-	Time time.Time `json:"time"`
-	// Kind is "search", "call" or "feedback".
-	Kind string `json:"kind"`
-	// Key is the name of the API key of the caller, if any.
-	Key string `json:"key,omitempty"`
-	// SearchID identifies a search; a call or feedback naming it refers to that search.
-	SearchID string   `json:"search_id,omitempty"`
-	Query    string   `json:"query,omitempty"`
-	K        int      `json:"k,omitempty"`
-	Filters  *Filters `json:"filters,omitempty"`
-	// Shown are the IDs of the tools a search answered, best first.
-	Shown []string `json:"shown,omitempty"`
-	// Tool is the tool called or reported on.
-	Tool string `json:"tool,omitempty"`
-	// Outcome: for a call "ok", "tool_error" (the upstream's or the gateway's, isError),
-	// "invalid_arguments" or "unknown_tool"; for feedback "success" or "failure".
-	Outcome string `json:"outcome,omitempty"`
-	// Detail is the start of an error or the feedback's note.
-	Detail string `json:"detail,omitempty"`
-	MS     int64  `json:"ms,omitempty"`
-}
+// POST /v1/feedback). Package usage reads the log and turns it into training examples.
+type UsageRecord = usage.Record
 
 // usageLog appends records to a file, one JSON line each, fsynced before the request is
 // answered: a record acknowledged survives a crash; a torn last line is the only damage a
-// crash can leave, and readers skip it (ReadUsage).
+// crash can leave, and readers skip it (usage.Read).
 type usageLog struct {
 	mu sync.Mutex
 	f  *os.File
@@ -117,7 +98,7 @@ func (g *Gateway) logSearch(query string, k int, f *Filters, res *SearchResult, 
 	}
 	rec := &UsageRecord{Kind: "search", Key: key, SearchID: res.SearchID, Query: query, K: k, Shown: make([]string, len(res.Tools))}
 	if !f.empty() {
-		rec.Filters = f
+		rec.Filters = &usage.Filters{Server: f.Server, Namespace: f.Namespace, Tags: f.Tags}
 	}
 	for i, d := range res.Tools {
 		rec.Shown[i] = d.Name

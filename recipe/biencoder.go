@@ -106,8 +106,8 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 	if m.QueryLen < 2 || m.ToolLen < 2 {
 		return nil, fmt.Errorf("-query-len %d, -tool-len %d: each must be >= 2 ([CLS] and [SEP])", m.QueryLen, m.ToolLen)
 	}
-	if t.HardNegatives > 0 && t.Negatives == "" {
-		return nil, fmt.Errorf("-hard-negatives %d needs -negatives FILE (train mine)", t.HardNegatives)
+	if t.HardNegatives > 0 && t.Negatives == "" && sp.Usage == "" {
+		return nil, fmt.Errorf("-hard-negatives %d needs -negatives FILE (train mine) or -usage LOG", t.HardNegatives)
 	}
 	padding, err := t.Padding()
 	if err != nil {
@@ -144,9 +144,18 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 	if err := checkToolQueries(t.ToolQueries, q2q, pa.Feedback != ""); err != nil {
 		return nil, err
 	}
+	if err := checkExamples(&cfg, q2q); err != nil {
+		return nil, err
+	}
 	d, err := openData(&cfg)
 	if err != nil {
 		return nil, err
+	}
+	var exNegs map[int][]int // the usage log's hard negatives
+	if sp.Usage != "" || sp.Synthetic > 0 {
+		if d, exNegs, err = withExamples(ctx, &cfg, d, log); err != nil {
+			return nil, err
+		}
 	}
 	bk, err := backend.Open(backend.Name(cfg.Backend))
 	if err != nil {
@@ -231,7 +240,7 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 	if err != nil {
 		return nil, err
 	}
-	var negs map[int][]int
+	negs := exNegs
 	if t.Negatives != "" {
 		if negs, err = biencoder.ReadNegatives(t.Negatives, d); err != nil {
 			return nil, err

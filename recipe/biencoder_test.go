@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/rundir"
 )
@@ -88,6 +90,86 @@ func TestBiEncoderChecks(t *testing.T) {
 			c.Model.Objective, c.Model.SeparateTowers = biencoder.ObjectiveQuery2Query, true
 		}, "-separate-towers does not apply"},
 		{"resume nothing", func(c *biencoder.TrainConfig) { c.Resume = true }, "run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tiny(filepath.Join(t.TempDir(), "run"))
+			tc.set(&c)
+			if _, err := BiEncoder(context.Background(), c); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestBiEncoderExamples trains on a usage log and on synthetic queries (the embedded default
+// dataset's tools): the log's examples, and the tools shown and not called as hard
+// negatives, replace the training split and are snapshotted into the run.
+func TestBiEncoderExamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model")
+	}
+	d, err := data.Open("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := d.Splits["train"]
+	var log strings.Builder
+	for i, q := range tr.Judged()[:60] {
+		rel := tr.Relevant[q]
+		other := d.Tools[(rel[0]+1)%len(d.Tools)].ID
+		fmt.Fprintf(&log, `{"kind":"search","search_id":"s%d","query":%q,"shown":[%q,%q]}`+"\n", i, d.Queries[q].Text, other, d.Tools[rel[0]].ID)
+		fmt.Fprintf(&log, `{"kind":"call","search_id":"s%d","tool":%q,"outcome":"ok"}`+"\n", i, d.Tools[rel[0]].ID)
+	}
+	fmt.Fprintf(&log, `{"kind":"call","search_id":"s0","tool":%q,"outcome":"tool_error"}`+"\n", d.Tools[0].ID)
+	logPath := filepath.Join(t.TempDir(), "usage.jsonl")
+	if err := os.WriteFile(logPath, []byte(log.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		set   func(*biencoder.TrainConfig)
+		pairs string
+	}{
+		{"usage", func(c *biencoder.TrainConfig) { c.Split.Usage, c.Training.HardNegatives = logPath, 1 }, "54 train pairs"},
+		{"synthetic", func(c *biencoder.TrainConfig) { c.Split.Synthetic = 2 }, " train pairs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := filepath.Join(t.TempDir(), "run")
+			var msgs bytes.Buffer
+			cfg := tiny(run)
+			cfg.Stderr = &msgs
+			tc.set(&cfg)
+			if _, err := BiEncoder(context.Background(), cfg); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(msgs.String(), tc.pairs) {
+				t.Errorf("messages lack %q:\n%s", tc.pairs, msgs.String())
+			}
+			ex, err := data.ReadExamples(filepath.Join(run, ExamplesFile))
+			if err != nil || len(ex) == 0 {
+				t.Fatalf("snapshot: %d examples, %v", len(ex), err)
+			}
+			if tc.name == "usage" && (len(ex) != 60 || len(ex[0].Negatives) != 1 || !strings.Contains(msgs.String(), "60 searches, 61 calls (1 failed)")) {
+				t.Errorf("usage examples %d, first %+v; messages %s", len(ex), ex[0], msgs.String())
+			}
+		})
+	}
+}
+
+func TestBiEncoderExampleChecks(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*biencoder.TrainConfig)
+		want string
+	}{
+		{"negative synthetic", func(c *biencoder.TrainConfig) { c.Split.Synthetic = -1 }, "-synthetic -1"},
+		{"llm without synthetic", func(c *biencoder.TrainConfig) { c.Split.SyntheticLLM = "http://x/v1" }, "need -synthetic N"},
+		{"llm without model", func(c *biencoder.TrainConfig) { c.Split.Synthetic, c.Split.SyntheticLLM = 2, "http://x/v1" }, "give both"},
+		{"usage with negatives file", func(c *biencoder.TrainConfig) { c.Split.Usage, c.Training.Negatives = "u.jsonl", "n.jsonl" }, "-usage: not with -negatives"},
+		{"usage with q2q", func(c *biencoder.TrainConfig) {
+			c.Split.Usage, c.Model.Objective = "u.jsonl", biencoder.ObjectiveQuery2Query
+		}, "not with -objective query2query"},
+		{"missing log", func(c *biencoder.TrainConfig) { c.Split.Usage = "/nonexistent/usage.jsonl" }, "-usage: usage log: open /nonexistent/usage.jsonl"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tiny(filepath.Join(t.TempDir(), "run"))

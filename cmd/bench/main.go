@@ -10,6 +10,7 @@
 //	bench serve [-run RUN | -index DIR] [-data DIR] [-requests 20000] [-concurrency 32] [-k 5]
 //	bench ann [-sizes 100000,1000000] [-dim 384] [-queries 200] [-k 10] [-versions 20 -batch 100]
 //	bench http -embeddings NAME=URL ... [-search NAME=URL ...] [-concurrency 1,8,32] [-requests 1000] [-long]
+//	bench usage-data -data DIR -holdout-tools 0.2 [-used 0.5] -out DIR; bench usage-agent -addr URL -data DIR [-k 5]
 //
 // encode: texts/second encoding n ToolLens queries (../shared/datasets/toollens, or -data)
 // with a randomly initialised encoder of each -arch (bert; deberta: DeBERTa-v3 with the same
@@ -43,29 +44,9 @@ import (
 
 // Main runs `toolret bench` with args (the words after it) and returns the exit code.
 func Main(args []string) int {
-	if len(args) >= 1 && (args[0] == "train" || args[0] == "colt" || args[0] == "retrieve" || args[0] == "rerank" || args[0] == "serve" || args[0] == "matmul" || args[0] == "ann" || args[0] == "http") {
-		run := trainBench
-		if args[0] == "colt" {
-			run = coltBench
-		}
-		if args[0] == "serve" {
-			run = serveBench
-		}
-		if args[0] == "retrieve" {
-			run = retrieveBench
-		}
-		if args[0] == "rerank" {
-			run = rerankBench
-		}
-		if args[0] == "matmul" {
-			run = matmulBench
-		}
-		if args[0] == "ann" {
-			run = annBench
-		}
-		if args[0] == "http" {
-			run = httpBench
-		}
+	subs := map[string]func([]string) error{"train": trainBench, "colt": coltBench, "serve": serveBench, "retrieve": retrieveBench,
+		"rerank": rerankBench, "matmul": matmulBench, "ann": annBench, "http": httpBench, "usage-data": usageDataBench, "usage-agent": usageAgentBench}
+	if run, ok := subs[firstArg(args)]; ok {
 		if err := run(args[1:]); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return 0
@@ -76,7 +57,7 @@ func Main(args []string) int {
 		return 0
 	}
 	if len(args) < 1 || args[0] != "encode" {
-		fmt.Fprintln(os.Stderr, "usage: bench encode|train|matmul|colt|retrieve|rerank|serve|ann|http [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench encode|train|matmul|colt|retrieve|rerank|serve|ann|http|usage-data|usage-agent [flags]")
 		return 2
 	}
 	fs := flag.NewFlagSet("bench encode", flag.ContinueOnError)
@@ -261,4 +242,12 @@ func withoutEnv(env []string, key string) []string {
 		}
 	}
 	return out
+}
+
+// firstArg is args[0], or "" without arguments.
+func firstArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
 }

@@ -85,6 +85,10 @@ func biencoderCmd(args []string) error {
 	toolQueries := fs.Int("tool-queries", 0, toolQueriesUsage)
 	hardNeg := fs.Int("hard-negatives", 0, "mined hard negatives per example (needs -negatives)")
 	negFile := fs.String("negatives", "", "mined negatives file (train mine)")
+	usageLog := fs.String("usage", "", "train on a gateway's usage log (serve -library: STATE/usage.jsonl): each search's query with the tools called from it successfully (or reported a success on) as positives and the tools shown and not called as hard negatives (-hard-negatives, default 1 with -usage) replace -data's training split; failed calls are not positives; docs/learning-from-use.md")
+	synthetic := fs.Int("synthetic", 0, "cold start: this many synthetic queries per tool of -data, made from its definitions (name, description, parameters) by templates seeded with -seed, or by -synthetic-llm; they replace -data's training split (or join -usage's examples)")
+	synthLLM := fs.String("synthetic-llm", "", "-synthetic: an OpenAI-compatible base URL (e.g. http://127.0.0.1:8080/v1) whose LLM writes the queries instead of the templates (key from $TOOLRET_LLM_API_KEY)")
+	synthModel := fs.String("synthetic-llm-model", "", "-synthetic-llm: the model name sent")
 	fb := addFeedbackFlags(fs)
 	objective := fs.String("objective", biencoder.ObjectiveQuery2Tool, "query2tool (InfoNCE between queries and tool texts) or query2query (the Tool2Vec retriever: triplet loss over training queries; tools are their usage vectors)")
 	retriever := cli.Retriever(fs) // query2query: its query embeddings find the triplets (default: BM25 over the query texts)
@@ -133,13 +137,17 @@ func biencoderCmd(args []string) error {
 		}
 		return zero
 	}
+	hardNegs := *hardNeg
+	if *usageLog != "" && !set["hard-negatives"] {
+		hardNegs = 1 // the tools shown and not called
+	}
 	pad := *padMult
 	if padding == biencoder.PadTokenizer {
 		pad = -1
 	}
 	cfg := biencoder.TrainConfig{
 		Split: biencoder.TrainSplit{Data: fs.Lookup("data").Value.String(), HoldoutTools: flagFloat(fs, "holdout-tools"), HoldoutSeed: flagUint(fs, "holdout-seed"),
-			Dev: auto("dev", *devFrac, 0.0).(float64), Test: *testSplit},
+			Dev: auto("dev", *devFrac, 0.0).(float64), Test: *testSplit, Usage: *usageLog, Synthetic: *synthetic, SyntheticLLM: *synthLLM, SyntheticLLMModel: *synthModel},
 		Parent: biencoder.TrainParent{Init: *initDir, Retriever: *retriever, Feedback: *fb.file},
 		Model: biencoder.TrainModel{Arch: auto("arch", *arch, "").(string), Vocab: *vocabPath, VocabSize: *vocabSize, Layers: *layers, Hidden: *hidden,
 			Heads: *heads, Intermediate: *inter, Pooling: auto("pooling", *pooling, "").(string), SeparateTowers: *separate, QueryLen: *qLen, ToolLen: *tLen,
@@ -147,7 +155,7 @@ func biencoderCmd(args []string) error {
 			Margin: *margin, Marker: *fb.marker},
 		Training: biencoder.TrainSchedule{Batch: *batch, StrictBatches: *strict, PadMultiple: pad, Epochs: *epochs, LR: auto("lr", *lr, 0.0).(float64),
 			WeightDecay: *wd, Warmup: *warmup, Schedule: *schedule, Clip: *clip, Accumulate: *accum, FreezeEmbeddings: *freezeEmb, ToolDropout: *toolDrop,
-			ToolQueries: *toolQueries, HardNegatives: *hardNeg, Negatives: *negFile, Iterations: *fb.iterations, Alpha: *fb.alpha,
+			ToolQueries: *toolQueries, HardNegatives: hardNegs, Negatives: *negFile, Iterations: *fb.iterations, Alpha: *fb.alpha,
 			FeedbackJoint: *fb.joint, FeedbackHardNegatives: *fb.hardNegs, PositivesPerQuery: *posPer, NegativesPerQuery: *negPer,
 			EvalEvery: *evalEvery, MaxSteps: *maxSteps, Metric: *metric, Patience: *patience, Seed: *seed},
 		RunDir: *runDir, Resume: *resume, Backend: *be, Quiet: *quiet, Args: cli.Args(fs),

@@ -52,8 +52,23 @@ type TrainSplit struct {
 	// 0.1, or with Parent.Feedback or Parent.Retriever the parent run's recorded split, which
 	// a non-zero Dev must equal).
 	Dev float64 `json:"dev"`
-	// Test is the split evaluated at the end (-test; default "test", "": none).
+	// Test is the split evaluated at the end (-test; default "test", "": none; with
+	// Usage or Synthetic, none when Data has no such split).
 	Test string `json:"test"`
+	// Usage is a gateway's usage log (-usage; package usage): its examples (the query of
+	// each search with the tools called from it as positives and the tools shown and not
+	// called as hard negatives, used when Training.HardNegatives > 0) replace Data's
+	// training split. The examples are snapshotted into the run (examples.jsonl), so a
+	// resumed run trains on the same ones.
+	Usage string `json:"usage"`
+	// Synthetic is the number of synthetic queries per tool of Data made from its tool
+	// definitions (-synthetic; package synth), added to the training examples (with Usage)
+	// or replacing Data's training split: by templates, seeded with Training.Seed, or by
+	// the LLM at SyntheticLLM (an OpenAI-compatible base URL, -synthetic-llm; model
+	// SyntheticLLMModel, -synthetic-llm-model; key from $TOOLRET_LLM_API_KEY) when set.
+	Synthetic         int    `json:"synthetic"`
+	SyntheticLLM      string `json:"synthetic-llm"`
+	SyntheticLLMModel string `json:"synthetic-llm-model"`
 }
 
 // TrainParent names what a run starts from or builds on.
