@@ -83,8 +83,12 @@ type Record struct {
 	MS     int64  `json:"ms,omitempty"`
 }
 
-// Read reads the usage log at path (Decode).
+// Read reads the usage log at path (Decode), or, when path is a PostgreSQL URL, the usage_log
+// table replicas write (ReadDB).
 func Read(path string) ([]Record, []string, error) {
+	if IsDatabaseURL(path) {
+		return readDB(path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("usage log: %w", err)

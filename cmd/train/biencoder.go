@@ -85,7 +85,7 @@ func biencoderCmd(args []string) error {
 	toolQueries := fs.Int("tool-queries", 0, toolQueriesUsage)
 	hardNeg := fs.Int("hard-negatives", 0, "mined hard negatives per example (needs -negatives)")
 	negFile := fs.String("negatives", "", "mined negatives file (train mine)")
-	usageLog := fs.String("usage", "", "train on a gateway's usage log (serve -library: STATE/usage.jsonl): each search's query with the tools called from it successfully (or reported a success on) as positives and the tools shown and not called as hard negatives (-hard-negatives, default 1 with -usage) replace -data's training split; failed calls are not positives; docs/learning-from-use.md")
+	usageLog := fs.String("usage", "", "train on a gateway's usage log (serve -library: STATE/usage.jsonl; with serve -database: that postgres:// URL, its usage_log table): each search's query with the tools called from it successfully (or reported a success on) as positives and the tools shown and not called as hard negatives (-hard-negatives, default 1 with -usage) replace -data's training split; failed calls are not positives; docs/learning-from-use.md")
 	synthetic := fs.Int("synthetic", 0, "cold start: this many synthetic queries per tool of -data, made from its definitions (name, description, parameters) by templates seeded with -seed, or by -synthetic-llm; they replace -data's training split (or join -usage's examples)")
 	synthLLM := fs.String("synthetic-llm", "", "-synthetic: an OpenAI-compatible base URL (e.g. http://127.0.0.1:8080/v1) whose LLM writes the queries instead of the templates (key from $TOOLRET_LLM_API_KEY)")
 	synthModel := fs.String("synthetic-llm-model", "", "-synthetic-llm: the model name sent")
