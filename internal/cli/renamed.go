@@ -13,6 +13,7 @@ import (
 var Renamed = map[string]string{
 	"retriever": "first-stage", // the stage-1 bi-encoder run a later stage builds on
 	"refiner":   "rewriter",    // train feedback / eval: what rewrites the query (llm, prf)
+	"refiner-k": "rewriter-k",  // eval: tools shown to the rewriter each round
 }
 
 // renameArgs returns args with every flag spelled by an old name of Renamed (and defined in fs
