@@ -68,10 +68,12 @@ func TestDocsCommandsCovered(t *testing.T) {
 	}
 }
 
-// TestDocsCheapCommands runs the cheap command lines of the docs as written.
+// TestDocsCheapCommands runs the cheap command lines of the docs as written, from the
+// repository root.
 func TestDocsCheapCommands(t *testing.T) {
 	for _, c := range cheapDocsCommands {
 		t.Run(c.text, func(t *testing.T) {
+			t.Chdir("../..") // the docs' paths are the repository root's
 			if _, err := os.Stat(c.needs); err != nil {
 				t.Skipf("%s absent: %v", c.needs, err)
 			}
