@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -40,21 +41,18 @@ func tinyModel() (dir string, cleanup func(), err error) {
 func ExampleExport() {
 	model, cleanup, err := tinyModel()
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	defer cleanup()
 	ctx := context.Background()
 	index := filepath.Join(filepath.Dir(model), "index")
 	man, err := toolret.Export(ctx, toolret.ExportConfig{Model: model, Format: export.FormatIndex, Out: index})
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	r, err := toolret.OpenIndex(index, "go")
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	res, err := r.Retrieve(ctx, "what is the weather in Paris", 3)
 	fmt.Println(man.Format, man.Tools, len(res), err)
@@ -65,14 +63,12 @@ func ExampleExport() {
 func ExampleOpenModel() {
 	model, cleanup, err := tinyModel()
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	defer cleanup()
 	m, err := toolret.OpenModel(context.Background(), model, "go")
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	emb, err := m.Embed("query", []string{"book a flight", "convert 10 USD to EUR"})
 	fmt.Println(len(emb), len(emb[0]), err)
@@ -84,8 +80,7 @@ func ExampleOpenModel() {
 func ExampleImportModel() {
 	model, cleanup, err := tinyModel()
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	defer cleanup()
 	os.Setenv("HF_HUB_CACHE", filepath.Join(filepath.Dir(model), "hub"))
@@ -98,8 +93,7 @@ func ExampleImportModel() {
 	}
 	m, err := toolret.OpenModel(context.Background(), "my-org/tiny-tools", "go")
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	fmt.Println(m.Kind)
 	// Output: biencoder
@@ -109,8 +103,7 @@ func ExampleImportModel() {
 func ExampleServe() {
 	model, cleanup, err := tinyModel()
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	defer cleanup()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -122,8 +115,7 @@ func ExampleServe() {
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0") // a free port
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
@@ -157,20 +149,17 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 func ExampleEvaluate() {
 	model, cleanup, err := tinyModel()
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	defer cleanup()
 	ctx := context.Background()
 	bm, err := toolret.Evaluate(ctx, toolret.EvalConfig{})
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	zs, err := toolret.Evaluate(ctx, toolret.EvalConfig{Model: model})
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	fmt.Println(bm.Overall.N == zs.Overall.N, bm.Overall.Recall[5] > zs.Overall.Recall[5])
 	// Output: true true
@@ -181,8 +170,7 @@ func ExampleEvaluate() {
 func ExampleImportLibrary() {
 	model, cleanup, err := tinyModel()
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	defer cleanup()
 	dir := filepath.Dir(model)
@@ -195,13 +183,11 @@ func ExampleImportLibrary() {
 	ctx := context.Background()
 	changes, _, err := toolret.ImportLibrary(ctx, importer.Sources{Functions: []string{"demo=" + fns}}, lib)
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	man, err := toolret.Export(ctx, toolret.ExportConfig{Model: model, Format: export.FormatIndex, Data: lib, Out: filepath.Join(dir, "index")})
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	fmt.Println(len(changes.Added), man.Tools)
 	// Output: 2 2

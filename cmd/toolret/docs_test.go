@@ -16,8 +16,7 @@ import (
 // value parse. Shell variables stand for values ($X becomes "x"). Of a synopsis (optional
 // parts in brackets) or an elided line ("..."), the flag names are checked.
 func TestDocsCommands(t *testing.T) {
-	files, _ := filepath.Glob("../../docs/*.md")
-	files = append(files, "../../README.md")
+	files := docFiles()
 	cli.CheckOnly = true
 	defer func() { cli.CheckOnly = false }()
 	n := 0
@@ -47,6 +46,8 @@ type docCommand struct {
 	// synopsis is a line with optional parts in brackets ("[-depth 30]"): only its flag
 	// names are checked.
 	synopsis bool
+	// text is the command line as written after "toolret", without a trailing comment.
+	text string
 }
 
 var flagName = regexp.MustCompile(`(?:^|[\s\[|])-([a-z][a-z0-9-]*)`)
@@ -114,7 +115,8 @@ func docCommands(t *testing.T, path string) []docCommand {
 		if len(args) == 0 || noCheck[args[0]] || len(args) > 1 && noCheck[args[0]+" "+args[1]] || args[0] == "hub" && len(args) > 1 && args[1] != "import" {
 			continue
 		}
-		out = append(out, docCommand{start, args, syn})
+		text := strings.Join(strings.Fields(strings.SplitN(m[1], " #", 2)[0]), " ")
+		out = append(out, docCommand{start, args, syn, text})
 	}
 	return out
 }
@@ -157,4 +159,11 @@ func words(s string) []string {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
+}
+
+// docFiles returns README.md and the pages of docs/, in the order run-docs.sh runs them: the
+// README's tour first.
+func docFiles() []string {
+	files, _ := filepath.Glob("../../docs/*.md")
+	return append([]string{"../../README.md"}, files...)
 }

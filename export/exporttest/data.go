@@ -1,7 +1,10 @@
 package exporttest
 
 import (
+	"path/filepath"
+
 	"github.com/gomlx/compute"
+	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/rundir"
 )
@@ -42,4 +45,24 @@ func WriteRecordedRunOn(runDir string, d *data.Dataset, dev float64, devSeed int
 		return err
 	}
 	return rundir.Create(runDir, &rundir.Meta{Kind: "biencoder", Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: sp})
+}
+
+// SmallStage1 writes SmallData(dir/data, 60, 20) and over it a tiny recorded bi-encoder run,
+// dir/be (dev fraction 0.2, dev seed 7), on the go backend: the stage 1 that the training
+// tests of the later kinds (cross-encoder, refiner) build on. It returns the dataset and the
+// run directory.
+func SmallStage1(dir string) (*data.Dataset, string, error) {
+	d, err := SmallData(filepath.Join(dir, "data"), 60, 20)
+	if err != nil {
+		return nil, "", err
+	}
+	bk, err := backend.Open("go")
+	if err != nil {
+		return nil, "", err
+	}
+	be := filepath.Join(dir, "be")
+	if err := WriteRecordedRunOn(be, d, 0.2, 7, Options{Hidden: 16, Layers: 1, Heads: 2}, bk, 3); err != nil {
+		return nil, "", err
+	}
+	return d, be, nil
 }

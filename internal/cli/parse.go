@@ -57,7 +57,8 @@ var commands = map[string]struct{ synopsis, doc string }{
 // Parse parses args into fs as fs.Parse does, with toolret's messages. -h or -help prints a
 // short synopsis (what the command does, its flag names, where the docs are) and returns
 // flag.ErrHelp; -help-flags prints every flag with its help and returns flag.ErrHelp. An
-// unknown flag's error names the closest defined flags ("did you mean -epochs?"). Parse prints
+// unknown flag's error names the closest defined flags ("did you mean -epochs?"); an old
+// spelling of a renamed flag (Renamed) parses as the new one, with a deprecation note. Parse prints
 // nothing on an error: the caller reports it.
 func Parse(fs *flag.FlagSet, args []string) error {
 	for _, a := range args {
@@ -71,6 +72,7 @@ func Parse(fs *flag.FlagSet, args []string) error {
 			return flag.ErrHelp
 		}
 	}
+	args = renameArgs(fs, args)
 	out, usage := fs.Output(), fs.Usage
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}

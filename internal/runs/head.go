@@ -157,6 +157,17 @@ func (s *Session) Create() error {
 	return rundir.Create(s.H.RunDir, s.pending)
 }
 
+// Run trains task on store with tc (s.TrainConfig), resuming when the run is resumed, and
+// logs the summary line: steps, time and the best dev value of the selection metric.
+func (s *Session) Run(store *model.Store, task train.Task, tc train.Config) (*train.Summary, error) {
+	sum, err := train.Run(s.Backend, store, task, tc, s.H.Resume)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(s.Log, "trained %d steps in %.0fs; best dev %s %.2f at step %d\n", sum.Steps, sum.Seconds, s.H.Metric, sum.BestMetrics[s.H.Metric], sum.BestStep)
+	return sum, nil
+}
+
 // Store returns a new parameter store seeded with Seed.
 func (s *Session) Store() *model.Store {
 	store := model.NewStore()
@@ -280,4 +291,22 @@ func Dataset(d *data.Dataset) (*data.Dataset, error) {
 		return d, nil
 	}
 	return data.Default()
+}
+
+// Begin is the start of every head model's Train: it validates cfg (the kind's TrainConfig,
+// which embeds h), takes the dataset d (nil: the embedded default) and starts, or resumes,
+// the run of kind in h.RunDir with the command's flags args.
+func Begin(cfg interface{ Validate() error }, h *Head, kind string, d *data.Dataset, args map[string]string) (*data.Dataset, *Session, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	d, err := Dataset(d)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := h.Start(kind, d, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, s, nil
 }

@@ -76,14 +76,7 @@ func (c *TrainConfig) Validate() error {
 // evaluates reranking the retriever's top Depth of the test queries, prints the report and
 // writes test_metrics.json.
 func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	d, err := runs.Dataset(cfg.Data)
-	if err != nil {
-		return nil, err
-	}
-	s, err := cfg.Start("crossencoder", d, cfg.Args)
+	d, s, err := runs.Begin(&cfg, &cfg.Head, "crossencoder", cfg.Data, cfg.Args)
 	if err != nil {
 		return nil, err
 	}
@@ -124,11 +117,10 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	if err := s.Create(); err != nil {
 		return nil, err
 	}
-	sum, err := train.Run(bk, store, task, tc, cfg.Resume)
+	sum, err := s.Run(store, task, tc)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(s.Log, "trained %d steps in %.0fs; best dev %s %.2f at step %d\n", sum.Steps, sum.Seconds, cfg.Metric, sum.BestMetrics[cfg.Metric], sum.BestStep)
 	res := &Result{RunDir: cfg.RunDir, Summary: sum}
 	if cfg.Test == "" {
 		return res, nil

@@ -142,18 +142,11 @@ func (c *TrainConfig) source() (candidates.Source, error) {
 // stage alone and with the refiner on that split, prints the reports and writes
 // test_metrics.json.
 func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
-	if err := cfg.Validate(); err != nil {
+	d, s, err := runs.Begin(&cfg, &cfg.Head, "refiner", cfg.Data, cfg.Args)
+	if err != nil {
 		return nil, err
 	}
 	source, _ := cfg.source()
-	d, err := runs.Dataset(cfg.Data)
-	if err != nil {
-		return nil, err
-	}
-	s, err := cfg.Start("refiner", d, cfg.Args)
-	if err != nil {
-		return nil, err
-	}
 	bk, tr, dev := s.Backend, s.Train, s.Dev
 	store := s.Store()
 	mc, tok, err := runs.Model(s, store, ConfigFile, Unmarshal, false, func(bc encoder.Config) *Config {
@@ -204,11 +197,10 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	fmt.Fprintf(s.Log, "%s\nrefiner: %s %d layers, hidden %d, vocab %d; N %d over %s; Tool2Vec vectors of %s (%d of %d tools have no training query and keep their text vector); %s loss, missing %s, order %s, slot positions %s; %d train queries, %d dev, %d steps -> %s\n",
 		d.Stats(), mc.Encoder.ModelType(), mc.Encoder.Layers(), mc.Encoder.Hidden(), mc.Encoder.Vocab(), mc.N, source, cfg.Retriever,
 		fallback, len(d.Tools), mc.LossKind, cfg.Missing, cfg.Order, mc.SlotPositions, len(tr.Judged()), len(dev.Judged()), steps, cfg.RunDir)
-	sum, err := train.Run(bk, store, task, tc, cfg.Resume)
+	sum, err := s.Run(store, task, tc)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(s.Log, "trained %d steps in %.0fs; best dev %s %.2f at step %d\n", sum.Steps, sum.Seconds, cfg.Metric, sum.BestMetrics[cfg.Metric], sum.BestStep)
 	res := &Result{RunDir: cfg.RunDir, Summary: sum}
 	if res.Weight, err = chooseWeight(ctx, s, cfg.FirstStageWeight, lists); err != nil {
 		return nil, err

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/models/refiner"
 	"github.com/toolret/toolret/rundir"
@@ -19,16 +18,8 @@ import (
 // recorded, both test rows are printed; bad settings are refused naming their flag.
 func TestTrain(t *testing.T) {
 	dir := t.TempDir()
-	d, err := exporttest.SmallData(filepath.Join(dir, "data"), 60, 20)
+	d, be, err := exporttest.SmallStage1(dir)
 	if err != nil {
-		t.Fatal(err)
-	}
-	bk, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	be := filepath.Join(dir, "be")
-	if err := exporttest.WriteRecordedRunOn(be, d, 0.2, 7, exporttest.Options{Hidden: 16, Layers: 1, Heads: 2}, bk, 3); err != nil {
 		t.Fatal(err)
 	}
 	cfg := refiner.DefaultTrainConfig()
