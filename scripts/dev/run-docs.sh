@@ -54,6 +54,12 @@ eval -run REFINER_RUN
 export -run BE_RUN -format index -refiner REFINER_RUN -out DIR
 train biencoder -data DIR -arch wordbag -hidden 768 -query-len 64 -tool-len 256 -epochs 3 -lr 1e-4 -batch 64 -symmetric -backend onnx -run runs/wb
 train mine -data ../shared/datasets/toollens -run runs/tl
+export -run runs/from-use -data tools.jsonl -format index -out tools.toolret/index-from-use
+serve -index idx -addr 0.0.0.0:8080
+serve -index idx -addr 0.0.0.0:8081
+serve -library tools.jsonl -model sentence-transformers/all-MiniLM-L6-v2 -addr 0.0.0.0:8082 -database "$TOOLRET_DATABASE_URL"
+train biencoder -data tools.jsonl -synthetic 8 -init sentence-transformers/all-MiniLM-L6-v2 -run runs/cold -epochs 1 -batch 32 -lr 5e-5
+train biencoder -data tools.jsonl -usage tools.toolret/usage.jsonl -init sentence-transformers/all-MiniLM-L6-v2 -run runs/from-use -epochs 1 -batch 32 -lr 5e-5
 LINES
 )
 if [ -n "${DRY:-}" ]; then
