@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // ResetPeakRSS returns the Go heap's free memory to the system and resets the process's
@@ -20,6 +22,15 @@ func ResetPeakRSS() error {
 		return fmt.Errorf("reset peak RSS: %w", err)
 	}
 	return nil
+}
+
+// CPUTime is the process's user + system CPU time so far (0 where getrusage fails).
+func CPUTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // PeakRSS is the process's peak resident set size in bytes (VmHWM of /proc/self/status).

@@ -139,6 +139,9 @@ func PlanTrain(r *rand.Rand, s TrainSpec) *TrainPlan {
 // warm-up steps) and the timed steps.
 type TrainTiming struct {
 	Compile, Steps time.Duration
+	// CPU is the process's CPU time (user + system, every thread) over the timed steps: on a
+	// machine shared with other jobs, a measure of the work that wall time is not.
+	CPU time.Duration
 }
 
 // TimeTrain times the steps of p on be: cfg's InfoNCE loss and opt's update, every shape
@@ -190,7 +193,7 @@ func TimeTrain(be compute.Backend, cfg *biencoder.Config, opt train.Optimizer, p
 		profile = func(f func() error) error { return f() }
 	}
 	err = profile(func() error {
-		start := time.Now()
+		start, cpu0 := time.Now(), CPUTime()
 		for i := range p.Batches {
 			out, err := exec.Call(inputs[i]...)
 			if err != nil {
@@ -200,7 +203,7 @@ func TimeTrain(be compute.Backend, cfg *biencoder.Config, opt train.Optimizer, p
 				return err
 			}
 		}
-		tt.Steps = time.Since(start)
+		tt.Steps, tt.CPU = time.Since(start), CPUTime()-cpu0
 		return nil
 	})
 	return tt, err

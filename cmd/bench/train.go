@@ -169,7 +169,7 @@ func trainBench(args []string) error {
 	var encCfg encoder.Config
 	var tok *tokenize.Tokenizer
 	if withST {
-		head += fmt.Sprintf(" %9s %10s", "RSS MiB", "encode/s")
+		head += fmt.Sprintf(" %9s %10s %10s", "RSS MiB", "encode/s", "CPU s/step")
 		var err error
 		var why string
 		if tok, err = tokenize.FromVocab(*vocabPath, true); err == nil {
@@ -193,7 +193,7 @@ func trainBench(args []string) error {
 	}
 	opt := train.DefaultOptimizer()
 	opt.LR, opt.Schedule = 1e-4, "constant"
-	tps, enc := map[string]float64{}, map[string]float64{}
+	tps, enc, cpu := map[string]float64{}, map[string]float64{}, map[string]float64{}
 	for k, name := range names {
 		be := bes[k]
 		rssOK := withST && benchmark.ResetPeakRSS() == nil
@@ -224,7 +224,8 @@ func trainBench(args []string) error {
 			if rssOK {
 				rssS = fmt.Sprintf("%.0f", float64(rss)/(1<<20))
 			}
-			line += fmt.Sprintf(" %9s %10.1f", rssS, enc[name])
+			cpu[name] = tt.CPU.Seconds() / float64(*steps)
+			line += fmt.Sprintf(" %9s %10.1f %10.2f", rssS, enc[name], cpu[name])
 		}
 		fmt.Println(line)
 	}
@@ -236,7 +237,7 @@ func trainBench(args []string) error {
 	case withST:
 		spec["threads"], spec["vocab"], spec["warmup"] = *threads, *vocabPath, *warmup
 		spec["encode"] = map[string]any{"texts": texts, "max_len": *tLen, "batch": *batch}
-		return errors.Join(notMeasured, stRow(*stPy, spec, realTok, flops, *steps, names, tps, enc, w))
+		return errors.Join(notMeasured, stRow(*stPy, spec, realTok, flops, *steps, names, tps, enc, cpu, w))
 	}
 	skippedPT, err := torchRows(*python, "scripts/bench/torch_train.py", cores, spec, w, func(row string, pt torchResult) {
 		ptTPS := float64(realTok) / pt.Seconds

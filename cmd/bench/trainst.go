@@ -17,6 +17,7 @@ func stPython() string { return filepath.Join(backend.CacheDir(), "venv", "bin",
 // stResult is scripts/bench/st_train.py's output line.
 type stResult struct {
 	Seconds     float64  `json:"seconds"`
+	CPUSeconds  float64  `json:"cpu_seconds"`
 	PeakRSS     float64  `json:"peak_rss"`
 	Threads     int      `json:"threads"`
 	Torch       string   `json:"torch"`
@@ -53,9 +54,9 @@ func encodeTexts(dataDir string, tok *tokenize.Tokenizer, n, maxLen int) (texts 
 }
 
 // stRow runs st_train.py on spec with python and prints the sentence-transformers row (and a
-// bf16 row when measured) and toolret's ratios to it. tps and enc are toolret's tokens/s and
-// encode texts/s per backend name.
-func stRow(python string, spec map[string]any, realTok int, flops float64, steps int, names []string, tps, enc map[string]float64, w int) error {
+// bf16 row when measured) and toolret's ratios to it. tps, enc and cpu are toolret's tokens/s,
+// encode texts/s and CPU seconds per step per backend name.
+func stRow(python string, spec map[string]any, realTok int, flops float64, steps int, names []string, tps, enc, cpu map[string]float64, w int) error {
 	const row = "sentence-transformers"
 	if _, err := os.Stat(python); err != nil {
 		fmt.Printf("%-*s %12s (no sentence-transformers venv: %v; make install-st)\n", w, row, "-", err)
@@ -77,8 +78,9 @@ func stRow(python string, spec map[string]any, realTok int, flops float64, steps
 		stEnc = *r.EncodeTPS
 		encS = fmt.Sprintf("%.1f", stEnc)
 	}
-	fmt.Printf("%-*s %12.0f %10.3f %9.1f %12.1f %7.0f%% %10s %9.0f %10s  (sentence-transformers %s, torch %s, %s, %d threads, attention %s, fused AdamW %v)\n",
-		w, row, stTPS, r.Seconds/float64(steps), gf, r.MM, 100*gf/r.MM, "-", r.PeakRSS/(1<<20), encS, r.ST, r.Torch, r.BLAS, r.Threads, r.Attn, r.FusedAdamW)
+	stCPU := r.CPUSeconds / float64(steps)
+	fmt.Printf("%-*s %12.0f %10.3f %9.1f %12.1f %7.0f%% %10s %9.0f %10s %10.2f  (sentence-transformers %s, torch %s, %s, %d threads, attention %s, fused AdamW %v)\n",
+		w, row, stTPS, r.Seconds/float64(steps), gf, r.MM, 100*gf/r.MM, "-", r.PeakRSS/(1<<20), encS, stCPU, r.ST, r.Torch, r.BLAS, r.Threads, r.Attn, r.FusedAdamW)
 	if r.BF16Seconds != nil {
 		bt := float64(realTok) / *r.BF16Seconds
 		fmt.Printf("%-*s %12.0f %10.3f  (bf16 autocast; %s)\n", w, row+"-bf16", bt, *r.BF16Seconds/float64(steps), r.BF16Note)
@@ -90,7 +92,11 @@ func stRow(python string, spec map[string]any, realTok int, flops float64, steps
 		if enc[name] > 0 && stEnc > 0 {
 			e = fmt.Sprintf("%.2fx", enc[name]/stEnc)
 		}
-		fmt.Printf("toolret-%s / %s tokens/s: %.2fx; encode texts/s: %s\n", name, row, tps[name]/stTPS, e)
+		c := "-"
+		if cpu[name] > 0 && stCPU > 0 {
+			c = fmt.Sprintf("%.2fx", stCPU/cpu[name])
+		}
+		fmt.Printf("toolret-%s / %s tokens/s: %.2fx; encode texts/s: %s; tokens per CPU second: %s\n", name, row, tps[name]/stTPS, e, c)
 	}
 	return nil
 }

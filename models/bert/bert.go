@@ -2,6 +2,7 @@ package bert
 
 import (
 	"math"
+	"os"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -52,6 +53,28 @@ func dense(scope *model.Scope, cfg *Config, x *Node, out int, act ...activation.
 	w := variable(scope, cfg, x.Graph(), "weight", out, in)
 	b := variable(scope, cfg, x.Graph(), "bias", out)
 	return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput, act...)
+}
+
+// separateQKV turns the fused query/key/value projection off (an experiment switch).
+var separateQKV = os.Getenv("TOOLRET_BERT_SEPARATE_QKV") != ""
+
+// qkv is the query, key and value projections of x (HF's self.query, self.key, self.value,
+// each [out, in]) as one dense layer: the three weights concatenated along the output axis,
+// one matmul (and in training one weight-gradient matmul) instead of three.
+func qkv(self *model.Scope, cfg *Config, x *Node, out int) (q, k, v *Node) {
+	if separateQKV {
+		return dense(self.In("query"), cfg, x, out), dense(self.In("key"), cfg, x, out), dense(self.In("value"), cfg, x, out)
+	}
+	in := x.Shape().Dimensions[x.Rank()-1]
+	var ws, bs []*Node
+	for _, n := range []string{"query", "key", "value"} {
+		sc := self.In("%s", n)
+		ws = append(ws, variable(sc, cfg, x.Graph(), "weight", out, in))
+		bs = append(bs, variable(sc, cfg, x.Graph(), "bias", out))
+	}
+	y := nn.Dense(x, Concatenate(ws, 0), Concatenate(bs, 0), compute.DenseLayoutOutputsInput)
+	last := y.Rank() - 1
+	return SliceAxis(y, last, AxisRange(0, out)), SliceAxis(y, last, AxisRange(out, 2*out)), SliceAxis(y, last, AxisRange(2*out, 3*out))
 }
 
 func layerNorm(scope *model.Scope, cfg *Config, x *Node) *Node {
@@ -151,9 +174,8 @@ func layer(scope *model.Scope, cfg *Config, x, addMask *Node) *Node {
 
 	attn := scope.In("attention")
 	self := attn.In("self")
-	q := Reshape(dense(self.In("query"), cfg, x, hidden), batch, seq, heads, dh)
-	k := Reshape(dense(self.In("key"), cfg, x, hidden), batch, seq, heads, dh)
-	v := Reshape(dense(self.In("value"), cfg, x, hidden), batch, seq, heads, dh)
+	q, k, v := qkv(self, cfg, x, hidden)
+	q, k, v = Reshape(q, batch, seq, heads, dh), Reshape(k, batch, seq, heads, dh), Reshape(v, batch, seq, heads, dh)
 	// softmax(q k^T / sqrt(dh) + mask) v: the backend's fused attention when it has one
 	// (inference), otherwise (or with attention dropout) the decomposed graph. The go
 	// backend's fused attention kernel is slower than its matmuls at these sizes (bench

@@ -15,7 +15,7 @@ longest text); the token ids are random (speed does not depend on them). Warm-up
 then the timed steps. bf16 autocast is timed too (a second row) when the CPU has avx512_bf16
 or amx_bf16, and with "bf16": "on".
 
-Prints one JSON line: seconds of the timed steps, peak RSS (VmHWM), encode texts/s, torch.mm
+Prints one JSON line: seconds and CPU seconds (all threads) of the timed steps, peak RSS (VmHWM), encode texts/s, torch.mm
 fp32 peak, versions, and the bf16 figures or why they are absent.
 """
 import json
@@ -98,10 +98,10 @@ def time_train(model, batches, autocast):
 
     for _ in range(max(spec.get("warmup", 1), 1)):  # warm-up
         step(*batches[0])
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for b in batches:
         step(*b)
-    return time.perf_counter() - t0, fused
+    return time.perf_counter() - t0, time.process_time() - c0, fused
 
 
 def time_encode(model, enc):
@@ -141,9 +141,9 @@ with tempfile.TemporaryDirectory() as tmp:
     batches = [(side(b["q"]), side(b["t"])) for b in spec["batches"]]
     real = sum(sum(b["q"]) + sum(b["t"]) for b in spec["batches"])
     padded = sum(len(b["q"]) * max(b["q"]) + len(b["t"]) * max(b["t"]) for b in spec["batches"])
-    seconds, fused = time_train(model, batches, False)
+    seconds, cpu, fused = time_train(model, batches, False)
     rss_train = peak_rss()
-    out = {"seconds": seconds, "sec_per_step": seconds / len(batches), "tokens_per_sec": real / seconds,
+    out = {"seconds": seconds, "cpu_seconds": cpu, "sec_per_step": seconds / len(batches), "tokens_per_sec": real / seconds,
            "padded_tokens": padded, "peak_rss": rss_train, "threads": torch.get_num_threads(),
            "torch": torch.__version__, "st": st.__version__, "transformers": transformers.__version__,
            "attn": getattr(model[0].auto_model.config, "_attn_implementation", "?"), "fused_adamw": fused,
@@ -151,7 +151,7 @@ with tempfile.TemporaryDirectory() as tmp:
     out["encode_texts_per_sec"] = time_encode(model, spec.get("encode"))
     have = bf16_capable()
     if have or spec.get("bf16") == "on":
-        bf, _ = time_train(model, batches, True)
+        bf, _, _ = time_train(model, batches, True)
         out["bf16_seconds"] = bf
         out["bf16_note"] = "CPU has " + ",".join(have) if have else "forced: CPU lacks avx512_bf16/amx_bf16"
     else:

@@ -35,8 +35,8 @@ lock=()
 
 echo "toolret bench train -vs st, $(date -u +%Y-%m-%d), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs)), $THREADS threads each side, $STEPS timed steps after $WARMUP warm-up"
 echo
-echo "| shape | batch | system | tokens/s | s/step | GFLOP/s | fp32 matmul peak, GFLOP/s | peak RSS, MiB | encode texts/s | tokens/s vs ST | encode vs ST |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| shape | batch | system | tokens/s | s/step | CPU s/step | GFLOP/s | fp32 matmul peak, GFLOP/s | peak RSS, MiB | encode texts/s | tokens/s vs ST | tokens per CPU s vs ST | encode vs ST |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for shape in $SHAPES; do
 	for batch in $BATCHES; do
 		log="$OUT/$shape-$batch.txt"
@@ -47,21 +47,21 @@ for shape in $SHAPES; do
 		awk -v shape="$shape" -v batch="$batch" '
 			/^(toolret-[^ ]+|sentence-transformers) +[0-9]/ && !/bf16/ {
 				n = $1; tps[n] = $2; step[n] = $3; gf[n] = $4; peak[n] = $5
-				rss[n] = $8; enc[n] = $9; order[++k] = n
+				rss[n] = $8; enc[n] = $9; cpu[n] = $10; order[++k] = n
 			}
 			/^sentence-transformers-bf16 +[0-9]/ { bf = $2 }
 			/^bf16 autocast: not measured/ { bfnote = $0 }
-			/ tokens\/s: / { ratio[$1] = $5; eratio[$1] = $NF }
+			/ tokens\/s: / { ratio[$1] = $5; eratio[$1] = $8; cratio[$1] = $NF }
 			END {
-				if (k == 0) { printf "| %s | %s | (no rows: see the log) |||||||||\n", shape, batch; exit }
+				if (k == 0) { printf "| %s | %s | (no rows: see the log) |||||||||||\n", shape, batch; exit }
 				for (i = 1; i <= k; i++) {
-					n = order[i]; r = (n in ratio) ? ratio[n] : "-"; e = (n in eratio) ? eratio[n] : "-"
-					sub(/;$/, "", r)
-					if (n == "sentence-transformers") { r = "1.00x"; e = "1.00x" }
-					printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", shape, batch, n, tps[n], step[n], gf[n], peak[n], rss[n], enc[n], r, e
+					n = order[i]; r = (n in ratio) ? ratio[n] : "-"; e = (n in eratio) ? eratio[n] : "-"; c = (n in cratio) ? cratio[n] : "-"
+					sub(/;$/, "", r); sub(/;$/, "", e)
+					if (n == "sentence-transformers") { r = "1.00x"; e = "1.00x"; c = "1.00x" }
+					printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", shape, batch, n, tps[n], step[n], cpu[n], gf[n], peak[n], rss[n], enc[n], r, c, e
 				}
-				if (bf != "") printf "| %s | %s | sentence-transformers bf16 autocast | %s | | | | | | | |\n", shape, batch, bf
+				if (bf != "") printf "| %s | %s | sentence-transformers bf16 autocast | %s | | | | | | | | | |\n", shape, batch, bf
 			}' "$log"
 	done
 done
-grep -h "^bf16 autocast" "$OUT"/*.txt 2>/dev/null | sort -u | sed 's/^/\n/' || true
+echo; grep -h "^bf16 autocast" "$OUT"/*.txt 2>/dev/null | sort -u || true
