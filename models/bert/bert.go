@@ -55,8 +55,12 @@ func dense(scope *model.Scope, cfg *Config, x *Node, out int, act ...activation.
 	return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput, act...)
 }
 
-// separateQKV turns the fused query/key/value projection off (an experiment switch).
-var separateQKV = os.Getenv("TOOLRET_BERT_SEPARATE_QKV") != ""
+// Experiment switches (bench A/B runs): separateQKV turns the fused query/key/value
+// projection off, bshdAttention the go backend's heads-first attention.
+var (
+	separateQKV   = os.Getenv("TOOLRET_BERT_SEPARATE_QKV") != ""
+	bshdAttention = os.Getenv("TOOLRET_BERT_BSHD") != ""
+)
 
 // qkv is the query, key and value projections of x (HF's self.query, self.key, self.value,
 // each [out, in]) as one dense layer: the three weights concatenated along the output axis,
@@ -174,19 +178,29 @@ func layer(scope *model.Scope, cfg *Config, x, addMask *Node) *Node {
 
 	attn := scope.In("attention")
 	self := attn.In("self")
-	q, k, v := qkv(self, cfg, x, hidden)
-	q, k, v = Reshape(q, batch, seq, heads, dh), Reshape(k, batch, seq, heads, dh), Reshape(v, batch, seq, heads, dh)
 	// softmax(q k^T / sqrt(dh) + mask) v: the backend's fused attention when it has one
 	// (inference), otherwise (or with attention dropout) the decomposed graph. The go
 	// backend's fused attention kernel is slower than its matmuls at these sizes (bench
 	// encode, 6 layers, hidden 384, 300 ToolLens queries: 58 texts/s fused, 210 decomposed),
 	// so there attention always runs decomposed; onnx's fused one is faster (219 vs 199).
-	opts := attention.CoreOptions{Scale: 1 / math.Sqrt(float64(dh)), AttentionMask: addMask, Scope: scope,
-		DisableFusion: g.Backend() != nil && g.Backend().String() == "go"} // String is the short name; Name is "Go Backend"
+	goBackend := g.Backend() != nil && g.Backend().String() == "go" // String is the short name; Name is "Go Backend"
+	opts := attention.CoreOptions{Scale: 1 / math.Sqrt(float64(dh)), AttentionMask: addMask, Scope: scope, DisableFusion: goBackend}
 	if cfg.AttentionProbsDropoutProb > 0 && scope.IsTraining(g) {
 		opts.DropoutRate = Scalar(g, x.DType(), cfg.AttentionProbsDropoutProb)
 	}
-	ctx, _ := attention.Core(q, k, v, attention.LayoutBSHD, opts)
+	q, k, v := qkv(self, cfg, x, hidden)
+	var ctx *Node
+	if goBackend && !bshdAttention {
+		// Heads first ([batch, heads, seq, dh]): the decomposed attention's four matmuls (and
+		// their gradients) then have their batch axes leading, as the go backend's DotGeneral
+		// wants, instead of transposing operands and results around each of them.
+		hf := func(t *Node) *Node { return TransposeAllAxes(Reshape(t, batch, seq, heads, dh), 0, 2, 1, 3) }
+		ctx, _ = attention.Core(hf(q), hf(k), hf(v), attention.LayoutBHSD, opts)
+		ctx = TransposeAllAxes(ctx, 0, 2, 1, 3)
+	} else {
+		bs := func(t *Node) *Node { return Reshape(t, batch, seq, heads, dh) }
+		ctx, _ = attention.Core(bs(q), bs(k), bs(v), attention.LayoutBSHD, opts)
+	}
 	ctx = Reshape(ctx, batch, seq, hidden)
 
 	out := attn.In("output")

@@ -10,10 +10,10 @@
 #   SHAPES=minilm BATCHES=32 STEPS=3 scripts/bench/train-vs-st.sh
 #   LOCK=/path/to/lock scripts/bench/train-vs-st.sh    # each run under flock LOCK
 #
-# BACKENDS (default go,onnx; add xla with a -tags xla build), STEPS (timed steps, default 2),
+# BACKENDS (default go,onnx; with xla the binary is built with -tags onnx,xla), STEPS (timed steps, default 2),
 # WARMUP (default 1), THREADS (default: all CPUs, torch.set_num_threads and GOMAXPROCS),
 # ENCODE (tool texts encoded, default 64), TOOLRET (a built binary; default: built with
-# -tags onnx into bin/toolret-bench), ARGS (more bench train flags).
+# -tags onnx (onnx,xla) into bin/toolret-bench), ARGS (more bench train flags).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.4} GOEXPERIMENT=${GOEXPERIMENT:-simd} GOFLAGS=${GOFLAGS:--buildvcs=false}
@@ -28,7 +28,9 @@ OUT=${OUT:-runs/train-vs-st}
 mkdir -p "$OUT"
 if [[ -z "${TOOLRET:-}" ]]; then
 	TOOLRET=bin/toolret-bench
-	go build -tags onnx -o "$TOOLRET" ./cmd/toolret
+	tags=onnx
+	[[ ",$BACKENDS," == *,xla* ]] && tags=onnx,xla
+	go build -tags "$tags" -o "$TOOLRET" ./cmd/toolret
 fi
 lock=()
 [[ -n "${LOCK:-}" ]] && lock=(flock "$LOCK")
