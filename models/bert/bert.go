@@ -2,7 +2,6 @@ package bert
 
 import (
 	"math"
-	"os"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -53,32 +52,6 @@ func dense(scope *model.Scope, cfg *Config, x *Node, out int, act ...activation.
 	w := variable(scope, cfg, x.Graph(), "weight", out, in)
 	b := variable(scope, cfg, x.Graph(), "bias", out)
 	return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput, act...)
-}
-
-// Experiment switches (bench A/B runs): separateQKV turns the fused query/key/value
-// projection off, bshdAttention the go backend's heads-first attention.
-var (
-	separateQKV   = os.Getenv("TOOLRET_BERT_SEPARATE_QKV") != ""
-	bshdAttention = os.Getenv("TOOLRET_BERT_BSHD") != ""
-)
-
-// qkv is the query, key and value projections of x (HF's self.query, self.key, self.value,
-// each [out, in]) as one dense layer: the three weights concatenated along the output axis,
-// one matmul (and in training one weight-gradient matmul) instead of three.
-func qkv(self *model.Scope, cfg *Config, x *Node, out int) (q, k, v *Node) {
-	if separateQKV {
-		return dense(self.In("query"), cfg, x, out), dense(self.In("key"), cfg, x, out), dense(self.In("value"), cfg, x, out)
-	}
-	in := x.Shape().Dimensions[x.Rank()-1]
-	var ws, bs []*Node
-	for _, n := range []string{"query", "key", "value"} {
-		sc := self.In("%s", n)
-		ws = append(ws, variable(sc, cfg, x.Graph(), "weight", out, in))
-		bs = append(bs, variable(sc, cfg, x.Graph(), "bias", out))
-	}
-	y := nn.Dense(x, Concatenate(ws, 0), Concatenate(bs, 0), compute.DenseLayoutOutputsInput)
-	last := y.Rank() - 1
-	return SliceAxis(y, last, AxisRange(0, out)), SliceAxis(y, last, AxisRange(out, 2*out)), SliceAxis(y, last, AxisRange(2*out, 3*out))
 }
 
 func layerNorm(scope *model.Scope, cfg *Config, x *Node) *Node {
@@ -178,29 +151,20 @@ func layer(scope *model.Scope, cfg *Config, x, addMask *Node) *Node {
 
 	attn := scope.In("attention")
 	self := attn.In("self")
+	q := Reshape(dense(self.In("query"), cfg, x, hidden), batch, seq, heads, dh)
+	k := Reshape(dense(self.In("key"), cfg, x, hidden), batch, seq, heads, dh)
+	v := Reshape(dense(self.In("value"), cfg, x, hidden), batch, seq, heads, dh)
 	// softmax(q k^T / sqrt(dh) + mask) v: the backend's fused attention when it has one
 	// (inference), otherwise (or with attention dropout) the decomposed graph. The go
 	// backend's fused attention kernel is slower than its matmuls at these sizes (bench
 	// encode, 6 layers, hidden 384, 300 ToolLens queries: 58 texts/s fused, 210 decomposed),
 	// so there attention always runs decomposed; onnx's fused one is faster (219 vs 199).
-	goBackend := g.Backend() != nil && g.Backend().String() == "go" // String is the short name; Name is "Go Backend"
-	opts := attention.CoreOptions{Scale: 1 / math.Sqrt(float64(dh)), AttentionMask: addMask, Scope: scope, DisableFusion: goBackend}
+	opts := attention.CoreOptions{Scale: 1 / math.Sqrt(float64(dh)), AttentionMask: addMask, Scope: scope,
+		DisableFusion: g.Backend() != nil && g.Backend().String() == "go"} // String is the short name; Name is "Go Backend"
 	if cfg.AttentionProbsDropoutProb > 0 && scope.IsTraining(g) {
 		opts.DropoutRate = Scalar(g, x.DType(), cfg.AttentionProbsDropoutProb)
 	}
-	q, k, v := qkv(self, cfg, x, hidden)
-	var ctx *Node
-	if goBackend && !bshdAttention {
-		// Heads first ([batch, heads, seq, dh]): the decomposed attention's four matmuls (and
-		// their gradients) then have their batch axes leading, as the go backend's DotGeneral
-		// wants, instead of transposing operands and results around each of them.
-		hf := func(t *Node) *Node { return TransposeAllAxes(Reshape(t, batch, seq, heads, dh), 0, 2, 1, 3) }
-		ctx, _ = attention.Core(hf(q), hf(k), hf(v), attention.LayoutBHSD, opts)
-		ctx = TransposeAllAxes(ctx, 0, 2, 1, 3)
-	} else {
-		bs := func(t *Node) *Node { return Reshape(t, batch, seq, heads, dh) }
-		ctx, _ = attention.Core(bs(q), bs(k), bs(v), attention.LayoutBSHD, opts)
-	}
+	ctx, _ := attention.Core(q, k, v, attention.LayoutBSHD, opts)
 	ctx = Reshape(ctx, batch, seq, hidden)
 
 	out := attn.In("output")
