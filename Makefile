@@ -9,7 +9,7 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin
 
-.PHONY: env train train-scratch models install-st eval test test-xla vet build install-onnx install-xla install-xla-cuda fuzz bench-encode export bench-retrieve bench-colt serve bench-serve
+.PHONY: env train train-scratch models install-st eval test test-xla vet build install-onnx install-xla install-xla-cuda fuzz bench-encode bench-train bench-train-st export bench-retrieve bench-colt serve bench-serve
 
 ## env: the variables above as shell exports, for `go run` and `go test` by hand:
 ## eval "$$(make -s env)"
@@ -98,9 +98,15 @@ fuzz:
 bench-encode:
 	$(GO) run -tags onnx ./cmd/toolret bench encode $(ARGS)
 
-## bench-train: bi-encoder training throughput vs PyTorch (needs python3-torch, make install-onnx).
+## bench-train: bi-encoder training throughput vs sentence-transformers (make install-st,
+## make install-onnx; ARGS="-vs torch" compares with Debian's python3-torch instead).
 bench-train:
 	$(GO) run -tags onnx ./cmd/toolret bench train $(ARGS)
+
+## bench-train-st: the training table of docs/benchmarks.md (every shape, batch 32 and 64,
+## toolret vs sentence-transformers): scripts/bench/train-vs-st.sh (SHAPES, BATCHES, BACKENDS, ...).
+bench-train-st:
+	bash scripts/bench/train-vs-st.sh
 
 ## export: export a run, e.g. ARGS="-run runs/x -format onnx -out exports/x-onnx".
 export: build

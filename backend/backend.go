@@ -108,6 +108,10 @@ func cacheDir() string {
 	return filepath.Join(home, ".cache", "toolret")
 }
 
+// CacheDir is toolret's cache of installed runtimes and tools: $TOOLRET_CACHE, else
+// ~/.cache/toolret.
+func CacheDir() string { return cacheDir() }
+
 // ONNXRuntimeCachePath is where scripts/install-onnxruntime.sh puts libonnxruntime.so.1.
 func ONNXRuntimeCachePath() string {
 	return filepath.Join(cacheDir(), "onnxruntime", "libonnxruntime.so.1")

@@ -47,6 +47,11 @@ func RecordEncodeBatches(tok *tokenize.Tokenizer, seqs [][]int32, maxLen, batch 
 // randomly initialised encoder cfg (mean pooling, seed 1) on be: one untimed pass compiles
 // every bucket, then the best of three passes, run under profile when not nil.
 func TimeEncode(be compute.Backend, cfg encoder.Config, tok *tokenize.Tokenizer, seqs [][]int32, maxLen, batch int, profile func(func() error) error) (time.Duration, error) {
+	return TimeEncodePasses(be, cfg, tok, seqs, maxLen, batch, 3, profile)
+}
+
+// TimeEncodePasses is TimeEncode with the best of passes timed passes.
+func TimeEncodePasses(be compute.Backend, cfg encoder.Config, tok *tokenize.Tokenizer, seqs [][]int32, maxLen, batch, passes int, profile func(func() error) error) (time.Duration, error) {
 	store := model.NewStore()
 	store.SetParam(model.ParamInitialSeed, int64(1))
 	r, err := encoder.NewRunner(be, store, "", cfg, encoder.PoolMean)
@@ -66,7 +71,7 @@ func TimeEncode(be compute.Backend, cfg encoder.Config, tok *tokenize.Tokenizer,
 	}
 	best := time.Duration(1 << 62)
 	err = profile(func() error {
-		for i := 0; i < 3; i++ {
+		for range max(passes, 1) {
 			el, err := pass()
 			if err != nil {
 				return err

@@ -2,6 +2,7 @@ package benchmark
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -89,4 +90,26 @@ func TestPlanTrain(t *testing.T) {
 	if real != a.RealTokens || pad != a.PadTokens || flops != a.FLOPs {
 		t.Errorf("tokens %d/%d, flops %v; plan says %d/%d, %v", real, pad, flops, a.RealTokens, a.PadTokens, a.FLOPs)
 	}
+}
+
+func TestPeakRSS(t *testing.T) {
+	if err := ResetPeakRSS(); err != nil {
+		t.Skipf("cannot reset the peak RSS here: %v", err)
+	}
+	before, err := PeakRSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 64<<20)
+	for i := range b {
+		b[i] = byte(i)
+	}
+	after, err := PeakRSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after-before < 60<<20 {
+		t.Errorf("peak RSS grew %d bytes after touching 64 MiB, want >= 60 MiB", after-before)
+	}
+	runtime.KeepAlive(b)
 }

@@ -84,8 +84,10 @@ type TrainBatch struct {
 type TrainSpec struct {
 	Layers, Hidden, Intermediate, Vocab int
 	Batch, QueryLen, ToolLen, Steps     int
-	Pad                                 biencoder.Padding
-	QueryLengths, ToolLengths           LengthSampler
+	// Warmup is the untimed steps after every shape's compilation (0: 2).
+	Warmup                    int
+	Pad                       biencoder.Padding
+	QueryLengths, ToolLengths LengthSampler
 }
 
 // TrainPlan is the batches of a benchmark, the same for every engine: their lengths, their
@@ -98,13 +100,18 @@ type TrainPlan struct {
 	RealTokens, PadTokens int
 	FLOPs                 float64
 	Shapes                int
+	// Warmup is the untimed steps run after compilation.
+	Warmup int
 }
 
 // PlanTrain draws the batches of s from r: a pure function of r's state. Each text's length
 // is drawn (clamped to [2, its maximum]), each batch padded as s.Pad pads it, then every
 // batch's random token ids are drawn.
 func PlanTrain(r *rand.Rand, s TrainSpec) *TrainPlan {
-	p := &TrainPlan{}
+	p := &TrainPlan{Warmup: s.Warmup}
+	if p.Warmup <= 0 {
+		p.Warmup = 2
+	}
 	shapesSeen := map[[2]int]bool{}
 	for range s.Steps {
 		var b TrainBatch
@@ -132,10 +139,13 @@ func PlanTrain(r *rand.Rand, s TrainSpec) *TrainPlan {
 // warm-up steps) and the timed steps.
 type TrainTiming struct {
 	Compile, Steps time.Duration
+	// CPU is the process's CPU time (user + system, every thread) over the timed steps: on a
+	// machine shared with other jobs, a measure of the work that wall time is not.
+	CPU time.Duration
 }
 
 // TimeTrain times the steps of p on be: cfg's InfoNCE loss and opt's update, every shape
-// compiled first (untimed), then every batch once, under profile when not nil (a CPU
+// compiled first (untimed) and p.Warmup steps run, then every batch once, under profile when not nil (a CPU
 // profile of the timed steps).
 func TimeTrain(be compute.Backend, cfg *biencoder.Config, opt train.Optimizer, p *TrainPlan, profile func(func() error) error) (TrainTiming, error) {
 	var tt TrainTiming
@@ -174,7 +184,7 @@ func TimeTrain(be compute.Backend, cfg *biencoder.Config, opt train.Optimizer, p
 		}
 	}
 	tt.Compile = time.Since(start)
-	for range 2 {
+	for range p.Warmup {
 		if _, err := exec.Call(inputs[0]...); err != nil {
 			return tt, err
 		}
@@ -183,7 +193,7 @@ func TimeTrain(be compute.Backend, cfg *biencoder.Config, opt train.Optimizer, p
 		profile = func(f func() error) error { return f() }
 	}
 	err = profile(func() error {
-		start := time.Now()
+		start, cpu0 := time.Now(), CPUTime()
 		for i := range p.Batches {
 			out, err := exec.Call(inputs[i]...)
 			if err != nil {
@@ -193,7 +203,7 @@ func TimeTrain(be compute.Backend, cfg *biencoder.Config, opt train.Optimizer, p
 				return err
 			}
 		}
-		tt.Steps = time.Since(start)
+		tt.Steps, tt.CPU = time.Since(start), CPUTime()-cpu0
 		return nil
 	})
 	return tt, err

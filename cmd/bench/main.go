@@ -1,8 +1,8 @@
 // Package benchcmd is the `toolret bench` command; it measures toolret against PyTorch on the same shapes, in one run.
 //
 //	bench encode [-arch bert,deberta] [-backends go,onnx | -backend NAME] [-queries 1000] [-shape today|bert-base] [-layers 6 -hidden 384 -heads 6] [-batch 32] [-profile FILE]
-//	bench train [-backends go,onnx | -backend NAME] [-shape today|bert-base] [-layers 4 -hidden 256] [-batch 32 -query-len 32 -tool-len 64]
-//	            [-lengths full|toollens] [-pad-multiple 16] [-steps 10] [-profile FILE]
+//	bench train [-backends go,onnx | -backend NAME] [-shape today|minilm|bge-small|bert-base] [-layers 4 -hidden 256] [-batch 32 -query-len 32 -tool-len 64]
+//	            [-lengths full|toollens] [-pad-multiple 16] [-steps 10] [-warmup 2] [-profile FILE] [-vs st|torch|none] [-threads N] [-encode-texts 128]
 //	bench matmul [-backends go,onnx] [-dtypes float32,bfloat16] [-n 1024]
 //	bench colt [-data DIR] [-scale 10] [-dim 192]
 //	bench retrieve [-run RUN [-refiner RUN]] [-data DIR] [-n 200] [-synthetic 100000]
@@ -19,6 +19,10 @@
 // next to PyTorch 1.13 (Debian's python3-torch, run as `env -u OPENBLAS_CORETYPE
 // /usr/bin/python3 scripts/bench/torch_encode.py`, a BERT-only script) on those batches.
 // Build with -tags onnx for the onnx backend (make bench-encode does).
+//
+// train compares with sentence-transformers' own training step by default (-vs st:
+// scripts/bench/st_train.py in the venv of make install-st), adding each row's peak RSS,
+// encode texts/s and CPU seconds per step; -vs torch is the Debian PyTorch comparison.
 //
 // train and encode print, per engine, tokens/s (texts/s), the achieved GFLOP/s of the
 // model's matmuls (perf.go has the formula) next to the fp32 matmul peak measured on the same

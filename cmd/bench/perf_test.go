@@ -1,6 +1,7 @@
 package benchcmd
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -27,7 +28,7 @@ func TestTrainBench(t *testing.T) {
 		t.Skip("times training steps and a matmul")
 	}
 	prof := filepath.Join(t.TempDir(), "cpu.prof")
-	args := []string{"-backends", "go", "-python", "", "-layers", "1", "-hidden", "16", "-heads", "2", "-batch", "4",
+	args := []string{"-backends", "go", "-vs", "none", "-layers", "1", "-hidden", "16", "-heads", "2", "-batch", "4",
 		"-steps", "3", "-lengths", "toollens", "-data", "missing-dir", "-pad-multiple", "8", "-profile", prof}
 	if err := trainBench(args); err != nil {
 		t.Fatal(err)
@@ -35,12 +36,13 @@ func TestTrainBench(t *testing.T) {
 	if st, err := os.Stat(prof); err != nil || st.Size() == 0 {
 		t.Errorf("profile %s: %v", prof, err)
 	}
-	err := trainBench([]string{"-backend", "xla:cuda", "-python", "", "-layers", "1", "-hidden", "16", "-heads", "2", "-steps", "1"})
+	err := trainBench([]string{"-backend", "xla:cuda", "-vs", "none", "-layers", "1", "-hidden", "16", "-heads", "2", "-steps", "1"})
 	if err == nil || !strings.Contains(err.Error(), "no toolret backend could be opened (xla:cuda)") {
 		t.Errorf("-backend xla:cuda here: %v", err)
 	}
-	for _, c := range []struct{ args []string }{{[]string{"-shape", "huge"}}, {[]string{"-lengths", "some"}}, {[]string{"-pad-multiple", "-1"}}} {
-		if err := trainBench(append(c.args, "-python", "", "-backends", "go", "-steps", "1")); err == nil || !strings.Contains(err.Error(), c.args[0]) {
+	for _, c := range []struct{ args []string }{{[]string{"-shape", "huge"}}, {[]string{"-lengths", "some"}}, {[]string{"-pad-multiple", "-1"}},
+		{[]string{"-vs", "tf"}}, {[]string{"-threads", "0"}}} {
+		if err := trainBench(append([]string{"-vs", "none", "-backends", "go", "-steps", "1"}, c.args...)); err == nil || !strings.Contains(err.Error(), c.args[0]) {
 			t.Errorf("%v: %v, want an error naming %s", c.args, err, c.args[0])
 		}
 	}
@@ -108,4 +110,55 @@ func TestMatmulBench(t *testing.T) {
 			t.Errorf("%q: error %v, want one naming %s", c, err, c[0])
 		}
 	}
+}
+
+// TestTrainBenchVsST runs bench train -vs st with a stand-in for the sentence-transformers
+// python (a script printing st_train.py's output line) and checks the rows and ratios, and
+// that a missing venv is a skip and an error.
+func TestTrainBenchVsST(t *testing.T) {
+	if testing.Short() {
+		t.Skip("times training steps and a matmul")
+	}
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "python")
+	line := `{"seconds": 2.0, "cpu_seconds": 4.0, "peak_rss": 104857600, "threads": 2, "torch": "2.15.0", "st": "6.2.0", "attn": "sdpa", "blas": "mkl", "fused_adamw": true, "encode_texts_per_sec": 50.0, "bf16_note": "absent: test", "mm_gflops": 100.0}`
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho '"+line+"'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := captureStdout(t, func() error {
+		return trainBench([]string{"-backends", "go", "-st-python", fake, "-layers", "1", "-hidden", "16", "-heads", "2", "-batch", "4",
+			"-vocab-size", "30522", "-steps", "2", "-warmup", "1", "-lengths", "full", "-encode-texts", "0"})
+	})
+	for _, want := range []string{"RSS MiB", "CPU s/step", "\nsentence-transformers ", " 100 ", "bf16 autocast: not measured, absent: test",
+		"toolret-go / sentence-transformers tokens/s: ", "tokens per CPU second: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	err := trainBench([]string{"-backends", "go", "-st-python", filepath.Join(dir, "absent"), "-layers", "1", "-hidden", "16", "-heads", "2",
+		"-batch", "4", "-steps", "1", "-lengths", "full", "-encode-texts", "0"})
+	if err == nil || !strings.Contains(err.Error(), "sentence-transformers") {
+		t.Errorf("absent venv: %v, want an error naming sentence-transformers", err)
+	}
+}
+
+// captureStdout returns what f prints to stdout; f's error fails the test.
+func captureStdout(t *testing.T, f func() error) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdout
+	os.Stdout = w
+	done := make(chan []byte)
+	go func() { b, _ := io.ReadAll(r); done <- b }()
+	ferr := f()
+	w.Close()
+	os.Stdout = old
+	b := <-done
+	if ferr != nil {
+		t.Fatalf("%v\n%s", ferr, b)
+	}
+	return string(b)
 }

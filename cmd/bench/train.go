@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -16,19 +17,24 @@ import (
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/encoder"
+	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
 
 // benchShape is a -shape preset.
 type benchShape struct {
 	layers, hidden, heads, inter, vocab, batch, qLen, tLen int
+	lengths                                                string
 }
 
-// trainShapes are bench train's -shape presets: today's bi-encoder benchmark shape and a
-// bert-base-like one (BERT-base sizes and vocabulary, batch 16).
+// trainShapes are bench train's -shape presets: today's bi-encoder benchmark shape and the
+// fine-tuning shapes of all-MiniLM-L6-v2, bge-small-en-v1.5 and BERT-base (their sizes and
+// the bert-base-uncased vocabulary; batch 32, query 32 + tool 128 tokens, ToolLens lengths).
 var trainShapes = map[string]benchShape{
-	"today":     {layers: 4, hidden: 256, heads: 4, inter: 1024, vocab: 8000, batch: 32, qLen: 32, tLen: 64},
-	"bert-base": {layers: 12, hidden: 768, heads: 12, inter: 3072, vocab: 30522, batch: 16, qLen: 32, tLen: 64},
+	"today":     {layers: 4, hidden: 256, heads: 4, inter: 1024, vocab: 8000, batch: 32, qLen: 32, tLen: 64, lengths: "full"},
+	"minilm":    {layers: 6, hidden: 384, heads: 12, inter: 1536, vocab: 30522, batch: 32, qLen: 32, tLen: 128, lengths: "toollens"},
+	"bge-small": {layers: 12, hidden: 384, heads: 12, inter: 1536, vocab: 30522, batch: 32, qLen: 32, tLen: 128, lengths: "toollens"},
+	"bert-base": {layers: 12, hidden: 768, heads: 12, inter: 3072, vocab: 30522, batch: 32, qLen: 32, tLen: 128, lengths: "toollens"},
 }
 
 func shapeNames(m map[string]benchShape) string {
@@ -43,7 +49,9 @@ func shapeNames(m map[string]benchShape) string {
 // trainBench measures bi-encoder training throughput: shared BERT tower, mean pooling,
 // cosine InfoNCE with in-batch negatives, AdamW with clipping; random token ids, full-length
 // or with ToolLens-like lengths padded as train biencoder -pad-multiple pads; on each toolret
-// backend and on PyTorch (scripts/bench/torch_train.py) over the same batches.
+// backend and, over the same batches, on sentence-transformers' own training step
+// (scripts/bench/st_train.py, -vs st, the default) or Debian's PyTorch (torch_train.py, -vs
+// torch). With -vs st each row also gives its peak RSS and encode texts/s.
 func trainBench(args []string) error {
 	fs := flag.NewFlagSet("bench train", flag.ContinueOnError)
 	backends := fs.String("backends", "go,onnx", "toolret backends, comma-separated")
@@ -57,13 +65,18 @@ func trainBench(args []string) error {
 	batch := fs.Int("batch", 32, "batch size")
 	qLen := fs.Int("query-len", 32, "query length (max length with -lengths toollens)")
 	tLen := fs.Int("tool-len", 64, "tool length (max length with -lengths toollens)")
-	lengths := fs.String("lengths", "full", "token lengths: full (every text -query-len/-tool-len long) or toollens (drawn from ToolLens's texts, or built-in quantiles of them)")
+	lengths := fs.String("lengths", "full", "token lengths (default: the -shape's; toollens for minilm, bge-small, bert-base): full (every text -query-len/-tool-len long) or toollens (drawn from ToolLens's texts, or built-in quantiles of them)")
 	dataDir := fs.String("data", "../shared/datasets/toollens", "-lengths toollens: dataset whose text lengths are drawn")
 	vocabPath := fs.String("vocab", "../shared/vocab/bert-base-uncased-vocab.txt", "-lengths toollens: vocab.txt tokenizing -data's texts")
 	padMult := fs.Int("pad-multiple", biencoder.DefaultPadMultiple, "pad each batch to its longest text rounded up to a multiple of this (0: to -query-len/-tool-len), as train biencoder does")
 	steps := fs.Int("steps", 10, "timed steps (each its own batch)")
 	prof := fs.String("profile", "", "write a Go CPU profile of the timed steps to this file (one per backend, FILE-NAME.ext, with several)")
-	python := fs.String("python", "/usr/bin/python3", "python with torch (empty: skip)")
+	python := fs.String("python", "/usr/bin/python3", "-vs torch: python with torch (empty: skip)")
+	vs := fs.String("vs", "st", "reference: st (sentence-transformers in the venv of make install-st), torch (Debian PyTorch, -python) or none")
+	stPy := fs.String("st-python", stPython(), "-vs st: the sentence-transformers venv's python")
+	threads := fs.Int("threads", runtime.NumCPU(), "-vs st: torch threads (torch.set_num_threads); when set, also GOMAXPROCS")
+	warmup := fs.Int("warmup", 2, "untimed steps after compilation (each side)")
+	encN := fs.Int("encode-texts", 128, "-vs st: ToolLens tool texts encoded (texts/s at -tool-len tokens, -batch a batch; 0: skip)")
 	blas := torchBLASFlag(fs)
 	seed := cli.Seed(fs)
 	if err := cli.Parse(fs, args); err != nil {
@@ -77,6 +90,12 @@ func trainBench(args []string) error {
 		return fmt.Errorf("-shape %q: want one of %s", *shape, shapeNames(trainShapes))
 	}
 	set := cli.Set(fs)
+	if !set["lengths"] {
+		*lengths = preset.lengths
+	}
+	if set["threads"] {
+		runtime.GOMAXPROCS(*threads)
+	}
 	for name, v := range map[string]*int{"layers": layers, "hidden": hidden, "heads": heads, "intermediate": inter, "vocab-size": vocab,
 		"batch": batch, "query-len": qLen, "tool-len": tLen} {
 		if set[name] {
@@ -89,7 +108,8 @@ func trainBench(args []string) error {
 		*inter = 4 * *hidden
 	}
 	if err := cli.First(cli.Positive("layers", *layers), cli.Positive("hidden", *hidden), cli.Positive("heads", *heads),
-		cli.Positive("intermediate", *inter), cli.Positive("batch", *batch), cli.Positive("steps", *steps)); err != nil {
+		cli.Positive("intermediate", *inter), cli.Positive("batch", *batch), cli.Positive("steps", *steps),
+		cli.Positive("threads", *threads), cli.Positive("warmup", *warmup)); err != nil {
 		return err
 	}
 	if *batch < 2 {
@@ -108,6 +128,9 @@ func trainBench(args []string) error {
 	cores, err := torchCores(*blas)
 	if err != nil {
 		return err
+	}
+	if *vs != "st" && *vs != "torch" && *vs != "none" {
+		return fmt.Errorf("-vs %q: want st, torch or none", *vs)
 	}
 	if *one != "" {
 		*backends = *one
@@ -131,7 +154,7 @@ func trainBench(args []string) error {
 		return fmt.Errorf("-lengths %q: want full or toollens", *lengths)
 	}
 	plan := benchmark.PlanTrain(r, benchmark.TrainSpec{Layers: *layers, Hidden: *hidden, Intermediate: *inter, Vocab: *vocab,
-		Batch: *batch, QueryLen: *qLen, ToolLen: *tLen, Steps: *steps, Pad: pad, QueryLengths: qs, ToolLengths: ts})
+		Batch: *batch, QueryLen: *qLen, ToolLen: *tLen, Steps: *steps, Warmup: *warmup, Pad: pad, QueryLengths: qs, ToolLengths: ts})
 	realTok, padTok, flops := plan.RealTokens, plan.PadTokens, plan.FLOPs
 	fmt.Printf("train step: BERT %d layers, hidden %d, %d heads, intermediate %d, vocab %d, batch %d, query %d + tool %d tokens max\n",
 		*layers, *hidden, *heads, *inter, *vocab, *batch, *qLen, *tLen)
@@ -139,22 +162,48 @@ func trainBench(args []string) error {
 		source, pad, *steps, plan.Shapes, float64(realTok)/float64(*steps), float64(padTok)/float64(*steps),
 		100*float64(realTok)/float64(padTok), flops/float64(*steps)/1e9)
 	const w = 16
-	fmt.Printf("%-*s %12s %10s %9s %12s %8s %10s\n", w, "engine", "tokens/s", "s/step", "GFLOP/s", "matmul peak", "of peak", "compile s")
+	withST := *vs == "st"
+	head := fmt.Sprintf("%-*s %12s %10s %9s %12s %8s %10s", w, "engine", "tokens/s", "s/step", "GFLOP/s", "matmul peak", "of peak", "compile s")
+	var texts []string
+	var seqs [][]int32
+	var encCfg encoder.Config
+	var tok *tokenize.Tokenizer
+	if withST {
+		head += fmt.Sprintf(" %9s %10s %10s", "RSS MiB", "encode/s", "CPU s/step")
+		var err error
+		var why string
+		if tok, err = tokenize.FromVocab(*vocabPath, true); err == nil {
+			texts, seqs, why = encodeTexts(*dataDir, tok, *encN, *tLen)
+			encCfg, err = encoder.Override(bc, map[string]any{"vocab_size": max(*vocab, tok.VocabSize()), "max_position_embeddings": max(512, *tLen)})
+		}
+		if err != nil {
+			why = err.Error()
+		}
+		if why != "" {
+			texts, seqs = nil, nil
+			fmt.Printf("encode: not measured (%s)\n", why)
+		} else {
+			fmt.Printf("encode: %d ToolLens tool texts (at most %d tokens), batch %d, best of 2 passes\n", len(texts), *tLen, *batch)
+		}
+	}
+	fmt.Println(head)
 	names, bes, skipped := openBackends(*backends, w)
 	if len(names) == 0 {
 		return fmt.Errorf("no toolret backend could be opened (%s): nothing measured", strings.Join(skipped, ", "))
 	}
 	opt := train.DefaultOptimizer()
 	opt.LR, opt.Schedule = 1e-4, "constant"
-	tps := map[string]float64{}
+	tps, enc, cpu := map[string]float64{}, map[string]float64{}, map[string]float64{}
 	for k, name := range names {
 		be := bes[k]
+		rssOK := withST && benchmark.ResetPeakRSS() == nil
 		tt, err := benchmark.TimeTrain(be, cfg, opt, plan, func(f func() error) error {
 			return profile(profilePath(*prof, name, len(names) > 1), f)
 		})
 		if err != nil {
 			return fmt.Errorf("toolret-%s: %w", name, err)
 		}
+		rss, _ := benchmark.PeakRSS()
 		peak, err := benchmark.MatmulPeak(be, 1024)
 		if err != nil {
 			return fmt.Errorf("toolret-%s: matmul peak: %w", name, err)
@@ -162,13 +211,34 @@ func trainBench(args []string) error {
 		sec := tt.Steps.Seconds()
 		tps[name] = float64(realTok) / sec
 		gf := flops / sec / 1e9
-		fmt.Printf("%-*s %12.0f %10.3f %9.1f %12.1f %7.0f%% %10.1f\n", w, "toolret-"+name, tps[name], sec/float64(*steps), gf, peak, 100*gf/peak, tt.Compile.Seconds())
+		line := fmt.Sprintf("%-*s %12.0f %10.3f %9.1f %12.1f %7.0f%% %10.1f", w, "toolret-"+name, tps[name], sec/float64(*steps), gf, peak, 100*gf/peak, tt.Compile.Seconds())
+		if withST {
+			enc[name], err = timeEncodeRow(func() (float64, error) {
+				d, err := benchmark.TimeEncodePasses(be, encCfg, tok, seqs, *tLen, *batch, 2, nil)
+				return d.Seconds(), err
+			}, len(texts))
+			if err != nil {
+				return fmt.Errorf("toolret-%s: encode: %w", name, err)
+			}
+			rssS := "-"
+			if rssOK {
+				rssS = fmt.Sprintf("%.0f", float64(rss)/(1<<20))
+			}
+			cpu[name] = tt.CPU.Seconds() / float64(*steps)
+			line += fmt.Sprintf(" %9s %10.1f %10.2f", rssS, enc[name], cpu[name])
+		}
+		fmt.Println(line)
 	}
 	notMeasured := skippedError(skipped)
-	if *python == "" {
-		return notMeasured
-	}
 	spec := map[string]any{"config": bc, "batch": *batch, "query_len": *qLen, "tool_len": *tLen, "steps": *steps, "batches": plan.Batches, "seed": *seed}
+	switch {
+	case *vs == "none", *vs == "torch" && *python == "":
+		return notMeasured
+	case withST:
+		spec["threads"], spec["vocab"], spec["warmup"] = *threads, *vocabPath, *warmup
+		spec["encode"] = map[string]any{"texts": texts, "max_len": *tLen, "batch": *batch}
+		return errors.Join(notMeasured, stRow(*stPy, spec, realTok, flops, *steps, names, tps, enc, cpu, w))
+	}
 	skippedPT, err := torchRows(*python, "scripts/bench/torch_train.py", cores, spec, w, func(row string, pt torchResult) {
 		ptTPS := float64(realTok) / pt.Seconds
 		gf := flops / pt.Seconds / 1e9
