@@ -12,10 +12,10 @@ import (
 	"github.com/toolret/toolret/evaluate"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/metrics"
-	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/retrieve/bm25"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/rank"
+	"github.com/toolret/toolret/rank/bm25"
 	"github.com/toolret/toolret/rundir"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // EvalConfig configures Evaluate. Give at most one of Run, Model and Index; with none, BM25
@@ -72,7 +72,7 @@ func Evaluate(ctx context.Context, cfg EvalConfig) (metrics.Report, error) {
 	if err != nil {
 		return none, err
 	}
-	var r retrieve.QueryRanker
+	var r rank.QueryRanker
 	switch {
 	case cfg.Run != "":
 		if r, _, err = evaluate.LoadRun(cfg.Run, d, evaluate.RunOptions{Backend: be, Vectors: "text"}); err != nil {
@@ -94,7 +94,7 @@ func Evaluate(ctx context.Context, cfg EvalConfig) (metrics.Report, error) {
 		}
 		fallthrough
 	case cfg.Index != "":
-		idx, err := retriever.Load(cfg.Index, retriever.WithBackend(be))
+		idx, err := toolindex.Load(cfg.Index, toolindex.WithBackend(be))
 		if err != nil {
 			return none, fmt.Errorf("index %s: %w", cfg.Index, err)
 		}
@@ -104,7 +104,7 @@ func Evaluate(ctx context.Context, cfg EvalConfig) (metrics.Report, error) {
 		for i, t := range d.Tools {
 			docs[i] = t.Text
 		}
-		r = retrieve.Texts(bm25.New(docs, bm25.DefaultParams))
+		r = rank.Texts(bm25.New(docs, bm25.DefaultParams))
 	}
 	return metrics.EvaluateSplit(ctx, d, s, r, cfg.Cutoffs)
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/serve"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // ExportConfig configures Export.
@@ -167,7 +167,7 @@ func UpdateIndex(ctx context.Context, dir, dataDir, backendName string) (*IndexU
 	if err != nil {
 		return nil, err
 	}
-	st, err := serve.Open(dir, 0, retriever.WithBackend(be))
+	st, err := serve.Open(dir, 0, toolindex.WithBackend(be))
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/hub"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // OpenModel opens the model ref names as an encoder on the named backend ("" or "go",
@@ -25,12 +25,12 @@ func OpenModel(ctx context.Context, ref, backendName string) (*export.Model, err
 // OpenIndex opens an exported index (Export with export.FormatIndex) as a tool retriever on
 // the named backend; opts add a reranker, a BM25 hybrid, or serve the first stage alone.
 // Retrieve answers one query, RetrieveBatch several.
-func OpenIndex(dir, backendName string, opts ...retriever.Option) (*retriever.Retriever, error) {
+func OpenIndex(dir, backendName string, opts ...toolindex.Option) (*toolindex.Index, error) {
 	be, err := backend.Open(backend.Name(backendName))
 	if err != nil {
 		return nil, err
 	}
-	return retriever.Load(dir, append([]retriever.Option{retriever.WithBackend(be)}, opts...)...)
+	return toolindex.Load(dir, append([]toolindex.Option{toolindex.WithBackend(be)}, opts...)...)
 }
 
 // ImportModel installs the model directory dir into the Hugging Face hub cache (HF_HUB_CACHE,

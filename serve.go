@@ -16,8 +16,8 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/gateway"
 	"github.com/toolret/toolret/library"
-	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/serve"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // ServeConfig configures Serve. Zero fields take the defaults DefaultServeConfig gives.
@@ -63,13 +63,13 @@ type ServeConfig struct {
 	HybridWeight float64
 	// NoRefiner serves the index's first stage without its packaged refiner.
 	NoRefiner bool
-	// ANN is the first stage's search: "auto" or "" (HNSW from retriever.DefaultANNThreshold
-	// tools), "on" or "off" (exact); retriever.WithANN.
+	// ANN is the first stage's search: "auto" or "" (HNSW from toolindex.DefaultANNThreshold
+	// tools), "on" or "off" (exact); toolindex.WithANN.
 	ANN string
-	// Batching embeds the queries of concurrent requests together (retriever.Batching; zero
+	// Batching embeds the queries of concurrent requests together (toolindex.Batching; zero
 	// MaxBatch: each request alone); QueryCache keeps the embeddings of that many recent
 	// query texts (0: none).
-	Batching   retriever.Batching
+	Batching   toolindex.Batching
 	QueryCache int
 	// MaxBatch, MaxBody, Timeout and Grace bound requests and the shutdown.
 	MaxBatch int
@@ -97,7 +97,7 @@ type ServeConfig struct {
 // DefaultServeConfig returns the configuration `toolret serve` starts from.
 func DefaultServeConfig() ServeConfig {
 	return ServeConfig{Addr: "127.0.0.1:8080", K: 5, MaxK: 100, Depth: 20, RerankWeight: -1, HybridWeight: 0.5,
-		Batching: retriever.DefaultBatching, QueryCache: 10000,
+		Batching: toolindex.DefaultBatching, QueryCache: 10000,
 		MaxBatch: 64, MaxBody: 1 << 20, Timeout: 10 * time.Second, Grace: 30 * time.Second, CompactEvery: 1000}
 }
 
@@ -149,20 +149,20 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		}
 		cfg.Model = filepath.Base(abs)
 	}
-	ropts := []retriever.Option{retriever.WithBackend(be), retriever.WithBatching(cfg.Batching), retriever.WithQueryCache(cfg.QueryCache)}
+	ropts := []toolindex.Option{toolindex.WithBackend(be), toolindex.WithBatching(cfg.Batching), toolindex.WithQueryCache(cfg.QueryCache)}
 	if cfg.Reranker != "" {
-		ropts = append(ropts, retriever.WithReranker(cfg.Reranker, cfg.Depth))
+		ropts = append(ropts, toolindex.WithReranker(cfg.Reranker, cfg.Depth))
 		if cfg.RerankWeight != -1 {
-			ropts = append(ropts, retriever.WithInterpolation(float32(cfg.RerankWeight)))
+			ropts = append(ropts, toolindex.WithInterpolation(float32(cfg.RerankWeight)))
 		}
 	}
 	if cfg.NoRefiner {
-		ropts = append(ropts, retriever.WithoutRefiner())
+		ropts = append(ropts, toolindex.WithoutRefiner())
 	}
 	if cfg.Hybrid != "" {
-		ropts = append(ropts, retriever.WithHybrid(cfg.Hybrid, cfg.HybridWeight))
+		ropts = append(ropts, toolindex.WithHybrid(cfg.Hybrid, cfg.HybridWeight))
 	}
-	ropts = append(ropts, retriever.WithANN(retriever.ANNConfig{Mode: cfg.ANN}))
+	ropts = append(ropts, toolindex.WithANN(toolindex.ANNConfig{Mode: cfg.ANN}))
 	start := time.Now()
 	store, pg, err := openStore(ctx, cfg, log, ropts)
 	if err != nil {

@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/serve"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // EnvDatabase is the variable `toolret serve` reads the default of -database from.
@@ -16,7 +16,7 @@ const EnvDatabase = "TOOLRET_DATABASE_URL"
 // openStore opens cfg.Index's library: in the index directory's files, or shared through
 // the PostgreSQL database cfg.Database (then pg is its connection, also the gateway's usage
 // log).
-func openStore(ctx context.Context, cfg ServeConfig, log *slog.Logger, ropts []retriever.Option) (store *serve.Store, pg *serve.PGStore, err error) {
+func openStore(ctx context.Context, cfg ServeConfig, log *slog.Logger, ropts []toolindex.Option) (store *serve.Store, pg *serve.PGStore, err error) {
 	if cfg.Database == "" {
 		store, err = serve.Open(cfg.Index, cfg.CompactEvery, ropts...)
 		return store, nil, err

@@ -15,8 +15,8 @@ import (
 
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/internal/synth"
-	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/rank"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // ANNOptions configures ANN.
@@ -30,8 +30,8 @@ type ANNOptions struct {
 	// Versions library versions are set after the measurements, each adding Batch new tools
 	// and deleting Batch others, while one client keeps querying.
 	Versions, Batch int
-	// HNSW configures the graph (retriever.DefaultANNConfig for zero fields).
-	HNSW retriever.ANNConfig
+	// HNSW configures the graph (toolindex.DefaultANNConfig for zero fields).
+	HNSW toolindex.ANNConfig
 	// Seed seeds the synthetic library, its queries and its updates.
 	Seed uint64
 }
@@ -80,7 +80,7 @@ func annSize(o ANNOptions, n int, log io.Writer) ([]ANNRow, error) {
 	for i := range tools {
 		tools[i] = export.ToolRecord{ID: "t" + strconv.Itoa(i)}
 	}
-	lib, err := retriever.NewLibrary(0, tools, emb)
+	lib, err := toolindex.NewLibrary(0, tools, emb)
 	if err != nil {
 		return nil, err
 	}
@@ -89,11 +89,11 @@ func annSize(o ANNOptions, n int, log io.Writer) ([]ANNRow, error) {
 
 	exact := ANNRow{Tools: n, Index: "exact"}
 	exact.HeapMiB, exact.RSSMiB = memory()
-	truth := make([]retrieve.Ranking, len(queries))
+	truth := make([]rank.Ranking, len(queries))
 	lat := make([]time.Duration, len(queries))
 	for i, q := range queries {
 		t := time.Now()
-		truth[i] = retriever.ExactSearch(lib, q, o.K)
+		truth[i] = toolindex.ExactSearch(lib, q, o.K)
 		lat[i] = time.Since(t)
 	}
 	exact.P50, exact.P99 = quantile(lat, 0.50), quantile(lat, 0.99)
@@ -101,7 +101,7 @@ func annSize(o ANNOptions, n int, log io.Writer) ([]ANNRow, error) {
 	fmt.Fprintf(log, "ann: %d tools: exact p50 %v p99 %v\n", n, exact.P50, exact.P99)
 
 	t0 = time.Now()
-	x, err := retriever.BuildANN(lib, o.HNSW)
+	x, err := toolindex.BuildANN(lib, o.HNSW)
 	if err != nil {
 		return nil, err
 	}
@@ -146,9 +146,9 @@ func annSize(o ANNOptions, n int, log io.Writer) ([]ANNRow, error) {
 	for _, row := range []*ANNRow{&exact, &h} {
 		var cur atomicLib
 		cur.set(lib)
-		search := func(l *retriever.Library, q []float32) retrieve.Ranking {
+		search := func(l *toolindex.Library, q []float32) rank.Ranking {
 			if row.Index == "exact" {
-				return retriever.ExactSearch(l, q, o.K)
+				return toolindex.ExactSearch(l, q, o.K)
 			}
 			top, _ := x.Search(l, q, o.K)
 			return top
@@ -191,7 +191,7 @@ func annSize(o ANNOptions, n int, log io.Writer) ([]ANNRow, error) {
 		row.UpdatesPerSec = float64(2*o.Batch*o.Versions) / el.Seconds()
 		row.LiveP99 = quantile(live, 0.99)
 		for _, q := range queries {
-			row.LiveRecall += overlap(search(l, q), retriever.ExactSearch(l, q, o.K))
+			row.LiveRecall += overlap(search(l, q), toolindex.ExactSearch(l, q, o.K))
 		}
 		row.LiveRecall /= float64(len(queries))
 		fmt.Fprintf(log, "ann: %d tools: %s: %d versions of +%d -%d tools in %v (%d queries meanwhile, p99 %v); recall@%d after %.4f\n",
@@ -203,18 +203,18 @@ func annSize(o ANNOptions, n int, log io.Writer) ([]ANNRow, error) {
 // atomicLib holds the newest library version for the querying client.
 type atomicLib struct {
 	mu sync.Mutex
-	l  *retriever.Library
+	l  *toolindex.Library
 }
 
-func (a *atomicLib) set(l *retriever.Library) { a.mu.Lock(); a.l = l; a.mu.Unlock() }
-func (a *atomicLib) get() *retriever.Library {
+func (a *atomicLib) set(l *toolindex.Library) { a.mu.Lock(); a.l = l; a.mu.Unlock() }
+func (a *atomicLib) get() *toolindex.Library {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.l
 }
 
 // overlap is the fraction of want's tools in got.
-func overlap(got, want retrieve.Ranking) float64 {
+func overlap(got, want rank.Ranking) float64 {
 	if len(want.Tools) == 0 {
 		return 1
 	}

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/serve"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // Server is the HTTP server (package serve) LoadTest loads.
@@ -22,7 +22,7 @@ type Server struct {
 	// URL is its address (http://host:port), Token its write token.
 	URL, Token string
 	// Library returns the library it serves now; Compactions how often it has compacted.
-	Library     func() *retriever.Library
+	Library     func() *toolindex.Library
 	Compactions func() int64
 }
 
@@ -247,7 +247,7 @@ func (w *writer) run(stop chan struct{}) error {
 
 // CheckConsistency replays the acknowledged updates over base, version by version, and
 // counts the answers whose tools, titles or library size differ from their version's.
-func CheckConsistency(base *retriever.Library, acks []Ack, answers []Answer, k int) (bad, versions int) {
+func CheckConsistency(base *toolindex.Library, acks []Ack, answers []Answer, k int) (bad, versions int) {
 	lib := map[string]string{}
 	for i := 0; i < base.Len(); i++ {
 		lib[base.Tool(i).ID] = base.Tool(i).Title

@@ -16,14 +16,14 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
-	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/serve"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // TestCheckConsistency replays two updates over a library of two tools: answers of each
 // version with that version's tools and size are consistent, others are not.
 func TestCheckConsistency(t *testing.T) {
-	base, err := retriever.NewLibrary(4, []export.ToolRecord{{ID: "a", Title: "A"}, {ID: "b", Title: "B"}}, [][]float32{{1}, {1}})
+	base, err := toolindex.NewLibrary(4, []export.ToolRecord{{ID: "a", Title: "A"}, {ID: "b", Title: "B"}}, [][]float32{{1}, {1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestLoadTest(t *testing.T) {
 	if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: dir, Data: d, DataSource: "default"}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := serve.Open(dir, 10, retriever.WithBackend(be))
+	st, err := serve.Open(dir, 10, toolindex.WithBackend(be))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,8 +22,8 @@ import (
 	"github.com/toolret/toolret/internal/atomicfile"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/classifier"
-	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/retrieve/bm25"
+	"github.com/toolret/toolret/rank"
+	"github.com/toolret/toolret/rank/bm25"
 )
 
 // Sources lists the first stages Open knows.
@@ -57,7 +57,7 @@ func (s Source) Check() error {
 // define usage vectors (the training part of the run's recorded dev split, so that no dev
 // query leaks into them); fallback reports, for usage vectors, how many tools had no training
 // query and kept their text vector.
-func Open(s Source, d *data.Dataset, train *data.Split, be compute.Backend) (r retrieve.Ranker, fallback int, err error) {
+func Open(s Source, d *data.Dataset, train *data.Split, be compute.Backend) (r rank.Ranker, fallback int, err error) {
 	if err := s.Check(); err != nil {
 		return nil, 0, err
 	}
@@ -98,11 +98,11 @@ func Open(s Source, d *data.Dataset, train *data.Split, be compute.Backend) (r r
 }
 
 // Lists maps a query index to its candidate tools, best first, with the first stage's scores.
-type Lists map[int]retrieve.Ranking
+type Lists map[int]rank.Ranking
 
 // Ranker is a QueryRanker of the lists as they are (the first stage alone).
-func (l Lists) Ranker() retrieve.QueryRanker {
-	f := make(retrieve.Fixed, len(l))
+func (l Lists) Ranker() rank.QueryRanker {
+	f := make(rank.Fixed, len(l))
 	for q, r := range l {
 		f[q] = r.Tools
 	}
@@ -111,7 +111,7 @@ func (l Lists) Ranker() retrieve.QueryRanker {
 
 // Compute ranks the queries (indices into d.Queries) with r and keeps each one's top depth
 // tools, in batches of 256 queries.
-func Compute(ctx context.Context, r retrieve.Ranker, d *data.Dataset, queries []int, depth int) (Lists, error) {
+func Compute(ctx context.Context, r rank.Ranker, d *data.Dataset, queries []int, depth int) (Lists, error) {
 	if depth < 1 {
 		return nil, fmt.Errorf("candidates: depth %d must be positive", depth)
 	}
@@ -208,7 +208,7 @@ func Load(path string, src Source, depth int, d *data.Dataset) (Lists, error) {
 		if len(sc) != len(tools) {
 			return nil, fmt.Errorf("candidates %s: query %q: %d tools, %d scores (a cache without scores is from an older toolret: delete it)", path, qid, len(tools), len(sc))
 		}
-		out[q] = retrieve.Ranking{Tools: tools, Scores: sc}
+		out[q] = rank.Ranking{Tools: tools, Scores: sc}
 	}
 	return out, nil
 }
@@ -216,7 +216,7 @@ func Load(path string, src Source, depth int, d *data.Dataset) (Lists, error) {
 // Cached returns the lists of queries from the cache at path when it holds them all (same
 // data, source and at least depth), else computes every query with r and rewrites the cache
 // with the union. It reports whether it computed.
-func Cached(ctx context.Context, path string, src Source, r func() (retrieve.Ranker, error), d *data.Dataset, queries []int, depth int) (Lists, bool, error) {
+func Cached(ctx context.Context, path string, src Source, r func() (rank.Ranker, error), d *data.Dataset, queries []int, depth int) (Lists, bool, error) {
 	have, err := Load(path, src, depth, d)
 	switch {
 	case err == nil:

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 func tinyData() *data.Dataset {
@@ -23,11 +23,11 @@ func tinyData() *data.Dataset {
 
 // counting counts Rank calls of a ranker.
 type counting struct {
-	r     retrieve.Ranker
+	r     rank.Ranker
 	calls int
 }
 
-func (c *counting) Rank(ctx context.Context, q []string, k int) ([]retrieve.Ranking, error) {
+func (c *counting) Rank(ctx context.Context, q []string, k int) ([]rank.Ranking, error) {
 	c.calls++
 	return c.r.Rank(ctx, q, k)
 }
@@ -40,7 +40,7 @@ func TestCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &counting{r: bm}
-	open := func() (retrieve.Ranker, error) { return c, nil }
+	open := func() (rank.Ranker, error) { return c, nil }
 	path := filepath.Join(t.TempDir(), "candidates.json")
 	src := Source{Kind: "bm25"}
 	l, computed, err := Cached(ctx, path, src, open, d, []int{0, 1}, 2)

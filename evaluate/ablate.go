@@ -8,8 +8,8 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/classifier"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rerank"
-	"github.com/toolret/toolret/retrieve"
 )
 
 // Variant is one row of the ToolRerank ablation table.
@@ -120,8 +120,8 @@ func (r *Rerank) Ablations(ctx context.Context, ks []int, t rerank.TuneOptions) 
 
 // byQuery keys rankings[i], the ranking of the i-th query of s (Prepare's order), by its
 // query index.
-func byQuery(s *data.Split, rankings [][]int) retrieve.Fixed {
-	f := make(retrieve.Fixed, len(rankings))
+func byQuery(s *data.Split, rankings [][]int) rank.Fixed {
+	f := make(rank.Fixed, len(rankings))
 	for i, r := range rankings {
 		f[s.Queries[i]] = r
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 // RunOptions are how LoadRun loads a run.
@@ -43,7 +43,7 @@ type RunOptions struct {
 // its kind: an mlc classifier, a refiner pipeline, COLT, or else a bi-encoder with o.Vectors
 // tool vectors. It also returns a description ("run DIR (...)"). An iteration-aware
 // bi-encoder's ranker is a Marked one: it ranks every query as round 0's instruction.
-func LoadRun(dir string, d *data.Dataset, o RunOptions) (retrieve.QueryRanker, string, error) {
+func LoadRun(dir string, d *data.Dataset, o RunOptions) (rank.QueryRanker, string, error) {
 	desc := "run " + dir
 	// The kinds that rank on their own (an mlc classifier, a refiner pipeline, COLT) load
 	// through the registry; bi-encoders (and the kinds that rank as one) below, with o.Vectors.
@@ -52,15 +52,15 @@ func LoadRun(dir string, d *data.Dataset, o RunOptions) (retrieve.QueryRanker, s
 		if err != nil {
 			return nil, "", err
 		}
-		return retrieve.Texts(r), desc, nil
+		return rank.Texts(r), desc, nil
 	}
 	emb, err := biencoder.LoadRun(dir, o.Backend)
 	if err != nil {
 		return nil, "", err
 	}
-	var r *biencoder.Retriever
+	var r *biencoder.Ranker
 	if o.Train == nil {
-		r, err = emb.Retriever(d, o.Vectors, "train")
+		r, err = emb.Ranker(d, o.Vectors, "train")
 	} else {
 		r, err = emb.RetrieverFrom(d, o.Vectors, o.Train)
 	}
@@ -71,7 +71,7 @@ func LoadRun(dir string, d *data.Dataset, o RunOptions) (retrieve.QueryRanker, s
 		fmt.Fprintln(o.Log, n)
 	}
 	if m := r.Marker(); m != "" { // iteration-aware: round 0's instructions
-		return Marked{retrieve.Texts(r), m}, desc + " (" + o.Vectors + " tool vectors, iteration marker " + fmt.Sprintf("%q", m) + ")", nil
+		return Marked{rank.Texts(r), m}, desc + " (" + o.Vectors + " tool vectors, iteration marker " + fmt.Sprintf("%q", m) + ")", nil
 	}
-	return retrieve.Texts(r), desc + " (" + o.Vectors + " tool vectors)", nil
+	return rank.Texts(r), desc + " (" + o.Vectors + " tool vectors)", nil
 }

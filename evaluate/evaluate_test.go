@@ -14,8 +14,8 @@ import (
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/classifier"
 	"github.com/toolret/toolret/models/crossencoder"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rerank"
-	"github.com/toolret/toolret/retrieve"
 )
 
 // runs writes a random bi-encoder run, an mlc and a querytype classifier run over the
@@ -51,13 +51,13 @@ func runs(t *testing.T) (d *data.Dataset, be, mlc, qt string, o RunOptions) {
 // against the model's own ranker.
 func TestLoadRun(t *testing.T) {
 	d, be, mlc, qt, o := runs(t)
-	qs := []retrieve.Query{{Index: 0, Text: d.Queries[0].Text}, {Index: 1, Text: d.Queries[1].Text}}
+	qs := []rank.Query{{Index: 0, Text: d.Queries[0].Text}, {Index: 1, Text: d.Queries[1].Text}}
 	texts := []string{qs[0].Text, qs[1].Text}
 	emb, err := biencoder.LoadRun(be, o.Backend)
 	if err != nil {
 		t.Fatal(err)
 	}
-	br, err := emb.Retriever(d, "text", "train")
+	br, err := emb.Ranker(d, "text", "train")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestLoadRun(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		dir, desc string
-		want      retrieve.Ranker
+		want      rank.Ranker
 	}{
 		{be, "run " + be + " (text tool vectors)", br},
 		{mlc, "run " + mlc, cr},
@@ -170,7 +170,7 @@ func TestRerank(t *testing.T) {
 	}
 	pl := r.Pipeline
 	pl.Params.W = 1 // the cross-encoder alone: the relevant APIs of the top m first
-	rk, err := r.Ranker(pl, "test").RankQueries(context.Background(), []retrieve.Query{{Index: test.Queries[0]}}, 3)
+	rk, err := r.Ranker(pl, "test").RankQueries(context.Background(), []rank.Query{{Index: test.Queries[0]}}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestRerank(t *testing.T) {
 	if !reflect.DeepEqual(rk[0].Tools, want[0][:3]) {
 		t.Errorf("ranker %v, pipeline %v", rk[0].Tools, want[0][:3])
 	}
-	if _, err := r.Ranker(pl, "test").RankQueries(context.Background(), []retrieve.Query{{Index: dev.Queries[0]}}, 3); err == nil {
+	if _, err := r.Ranker(pl, "test").RankQueries(context.Background(), []rank.Query{{Index: dev.Queries[0]}}, 3); err == nil {
 		t.Error("a query of another split: no error")
 	}
 	score := func(ranked, rel []int) float64 {

@@ -5,29 +5,29 @@ import (
 	"fmt"
 
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/rank"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // IndexRanker ranks the tools of d with a loaded index (its first stage, refiner and hybrid as
 // loaded), in d's tool indices; every tool of the index must be a tool of d.
-func IndexRanker(r *retriever.Retriever, d *data.Dataset) retrieve.QueryRanker {
+func IndexRanker(r *toolindex.Index, d *data.Dataset) rank.QueryRanker {
 	pos := make(map[string]int, len(d.Tools))
 	for i, t := range d.Tools {
 		pos[t.ID] = i
 	}
-	return retrieve.Texts(indexRanker{r: r, pos: pos, data: d.Name})
+	return rank.Texts(indexRanker{r: r, pos: pos, data: d.Name})
 }
 
-// indexRanker is a retrieve.Ranker over a loaded index, in dataset tool indices.
+// indexRanker is a rank.Ranker over a loaded index, in dataset tool indices.
 type indexRanker struct {
-	r    *retriever.Retriever
+	r    *toolindex.Index
 	pos  map[string]int
 	data string
 }
 
-// Rank implements retrieve.Ranker: k <= 0 (or more than the index has) ranks every tool.
-func (x indexRanker) Rank(ctx context.Context, queries []string, k int) ([]retrieve.Ranking, error) {
+// Rank implements rank.Ranker: k <= 0 (or more than the index has) ranks every tool.
+func (x indexRanker) Rank(ctx context.Context, queries []string, k int) ([]rank.Ranking, error) {
 	if n := x.r.Len(); k <= 0 || k > n {
 		k = n
 	}
@@ -35,9 +35,9 @@ func (x indexRanker) Rank(ctx context.Context, queries []string, k int) ([]retri
 	if err != nil {
 		return nil, err
 	}
-	out := make([]retrieve.Ranking, len(res))
+	out := make([]rank.Ranking, len(res))
 	for i, rs := range res {
-		out[i] = retrieve.Ranking{Tools: make([]int, len(rs)), Scores: make([]float32, len(rs))}
+		out[i] = rank.Ranking{Tools: make([]int, len(rs)), Scores: make([]float32, len(rs))}
 		for j, t := range rs {
 			p, ok := x.pos[t.ToolID]
 			if !ok {

@@ -11,8 +11,8 @@ import (
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/classifier"
 	"github.com/toolret/toolret/models/crossencoder"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rerank"
-	"github.com/toolret/toolret/retrieve"
 )
 
 // PairScorer is what the ToolRerank pipeline needs of a cross-encoder: per-query scores and
@@ -53,7 +53,7 @@ type RerankOptions struct {
 // and scores the queries of a split once (memoised by split name).
 type Rerank struct {
 	D         *data.Dataset
-	Retriever *biencoder.Retriever
+	Retriever *biencoder.Ranker
 	Pipeline  rerank.Pipeline
 	Grid      rerank.Grid
 	Dev, Eval *data.Split
@@ -198,9 +198,9 @@ func (r *Rerank) prepare(s *data.Split) ([]rerank.Query, error) {
 	return out, nil
 }
 
-// Ranker returns pl as a retrieve.QueryRanker of the judged queries of the evaluated split
+// Ranker returns pl as a rank.QueryRanker of the judged queries of the evaluated split
 // (Eval), reporting each pass to the log under the description desc.
-func (r *Rerank) Ranker(pl rerank.Pipeline, desc string) retrieve.QueryRanker {
+func (r *Rerank) Ranker(pl rerank.Pipeline, desc string) rank.QueryRanker {
 	return &rerankRanker{env: r, split: r.Eval, pl: pl, report: desc}
 }
 
@@ -212,8 +212,8 @@ type rerankRanker struct {
 	report string
 }
 
-// RankQueries implements retrieve.QueryRanker for judged queries of the ranker's split.
-func (r *rerankRanker) RankQueries(ctx context.Context, qs []retrieve.Query, k int) ([]retrieve.Ranking, error) {
+// RankQueries implements rank.QueryRanker for judged queries of the ranker's split.
+func (r *rerankRanker) RankQueries(ctx context.Context, qs []rank.Query, k int) ([]rank.Ranking, error) {
 	prepared, err := r.env.Prepare(r.split)
 	if err != nil {
 		return nil, err
@@ -236,12 +236,12 @@ func (r *rerankRanker) RankQueries(ctx context.Context, qs []retrieve.Query, k i
 		return nil, err
 	}
 	fmt.Fprintf(r.env.log, "rerank: %s, %s on %d %s queries in %v\n", r.report, r.pl.Setting(), len(sel), r.split.Name, time.Since(start).Round(time.Millisecond))
-	out := make([]retrieve.Ranking, len(rk))
+	out := make([]rank.Ranking, len(rk))
 	for i, tools := range rk {
 		if k > 0 && len(tools) > k {
 			tools = tools[:k]
 		}
-		out[i] = retrieve.Ranking{Tools: tools, Scores: make([]float32, len(tools))}
+		out[i] = rank.Ranking{Tools: tools, Scores: make([]float32, len(tools))}
 		for j := range tools {
 			out[i].Scores[j] = float32(len(tools) - j)
 		}

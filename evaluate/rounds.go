@@ -11,8 +11,8 @@ import (
 	"github.com/toolret/toolret/feedback"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/rank"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // Round is one round of the iterative retrieval (Xu et al.).
@@ -34,7 +34,7 @@ type Round struct {
 type Rounds struct {
 	// Rankings[t][i] is judged query i's ranking at round t (no Tools: its loop stopped
 	// before).
-	Rankings [][]retrieve.Ranking
+	Rankings [][]rank.Ranking
 	Stats    []Round
 	// Head describes the loop in one line.
 	Head string
@@ -42,17 +42,17 @@ type Rounds struct {
 
 // RankFunc ranks one instruction of query q (an index into the dataset's queries) alone,
 // its top k tools, as a collection ranks it.
-type RankFunc func(ctx context.Context, q int, text string, k int) (retrieve.Ranking, error)
+type RankFunc func(ctx context.Context, q int, text string, k int) (rank.Ranking, error)
 
 // RankOne returns the RankFunc of a QueryRanker.
-func RankOne(qr retrieve.QueryRanker) RankFunc {
-	return func(ctx context.Context, q int, text string, k int) (retrieve.Ranking, error) {
-		rk, err := qr.RankQueries(ctx, []retrieve.Query{{Index: q, Text: text}}, k)
+func RankOne(qr rank.QueryRanker) RankFunc {
+	return func(ctx context.Context, q int, text string, k int) (rank.Ranking, error) {
+		rk, err := qr.RankQueries(ctx, []rank.Query{{Index: q, Text: text}}, k)
 		if err != nil {
-			return retrieve.Ranking{}, err
+			return rank.Ranking{}, err
 		}
 		if len(rk) != 1 {
-			return retrieve.Ranking{}, fmt.Errorf("%d rankings for one query", len(rk))
+			return rank.Ranking{}, fmt.Errorf("%d rankings for one query", len(rk))
 		}
 		return rk[0], nil
 	}
@@ -76,7 +76,7 @@ type ReplayOptions struct {
 // Replay ranks the recorded instructions of the judged queries of s in a collection with
 // rank, round by round. The collection must have been made on d, and hold a loop for every
 // judged query, finished or as long as round T.
-func Replay(ctx context.Context, d *data.Dataset, s *data.Split, rank RankFunc, o ReplayOptions) (*Rounds, error) {
+func Replay(ctx context.Context, d *data.Dataset, s *data.Split, rankFn RankFunc, o ReplayOptions) (*Rounds, error) {
 	name := o.Name
 	if name == "" {
 		name = o.File
@@ -133,7 +133,7 @@ func Replay(ctx context.Context, d *data.Dataset, s *data.Split, rank RankFunc, 
 				st.Refined++
 			}
 			start := time.Now()
-			rk, err := rank(ctx, q, biencoder.Mark(o.Marker, t, instr[i][t]), o.Depth)
+			rk, err := rankFn(ctx, q, biencoder.Mark(o.Marker, t, instr[i][t]), o.Depth)
 			if err != nil {
 				return nil, fmt.Errorf("round %d: query %s: %w", t, d.Queries[q].ID, err)
 			}
@@ -149,9 +149,9 @@ func Replay(ctx context.Context, d *data.Dataset, s *data.Split, rank RankFunc, 
 }
 
 func newRounds(T, n int) *Rounds {
-	r := &Rounds{Rankings: make([][]retrieve.Ranking, T+1), Stats: make([]Round, T+1)}
+	r := &Rounds{Rankings: make([][]rank.Ranking, T+1), Stats: make([]Round, T+1)}
 	for t := range r.Rankings {
-		r.Rankings[t] = make([]retrieve.Ranking, n)
+		r.Rankings[t] = make([]rank.Ranking, n)
 		r.Stats[t].Round = t
 	}
 	return r
@@ -171,7 +171,7 @@ type LiveOptions struct {
 }
 
 // Live runs the loop with the prf refiner for each judged query of s, ranking with rank.
-func Live(ctx context.Context, d *data.Dataset, s *data.Split, rank RankFunc, o LiveOptions) (*Rounds, error) {
+func Live(ctx context.Context, d *data.Dataset, s *data.Split, rankFn RankFunc, o LiveOptions) (*Rounds, error) {
 	j, kind, err := feedback.LoadJudge(o.Judge, d, o.Backend)
 	if err != nil {
 		return nil, err
@@ -190,8 +190,8 @@ func Live(ctx context.Context, d *data.Dataset, s *data.Split, rank RankFunc, o 
 	retr := make([]time.Duration, T+1)
 	refine := make([]time.Duration, T+1)
 	for i, q := range judged {
-		l := retriever.Loop{
-			Rank: func(ctx context.Context, text string, k int) (retrieve.Ranking, error) { return rank(ctx, q, text, k) },
+		l := toolindex.Loop{
+			Rank: func(ctx context.Context, text string, k int) (rank.Ranking, error) { return rankFn(ctx, q, text, k) },
 			Tool: func(ti int) (feedback.Tool, error) {
 				if ti < 0 || ti >= len(tools) {
 					return feedback.Tool{}, fmt.Errorf("tool index %d of %d", ti, len(tools))
@@ -230,12 +230,12 @@ func Live(ctx context.Context, d *data.Dataset, s *data.Split, rank RankFunc, o 
 // Evaluate computes each round's metrics at cutoffs ks over every judged query of s (the
 // split the rounds ranked), a query whose loop stopped keeping its last ranking, into
 // Stats[t].Metrics. It returns those rankings: full[t][i] is judged query i's at round t.
-func (r *Rounds) Evaluate(ctx context.Context, d *data.Dataset, s *data.Split, ks []int) (full [][]retrieve.Ranking, err error) {
+func (r *Rounds) Evaluate(ctx context.Context, d *data.Dataset, s *data.Split, ks []int) (full [][]rank.Ranking, err error) {
 	judged := s.Judged()
-	full = make([][]retrieve.Ranking, len(r.Rankings))
+	full = make([][]rank.Ranking, len(r.Rankings))
 	for t := range r.Rankings {
-		rk := make(retrieve.Fixed, len(judged))
-		full[t] = make([]retrieve.Ranking, len(judged))
+		rk := make(rank.Fixed, len(judged))
+		full[t] = make([]rank.Ranking, len(judged))
 		for i, q := range judged {
 			for u := t; u >= 0; u-- { // a stopped query keeps its last ranking
 				if r.Rankings[u][i].Tools != nil {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/feedback"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 // writeCollection writes a collection of split s of d as train feedback leaves one: every
@@ -56,9 +56,9 @@ func TestReplay(t *testing.T) {
 	}
 	s := d.Splits["test"]
 	judged := s.Judged()
-	rank := func(_ context.Context, q int, text string, k int) (retrieve.Ranking, error) {
+	rankFn := func(_ context.Context, q int, text string, k int) (rank.Ranking, error) {
 		if strings.HasPrefix(text, "refined ") {
-			return retrieve.Ranking{Tools: s.Relevant[q]}, nil
+			return rank.Ranking{Tools: s.Relevant[q]}, nil
 		}
 		var out []int
 		for t := 0; len(out) < k && t < len(d.Tools); t++ {
@@ -66,10 +66,10 @@ func TestReplay(t *testing.T) {
 				out = append(out, t)
 			}
 		}
-		return retrieve.Ranking{Tools: out}, nil
+		return rank.Ranking{Tools: out}, nil
 	}
 	path := writeCollection(t, d, s, d.Fingerprint())
-	r, err := Replay(context.Background(), d, s, rank, ReplayOptions{File: path, Iterations: 1, Depth: 10})
+	r, err := Replay(context.Background(), d, s, rankFn, ReplayOptions{File: path, Iterations: 1, Depth: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,19 +106,19 @@ func TestReplay(t *testing.T) {
 		{ReplayOptions{File: path, Iterations: 3}, "the collection has 2"},
 		{ReplayOptions{File: path, Split: "train"}, "has no recorded loop"},
 	} {
-		if _, err := Replay(context.Background(), d, s, rank, tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := Replay(context.Background(), d, s, rankFn, tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err = %v, want %q", tc.o, err, tc.want)
 		}
 	}
 }
 
 func TestRankOne(t *testing.T) {
-	rank := RankOne(retrieve.Fixed{4: {1, 2, 3}})
-	r, err := rank(context.Background(), 4, "q", 2)
+	rankFn := RankOne(rank.Fixed{4: {1, 2, 3}})
+	r, err := rankFn(context.Background(), 4, "q", 2)
 	if err != nil || !slices.Equal(r.Tools, []int{1, 2}) {
 		t.Errorf("RankOne: %v, %v", r, err)
 	}
-	if _, err := rank(context.Background(), 5, "q", 2); err == nil {
+	if _, err := rankFn(context.Background(), 5, "q", 2); err == nil {
 		t.Error("RankOne: no error for a query without a ranking")
 	}
 }

@@ -11,22 +11,22 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/fusion"
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 // Marked is an iteration-aware bi-encoder run's ranker: every query is ranked as round 0's
 // instruction (marked with iteration 0). The iterative retrieval (Replay, Live) unwraps it
 // and marks each round's instruction itself.
 type Marked struct {
-	retrieve.QueryRanker
+	rank.QueryRanker
 	Marker string
 }
 
-// RankQueries implements retrieve.QueryRanker.
-func (m Marked) RankQueries(ctx context.Context, qs []retrieve.Query, k int) ([]retrieve.Ranking, error) {
-	marked := make([]retrieve.Query, len(qs))
+// RankQueries implements rank.QueryRanker.
+func (m Marked) RankQueries(ctx context.Context, qs []rank.Query, k int) ([]rank.Ranking, error) {
+	marked := make([]rank.Query, len(qs))
 	for i, q := range qs {
-		marked[i] = retrieve.Query{Index: q.Index, Text: biencoder.Mark(m.Marker, 0, q.Text)}
+		marked[i] = rank.Query{Index: q.Index, Text: biencoder.Mark(m.Marker, 0, q.Text)}
 	}
 	return m.QueryRanker.RankQueries(ctx, marked, k)
 }
@@ -34,14 +34,14 @@ func (m Marked) RankQueries(ctx context.Context, qs []retrieve.Query, k int) ([]
 // Recorder is a QueryRanker that keeps what it ranks, at least K tools per query, for Save.
 // The rankings it returns are the longer ones: metrics read only their top K.
 type Recorder struct {
-	retrieve.QueryRanker
+	rank.QueryRanker
 	K  int
-	qs []retrieve.Query
-	rk []retrieve.Ranking
+	qs []rank.Query
+	rk []rank.Ranking
 }
 
-// RankQueries implements retrieve.QueryRanker.
-func (r *Recorder) RankQueries(ctx context.Context, qs []retrieve.Query, k int) ([]retrieve.Ranking, error) {
+// RankQueries implements rank.QueryRanker.
+func (r *Recorder) RankQueries(ctx context.Context, qs []rank.Query, k int) ([]rank.Ranking, error) {
 	if k > 0 {
 		k = max(k, r.K)
 	}
@@ -73,7 +73,7 @@ func (r *Recorder) Save(d *data.Dataset, path, tag string, log io.Writer) error 
 // RunResults turns rankings of d's queries qs (the top k of each; k <= 0: all) into TREC
 // run results. A ranking without a finite score per tool in non-increasing order gets
 // scores n, n-1, ..., 1 (rank order); rankScores counts them.
-func RunResults(d *data.Dataset, qs []retrieve.Query, rk []retrieve.Ranking, k int) (res []fusion.Result, rankScores int) {
+func RunResults(d *data.Dataset, qs []rank.Query, rk []rank.Ranking, k int) (res []fusion.Result, rankScores int) {
 	res = make([]fusion.Result, len(qs))
 	for i, q := range qs {
 		tools, scores := rk[i].Tools, rk[i].Scores

@@ -11,7 +11,7 @@ import (
 
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/fusion"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 func TestRoundPath(t *testing.T) {
@@ -29,9 +29,9 @@ func TestRunResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qs := []retrieve.Query{{Index: 0}, {Index: 1}, {Index: 2}, {Index: 3}}
+	qs := []rank.Query{{Index: 0}, {Index: 1}, {Index: 2}, {Index: 3}}
 	inf := float32(math.Inf(1))
-	rk := []retrieve.Ranking{
+	rk := []rank.Ranking{
 		{Tools: []int{2, 0, 1}, Scores: []float32{3, 2, 2}},
 		{Tools: []int{0, 1}},
 		{Tools: []int{1, 0}, Scores: []float32{1, 2}},
@@ -59,9 +59,9 @@ func TestRecorder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := retrieve.Fixed{0: {3, 2, 1, 0}, 1: {0, 1, 2, 3}}
+	f := rank.Fixed{0: {3, 2, 1, 0}, 1: {0, 1, 2, 3}}
 	rec := &Recorder{QueryRanker: f, K: 3}
-	rk, err := rec.RankQueries(context.Background(), []retrieve.Query{{Index: 0}, {Index: 1}}, 1)
+	rk, err := rec.RankQueries(context.Background(), []rank.Query{{Index: 0}, {Index: 1}}, 1)
 	if err != nil || len(rk[0].Tools) != 3 {
 		t.Fatalf("rankings %v (%v), want 3 tools each", rk, err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // ExampleOpen builds a zero-shot index straight from a pre-trained model (here a tiny
@@ -42,7 +42,7 @@ func ExampleOpen() {
 		fmt.Println(err)
 		return
 	}
-	r, err := retriever.Load(out, retriever.WithBackend(be))
+	r, err := toolindex.Load(out, toolindex.WithBackend(be))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -24,6 +24,9 @@ const (
 	IndexQueryDir   = "query"                   // the query tower in hf layout (a shared tower: both sides)
 	IndexToolDir    = "tool"                    // the tool tower of separate towers, in hf layout
 	EmbeddingsName  = "embeddings"
+	// IndexVersionKey is the tools.safetensors metadata key of the library version an index
+	// updated in place (serve) was last compacted at; absent in an index as exported.
+	IndexVersionKey = "toolret_library_version"
 )
 
 // ToolRecord is one line of tools.jsonl.

@@ -69,15 +69,15 @@ type Step struct {
 	Err string
 }
 
-// Refiner refines an instruction given the tools retrieved for it. Refine must be
+// Rewriter refines an instruction given the tools retrieved for it. Refine must be
 // deterministic for the same input (a resumed run must reproduce an interrupted one), safe
 // for concurrent use, and return an error only for failures that should stop the whole run;
 // problems with one query's answer go into Step.Err.
 //
 // LLM is the LLM implementation; an LLM-free one (pseudo-relevance feedback) implements the
 // same interface and records its own Replies.
-type Refiner interface {
-	Refine(ctx context.Context, in Input) (Step, error)
+type Rewriter interface {
+	Rewrite(ctx context.Context, in Input) (Step, error)
 }
 
 // Stop reasons of Line.Reason.

@@ -20,8 +20,8 @@ import (
 
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/llm"
-	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/retrieve/bm25"
+	"github.com/toolret/toolret/rank"
+	"github.com/toolret/toolret/rank/bm25"
 )
 
 const testKey = "sk-feedback-test-SECRET-4242"
@@ -48,7 +48,7 @@ func small(t *testing.T, nTrain, nTest int) *data.Dataset {
 	return &s
 }
 
-func ranker(d *data.Dataset) retrieve.Ranker {
+func ranker(d *data.Dataset) rank.Ranker {
 	texts := make([]string, len(d.Tools))
 	for i, t := range d.Tools {
 		texts[i] = t.Text
@@ -183,7 +183,7 @@ func (e *env) config(t *testing.T, out string, k, iterations int) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Config{Data: e.d, Ranker: ranker(e.d), Refiner: r, Splits: []string{"train", "test"}, K: k, Iterations: iterations,
+	return Config{Data: e.d, Ranker: ranker(e.d), Rewriter: r, Splits: []string{"train", "test"}, K: k, Iterations: iterations,
 		Out: out, Settings: map[string]string{"refiner": "llm", "model": "tiny"}, Prompts: DefaultPrompts(),
 		Info: map[string]string{"url": e.srv.URL}, Concurrency: c.Concurrency(), Chunk: 2}
 }
@@ -567,7 +567,7 @@ func TestCacheRerun(t *testing.T) {
 	if !bytes.Equal(a, b) {
 		t.Errorf("second run wrote another file")
 	}
-	if st := cfg.Refiner.(*LLM).client.(*llm.Client).Stats(); st.Requests != 0 || st.CacheHits == 0 {
+	if st := cfg.Rewriter.(*LLM).client.(*llm.Client).Stats(); st.Requests != 0 || st.CacheHits == 0 {
 		t.Errorf("client stats %+v", st)
 	}
 }
@@ -626,7 +626,7 @@ func TestKeyNeverWritten(t *testing.T) {
 	c, _ := llm.New(llm.Config{URL: e.srv.URL + "/v1", Model: "tiny", Key: "wrong", Cache: t.TempDir()})
 	r, _ := NewLLM(c, DefaultPrompts(), LLMOptions{})
 	cfg := e.config(t, filepath.Join(t.TempDir(), "x.jsonl"), 3, 2)
-	cfg.Refiner = r
+	cfg.Rewriter = r
 	if _, err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "HTTP 401") {
 		t.Errorf("wrong key: %v", err)
 	}

@@ -119,8 +119,8 @@ type discard struct{}
 
 func (discard) Write(b []byte) (int, error) { return len(b), nil }
 
-// Refine implements Refiner.
-func (r *LLM) Refine(ctx context.Context, in Input) (Step, error) {
+// Rewrite implements Refiner.
+func (r *LLM) Rewrite(ctx context.Context, in Input) (Step, error) {
 	pd := PromptData{Instruction: in.Query, Original: in.Original, Iteration: in.Iteration, K: len(in.Tools), Tools: FormatTools(in.Tools)}
 	var msgs []llm.Message
 	var st Step

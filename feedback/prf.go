@@ -106,8 +106,8 @@ func (p *PRF) Settings() map[string]string {
 	}
 }
 
-// Refine implements Refiner.
-func (p *PRF) Refine(ctx context.Context, in Input) (Step, error) {
+// Rewrite implements Refiner.
+func (p *PRF) Rewrite(ctx context.Context, in Input) (Step, error) {
 	var st Step
 	if len(in.Tools) == 0 {
 		st.Stop = true

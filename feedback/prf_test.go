@@ -100,7 +100,7 @@ func TestPRFRefine(t *testing.T) {
 			if c.tools != nil {
 				in.Tools = c.tools
 			}
-			st, err := p.Refine(context.Background(), in)
+			st, err := p.Rewrite(context.Background(), in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,11 +129,11 @@ func TestPRFErrors(t *testing.T) {
 	in := Input{QueryID: "q1", Original: "q", Query: "q", Tools: prfTools()}
 	boom := errors.New("boom")
 	p, _ := NewPRF(&fixedJudge{err: boom}, PRFOptions{})
-	if _, err := p.Refine(context.Background(), in); !errors.Is(err, boom) {
+	if _, err := p.Rewrite(context.Background(), in); !errors.Is(err, boom) {
 		t.Errorf("judge failure: %v, want it returned (it stops the run)", err)
 	}
 	p, _ = NewPRF(&fixedJudge{short: true}, PRFOptions{})
-	if _, err := p.Refine(context.Background(), in); err == nil || !strings.Contains(err.Error(), "4 scores for 5 tools") {
+	if _, err := p.Rewrite(context.Background(), in); err == nil || !strings.Contains(err.Error(), "4 scores for 5 tools") {
 		t.Errorf("short score list: %v", err)
 	}
 	for _, o := range []PRFOptions{{Threshold: 1.5}, {Threshold: -0.1}, {MaxTools: -1}} {
@@ -190,7 +190,7 @@ func TestPRFRun(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cfg := func(out string, conc int) Config {
-		return Config{Data: d, Ranker: ranker(d), Refiner: p, Splits: []string{"train", "test"}, K: 5, Iterations: 3, Out: out,
+		return Config{Data: d, Ranker: ranker(d), Rewriter: p, Splits: []string{"train", "test"}, K: 5, Iterations: 3, Out: out,
 			Settings: p.Settings(), Concurrency: conc, Chunk: 3}
 	}
 	out := filepath.Join(dir, "fb.jsonl")

@@ -17,7 +17,7 @@ import (
 
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/atomicfile"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 // ConfigSuffix is appended to the output path to name the file that records a collection's
@@ -49,8 +49,8 @@ type Config struct {
 	Data *data.Dataset
 	// Ranker retrieves the tools of an instruction. Each instruction is ranked alone, so its
 	// ranking does not depend on what it would be batched with.
-	Ranker  retrieve.Ranker
-	Refiner Refiner
+	Ranker   rank.Ranker
+	Rewriter Rewriter
 	// Splits are the splits whose judged queries are collected, in this order.
 	Splits []string
 	// K is the number of tools retrieved per instruction; Iterations the most refinements T.
@@ -206,7 +206,7 @@ func (c *Config) check() error {
 		return errors.New("feedback: no dataset")
 	case c.Ranker == nil:
 		return errors.New("feedback: no retriever")
-	case c.Refiner == nil:
+	case c.Rewriter == nil:
 		return errors.New("feedback: no refiner")
 	case c.K < 1:
 		return fmt.Errorf("feedback: k %d: must be > 0", c.K)
@@ -463,7 +463,7 @@ func (c *Config) loop(ctx context.Context, u unit, p *prior, tools []Tool) ([]Li
 			l.Stop, l.Reason = true, ReasonIterations
 			return append(out, l), nil
 		}
-		st, err := c.Refiner.Refine(ctx, Input{QueryID: q.ID, Original: q.Text, Query: text, Iteration: t, Tools: got})
+		st, err := c.Rewriter.Rewrite(ctx, Input{QueryID: q.ID, Original: q.Text, Query: text, Iteration: t, Tools: got})
 		if err != nil {
 			return nil, fmt.Errorf("feedback: %w", err)
 		}

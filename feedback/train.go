@@ -62,7 +62,7 @@ func ReadCollection(path, retriever string, d *data.Dataset) (*Collection, error
 	if c.Retriever == "" {
 		c.Retriever = h.Settings["retriever"]
 		if c.Retriever == "" {
-			return nil, fmt.Errorf("-feedback %s: the record names no retriever: give -retriever RUN (the run whose dev split the training takes)", path)
+			return nil, fmt.Errorf("-feedback %s: the record names no retriever: give -first-stage RUN (the run whose dev split the training takes)", path)
 		}
 	}
 	return c, nil

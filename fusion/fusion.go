@@ -14,8 +14,8 @@ import (
 	"math"
 	"sort"
 
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rerank"
-	"github.com/toolret/toolret/retrieve"
 )
 
 // DefaultK is the RRF constant of Cormack, Clarke and Büttcher (2009).
@@ -25,9 +25,9 @@ const DefaultK = 60
 // of 1/(k + rank), rank 1-based (a tool listed twice in one list counts at its best rank).
 // The result holds every tool of any list, best first; ties go to the lower tool index. The
 // lists' scores are not used. k must be >= 0.
-func RRF(lists []retrieve.Ranking, k float64) (retrieve.Ranking, error) {
+func RRF(lists []rank.Ranking, k float64) (rank.Ranking, error) {
 	if !(k >= 0) || math.IsInf(k, 1) {
-		return retrieve.Ranking{}, fmt.Errorf("fusion: RRF k %v: want a finite k >= 0", k)
+		return rank.Ranking{}, fmt.Errorf("fusion: RRF k %v: want a finite k >= 0", k)
 	}
 	score := map[int]float64{}
 	for _, l := range lists {
@@ -49,13 +49,13 @@ func RRF(lists []retrieve.Ranking, k float64) (retrieve.Ranking, error) {
 // normalised score (0 for min-max). Every list needs a score per tool. The result holds every
 // tool of any list, best first; ties go to the lower tool index. The weights are
 // non-negative, one per list, not all zero.
-func Interpolate(lists []retrieve.Ranking, w []float64, n rerank.Norm) (retrieve.Ranking, error) {
+func Interpolate(lists []rank.Ranking, w []float64, n rerank.Norm) (rank.Ranking, error) {
 	p, err := prepare(lists, n)
 	if err != nil {
-		return retrieve.Ranking{}, err
+		return rank.Ranking{}, err
 	}
 	if err := checkWeights(w, len(lists)); err != nil {
-		return retrieve.Ranking{}, err
+		return rank.Ranking{}, err
 	}
 	return p.fuse(w), nil
 }
@@ -66,7 +66,7 @@ type prepared struct {
 	norm  [][]float64 // norm[i][j]: list i's normalised score of tools[j]
 }
 
-func prepare(lists []retrieve.Ranking, n rerank.Norm) (*prepared, error) {
+func prepare(lists []rank.Ranking, n rerank.Norm) (*prepared, error) {
 	if n != rerank.NormMinMax && n != rerank.NormZScore {
 		return nil, fmt.Errorf("fusion: normalisation %q: want minmax or zscore", n)
 	}
@@ -112,7 +112,7 @@ func prepare(lists []retrieve.Ranking, n rerank.Norm) (*prepared, error) {
 	return p, nil
 }
 
-func (p *prepared) fuse(w []float64) retrieve.Ranking {
+func (p *prepared) fuse(w []float64) rank.Ranking {
 	score := make(map[int]float64, len(p.tools))
 	for j, t := range p.tools {
 		s := 0.0
@@ -125,7 +125,7 @@ func (p *prepared) fuse(w []float64) retrieve.Ranking {
 }
 
 // sorted ranks the tools of score, best first, ties to the lower tool index.
-func sorted(score map[int]float64) retrieve.Ranking {
+func sorted(score map[int]float64) rank.Ranking {
 	tools := make([]int, 0, len(score))
 	for t := range score {
 		tools = append(tools, t)
@@ -136,7 +136,7 @@ func sorted(score map[int]float64) retrieve.Ranking {
 		}
 		return tools[a] < tools[b]
 	})
-	r := retrieve.Ranking{Tools: tools, Scores: make([]float32, len(tools))}
+	r := rank.Ranking{Tools: tools, Scores: make([]float32, len(tools))}
 	for i, t := range tools {
 		r.Scores[i] = float32(score[t])
 	}
@@ -194,7 +194,7 @@ func Grid(n, steps int) [][]float64 {
 // query), relevant[q] its relevant tools, and score(ranked, relevant) a per-query metric
 // (such as NDCG@5) averaged over the queries. Ties go to the earlier grid entry. means[i] is
 // the mean score of grid[i].
-func Choose(queries [][]retrieve.Ranking, relevant [][]int, n rerank.Norm, grid [][]float64, score func(ranked, relevant []int) float64) (best []float64, means []float64, err error) {
+func Choose(queries [][]rank.Ranking, relevant [][]int, n rerank.Norm, grid [][]float64, score func(ranked, relevant []int) float64) (best []float64, means []float64, err error) {
 	if len(queries) != len(relevant) {
 		return nil, nil, fmt.Errorf("fusion: %d queries with lists, %d with relevant tools", len(queries), len(relevant))
 	}

@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rerank"
-	"github.com/toolret/toolret/retrieve"
 )
 
-func rk(tools []int, scores ...float32) retrieve.Ranking {
-	return retrieve.Ranking{Tools: tools, Scores: scores}
+func rk(tools []int, scores ...float32) rank.Ranking {
+	return rank.Ranking{Tools: tools, Scores: scores}
 }
 
 // near reports whether a and b agree to 1e-5 element by element.
@@ -30,24 +30,24 @@ func near(a []float32, b []float64) bool {
 func TestRRF(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		lists  []retrieve.Ranking
+		lists  []rank.Ranking
 		k      float64
 		tools  []int
 		scores []float64
 	}{
-		{"two lists", []retrieve.Ranking{rk([]int{1, 2, 3}), rk([]int{3, 1, 4})}, 60,
+		{"two lists", []rank.Ranking{rk([]int{1, 2, 3}), rk([]int{3, 1, 4})}, 60,
 			[]int{1, 3, 2, 4}, []float64{1.0/61 + 1.0/62, 1.0/63 + 1.0/61, 1.0 / 62, 1.0 / 63}},
-		{"k 0", []retrieve.Ranking{rk([]int{1, 2, 3}), rk([]int{3, 1, 4})}, 0,
+		{"k 0", []rank.Ranking{rk([]int{1, 2, 3}), rk([]int{3, 1, 4})}, 0,
 			[]int{1, 3, 2, 4}, []float64{1.5, 1 + 1.0/3, 0.5, 1.0 / 3}},
-		{"k changes the order", []retrieve.Ranking{rk([]int{1, 2}), rk([]int{3, 4, 5, 2})}, 0,
+		{"k changes the order", []rank.Ranking{rk([]int{1, 2}), rk([]int{3, 4, 5, 2})}, 0,
 			[]int{1, 3, 2, 4, 5}, []float64{1, 1, 0.5 + 0.25, 0.5, 1.0 / 3}},
-		{"k changes the order, k 10", []retrieve.Ranking{rk([]int{1, 2}), rk([]int{3, 4, 5, 2})}, 10,
+		{"k changes the order, k 10", []rank.Ranking{rk([]int{1, 2}), rk([]int{3, 4, 5, 2})}, 10,
 			[]int{2, 1, 3, 4, 5}, []float64{1.0/12 + 1.0/14, 1.0 / 11, 1.0 / 11, 1.0 / 12, 1.0 / 13}},
-		{"ties to the lower index", []retrieve.Ranking{rk([]int{6, 5}), rk([]int{5, 6})}, 60,
+		{"ties to the lower index", []rank.Ranking{rk([]int{6, 5}), rk([]int{5, 6})}, 60,
 			[]int{5, 6}, []float64{1.0/61 + 1.0/62, 1.0/61 + 1.0/62}},
-		{"a repeated tool counts once", []retrieve.Ranking{rk([]int{1, 1, 2})}, 60,
+		{"a repeated tool counts once", []rank.Ranking{rk([]int{1, 1, 2})}, 60,
 			[]int{1, 2}, []float64{1.0 / 61, 1.0 / 63}},
-		{"one list keeps its order", []retrieve.Ranking{rk([]int{9, 2, 7}, 3, 2, 1)}, 60,
+		{"one list keeps its order", []rank.Ranking{rk([]int{9, 2, 7}, 3, 2, 1)}, 60,
 			[]int{9, 2, 7}, []float64{1.0 / 61, 1.0 / 62, 1.0 / 63}},
 		{"no lists", nil, 60, []int{}, []float64{}},
 	} {
@@ -74,24 +74,24 @@ func TestInterpolate(t *testing.T) {
 	z := 5 / math.Sqrt(50.0/3)        // 1.2247
 	for _, tc := range []struct {
 		name   string
-		lists  []retrieve.Ranking
+		lists  []rank.Ranking
 		w      []float64
 		n      rerank.Norm
 		tools  []int
 		scores []float64
 	}{
-		{"minmax equal weights, tie to the lower index", []retrieve.Ranking{a, b}, []float64{0.5, 0.5}, rerank.NormMinMax,
+		{"minmax equal weights, tie to the lower index", []rank.Ranking{a, b}, []float64{0.5, 0.5}, rerank.NormMinMax,
 			[]int{1, 3, 2, 4}, []float64{0.5, 0.5, 0.25, 0}},
-		{"minmax favouring the second", []retrieve.Ranking{a, b}, []float64{0.2, 0.8}, rerank.NormMinMax,
+		{"minmax favouring the second", []rank.Ranking{a, b}, []float64{0.2, 0.8}, rerank.NormMinMax,
 			[]int{3, 1, 2, 4}, []float64{0.8, 0.2, 0.1, 0}},
-		{"weights need not sum to 1", []retrieve.Ranking{a, b}, []float64{2, 0}, rerank.NormMinMax,
+		{"weights need not sum to 1", []rank.Ranking{a, b}, []float64{2, 0}, rerank.NormMinMax,
 			[]int{1, 2, 3, 4}, []float64{2, 1, 0, 0}},
 		// A tool missing from a list gets the list's lowest normalised score.
-		{"zscore", []retrieve.Ranking{a, b}, []float64{0.5, 0.5}, rerank.NormZScore,
+		{"zscore", []rank.Ranking{a, b}, []float64{0.5, 0.5}, rerank.NormZScore,
 			[]int{1, 3, 2, 4}, []float64{z/2 - 0.5, -z/2 + 0.5, -0.5, -z/2 - 0.5}},
-		{"one list", []retrieve.Ranking{a}, []float64{1}, rerank.NormZScore,
+		{"one list", []rank.Ranking{a}, []float64{1}, rerank.NormZScore,
 			[]int{1, 2, 3}, []float64{z, 0, -z}},
-		{"equal scores normalise to 0", []retrieve.Ranking{rk([]int{4, 2}, 3, 3), rk([]int{2}, 7)}, []float64{0.5, 0.5}, rerank.NormMinMax,
+		{"equal scores normalise to 0", []rank.Ranking{rk([]int{4, 2}, 3, 3), rk([]int{2}, 7)}, []float64{0.5, 0.5}, rerank.NormMinMax,
 			[]int{2, 4}, []float64{0, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,19 +106,19 @@ func TestInterpolate(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		lists []retrieve.Ranking
+		lists []rank.Ranking
 		w     []float64
 		n     rerank.Norm
 		want  string
 	}{
-		{"weights per list", []retrieve.Ranking{a, b}, []float64{1}, rerank.NormMinMax, "1 weights for 2 lists"},
-		{"negative weight", []retrieve.Ranking{a, b}, []float64{1.5, -0.5}, rerank.NormMinMax, "weight -0.5"},
-		{"NaN weight", []retrieve.Ranking{a, b}, []float64{math.NaN(), 1}, rerank.NormMinMax, "weight NaN"},
-		{"all zero", []retrieve.Ranking{a, b}, []float64{0, 0}, rerank.NormMinMax, "all 0"},
-		{"no scores", []retrieve.Ranking{a, rk([]int{1, 2})}, []float64{0.5, 0.5}, rerank.NormMinMax, "list 2 has 0 scores for 2 tools"},
-		{"NaN score", []retrieve.Ranking{rk([]int{1}, float32(math.NaN()))}, []float64{1}, rerank.NormMinMax, "finite"},
-		{"infinite score", []retrieve.Ranking{rk([]int{1, 2}, 1, float32(math.Inf(-1)))}, []float64{1}, rerank.NormZScore, "finite"},
-		{"no normalisation", []retrieve.Ranking{a}, []float64{1}, rerank.NormOff, "want minmax or zscore"},
+		{"weights per list", []rank.Ranking{a, b}, []float64{1}, rerank.NormMinMax, "1 weights for 2 lists"},
+		{"negative weight", []rank.Ranking{a, b}, []float64{1.5, -0.5}, rerank.NormMinMax, "weight -0.5"},
+		{"NaN weight", []rank.Ranking{a, b}, []float64{math.NaN(), 1}, rerank.NormMinMax, "weight NaN"},
+		{"all zero", []rank.Ranking{a, b}, []float64{0, 0}, rerank.NormMinMax, "all 0"},
+		{"no scores", []rank.Ranking{a, rk([]int{1, 2})}, []float64{0.5, 0.5}, rerank.NormMinMax, "list 2 has 0 scores for 2 tools"},
+		{"NaN score", []rank.Ranking{rk([]int{1}, float32(math.NaN()))}, []float64{1}, rerank.NormMinMax, "finite"},
+		{"infinite score", []rank.Ranking{rk([]int{1, 2}, 1, float32(math.Inf(-1)))}, []float64{1}, rerank.NormZScore, "finite"},
+		{"no normalisation", []rank.Ranking{a}, []float64{1}, rerank.NormOff, "want minmax or zscore"},
 	} {
 		if _, err := Interpolate(tc.lists, tc.w, tc.n); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want %q", tc.name, err, tc.want)
@@ -157,7 +157,7 @@ func recallAt1(ranked, rel []int) float64 {
 // query 2 at most 0.7 to rank its relevant tool first (min-max normalised; worked out in the
 // comments), so the dev optimum is the earliest weight of [0.4, 0.7].
 func TestChoose(t *testing.T) {
-	queries := [][]retrieve.Ranking{
+	queries := [][]rank.Ranking{
 		// t1 = .4 + .6w, t2 = 1 - w, t3 = .5w: tool 1 first iff w > .375.
 		{rk([]int{1, 3, 2}, 1, 0.5, 0), rk([]int{2, 1, 3}, 1, 0.4, 0)},
 		// t1 = w, t2 = 1 - .4w, t3 = .5(1 - w): tool 2 first iff w < .714.
@@ -186,7 +186,7 @@ func TestChoose(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		q    [][]retrieve.Ranking
+		q    [][]rank.Ranking
 		rel  [][]int
 		grid [][]float64
 		want string

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rerank"
-	"github.com/toolret/toolret/retrieve"
 )
 
 // Input is one ranking to fuse: a live ranker (a method or a trained run), or the saved
@@ -17,13 +17,13 @@ import (
 type Input struct {
 	// Name labels the input in errors ("-runs bm25", a file name).
 	Name  string
-	Live  retrieve.QueryRanker
-	Saved map[int]retrieve.Ranking
+	Live  rank.QueryRanker
+	Saved map[int]rank.Ranking
 }
 
 // Rank returns the top k tools (k <= 0: all) of each query of qs. A saved input without a
 // ranking for one of them is an error naming how many are missing and the first.
-func (in *Input) Rank(ctx context.Context, qs []retrieve.Query, k int) ([]retrieve.Ranking, error) {
+func (in *Input) Rank(ctx context.Context, qs []rank.Query, k int) ([]rank.Ranking, error) {
 	if in.Live != nil {
 		rk, err := in.Live.RankQueries(ctx, qs, k)
 		if err == nil && len(rk) != len(qs) {
@@ -34,7 +34,7 @@ func (in *Input) Rank(ctx context.Context, qs []retrieve.Query, k int) ([]retrie
 		}
 		return rk, nil
 	}
-	out := make([]retrieve.Ranking, len(qs))
+	out := make([]rank.Ranking, len(qs))
 	missing := 0
 	first := ""
 	for i, q := range qs {
@@ -47,7 +47,7 @@ func (in *Input) Rank(ctx context.Context, qs []retrieve.Query, k int) ([]retrie
 			continue
 		}
 		if k > 0 && len(r.Tools) > k {
-			r = retrieve.Ranking{Tools: r.Tools[:k], Scores: r.Scores[:k]}
+			r = rank.Ranking{Tools: r.Tools[:k], Scores: r.Scores[:k]}
 		}
 		out[i] = r
 	}
@@ -64,13 +64,13 @@ func ReadInput(path string, d *data.Dataset) (*Input, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &Input{Name: path, Saved: make(map[int]retrieve.Ranking, len(res))}
+	in := &Input{Name: path, Saved: make(map[int]rank.Ranking, len(res))}
 	for _, r := range res {
 		q, ok := d.QueryIndex[r.Query]
 		if !ok {
 			return nil, fmt.Errorf("%s: query id %q is not a query of dataset %s", path, r.Query, d.Name)
 		}
-		rk := retrieve.Ranking{Tools: make([]int, len(r.Docs)), Scores: r.Scores}
+		rk := rank.Ranking{Tools: make([]int, len(r.Docs)), Scores: r.Scores}
 		for j, doc := range r.Docs {
 			t, ok := d.ToolIndex[doc]
 			if !ok {
@@ -83,7 +83,7 @@ func ReadInput(path string, d *data.Dataset) (*Input, error) {
 	return in, nil
 }
 
-// Ranker is a retrieve.QueryRanker fusing the top Depth tools of each input per query: by
+// Ranker is a rank.QueryRanker fusing the top Depth tools of each input per query: by
 // RRF with constant K when W is nil, else by Interpolate with weights W (one per input)
 // and normalisation Norm.
 type Ranker struct {
@@ -95,10 +95,10 @@ type Ranker struct {
 }
 
 // Lists returns, per query of qs, every input's top Depth tools, in input order.
-func (f *Ranker) Lists(ctx context.Context, qs []retrieve.Query) ([][]retrieve.Ranking, error) {
-	per := make([][]retrieve.Ranking, len(qs))
+func (f *Ranker) Lists(ctx context.Context, qs []rank.Query) ([][]rank.Ranking, error) {
+	per := make([][]rank.Ranking, len(qs))
 	for i := range per {
-		per[i] = make([]retrieve.Ranking, len(f.Inputs))
+		per[i] = make([]rank.Ranking, len(f.Inputs))
 	}
 	for j, in := range f.Inputs {
 		rk, err := in.Rank(ctx, qs, f.Depth)
@@ -112,15 +112,15 @@ func (f *Ranker) Lists(ctx context.Context, qs []retrieve.Query) ([][]retrieve.R
 	return per, nil
 }
 
-// RankQueries implements retrieve.QueryRanker: each query's fused ranking, its top k.
-func (f *Ranker) RankQueries(ctx context.Context, qs []retrieve.Query, k int) ([]retrieve.Ranking, error) {
+// RankQueries implements rank.QueryRanker: each query's fused ranking, its top k.
+func (f *Ranker) RankQueries(ctx context.Context, qs []rank.Query, k int) ([]rank.Ranking, error) {
 	per, err := f.Lists(ctx, qs)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]retrieve.Ranking, len(qs))
+	out := make([]rank.Ranking, len(qs))
 	for i, lists := range per {
-		var r retrieve.Ranking
+		var r rank.Ranking
 		if f.W == nil {
 			r, err = RRF(lists, f.K)
 		} else {
@@ -130,7 +130,7 @@ func (f *Ranker) RankQueries(ctx context.Context, qs []retrieve.Query, k int) ([
 			return nil, fmt.Errorf("query %q: %w", qs[i].Text, err)
 		}
 		if k > 0 && len(r.Tools) > k {
-			r = retrieve.Ranking{Tools: r.Tools[:k], Scores: r.Scores[:k]}
+			r = rank.Ranking{Tools: r.Tools[:k], Scores: r.Scores[:k]}
 		}
 		out[i] = r
 	}
@@ -151,7 +151,7 @@ type TuneOptions struct {
 
 // Tune returns the interpolation weights (Grid(len(f.Inputs), o.Steps)) that maximise the
 // metric on the dev queries qs, whose relevant tools are relevant (Choose), with f.Norm.
-func (f *Ranker) Tune(ctx context.Context, qs []retrieve.Query, relevant [][]int, o TuneOptions) ([]float64, error) {
+func (f *Ranker) Tune(ctx context.Context, qs []rank.Query, relevant [][]int, o TuneOptions) ([]float64, error) {
 	per, err := f.Lists(ctx, qs)
 	if err != nil {
 		return nil, fmt.Errorf("dev split: %w", err)
@@ -177,12 +177,12 @@ func (f *Ranker) Tune(ctx context.Context, qs []retrieve.Query, relevant [][]int
 
 // SplitQueries returns the judged queries of split s of d as queries to rank, with their
 // relevant tools (what Tune tunes on, for a dev split).
-func SplitQueries(d *data.Dataset, s *data.Split) ([]retrieve.Query, [][]int) {
+func SplitQueries(d *data.Dataset, s *data.Split) ([]rank.Query, [][]int) {
 	judged := s.Judged()
-	qs := make([]retrieve.Query, len(judged))
+	qs := make([]rank.Query, len(judged))
 	rel := make([][]int, len(judged))
 	for i, q := range judged {
-		qs[i] = retrieve.Query{Index: q, Text: d.Queries[q].Text}
+		qs[i] = rank.Query{Index: q, Text: d.Queries[q].Text}
 		rel[i] = s.Relevant[q]
 	}
 	return qs, rel

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rerank"
-	"github.com/toolret/toolret/retrieve"
 )
 
 func TestReadInput(t *testing.T) {
@@ -33,13 +33,13 @@ func TestReadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qs := []retrieve.Query{{Index: q0, Text: "a"}}
+	qs := []rank.Query{{Index: q0, Text: "a"}}
 	rk, err := in.Rank(context.Background(), qs, 1)
-	if err != nil || !reflect.DeepEqual(rk, []retrieve.Ranking{{Tools: []int{1}, Scores: []float32{2}}}) {
+	if err != nil || !reflect.DeepEqual(rk, []rank.Ranking{{Tools: []int{1}, Scores: []float32{2}}}) {
 		t.Errorf("top 1: %v, %v", rk, err)
 	}
 	in.Name = "-runs good"
-	if _, err := in.Rank(context.Background(), append(qs, retrieve.Query{Index: q1, Text: "b"}), 0); err == nil ||
+	if _, err := in.Rank(context.Background(), append(qs, rank.Query{Index: q1, Text: "b"}), 0); err == nil ||
 		!strings.HasPrefix(err.Error(), `-runs good: no ranking for 1 of the 2 queries asked (first: "b")`) {
 		t.Errorf("missing query: %v", err)
 	}
@@ -59,7 +59,7 @@ func TestReadInput(t *testing.T) {
 func TestRanker(t *testing.T) {
 	a := &Input{Name: "a", Live: scored{0: {{0, 1}, {1, 0.5}, {2, 0}}, 1: {{3, 1}, {4, 0.5}, {5, 0}}}}
 	b := &Input{Name: "b", Live: scored{0: {{2, 1}, {1, 0.9}, {0, 0}}, 1: {{5, 1}, {3, 0.9}, {4, 0}}}}
-	qs := []retrieve.Query{{Index: 0, Text: "x"}, {Index: 1, Text: "y"}}
+	qs := []rank.Query{{Index: 0, Text: "x"}, {Index: 1, Text: "y"}}
 	f := &Ranker{Inputs: []*Input{a, b}, Depth: 3, K: 60}
 	got, err := f.RankQueries(context.Background(), qs, 2)
 	if err != nil {
@@ -102,8 +102,8 @@ func TestRanker(t *testing.T) {
 // scored is a QueryRanker of fixed (tool, score) lists by query index.
 type scored map[int][][2]float32
 
-func (s scored) RankQueries(_ context.Context, qs []retrieve.Query, k int) ([]retrieve.Ranking, error) {
-	out := make([]retrieve.Ranking, len(qs))
+func (s scored) RankQueries(_ context.Context, qs []rank.Query, k int) ([]rank.Ranking, error) {
+	out := make([]rank.Ranking, len(qs))
 	for i, q := range qs {
 		for j, ts := range s[q.Index] {
 			if k > 0 && j >= k {

@@ -23,8 +23,8 @@ import (
 	"github.com/toolret/toolret/gateway"
 	"github.com/toolret/toolret/library"
 	"github.com/toolret/toolret/library/importer"
-	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/serve"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // fakeEnv, set in a child's environment, makes the test binary the stdio MCP server
@@ -330,11 +330,11 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.store, err = serve.OpenShared(idx, pg, retriever.WithBackend(be)); err != nil {
+		if f.store, err = serve.OpenShared(idx, pg, toolindex.WithBackend(be)); err != nil {
 			t.Fatal(err)
 		}
 		usageDB, libraryDB = pg, pg
-	} else if f.store, err = serve.Open(idx, 0, retriever.WithBackend(be)); err != nil {
+	} else if f.store, err = serve.Open(idx, 0, toolindex.WithBackend(be)); err != nil {
 		t.Fatal(err)
 	}
 	up, err := gateway.ReadUpstreams(f.upPath)

@@ -13,8 +13,8 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/gateway"
 	"github.com/toolret/toolret/library"
-	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/serve"
+	"github.com/toolret/toolret/toolindex"
 )
 
 func TestParseUpstreams(t *testing.T) {
@@ -101,7 +101,7 @@ func TestIndexReuse(t *testing.T) {
 	if err != nil || built || idx2 != idx {
 		t.Fatalf("second start: %s %v %v", idx2, built, err)
 	}
-	st, err := serve.Open(idx, 0, retriever.WithBackend(be))
+	st, err := serve.Open(idx, 0, toolindex.WithBackend(be))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/metrics"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/train"
 )
@@ -49,7 +49,7 @@ type Kind struct {
 	// pointer to it). Nil: the kind trains with its command only.
 	Train func(ctx context.Context, cfg any) (*Result, error)
 	// Rank opens a trained run, or one of its checkpoints, as a ranker of the tools of d.
-	Rank func(dir string, be compute.Backend, d *data.Dataset) (retrieve.Ranker, error)
+	Rank func(dir string, be compute.Backend, d *data.Dataset) (rank.Ranker, error)
 }
 
 // Result is what a kind's Train returns.
@@ -231,7 +231,7 @@ func Config(dir string) (any, error) {
 
 // Rank opens the trained run or checkpoint at path as a ranker of d's tools, whatever its
 // registered kind (a kind without Rank of its own ranks as its Base).
-func Rank(path string, be compute.Backend, d *data.Dataset) (retrieve.Ranker, error) {
+func Rank(path string, be compute.Backend, d *data.Dataset) (rank.Ranker, error) {
 	k, err := Of(path)
 	if err != nil {
 		return nil, err

@@ -6,14 +6,14 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 // PerQuery returns each metric ("recall@3", "ndcg@5", "comp@5", ... as Result.Map names
 // them) of every query with relevant tools, in percent: rankings[i] ranks the query whose
 // relevant tools are relevant[i]; queries without relevant tools are left out, as Evaluate
 // leaves them out of its averages.
-func PerQuery(rankings []retrieve.Ranking, relevant [][]int, ks []int) map[string][]float64 {
+func PerQuery(rankings []rank.Ranking, relevant [][]int, ks []int) map[string][]float64 {
 	if len(ks) == 0 {
 		ks = DefaultKs
 	}

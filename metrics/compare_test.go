@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 func TestCompare(t *testing.T) {
@@ -71,7 +71,7 @@ func TestCompare(t *testing.T) {
 
 // TestPerQueryMeansEqualEvaluate: the per-query values average to Evaluate's figures.
 func TestPerQueryMeansEqualEvaluate(t *testing.T) {
-	rankings := []retrieve.Ranking{{Tools: []int{1, 2, 3}}, {Tools: []int{4, 0, 1}}, {Tools: []int{2}}, {Tools: []int{5, 6}}}
+	rankings := []rank.Ranking{{Tools: []int{1, 2, 3}}, {Tools: []int{4, 0, 1}}, {Tools: []int{2}}, {Tools: []int{5, 6}}}
 	relevant := [][]int{{2, 3}, {0}, nil, {7, 5, 9}}
 	ks := []int{1, 3}
 	per := PerQuery(rankings, relevant, ks)
@@ -94,8 +94,8 @@ func TestPerQueryMeansEqualEvaluate(t *testing.T) {
 // better at recall@1 only.
 func TestCompareAll(t *testing.T) {
 	rel := [][]int{{0}, {1}, {2}, {3}}
-	a := []retrieve.Ranking{{Tools: []int{0, 1}}, {Tools: []int{0, 1}}, {Tools: []int{2, 0}}, {Tools: []int{0, 3}}}
-	b := []retrieve.Ranking{{Tools: []int{0, 1}}, {Tools: []int{1, 0}}, {Tools: []int{2, 0}}, {Tools: []int{0, 3}}}
+	a := []rank.Ranking{{Tools: []int{0, 1}}, {Tools: []int{0, 1}}, {Tools: []int{2, 0}}, {Tools: []int{0, 3}}}
+	b := []rank.Ranking{{Tools: []int{0, 1}}, {Tools: []int{1, 0}}, {Tools: []int{2, 0}}, {Tools: []int{0, 3}}}
 	ks := []int{1, 2}
 	rows, err := CompareAll(PerQuery(a, rel, ks), PerQuery(b, rel, ks), ks, 200, 1)
 	if err != nil {

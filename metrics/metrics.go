@@ -15,7 +15,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 // DefaultKs are the cut-offs reported unless asked otherwise.
@@ -76,7 +76,7 @@ func Query(ranked []int, relevant []int, k int) (recall, ndcg, comp float64) {
 
 // Evaluate averages the metrics over queries; rankings[i] is the ranking of the query whose
 // relevant tools are relevant[i].
-func Evaluate(rankings []retrieve.Ranking, relevant [][]int, ks []int) Result {
+func Evaluate(rankings []rank.Ranking, relevant [][]int, ks []int) Result {
 	if len(ks) == 0 {
 		ks = DefaultKs
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 // l2 is 1/log2(rank+1) for 1-based rank.
@@ -47,7 +47,7 @@ func TestQuery(t *testing.T) {
 }
 
 func TestEvaluateSkipsUnjudgedAndAverages(t *testing.T) {
-	rankings := []retrieve.Ranking{
+	rankings := []rank.Ranking{
 		{Tools: []int{1, 2, 3}}, // relevant {1}: R@1 = 1, C@1 = 1
 		{Tools: []int{1, 2, 3}}, // no relevant tools: skipped
 		{Tools: []int{3, 1, 2}}, // relevant {1,2}: R@1 = 0, R@3 = 1
@@ -75,15 +75,15 @@ func TestEvaluateSkipsUnjudgedAndAverages(t *testing.T) {
 
 func TestEvaluateTiesUseTopK(t *testing.T) {
 	// Tools 0 and 2 tie; TopK breaks ties by lower index, so top-1 is tool 0.
-	rk := retrieve.TopK([]float32{0.5, 0.1, 0.5}, 1)
-	r := Evaluate([]retrieve.Ranking{rk}, [][]int{{2}}, []int{1})
+	rk := rank.TopK([]float32{0.5, 0.1, 0.5}, 1)
+	r := Evaluate([]rank.Ranking{rk}, [][]int{{2}}, []int{1})
 	if r.Recall[1] != 0 {
 		t.Fatalf("R@1 = %v, want 0 (tie goes to tool 0)", r.Recall[1])
 	}
 }
 
 func TestEvaluateNoJudgedQueries(t *testing.T) {
-	r := Evaluate([]retrieve.Ranking{{Tools: []int{1}}}, [][]int{nil}, nil)
+	r := Evaluate([]rank.Ranking{{Tools: []int{1}}}, [][]int{nil}, nil)
 	if r.N != 0 || r.Recall[5] != 0 || len(r.Ks) != len(DefaultKs) {
 		t.Fatalf("got %+v", r)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 // Report is the evaluation of one split: the overall result and named subsets (by number of
@@ -42,7 +42,7 @@ func (p PairRecall) MarshalJSON() ([]byte, error) {
 // "train" split); the seen/unseen subsets and ToolRecall are left out when d has no train
 // split or when every query of s is a training query (the train split itself, or a dev
 // split carved from it).
-func report(d *data.Dataset, s *data.Split, qs []int, rankings []retrieve.Ranking, ks []int) Report {
+func report(d *data.Dataset, s *data.Split, qs []int, rankings []rank.Ranking, ks []int) Report {
 	rel := make([][]int, len(qs))
 	for i, q := range qs {
 		rel[i] = s.Relevant[q]
@@ -80,7 +80,7 @@ func report(d *data.Dataset, s *data.Split, qs []int, rankings []retrieve.Rankin
 		rep.ToolRecall = toolRecall(rankings, rel, seen, rep.Overall.Ks)
 	}
 	for name, idx := range groups {
-		sr := make([]retrieve.Ranking, len(idx))
+		sr := make([]rank.Ranking, len(idx))
 		sl := make([][]int, len(idx))
 		for j, i := range idx {
 			sr[j], sl[j] = rankings[i], rel[i]
@@ -96,7 +96,7 @@ func (r Report) Map() map[string]float64 { return r.Overall.Map() }
 
 // toolRecall counts, per seen/unseen group, the (query, relevant tool) pairs found in the top K.
 // Duplicates in a ranking are counted once.
-func toolRecall(rankings []retrieve.Ranking, rel [][]int, seen []bool, ks []int) map[string]PairRecall {
+func toolRecall(rankings []rank.Ranking, rel [][]int, seen []bool, ks []int) map[string]PairRecall {
 	out := map[string]PairRecall{}
 	for _, g := range []string{"seen", "unseen"} {
 		out[g] = PairRecall{Recall: map[int]float64{}}

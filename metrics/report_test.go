@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 func tinyDataset() *data.Dataset {
@@ -23,7 +23,7 @@ func TestToolRecallDuplicatesAndCutoff(t *testing.T) {
 	d := tinyDataset()
 	// q1 relevant {0}; q2 relevant {1,3}. q2's ranking repeats tool 1: counted once, at rank 1.
 	// Unseen tool 3 is at rank 4 (0-based 3): in top 4, not top 3.
-	rankings := retrieve.Fixed{1: {2, 0}, 2: {1, 1, 2, 3}}
+	rankings := rank.Fixed{1: {2, 0}, 2: {1, 1, 2, 3}}
 	rep, err := EvaluateSplit(context.Background(), d, d.Splits["test"], rankings, []int{1, 3, 4})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func TestToolRecallDuplicatesAndCutoff(t *testing.T) {
 
 func TestEvaluateSplitSubsets(t *testing.T) {
 	d := tinyDataset()
-	rankings := retrieve.Fixed{1: {0, 1, 2, 3}, 2: {1, 0, 2, 3}}
+	rankings := rank.Fixed{1: {0, 1, 2, 3}, 2: {1, 0, 2, 3}}
 	rep, err := EvaluateSplit(context.Background(), d, d.Splits["test"], rankings, []int{1, 2})
 	if err != nil {
 		t.Fatal(err)

@@ -5,14 +5,14 @@ import (
 	"fmt"
 
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 // EvaluateSplit is the one evaluation loop: it ranks the judged queries of s with r (the top
 // max(ks) tools each) and evaluates the rankings at the cutoffs ks (DefaultKs when empty),
 // overall and per subset. s is a split of d: a named one (d.Split) or one derived from d,
 // such as a dev split carved from the training queries (rundir.Split.Apply).
-func EvaluateSplit(ctx context.Context, d *data.Dataset, s *data.Split, r retrieve.QueryRanker, ks []int) (Report, error) {
+func EvaluateSplit(ctx context.Context, d *data.Dataset, s *data.Split, r rank.QueryRanker, ks []int) (Report, error) {
 	if len(ks) == 0 {
 		ks = DefaultKs
 	}
@@ -24,14 +24,14 @@ func EvaluateSplit(ctx context.Context, d *data.Dataset, s *data.Split, r retrie
 		k = max(k, v)
 	}
 	judged := s.Judged()
-	qs := make([]retrieve.Query, len(judged))
+	qs := make([]rank.Query, len(judged))
 	for i, q := range judged {
 		if q < 0 || q >= len(d.Queries) {
 			return Report{}, fmt.Errorf("evaluate %s/%s: query index %d out of range (%d queries)", d.Name, s.Name, q, len(d.Queries))
 		}
-		qs[i] = retrieve.Query{Index: q, Text: d.Queries[q].Text}
+		qs[i] = rank.Query{Index: q, Text: d.Queries[q].Text}
 	}
-	var rankings []retrieve.Ranking
+	var rankings []rank.Ranking
 	if len(qs) > 0 {
 		var err error
 		if rankings, err = r.RankQueries(ctx, qs, k); err != nil {
@@ -48,7 +48,7 @@ func EvaluateSplit(ctx context.Context, d *data.Dataset, s *data.Split, r retrie
 
 // EvaluateDev returns the overall metrics of r on the dev split s at the cutoffs ks
 // (EvaluateSplit's Report.Map): what training's dev evaluation records.
-func EvaluateDev(ctx context.Context, d *data.Dataset, s *data.Split, r retrieve.QueryRanker, ks []int) (map[string]float64, error) {
+func EvaluateDev(ctx context.Context, d *data.Dataset, s *data.Split, r rank.QueryRanker, ks []int) (map[string]float64, error) {
 	rep, err := EvaluateSplit(ctx, d, s, r, ks)
 	if err != nil {
 		return nil, err
@@ -57,10 +57,10 @@ func EvaluateDev(ctx context.Context, d *data.Dataset, s *data.Split, r retrieve
 }
 
 // Run evaluates r on the named split of d (EvaluateSplit over the query texts).
-func Run(ctx context.Context, d *data.Dataset, split string, r retrieve.Ranker, ks []int) (Report, error) {
+func Run(ctx context.Context, d *data.Dataset, split string, r rank.Ranker, ks []int) (Report, error) {
 	s, err := d.Split(split)
 	if err != nil {
 		return Report{}, err
 	}
-	return EvaluateSplit(ctx, d, s, retrieve.Texts(r), ks)
+	return EvaluateSplit(ctx, d, s, rank.Texts(r), ks)
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 // handData has 5 tools; train query 0 uses tools {0, 1}; test queries 1 {2}, 2 {1, 3},
@@ -33,9 +33,9 @@ type scorer struct {
 	k      int
 }
 
-func (s *scorer) RankQueries(ctx context.Context, qs []retrieve.Query, k int) ([]retrieve.Ranking, error) {
+func (s *scorer) RankQueries(ctx context.Context, qs []rank.Query, k int) ([]rank.Ranking, error) {
 	s.k = k
-	f := retrieve.ScoreFunc(func(_ context.Context, q retrieve.Query) ([]float32, error) {
+	f := rank.ScoreFunc(func(_ context.Context, q rank.Query) ([]float32, error) {
 		s.asked = append(s.asked, q.Index)
 		if q.Text != "text of q"+string(rune('0'+q.Index)) {
 			return nil, errors.New("wrong text for query")
@@ -123,7 +123,7 @@ func TestEvaluateSplitDev(t *testing.T) {
 	d := handData()
 	d.Splits["train"] = &data.Split{Name: "train", Queries: []int{0, 1}, Relevant: map[int][]int{0: {0, 1}, 1: {2}}}
 	dev := &data.Split{Name: "train-dev", Queries: []int{1}, Relevant: map[int][]int{1: {2}}}
-	r := retrieve.Fixed{1: {0, 2}}
+	r := rank.Fixed{1: {0, 2}}
 	rep, err := EvaluateSplit(context.Background(), d, dev, r, []int{1, 2})
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestEvaluateSplitDev(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("dev metrics %v, want exactly %v", got, want)
 	}
-	if _, err := EvaluateDev(context.Background(), d, dev, retrieve.Fixed{}, nil); err == nil {
+	if _, err := EvaluateDev(context.Background(), d, dev, rank.Fixed{}, nil); err == nil {
 		t.Error("EvaluateDev without rankings: no error")
 	}
 	if _, ok := rep.Subsets["seen-tools"]; ok || rep.ToolRecall != nil || rep.Split != "train-dev" {
@@ -152,13 +152,13 @@ func TestEvaluateSplitDev(t *testing.T) {
 // short returns one ranking too few.
 type short struct{}
 
-func (short) RankQueries(_ context.Context, qs []retrieve.Query, _ int) ([]retrieve.Ranking, error) {
-	return make([]retrieve.Ranking, len(qs)-1), nil
+func (short) RankQueries(_ context.Context, qs []rank.Query, _ int) ([]rank.Ranking, error) {
+	return make([]rank.Ranking, len(qs)-1), nil
 }
 
 type failing struct{}
 
-func (failing) RankQueries(context.Context, []retrieve.Query, int) ([]retrieve.Ranking, error) {
+func (failing) RankQueries(context.Context, []rank.Query, int) ([]rank.Ranking, error) {
 	return nil, errors.New("boom")
 }
 
@@ -168,14 +168,14 @@ func TestEvaluateSplitErrors(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
-		r    retrieve.QueryRanker
+		r    rank.QueryRanker
 		ks   []int
 		want string
 	}{
-		{"cutoff 0", retrieve.Fixed{}, []int{1, 0}, "cutoff 0"},
+		{"cutoff 0", rank.Fixed{}, []int{1, 0}, "cutoff 0"},
 		{"missing ranking", short{}, nil, "2 rankings for 3 queries"},
 		{"ranker error", failing{}, nil, "rank hand/test: boom"},
-		{"query without ranking", retrieve.Fixed{1: {2}, 2: {1}}, nil, "none for query 4"},
+		{"query without ranking", rank.Fixed{1: {2}, 2: {1}}, nil, "none for query 4"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := EvaluateSplit(ctx, d, test, tc.r, tc.ks); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -191,12 +191,12 @@ func TestEvaluateSplitErrors(t *testing.T) {
 // texts is a text Ranker that ranks tool len(query) % 5 first.
 type texts struct{}
 
-func (texts) Rank(_ context.Context, qs []string, k int) ([]retrieve.Ranking, error) {
-	out := make([]retrieve.Ranking, len(qs))
+func (texts) Rank(_ context.Context, qs []string, k int) ([]rank.Ranking, error) {
+	out := make([]rank.Ranking, len(qs))
 	for i, q := range qs {
 		s := make([]float32, 5)
 		s[len(q)%5] = 1
-		out[i] = retrieve.TopK(s, k)
+		out[i] = rank.TopK(s, k)
 	}
 	return out, nil
 }

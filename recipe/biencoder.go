@@ -17,7 +17,7 @@ import (
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/encoder"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
@@ -136,7 +136,7 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 			return nil, fmt.Errorf("-freeze-embeddings and -tool-dropout apply to -objective %s (and -feedback) only", biencoder.ObjectiveQuery2Tool)
 		}
 	} else if pa.Retriever != "" && pa.Feedback == "" {
-		return nil, fmt.Errorf("-retriever is used by -objective %s only (it mines the query triplets), or with -feedback (the collection's retriever, when it moved)", biencoder.ObjectiveQuery2Query)
+		return nil, fmt.Errorf("-first-stage is used by -objective %s only (it mines the query triplets), or with -feedback (the collection's retriever, when it moved)", biencoder.ObjectiveQuery2Query)
 	}
 	if err := checkFeedback(&cfg, q2q); err != nil {
 		return nil, err
@@ -179,8 +179,8 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 			return nil, err
 		}
 		from = meta.Split.From
-	} else if fbData != nil || pa.Retriever != "" { // feedback: the collection's retriever's dev split; query2query: the -retriever run's
-		parentRun, what := pa.Retriever, "the -retriever run's"
+	} else if fbData != nil || pa.Retriever != "" { // feedback: the collection's retriever's dev split; query2query: the -first-stage run's
+		parentRun, what := pa.Retriever, "the -first-stage run's"
 		if fbData != nil {
 			parentRun, what = fbData.retriever, "the retriever's of -feedback"
 		}
@@ -339,11 +339,11 @@ func evalTest(ctx context.Context, dir string, d *data.Dataset, split string, bk
 		vecs = vecs[:1]
 	}
 	for _, vec := range vecs {
-		r, err := emb.Retriever(d, vec, "train")
+		r, err := emb.Ranker(d, vec, "train")
 		if err != nil {
 			return nil, err
 		}
-		var rk retrieve.Ranker = r
+		var rk rank.Ranker = r
 		if marker != "" { // an iteration-aware run: round 0's ranking
 			rk = biencoder.Marked{R: r, Marker: marker}
 		}

@@ -43,7 +43,7 @@ func checkExamples(cfg *biencoder.TrainConfig, q2q bool) error {
 	case q2q:
 		return fmt.Errorf("%s trains queries against tools: not with -objective %s", what, biencoder.ObjectiveQuery2Query)
 	case pa.Feedback != "" || pa.Retriever != "":
-		return fmt.Errorf("%s makes its own training split: not with -feedback or -retriever", what)
+		return fmt.Errorf("%s makes its own training split: not with -feedback or -first-stage", what)
 	case t.Negatives != "":
 		return fmt.Errorf("%s: not with -negatives (a usage log's hard negatives are the tools shown and not called; -hard-negatives N uses them)", what)
 	}

@@ -13,7 +13,7 @@ type FeedbackRecord = feedback.TrainRecord
 const FeedbackRecordFile = feedback.TrainRecordFile
 
 // trainFeedback is a feedback collection read for training (feedback.Collection); retriever
-// is the run whose recorded dev split the training takes: -retriever, else the collection's.
+// is the run whose recorded dev split the training takes: -first-stage, else the collection's.
 type trainFeedback struct {
 	*feedback.Collection
 	retriever string

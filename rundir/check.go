@@ -31,7 +31,7 @@ func CheckDev(label, path string, d *data.Dataset, dev Split) error {
 		}
 	}
 	if m.Split.From != dev.From || trained > 0 {
-		return fmt.Errorf("%s %s: %d of the -retriever run's %d dev queries are training queries of this run (its dev split: %q fraction %v seed %d; the retriever's: %q fraction %v seed %d); train it with -retriever so that it takes the retriever's dev split",
+		return fmt.Errorf("%s %s: %d of the -first-stage run's %d dev queries are training queries of this run (its dev split: %q fraction %v seed %d; the retriever's: %q fraction %v seed %d); train it with -first-stage so that it takes the retriever's dev split",
 			label, path, trained, len(dev.DevIDs), m.Split.From, m.Split.DevFraction, m.Split.Seed, dev.From, dev.DevFraction, dev.Seed)
 	}
 	return nil

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // The tests in this file run the real cmd/serve binary (built once) on 127.0.0.1.
@@ -264,7 +264,7 @@ func TestKill9(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, LogFile)); err != nil || fi.Size() != 0 {
 		t.Fatalf("update log after a graceful stop: %v, %v", fi, err)
 	}
-	r, err := retriever.Load(dir)
+	r, err := toolindex.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

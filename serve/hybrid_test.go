@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolret/toolret/backend"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // TestRetrieveHybrid serves the tiny index with BM25 fusion: each tool of the answer carries
@@ -22,15 +22,15 @@ func TestRetrieveHybrid(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name   string
-		opts   []retriever.Option
+		opts   []toolindex.Option
 		hybrid bool
 	}{
 		{"dense", nil, false},
-		{"minmax", []retriever.Option{retriever.WithHybrid("minmax", 0.3)}, true},
-		{"rrf", []retriever.Option{retriever.WithHybrid("rrf", 0)}, true},
+		{"minmax", []toolindex.Option{toolindex.WithHybrid("minmax", 0.3)}, true},
+		{"rrf", []toolindex.Option{toolindex.WithHybrid("rrf", 0)}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			st, err := Open(newIndex(t), 0, append([]retriever.Option{retriever.WithBackend(be)}, c.opts...)...)
+			st, err := Open(newIndex(t), 0, append([]toolindex.Option{toolindex.WithBackend(be)}, c.opts...)...)
 			if err != nil {
 				t.Fatal(err)
 			}

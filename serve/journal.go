@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/toolret/toolret/export"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // Journal is the source of truth of a tool library that several servers (replicas) serve:
@@ -97,7 +97,7 @@ type shared struct {
 // manifest files other than the library's own (the tower weights and configurations),
 // its kind, similarity, tool prompt and dimension. Servers sharing a Journal must have the
 // same.
-func ModelFingerprint(r *retriever.Retriever) string {
+func ModelFingerprint(r *toolindex.Index) string {
 	man := r.Manifest()
 	h := sha256.New()
 	fmt.Fprintf(h, "kind %s\nsimilarity %s\ntool_prompt %q\ndim %d\n", man.Kind, man.Similarity, man.ToolPrompt, r.Dim())
@@ -114,11 +114,11 @@ func ModelFingerprint(r *retriever.Retriever) string {
 // holds no library yet, the first version of the library, updates.log included) to serve
 // the library of j. Updates are committed to j; the updates other servers commit to j are
 // applied as they come. Close closes j.
-func OpenShared(dir string, j Journal, opts ...retriever.Option) (*Store, error) {
+func OpenShared(dir string, j Journal, opts ...toolindex.Option) (*Store, error) {
 	if _, err := export.ReadManifest(dir); err != nil {
 		return nil, fmt.Errorf("serve: index %s: %w", dir, err)
 	}
-	r, err := retriever.Load(dir, opts...)
+	r, err := toolindex.Load(dir, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func OpenShared(dir string, j Journal, opts ...retriever.Option) (*Store, error)
 // fromSnapshot returns lib made to hold exactly snap's tools at snap's version: tools whose
 // record differs or that lib lacks are put with snap's embeddings, tools snap lacks are
 // deleted; the others keep their rows (and usage vectors, or MLC bias).
-func fromSnapshot(lib *retriever.Library, snap *Snapshot) (*retriever.Library, error) {
+func fromSnapshot(lib *toolindex.Library, snap *Snapshot) (*toolindex.Library, error) {
 	want := make(map[string]bool, len(snap.Tools))
 	var put []export.ToolRecord
 	var emb [][]float32
@@ -284,7 +284,7 @@ func (s *Store) reloadLocked(ctx context.Context) error {
 
 // applyUpdates returns cur with ups (versions cur.Version+1, +2, ...) applied, as one new
 // library: the last put or delete of each id wins.
-func applyUpdates(cur *retriever.Library, ups []*Update) (*retriever.Library, error) {
+func applyUpdates(cur *toolindex.Library, ups []*Update) (*toolindex.Library, error) {
 	type change struct {
 		rec export.ToolRecord
 		emb []float32
@@ -328,7 +328,7 @@ func applyUpdates(cur *retriever.Library, ups []*Update) (*retriever.Library, er
 // sharedUpdate is Update on a shared library: the next version is committed to the
 // journal, then served; when another server committed that version first, its updates are
 // applied and the update is tried again on top of them. s.mu is held.
-func (s *Store) sharedUpdate(put []export.ToolRecord, emb [][]float32, del []string) (next, prev *retriever.Library, err error) {
+func (s *Store) sharedUpdate(put []export.ToolRecord, emb [][]float32, del []string) (next, prev *toolindex.Library, err error) {
 	sh := s.shared
 	if err := s.sharedErr(); err != nil {
 		return nil, nil, err

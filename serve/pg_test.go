@@ -18,7 +18,7 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/internal/pgtest"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // replica is a server of a library shared through PostgreSQL, in this process.
@@ -48,7 +48,7 @@ func openReplica(t testing.TB, dir, url, name string, wrap func(Journal) Journal
 	if wrap != nil {
 		j = wrap(r.pg)
 	}
-	if r.st, err = OpenShared(dir, j, retriever.WithBackend(be)); err != nil {
+	if r.st, err = OpenShared(dir, j, toolindex.WithBackend(be)); err != nil {
 		r.pg.Close()
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export/exporttest"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // TestOpenRunDir: serving a training run instead of its exported index says to export it
@@ -25,11 +25,11 @@ func TestOpenRunDir(t *testing.T) {
 		{run, "this is a training run, not an exported index: export it first with `toolret export -run " + run + " -format index -out OUT`"},
 		{t.TempDir(), "manifest.json: no such file"},
 	} {
-		_, err := Open(tc.dir, 0, retriever.WithBackend(be))
+		_, err := Open(tc.dir, 0, toolindex.WithBackend(be))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Open(%s): %v, want %q", tc.dir, err, tc.want)
 		}
-		_, err = retriever.Load(tc.dir, retriever.WithBackend(be))
+		_, err = toolindex.Load(tc.dir, toolindex.WithBackend(be))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("retriever.Load(%s): %v, want %q", tc.dir, err, tc.want)
 		}

@@ -23,7 +23,7 @@ import (
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // baseIndex is a tiny random bi-encoder's index of the embedded dataset, built once; tests
@@ -91,7 +91,7 @@ func openStore(t testing.TB, dir string, compactEvery int) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(dir, compactEvery, retriever.WithBackend(be))
+	s, err := Open(dir, compactEvery, toolindex.WithBackend(be))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestRetrieveAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	same := func(got []ToolResult, want []retriever.Result) error {
+	same := func(got []ToolResult, want []toolindex.Result) error {
 		if len(got) != len(want) {
 			return fmt.Errorf("%d tools, want %d", len(got), len(want))
 		}

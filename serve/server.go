@@ -29,7 +29,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // Config holds the server's limits and settings.
@@ -374,7 +374,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) (any, *apiErro
 	}
 	out := &RetrieveResponse{Version: lib.Version, LibrarySize: lib.Len()}
 	hybrid, _ := s.store.R.Hybrid()
-	conv := func(rs []retriever.Result) []ToolResult {
+	conv := func(rs []toolindex.Result) []ToolResult {
 		tr := make([]ToolResult, len(rs))
 		for i, x := range rs {
 			rec := lib.Tool(x.Index)

@@ -24,7 +24,7 @@ import (
 
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // Files of the live tool library inside an index directory.
@@ -38,7 +38,7 @@ const (
 	readyFile  = "READY"
 	// VersionKey is the tools.safetensors metadata key of the library version compacted
 	// into the index (absent: 0, the index as exported).
-	VersionKey = "toolret_library_version"
+	VersionKey = export.IndexVersionKey
 	// maxLogLine bounds one log record (a write request's tools and embeddings).
 	maxLogLine = 1 << 30
 )
@@ -52,9 +52,9 @@ var (
 	ErrFailed   = errors.New("tool updates disabled")
 )
 
-// Store is an index directory served with live tool updates: a Retriever whose library is
+// Store is an index directory served with live tool updates: an Index whose library is
 // the index plus the updates in LogFile. An update is appended to the log and fsynced before
-// the new library is published (Retriever.SetLibrary) and acknowledged; every CompactEvery
+// the new library is published (Index.SetLibrary) and acknowledged; every CompactEvery
 // records the library is written back into the index (tools.safetensors, tools.jsonl,
 // manifest.json) through a complete copy in .compact/ renamed into place, and the log
 // emptied. Open recovers from a crash at any point: a torn last log record is dropped (it
@@ -62,7 +62,7 @@ var (
 //
 // Updates are serialised; queries never wait for them.
 type Store struct {
-	R            *retriever.Retriever
+	R            *toolindex.Index
 	dir          string
 	CompactEvery int // log records that trigger a compaction (<= 0: only at Close)
 
@@ -83,7 +83,7 @@ type Store struct {
 
 // Open recovers and opens the index directory dir with its update log. opts configure the
 // retriever (backend, reranker).
-func Open(dir string, compactEvery int, opts ...retriever.Option) (s *Store, err error) {
+func Open(dir string, compactEvery int, opts ...toolindex.Option) (s *Store, err error) {
 	p := filepath.Join(dir, LogFile)
 	if _, err := export.ReadManifest(dir); err != nil { // a run directory: "export it first"
 		return nil, fmt.Errorf("serve: index %s: %w", dir, err)
@@ -104,7 +104,7 @@ func Open(dir string, compactEvery int, opts ...retriever.Option) (s *Store, err
 	if err := recoverCompaction(dir); err != nil {
 		return nil, err
 	}
-	r, err := retriever.Load(dir, opts...)
+	r, err := toolindex.Load(dir, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +164,7 @@ func Open(dir string, compactEvery int, opts ...retriever.Option) (s *Store, err
 }
 
 // baseVersion is the library version compacted into r's index.
-func baseVersion(r *retriever.Retriever) (uint64, error) {
+func baseVersion(r *toolindex.Index) (uint64, error) {
 	v, ok := r.Metadata()[VersionKey]
 	if !ok {
 		return 0, nil
@@ -322,7 +322,7 @@ func CheckTool(t export.ToolRecord) error {
 // tools of the ids in del, as one new library version: durable (logged and fsynced) when it
 // returns. Tools are embedded with the tool tower first; ids in del must exist. It returns
 // the new library and the one it replaced.
-func (s *Store) Update(put []export.ToolRecord, del []string) (next, prev *retriever.Library, err error) {
+func (s *Store) Update(put []export.ToolRecord, del []string) (next, prev *toolindex.Library, err error) {
 	if len(put) == 0 && len(del) == 0 {
 		return nil, nil, fmt.Errorf("%w: nothing to put or delete", ErrInvalid)
 	}
@@ -511,7 +511,7 @@ func (s *Store) Compact() error {
 	return s.compactLocked()
 }
 
-// Close compacts pending updates into the index and closes the log. The Retriever still
+// Close compacts pending updates into the index and closes the log. The Index still
 // answers queries from the last library.
 func (s *Store) Close() error {
 	if s.shared != nil {
@@ -580,7 +580,7 @@ func (s *Store) compactLocked() error {
 }
 
 // writeCompaction writes lib's index files and manifest into tmp, fsynced, then READY.
-func (s *Store) writeCompaction(tmp string, lib *retriever.Library) error {
+func (s *Store) writeCompaction(tmp string, lib *toolindex.Library) error {
 	tools := make([]export.ToolRecord, lib.Len())
 	emb := make([][]float32, lib.Len())
 	for i := range tools {

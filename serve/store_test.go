@@ -16,7 +16,7 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // snapshot is what a library holds, by id: record and embedding.
@@ -25,7 +25,7 @@ type snapshot map[string]struct {
 	emb []float32
 }
 
-func snap(l *retriever.Library) snapshot {
+func snap(l *toolindex.Library) snapshot {
 	s := snapshot{}
 	for i := 0; i < l.Len(); i++ {
 		s[l.Tool(i).ID] = struct {
@@ -88,7 +88,7 @@ func someUpdates(t *testing.T, st *Store) {
 
 // TestDurable reopens a store that was never closed (as after kill -9): every update is
 // there; a torn last record is dropped; damage before it is refused; Close compacts into an
-// index that retriever.Load verifies.
+// index that toolindex.Load verifies.
 func TestDurable(t *testing.T) {
 	dir := newIndex(t)
 	st := openStore(t, dir, 0)
@@ -150,7 +150,7 @@ func TestDurable(t *testing.T) {
 	if fi, _ := os.Stat(logPath); fi.Size() != 0 {
 		t.Fatalf("log of %d bytes after Close", fi.Size())
 	}
-	r, err := retriever.Load(dir)
+	r, err := toolindex.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestCompactionCrash(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, compactDir)); !os.IsNotExist(err) {
 				t.Fatalf("%s left behind: %v", compactDir, err)
 			}
-			if _, err := retriever.Load(dir); err != nil {
+			if _, err := toolindex.Load(dir); err != nil {
 				t.Fatalf("index after recovery: %v", err)
 			}
 			if next, _, err := st2.Update([]export.ToolRecord{tool("d", "D")}, nil); err != nil || next.Version != 4 {
@@ -269,12 +269,12 @@ func TestConcurrentUpdates(t *testing.T) {
 	type update struct {
 		put  []export.ToolRecord
 		del  []string
-		next *retriever.Library
+		next *toolindex.Library
 	}
 	type answer struct {
 		q   int
-		lib *retriever.Library
-		res []retriever.Result
+		lib *toolindex.Library
+		res []toolindex.Result
 	}
 	var (
 		mu      sync.Mutex
@@ -410,7 +410,7 @@ func TestConcurrentUpdates(t *testing.T) {
 	last := snap(st.R.Library())
 	st.log.Close()
 	be, _ := backend.Open("go")
-	st2, err := Open(dir, 0, retriever.WithBackend(be))
+	st2, err := Open(dir, 0, toolindex.WithBackend(be))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +442,7 @@ func TestSync(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := retriever.Load(dir)
+	r, err := toolindex.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,10 +11,10 @@ import (
 
 	"github.com/toolret/toolret/benchmark"
 	"github.com/toolret/toolret/internal/cli"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
-// annBench measures exact search and the HNSW index (retriever.BuildANN) on synthetic
+// annBench measures exact search and the HNSW index (toolindex.BuildANN) on synthetic
 // libraries: build time, memory, query latency (search only: the query vectors are given,
 // nothing is embedded), recall@k against exact search, and tool updates under a querying
 // client. It prints a Markdown table (docs/large-libraries.md holds one).
@@ -23,7 +23,7 @@ import (
 //	          [-m 16 -ef 64 -efc 100] [-seed 1]
 func annBench(args []string) error {
 	fs := flag.NewFlagSet("bench ann", flag.ContinueOnError)
-	d := retriever.DefaultANNConfig()
+	d := toolindex.DefaultANNConfig()
 	sizes := fs.String("sizes", "100000,1000000", "library sizes (tools), comma-separated")
 	dim := fs.Int("dim", 384, "embedding dimension (384: all-MiniLM-L6-v2)")
 	queries := fs.Int("queries", 200, "query vectors timed (and the recall's queries)")
@@ -54,7 +54,7 @@ func annBench(args []string) error {
 		return err
 	}
 	o := benchmark.ANNOptions{Sizes: ns, Dim: *dim, Queries: *queries, K: *k, Versions: *versions, Batch: *batch, Seed: *seed,
-		HNSW: retriever.ANNConfig{M: *m, EfSearch: *ef, EfConstruction: *efc}}
+		HNSW: toolindex.ANNConfig{M: *m, EfSearch: *ef, EfConstruction: *efc}}
 	fmt.Printf("ann: synthetic libraries (dimension %d), %d queries, k=%d, HNSW M=%d efSearch=%d efConstruction=%d, %d versions of +%d/-%d tools; %d CPUs\n",
 		*dim, *queries, *k, *m, *ef, *efc, *versions, *batch, *batch, runtime.NumCPU())
 	for i, n := range ns { // each size's rows as soon as they are measured

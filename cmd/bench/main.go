@@ -6,7 +6,7 @@
 //	bench matmul [-backends go,onnx] [-dtypes float32,bfloat16] [-n 1024]
 //	bench colt [-data DIR] [-scale 10] [-dim 192]
 //	bench retrieve [-run RUN [-refiner RUN]] [-data DIR] [-n 200] [-synthetic 100000]
-//	bench rerank -retriever RUN -reranker RUN [-classifier RUN] [-backends go,onnx] [-m 50] [-n 200]
+//	bench rerank -first-stage RUN -reranker RUN [-classifier RUN] [-backends go,onnx] [-m 50] [-n 200]
 //	bench serve [-run RUN | -index DIR] [-data DIR] [-requests 20000] [-concurrency 32] [-k 5]
 //	bench ann [-sizes 100000,1000000] [-dim 384] [-queries 200] [-k 10] [-versions 20 -batch 100]
 //	bench http -embeddings NAME=URL ... [-search NAME=URL ...] [-concurrency 1,8,32] [-requests 1000] [-long]

@@ -27,7 +27,7 @@ func rerankBench(args []string) error {
 	fs := flag.NewFlagSet("bench rerank", flag.ContinueOnError)
 	dataDir := fs.String("data", "", "dataset (default: the embedded default dataset)")
 	split := fs.String("split", "test", "queries to time")
-	retr := fs.String("retriever", "", "bi-encoder run")
+	retr := fs.String("first-stage", "", "bi-encoder run")
 	rer := fs.String("reranker", "", "cross-encoder run")
 	cls := fs.String("classifier", "", "query-type classifier run (optional: without it the pipeline uses oracle types)")
 	backends := fs.String("backends", "go", "comma-separated backends (go, onnx; onnx needs -tags onnx)")
@@ -45,7 +45,7 @@ func rerankBench(args []string) error {
 		return err
 	}
 	if *retr == "" || *rer == "" {
-		return fmt.Errorf("bench rerank needs -retriever RUN and -reranker RUN")
+		return fmt.Errorf("bench rerank needs -first-stage RUN and -reranker RUN")
 	}
 	var d *data.Dataset
 	var err error
@@ -90,7 +90,7 @@ func rerankBench(args []string) error {
 			return err
 		}
 		emb.Batch = 1
-		ret, err := emb.Retriever(d, "text", "")
+		ret, err := emb.Ranker(d, "text", "")
 		if err != nil {
 			return err
 		}

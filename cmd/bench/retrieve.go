@@ -16,16 +16,16 @@ import (
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/internal/cli"
-	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/rundir"
+	"github.com/toolret/toolret/toolindex"
 )
 
-// retrieveBench measures retriever.Retrieve latency (one query per call, k tools) over the
+// retrieveBench measures toolindex.Retrieve latency (one query per call, k tools) over the
 // tools of a dataset (ToolLens: 464) and over a synthetic index of -synthetic random tools.
 //
 //	bench retrieve [-run RUN [-refiner RUN]] [-data DIR] [-n 200] [-k 10] [-synthetic 100000] [-ann off|on|auto]
 //
-// -ann searches the synthetic index with HNSW too (retriever.WithANN; timed once its graph
+// -ann searches the synthetic index with HNSW too (toolindex.WithANN; timed once its graph
 // is built), beside exact search; bench ann measures the search alone, with recall.
 //
 // Without -run the model is a random bi-encoder of -layers/-hidden/-heads. With -refiner (a
@@ -43,14 +43,14 @@ func retrieveBench(args []string) error {
 	hidden := fs.Int("hidden", 256, "random model: hidden size")
 	heads := fs.Int("heads", 4, "random model: attention heads")
 	beName := fs.String("backend", "", "compute backend")
-	annMode := fs.String("ann", retriever.ANNOff, "also time the synthetic index with HNSW search: on, auto (from 50000 tools), off")
+	annMode := fs.String("ann", toolindex.ANNOff, "also time the synthetic index with HNSW search: on, auto (from 50000 tools), off")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if *annMode != retriever.ANNOff && *annMode != retriever.ANNOn && *annMode != retriever.ANNAuto {
+	if *annMode != toolindex.ANNOff && *annMode != toolindex.ANNOn && *annMode != toolindex.ANNAuto {
 		return fmt.Errorf("-ann %q: want off, on or auto", *annMode)
 	}
 	if *refinerRun != "" && *run == "" {
@@ -112,8 +112,8 @@ func retrieveBench(args []string) error {
 	for i := 0; len(queries) < *n; i++ {
 		queries = append(queries, d.Queries[i%len(d.Queries)].Text)
 	}
-	measure := func(label string, opts ...retriever.Option) error {
-		r, err := retriever.Load(dir, opts...)
+	measure := func(label string, opts ...toolindex.Option) error {
+		r, err := toolindex.Load(dir, opts...)
 		if err != nil {
 			return err
 		}
@@ -139,7 +139,7 @@ func retrieveBench(args []string) error {
 		fmt.Printf("  %-26s p50 %8.2f ms   p95 %8.2f ms   max %8.2f ms\n", label, ms(pct(0.50)), ms(pct(0.95)), ms(lat[len(lat)-1]))
 		return nil
 	}
-	if err := measure(fmt.Sprintf("%d tools", len(d.Tools)), retriever.WithoutRefiner()); err != nil {
+	if err := measure(fmt.Sprintf("%d tools", len(d.Tools)), toolindex.WithoutRefiner()); err != nil {
 		return err
 	}
 	if *refinerRun != "" {
@@ -177,13 +177,13 @@ func retrieveBench(args []string) error {
 		if err := export.WriteIndexFilesBias(dir, recs, emb, bias, nil); err != nil {
 			return err
 		}
-		off := retriever.WithANN(retriever.ANNConfig{Mode: retriever.ANNOff})
-		if err := measure(fmt.Sprintf("%d tools (synthetic)", *synthetic), retriever.WithoutVerify(), retriever.WithoutRefiner(), off); err != nil {
+		off := toolindex.WithANN(toolindex.ANNConfig{Mode: toolindex.ANNOff})
+		if err := measure(fmt.Sprintf("%d tools (synthetic)", *synthetic), toolindex.WithoutVerify(), toolindex.WithoutRefiner(), off); err != nil {
 			return err
 		}
-		if *annMode != retriever.ANNOff {
-			ann := retriever.WithANN(retriever.ANNConfig{Mode: *annMode})
-			if err := measure(fmt.Sprintf("%d tools (synthetic, ann %s)", *synthetic, *annMode), retriever.WithoutVerify(), retriever.WithoutRefiner(), ann); err != nil {
+		if *annMode != toolindex.ANNOff {
+			ann := toolindex.WithANN(toolindex.ANNConfig{Mode: *annMode})
+			if err := measure(fmt.Sprintf("%d tools (synthetic, ann %s)", *synthetic, *annMode), toolindex.WithoutVerify(), toolindex.WithoutRefiner(), ann); err != nil {
 				return err
 			}
 		}

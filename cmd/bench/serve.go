@@ -22,8 +22,8 @@ import (
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/internal/cli"
-	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/serve"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // serveBench load-tests the HTTP server (package serve) on 127.0.0.1 with benchmark.LoadTest:
@@ -47,7 +47,7 @@ func serveBench(args []string) error {
 	layers := fs.Int("layers", 2, "random model: layers")
 	hidden := fs.Int("hidden", 192, "random model: hidden size")
 	heads := fs.Int("heads", 4, "random model: attention heads")
-	var batching retriever.Batching = retriever.DefaultBatching
+	var batching toolindex.Batching = toolindex.DefaultBatching
 	fs.IntVar(&batching.MaxBatch, "embed-batch", batching.MaxBatch, "server -embed-batch: dynamic batching of concurrent queries (0: off)")
 	cache := fs.Int("query-cache", 0, "server -query-cache (0: none, so that every request runs the encoder)")
 	beName := cli.Backend(fs)
@@ -109,7 +109,7 @@ func serveBench(args []string) error {
 			return err
 		}
 	}
-	st, err := serve.Open(dir, *compactEvery, retriever.WithBackend(be), retriever.WithBatching(batching), retriever.WithQueryCache(*cache))
+	st, err := serve.Open(dir, *compactEvery, toolindex.WithBackend(be), toolindex.WithBatching(batching), toolindex.WithQueryCache(*cache))
 	if err != nil {
 		return err
 	}

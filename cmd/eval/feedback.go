@@ -19,7 +19,7 @@ import (
 )
 
 // feedbackOptions are the flags of the iterative retrieval (Xu et al.): a replay of a
-// collection's refinements (-feedback FILE) or a live loop (-refiner prf).
+// collection's refinements (-feedback FILE) or a live loop (-rewriter prf).
 type feedbackOptions struct {
 	file, refiner, prfModel string
 	prfThreshold            float64
@@ -29,13 +29,13 @@ type feedbackOptions struct {
 
 func (f *feedbackOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.file, "feedback", "", "iterative retrieval, replayed: the recorded refinements of -split in a collection (train feedback -out FILE), each round's instructions ranked by -run (marked when it was trained iteration-aware); metrics after each round 0..T")
-	fs.StringVar(&f.refiner, "refiner", "", "iterative retrieval, live: prf (pseudo-relevance feedback with -prf-model) refines each query of -split, ranked by -run; metrics after each round 0..-iterations")
-	fs.StringVar(&f.prfModel, "prf-model", "", "-refiner prf: the run that judges the retrieved tools (an mlc classifier, refiner or cross-encoder run)")
-	fs.Float64Var(&f.prfThreshold, "prf-threshold", feedback.DefaultPRFThreshold, "-refiner prf: accept a tool when the -prf-model's score of (q^0, tool) is at least this")
-	fs.IntVar(&f.prfTools, "prf-tools", feedback.DefaultPRFTools, "-refiner prf: most accepted tools written into the instruction")
-	fs.IntVar(&f.prfChars, "prf-chars", feedback.DefaultPRFChars, "-refiner prf: characters of each accepted tool's description written (-1: names only)")
-	fs.IntVar(&f.iterations, "iterations", 0, "iterative retrieval: the last round T (-feedback: 0 is the collection's; -refiner: 0 is 3)")
-	fs.IntVar(&f.k, "refiner-k", 10, "-refiner: tools shown to the refiner each round (train feedback's -k)")
+	fs.StringVar(&f.refiner, "rewriter", "", "iterative retrieval, live: prf (pseudo-relevance feedback with -prf-model) refines each query of -split, ranked by -run; metrics after each round 0..-iterations")
+	fs.StringVar(&f.prfModel, "prf-model", "", "-rewriter prf: the run that judges the retrieved tools (an mlc classifier, refiner or cross-encoder run)")
+	fs.Float64Var(&f.prfThreshold, "prf-threshold", feedback.DefaultPRFThreshold, "-rewriter prf: accept a tool when the -prf-model's score of (q^0, tool) is at least this")
+	fs.IntVar(&f.prfTools, "prf-tools", feedback.DefaultPRFTools, "-rewriter prf: most accepted tools written into the instruction")
+	fs.IntVar(&f.prfChars, "prf-chars", feedback.DefaultPRFChars, "-rewriter prf: characters of each accepted tool's description written (-1: names only)")
+	fs.IntVar(&f.iterations, "iterations", 0, "iterative retrieval: the last round T (-feedback: 0 is the collection's; -rewriter: 0 is 3)")
+	fs.IntVar(&f.k, "rewriter-k", 10, "-rewriter: tools shown to the rewriter each round (train feedback's -k)")
 }
 
 func (f *feedbackOptions) active() bool { return f.file != "" || f.refiner != "" }
@@ -47,19 +47,19 @@ func (f *feedbackOptions) check(o *options) error {
 	}
 	switch {
 	case f.file != "" && f.refiner != "":
-		return errors.New("-feedback replays a collection, -refiner runs the loop live: give one")
+		return errors.New("-feedback replays a collection, -rewriter runs the loop live: give one")
 	case f.refiner != "" && f.refiner != "prf":
-		return fmt.Errorf("-refiner %q: eval runs prf live (an LLM's refinements: collect them with train feedback and replay them with -feedback)", f.refiner)
+		return fmt.Errorf("-rewriter %q: eval runs prf live (an LLM's refinements: collect them with train feedback and replay them with -feedback)", f.refiner)
 	case f.refiner == "prf" && f.prfModel == "":
-		return errors.New("-refiner prf needs -prf-model RUN")
+		return errors.New("-rewriter prf needs -prf-model RUN")
 	case o.run == "":
 		return errors.New("the iterative retrieval ranks with a trained run: give -run")
 	case o.ablations:
-		return errors.New("-feedback and -refiner print rounds: not with -ablations")
+		return errors.New("-feedback and -rewriter print rounds: not with -ablations")
 	case f.iterations < 0:
 		return fmt.Errorf("-iterations %d: must be >= 0", f.iterations)
 	case f.k < 1:
-		return fmt.Errorf("-refiner-k %d: must be > 0", f.k)
+		return fmt.Errorf("-rewriter-k %d: must be > 0", f.k)
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/toolret/toolret/feedback"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -87,7 +87,7 @@ func newFBFixture(t *testing.T) *fbFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := feedback.Run(context.Background(), feedback.Config{Data: f.d, Ranker: rk, Refiner: prf, Splits: []string{"test"}, K: 5, Iterations: 3,
+	sum, err := feedback.Run(context.Background(), feedback.Config{Data: f.d, Ranker: rk, Rewriter: prf, Splits: []string{"test"}, K: 5, Iterations: 3,
 		Out: f.fb, Settings: map[string]string{"refiner": "prf"}})
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +156,7 @@ func (f *fbFixture) rounds(t *testing.T, kv map[string]string) []fbRound {
 func TestFeedbackReplayEqualsLive(t *testing.T) {
 	f := newFBFixture(t)
 	rep := f.rounds(t, map[string]string{"run": f.be, "feedback": f.fb})
-	live := f.rounds(t, map[string]string{"run": f.be, "refiner": "prf", "prf-model": f.mlc, "iterations": "3", "refiner-k": "5"})
+	live := f.rounds(t, map[string]string{"run": f.be, "rewriter": "prf", "prf-model": f.mlc, "iterations": "3", "rewriter-k": "5"})
 	if len(rep) != 4 || len(live) != 4 {
 		t.Fatalf("%d replayed rounds, %d live: want 4 (0..3)", len(rep), len(live))
 	}
@@ -226,7 +226,7 @@ func TestFeedbackMarker(t *testing.T) {
 	if emb.Cfg.Marker != testMarker {
 		t.Fatalf("marker %q", emb.Cfg.Marker)
 	}
-	r, err := emb.Retriever(f.d, "text", "train")
+	r, err := emb.Ranker(f.d, "text", "train")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestFeedbackMarker(t *testing.T) {
 	judged := s.Judged()
 	differ := 0
 	for round := range 4 {
-		var rk []retrieve.Ranking
+		var rk []rank.Ranking
 		var rel [][]int
 		for _, q := range judged {
 			ins := byID[f.d.Queries[q].ID].Instructions()
@@ -280,9 +280,9 @@ func TestFeedbackFlags(t *testing.T) {
 		kv   map[string]string
 		want string
 	}{
-		{map[string]string{"run": "x", "feedback": "f", "refiner": "prf"}, "give one"},
-		{map[string]string{"run": "x", "refiner": "llm"}, `-refiner "llm"`},
-		{map[string]string{"run": "x", "refiner": "prf"}, "-prf-model"},
+		{map[string]string{"run": "x", "feedback": "f", "rewriter": "prf"}, "give one"},
+		{map[string]string{"run": "x", "rewriter": "llm"}, `-rewriter "llm"`},
+		{map[string]string{"run": "x", "rewriter": "prf"}, "-prf-model"},
 		{map[string]string{"feedback": "f"}, "give -run"},
 		{map[string]string{"run": "x", "feedback": "f", "ablations": "true"}, "not with -ablations"},
 		{map[string]string{"run": "x", "feedback": "f", "iterations": "-1"}, "-iterations -1"},

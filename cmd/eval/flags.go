@@ -12,8 +12,8 @@ import (
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/fusion"
 	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/rank/bm25"
 	"github.com/toolret/toolret/rerank"
-	"github.com/toolret/toolret/retrieve/bm25"
 )
 
 // options are the parsed flags of one eval invocation.
@@ -35,7 +35,7 @@ type options struct {
 	fu              fusionOptions
 	// fb: the iterative retrieval (-feedback FILE, -refiner prf; feedback.go).
 	fb feedbackOptions
-	// index: an exported index evaluated as retriever.Load serves it (index.go).
+	// index: an exported index evaluated as toolindex.Load serves it (index.go).
 	index string
 	// model: a pre-trained model directory (-model, resolved) evaluated zero-shot through an
 	// index built in a temporary directory (model.go), with prompts.
@@ -81,12 +81,12 @@ func parse(args []string, out io.Writer) (*options, error) {
 	r := &o.rr
 	dataDir := cli.Data(fs)
 	runDir := cli.Run(fs, "evaluate a trained run (bi-encoder or mlc classifier), or one of its checkpoints, instead of -method")
-	retriever := cli.Retriever(fs)
+	retriever := cli.FirstStage(fs)
 	be := cli.Backend(fs)
 	cutoffs := cli.Cutoffs(fs)
-	fs.StringVar(&o.split, "split", "test", "split to evaluate; dev: the dev split a trained run recorded (-run, else -retriever, else the first run:RUN of -runs), when the dataset has no split named dev")
+	fs.StringVar(&o.split, "split", "test", "split to evaluate; dev: the dev split a trained run recorded (-run, else -first-stage, else the first run:RUN of -runs), when the dataset has no split named dev")
 	fs.StringVar(&o.method, "method", "bm25", "retrieval method: "+methodNames())
-	fs.StringVar(&o.index, "index", "", "evaluate an exported index (cmd/export -format index) as retriever.Load serves it, with its packaged refiner, instead of -method")
+	fs.StringVar(&o.index, "index", "", "evaluate an exported index (cmd/export -format index) as toolindex.Load serves it, with its packaged refiner, instead of -method")
 	modelRef := fs.String("model", "", "evaluate a model: a pre-trained HuggingFace or sentence-transformers directory or hub id org/name[@revision] zero-shot (its index over the dataset's tools, as export -model builds it), or a run (as -run)")
 	fs.Func("query-prompt", "-model: prefix put before every query (default: the model's \"query\" prompt)", func(s string) error { o.prompts.Query = &s; return nil })
 	fs.Func("tool-prompt", "-model: prefix put before every tool text (default: the model's \"document\" prompt)", func(s string) error { o.prompts.Tool = &s; return nil })
@@ -98,17 +98,17 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.Float64Var(&o.bm25.K1, "bm25-k1", bm25.DefaultParams.K1, "BM25 k1")
 	fs.Float64Var(&o.bm25.B, "bm25-b", bm25.DefaultParams.B, "BM25 b")
 	fs.BoolVar(&o.bm25.Stopwords, "bm25-stopwords", false, "BM25: drop English stop words")
-	fs.StringVar(&o.vectors, "tool-vectors", "text", "bi-encoder tool vectors: text (tool tower) or usage (Tool2Vec: mean embedding of the training queries using the tool; -run: every query of the train split, rerank: the -retriever run's training part, without its dev queries)")
+	fs.StringVar(&o.vectors, "tool-vectors", "text", "bi-encoder tool vectors: text (tool tower) or usage (Tool2Vec: mean embedding of the training queries using the tool; -run: every query of the train split, rerank: the -first-stage run's training part, without its dev queries)")
 	fs.BoolVar(&o.ablations, "ablations", false, "rerank: one table, with cross-encoder scores computed once: the bi-encoder alone, Rerank-10/30/50, ToolRerank and its ablations (no hierarchy, Alg. 1 only, Alg. 2 only, oracle query type), each ToolRerank row grid-searched on dev")
-	fs.StringVar(&r.reranker, "reranker", "", "rerank: cross-encoder run (train crossencoder -retriever RUN: the same dev split)")
-	fs.StringVar(&r.classifier, "classifier", "", "rerank: query-type classifier run (train classifier -kind querytype -retriever RUN: the same dev split)")
+	fs.StringVar(&r.reranker, "reranker", "", "rerank: cross-encoder run (train crossencoder -first-stage RUN: the same dev split)")
+	fs.StringVar(&r.classifier, "classifier", "", "rerank: query-type classifier run (train classifier -kind querytype -first-stage RUN: the same dev split)")
 	fs.IntVar(&r.mSeen, "m-seen", rerank.DefaultParams.MS, "rerank: truncation depth for APIs seen in training (m_s)")
 	fs.IntVar(&r.mUnseen, "m-unseen", rerank.DefaultParams.MU, "rerank: truncation depth for unseen APIs (m_u)")
 	fs.Float64Var(&r.tauS, "tau-s", float64(rerank.DefaultParams.TauS), "rerank: Alg. 1 score threshold (tau_s)")
 	fs.Float64Var(&r.tauM, "tau-m", float64(rerank.DefaultParams.TauM), "rerank: Alg. 2 retriever-cosine threshold (tau_m)")
 	fs.IntVar(&r.perComponent, "per-component", rerank.DefaultParams.N, "rerank: Alg. 2 results kept per connected component (n)")
 	fs.IntVar(&r.depth, "depth", 30, "rerank-m: how many of the retriever's top tools the cross-encoder reranks")
-	fs.BoolVar(&r.grid, "grid", false, "rerank: grid-search (m_s, m_u) in -grid-m, tau_s, tau_m in {0.6..0.9}, n in {2,3,4} on the -retriever run's dev split, then evaluate with the best")
+	fs.BoolVar(&r.grid, "grid", false, "rerank: grid-search (m_s, m_u) in -grid-m, tau_s, tau_m in {0.6..0.9}, n in {2,3,4} on the -first-stage run's dev split, then evaluate with the best")
 	fs.StringVar(&r.gridM, "grid-m", "10:30,10:50,30:50", "rerank: the (m_s:m_u) pairs the grid search tries")
 	fs.StringVar(&r.gridMetric, "grid-metric", "ndcg@5", "rerank and fusion: dev metric the grid search (and the fusion weights) maximise (recall@K, ndcg@K or comp@K)")
 	fs.BoolVar(&r.noHierarchy, "no-hierarchy", false, "rerank ablation: truncation + cross-encoder only")
@@ -116,14 +116,14 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.BoolVar(&r.oracleType, "oracle-type", false, "rerank ablation: query type from the qrels instead of the classifier")
 	fs.StringVar(&r.interpolate, "interpolate", "minmax", "rerank: score = w·norm(cross-encoder) + (1-w)·norm(retriever), normalised per query over the reranked APIs: minmax, zscore, or off (the cross-encoder alone)")
 	fs.Float64Var(&r.minT, "min-t", 2, "rerank: a dev-tuned weight above 0 is kept only when its per-query dev gain over the retriever's ranking has a paired t-statistic of at least this (else w = 0; 0: keep the dev optimum)")
-	fs.StringVar(&r.weight, "weight", "dev", "rerank: the interpolation's cross-encoder weight w in [0, 1] (0: the retriever's ranking), or dev: the best of 0, 0.1, ..., 1 on the -retriever run's dev split (-grid-metric; with -grid or -ablations tuned with the other parameters). "+
+	fs.StringVar(&r.weight, "weight", "dev", "rerank: the interpolation's cross-encoder weight w in [0, 1] (0: the retriever's ranking), or dev: the best of 0, 0.1, ..., 1 on the -first-stage run's dev split (-grid-metric; with -grid or -ablations tuned with the other parameters). "+
 		"fusion (-fusion minmax|zscore): W for W·first + (1-W)·second of two -runs, or one non-negative weight per -runs entry (W1,W2,...), or dev: the best weights in steps of 1/-fusion-steps summing to 1 on the dev split (-split dev's)")
 	o.k = 100
 	fs.Var(depthFlag{&o.k}, "k", "how many tools each query's ranking keeps: the depth -save-run writes and each -runs list fuses (metric cutoffs are -cutoffs)")
 	fs.StringVar(&o.saveRun, "save-run", "", "write the rankings of the evaluated queries (the top -k) to this file in TREC run format (qid Q0 docid rank score tag; written atomically)")
 	fs.StringVar(&o.runTag, "run-tag", "", "-save-run: the run's tag (default toolret-<method>)")
 	fs.StringVar(&o.fu.runs, "runs", "", "fusion: the rankings to fuse, comma-separated: a method (bm25), run:RUN (a trained run, as -run RUN ranks), or a TREC run file (-save-run; a query of the split missing from it is an error); a file named like a method: ./bm25")
-	fs.StringVar(&o.fu.method, "fusion", "", "fusion: zscore or minmax (interpolation of per-query normalised scores, -weight), or rrf (reciprocal rank fusion, -rrf-k); default: zscore with -weight dev, the weights picked on the dev split a run:RUN (or -retriever) recorded; with neither a run nor -weight W, rrf")
+	fs.StringVar(&o.fu.method, "fusion", "", "fusion: zscore or minmax (interpolation of per-query normalised scores, -weight), or rrf (reciprocal rank fusion, -rrf-k); default: zscore with -weight dev, the weights picked on the dev split a run:RUN (or -first-stage) recorded; with neither a run nor -weight W, rrf")
 	fs.Float64Var(&o.fu.rrfK, "rrf-k", fusion.DefaultK, "fusion: the RRF constant k in 1/(k + rank)")
 	fs.IntVar(&o.fu.steps, "fusion-steps", 10, "fusion -weight dev: try the weights in steps of 1/N (10: 0, 0.1, ..., 1)")
 	fs.StringVar(&o.compare, "compare", "", "compare two rankings of the split query by query, A,B as -runs names them (a method, run:RUN, a TREC run file): each metric's means, B−A with its 95% paired-bootstrap interval and a paired randomization test's p-value")

@@ -10,8 +10,8 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/fusion"
 	"github.com/toolret/toolret/metrics"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rerank"
-	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -69,7 +69,7 @@ func parseFusionWeights(s string, n int) ([]float64, error) {
 
 // buildFusion builds the inputs -runs names and the fusion -fusion names; with
 // -fusion minmax|zscore and -weight dev it picks the weights on the dev split (devSplit).
-func buildFusion(o *options, d *data.Dataset) (retrieve.QueryRanker, string, error) {
+func buildFusion(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
 	fo := &o.fu
 	items := splitRuns(fo.runs)
 	if len(items) == 0 {

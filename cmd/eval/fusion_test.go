@@ -13,7 +13,7 @@ import (
 )
 
 // fakeRun writes a run directory holding only run.json, with the dev split carved from d's
-// train split (by tools on a held-out-tool view): enough for -retriever as the dev split's
+// train split (by tools on a held-out-tool view): enough for -first-stage as the dev split's
 // source and for the view checks.
 func fakeRun(t *testing.T, d *data.Dataset) string {
 	t.Helper()
@@ -105,7 +105,7 @@ func TestFusionDevWeights(t *testing.T) {
 	for name, fl := range variants {
 		var all []byte
 		for _, split := range []string{"dev", "test"} {
-			kv := map[string]string{"retriever": ret, "split": split, "save-run": filepath.Join(dir, name+"."+split), "cutoffs": "5"}
+			kv := map[string]string{"first-stage": ret, "split": split, "save-run": filepath.Join(dir, name+"."+split), "cutoffs": "5"}
 			for k, v := range fl {
 				kv[k] = v
 			}
@@ -131,7 +131,7 @@ func TestFusionDevWeights(t *testing.T) {
 	}
 	runs := filepath.Join(dir, "a.run") + "," + filepath.Join(dir, "b.run")
 	for _, norm := range []string{"minmax", "zscore"} {
-		kv := map[string]string{"method": "fusion", "runs": runs, "fusion": norm, "retriever": ret, "cutoffs": "5"}
+		kv := map[string]string{"method": "fusion", "runs": runs, "fusion": norm, "first-stage": ret, "cutoffs": "5"}
 		dev := map[string]string{"split": "dev"}
 		for k, v := range kv {
 			dev[k] = v
@@ -197,8 +197,8 @@ func TestFusionErrors(t *testing.T) {
 		{"run with fusion", map[string]string{"method": "fusion", "runs": "bm25", "run": std}, "run:" + std},
 		{"tag", map[string]string{"save-run": filepath.Join(dir, "x.run"), "run-tag": "a b"}, "-run-tag"},
 		{"save with ablations", map[string]string{"save-run": filepath.Join(dir, "x.run"), "ablations": "true"}, "not with -ablations"},
-		{"standard run on a view", map[string]string{"retriever": std, "holdout-tools": "0.2", "split": "dev"}, "omit -holdout-tools"},
-		{"view run on the own splits", map[string]string{"retriever": viewRun, "holdout-tools": "0", "split": "dev"}, "give -holdout-tools 0.2 -holdout-seed 1"},
+		{"standard run on a view", map[string]string{"first-stage": std, "holdout-tools": "0.2", "split": "dev"}, "omit -holdout-tools"},
+		{"view run on the own splits", map[string]string{"first-stage": viewRun, "holdout-tools": "0", "split": "dev"}, "give -holdout-tools 0.2 -holdout-seed 1"},
 		{"view run on another view", map[string]string{"method": "fusion", "runs": "run:" + viewRun, "holdout-tools": "0.2", "holdout-seed": "5"}, "give -holdout-tools 0.2 -holdout-seed 1"},
 		{"bad holdout", map[string]string{"holdout-tools": "1"}, "-holdout-tools 1"},
 	} {
@@ -224,8 +224,8 @@ func TestFusionDefault(t *testing.T) {
 		kv   map[string]string
 		want string
 	}{
-		{map[string]string{"runs": "bm25,bm25", "retriever": ret}, "fusion zscore of bm25, bm25, weights "},
-		{map[string]string{"runs": "bm25,bm25", "retriever": ret, "fusion": "rrf"}, "fusion rrf (k=60) of bm25, bm25"},
+		{map[string]string{"runs": "bm25,bm25", "first-stage": ret}, "fusion zscore of bm25, bm25, weights "},
+		{map[string]string{"runs": "bm25,bm25", "first-stage": ret, "fusion": "rrf"}, "fusion rrf (k=60) of bm25, bm25"},
 		{map[string]string{"runs": "bm25,bm25"}, "fusion rrf (k=60) of bm25, bm25"},
 		{map[string]string{"runs": "bm25,bm25", "weight": "0.3"}, "fusion zscore of bm25, bm25, weights 0.3,0.7"},
 	} {

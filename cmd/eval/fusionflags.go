@@ -18,7 +18,7 @@ func fusionMethod(o *options) string {
 		return o.fu.method
 	}
 	if !o.fu.weightGiven && len(runDirs(o)) == 0 {
-		fmt.Fprintln(os.Stderr, "fusion: no trained run records a dev split to tune the zscore weights on (give run:RUN in -runs, or -retriever): fusing with rrf (-fusion rrf says so; -weight W fixes zscore's weights)")
+		fmt.Fprintln(os.Stderr, "fusion: no trained run records a dev split to tune the zscore weights on (give run:RUN in -runs, or -first-stage): fusing with rrf (-fusion rrf says so; -weight W fixes zscore's weights)")
 		return "rrf"
 	}
 	return defaultFusion

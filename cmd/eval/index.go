@@ -6,30 +6,30 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/evaluate"
-	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/rank"
+	"github.com/toolret/toolret/toolindex"
 )
 
-// buildIndex ranks with the exported index -index as retriever.Load serves it (its first
+// buildIndex ranks with the exported index -index as toolindex.Load serves it (its first
 // stage, its packaged refiner unless -no-refiner, its tool vectors), so the figures are those
 // of what a server answers. The index's tools must be tools of the dataset (by id).
-func buildIndex(o *options, d *data.Dataset) (retrieve.QueryRanker, string, error) {
+func buildIndex(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
 	be, err := backend.Open(backend.Name(o.backend))
 	if err != nil {
 		return nil, "", fmt.Errorf("-backend: %w", err)
 	}
-	opts := []retriever.Option{retriever.WithBackend(be)}
+	opts := []toolindex.Option{toolindex.WithBackend(be)}
 	if o.noRefiner {
-		opts = append(opts, retriever.WithoutRefiner())
+		opts = append(opts, toolindex.WithoutRefiner())
 	}
 	if o.hybrid != "" || o.hybridWeight != -1 {
 		w, err := hybridWeight(o.hybrid, o.hybridWeight)
 		if err != nil {
 			return nil, "", err
 		}
-		opts = append(opts, retriever.WithHybrid(o.hybrid, w))
+		opts = append(opts, toolindex.WithHybrid(o.hybrid, w))
 	}
-	r, err := retriever.Load(o.index, opts...)
+	r, err := toolindex.Load(o.index, opts...)
 	if err != nil {
 		return nil, "", fmt.Errorf("-index: %w", err)
 	}
@@ -37,7 +37,7 @@ func buildIndex(o *options, d *data.Dataset) (retrieve.QueryRanker, string, erro
 	if dir, cands, n := r.Refiner(); dir != "" {
 		desc += fmt.Sprintf(", refiner N %d over %s candidates", n, cands)
 	}
-	if h, w := r.Hybrid(); h == retriever.HybridRRF {
+	if h, w := r.Hybrid(); h == toolindex.HybridRRF {
 		desc += ", hybrid rrf with bm25"
 	} else if h != "" {
 		desc += fmt.Sprintf(", hybrid %s with bm25, dense weight %g", h, w)
@@ -51,12 +51,12 @@ func hybridWeight(method string, w float64) (float64, error) {
 	switch method {
 	case "":
 		return 0, fmt.Errorf("-hybrid-weight needs -hybrid minmax or zscore")
-	case retriever.HybridRRF:
+	case toolindex.HybridRRF:
 		if w != -1 {
 			return 0, fmt.Errorf("-hybrid-weight applies to -hybrid minmax or zscore; rrf has no weight")
 		}
 		return 0, nil
-	case retriever.HybridMinMax, retriever.HybridZScore:
+	case toolindex.HybridMinMax, toolindex.HybridZScore:
 		if w == -1 {
 			return 0.5, nil
 		}

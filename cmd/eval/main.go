@@ -2,27 +2,27 @@
 // NDCG@K and COMP@K (percent), overall and per subset.
 //
 //	eval [-data DIR] [-split test] [-method bm25 | -run RUN [-tool-vectors text|usage]] [-cutoffs 1,3,5,10] [-json] [-subsets]
-//	eval -method rerank -retriever RUN -reranker RUN -classifier RUN [-grid] [-m-seen 10 -m-unseen 30 -tau-s 0.8 -tau-m 0.8 -per-component 2]
+//	eval -method rerank -first-stage RUN -reranker RUN -classifier RUN [-grid] [-m-seen 10 -m-unseen 30 -tau-s 0.8 -tau-m 0.8 -per-component 2]
 //	     [-interpolate minmax|zscore|off] [-weight dev|W]
-//	eval -method rerank-m -retriever RUN -reranker RUN -depth 30 [-interpolate minmax|zscore|off] [-weight dev|W]
+//	eval -method rerank-m -first-stage RUN -reranker RUN -depth 30 [-interpolate minmax|zscore|off] [-weight dev|W]
 //	eval -method fusion -runs bm25,run:RUN[,FILE...] [-fusion zscore|minmax|rrf] [-rrf-k 60] [-weight dev|W|W1,W2,...] [-fusion-steps 10]
 //	eval ... [-save-run FILE [-run-tag TAG]] [-k 100] [-holdout-tools F -holdout-seed N] [-split dev]
 //	eval -model REF [-query-prompt P] [-tool-prompt P]   (a pre-trained model zero-shot, or a run)
-//	eval -index DIR [-no-refiner]     (an exported index as retriever.Load serves it)
+//	eval -index DIR [-no-refiner]     (an exported index as toolindex.Load serves it)
 //	eval -index DIR -hybrid rrf|minmax|zscore [-hybrid-weight W]   (as serve -hybrid serves it)
 //	eval -run RUN -feedback FILE [-iterations T]     (replay a collection's refinements: metrics per round)
-//	eval -run RUN -refiner prf -prf-model RUN [-prf-threshold 0.5] [-iterations 3] [-refiner-k 10]   (live)
+//	eval -run RUN -rewriter prf -prf-model RUN [-prf-threshold 0.5] [-iterations 3] [-rewriter-k 10]   (live)
 //	eval -compare A,B [-compare-samples 10000] [-seed 1]   (two rankings query by query: B − A, 95% interval, p)
 //
 // -save-run writes the rankings of every evaluated query (the top -k) as a TREC run file
-// (with -feedback or -refiner, one per round: FILE.round<t>);
+// (with -feedback or -rewriter, one per round: FILE.round<t>);
 // -method fusion fuses such files and live methods (fusion.go). -holdout-tools evaluates on
-// tools never seen in training (data.Dataset.HoldoutTools); a -run or -retriever trained on a
+// tools never seen in training (data.Dataset.HoldoutTools); a -run or -first-stage trained on a
 // held-out-tool view selects that view itself. -split dev is the dev split a trained run
-// recorded (-run, else -retriever, else the first run:RUN of -runs).
+// recorded (-run, else -first-stage, else the first run:RUN of -runs).
 //
 // -run accepts bi-encoder runs and mlc classifier runs (the kind is read from the run's files).
-// The rerank methods tune and evaluate with the dev split the -retriever run recorded
+// The rerank methods tune and evaluate with the dev split the -first-stage run recorded
 // (run.json): the grid search never sees a query any stage trained on.
 //
 // -model REF evaluates a model reference: a run (as -run), or a pre-trained HuggingFace or
@@ -50,30 +50,30 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/evaluate"
 	"github.com/toolret/toolret/metrics"
-	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/retrieve/bm25"
+	"github.com/toolret/toolret/rank"
+	"github.com/toolret/toolret/rank/bm25"
 	"github.com/toolret/toolret/rundir"
 )
 
 // method builds a ranker for a dataset from the options and describes it.
 type method struct {
 	help  string
-	build func(o *options, d *data.Dataset) (retrieve.QueryRanker, string, error)
+	build func(o *options, d *data.Dataset) (rank.QueryRanker, string, error)
 }
 
 var methods = map[string]method{
 	"bm25":     {"Okapi BM25 over tool texts", buildBM25},
-	"rerank":   {"ToolRerank (needs -retriever, -reranker, -classifier)", buildRerank},
-	"rerank-m": {"cross-encoder reranking of the retriever's top -depth (needs -retriever, -reranker)", buildRerank},
+	"rerank":   {"ToolRerank (needs -first-stage, -reranker, -classifier)", buildRerank},
+	"rerank-m": {"cross-encoder reranking of the retriever's top -depth (needs -first-stage, -reranker)", buildRerank},
 	"fusion":   {"fusion of rankings (needs -runs; -fusion rrf|minmax|zscore)", buildFusion},
 }
 
-func buildBM25(o *options, d *data.Dataset) (retrieve.QueryRanker, string, error) {
+func buildBM25(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
 	docs := make([]string, len(d.Tools))
 	for i, t := range d.Tools {
 		docs[i] = t.Text
 	}
-	return retrieve.Texts(bm25.New(docs, o.bm25)), "bm25", nil
+	return rank.Texts(bm25.New(docs, o.bm25)), "bm25", nil
 }
 
 func methodNames() string {
@@ -186,7 +186,7 @@ func run(o *options, w io.Writer) error {
 // With usage vectors a bi-encoder's tools are the mean of every train-split query using them:
 // nothing is tuned here, so the run's dev queries may contribute; on -split dev only the
 // run's recorded training part does.
-func buildRun(o *options, d *data.Dataset) (retrieve.QueryRanker, string, error) {
+func buildRun(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
 	var train *data.Split
 	if isDevSplit(o, d) {
 		var err error
@@ -199,7 +199,7 @@ func buildRun(o *options, d *data.Dataset) (retrieve.QueryRanker, string, error)
 
 // buildRunAt loads the trained run at dir as a ranker; a bi-encoder's usage vectors come from
 // the queries of train (nil: the dataset's train split).
-func buildRunAt(o *options, d *data.Dataset, dir string, train *data.Split) (retrieve.QueryRanker, string, error) {
+func buildRunAt(o *options, d *data.Dataset, dir string, train *data.Split) (rank.QueryRanker, string, error) {
 	be, err := backend.Open(backend.Name(o.backend))
 	if err != nil {
 		return nil, "", err

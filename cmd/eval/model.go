@@ -10,7 +10,7 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/hub"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 // setModel resolves -model: a run becomes -run, a pre-trained directory (or hub id) o.model.
@@ -41,7 +41,7 @@ func (o *options) setModel(ref string) error {
 
 // buildModel ranks with a pre-trained model zero-shot: its index over d's tools is exported
 // into a temporary directory (removed by o.cleanup) and served as -index serves one.
-func buildModel(o *options, d *data.Dataset) (retrieve.QueryRanker, string, error) {
+func buildModel(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
 	be, err := backend.Open(backend.Name(o.backend))
 	if err != nil {
 		return nil, "", fmt.Errorf("-backend: %w", err)

@@ -12,8 +12,8 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/evaluate"
 	"github.com/toolret/toolret/metrics"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rerank"
-	"github.com/toolret/toolret/retrieve"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -52,7 +52,7 @@ func tuneOptions(r *rerankOptions) (rerank.TuneOptions, error) {
 }
 
 // buildRerank loads the runs, prepares the pipeline and, with -grid, tunes it on dev.
-func buildRerank(o *options, d *data.Dataset) (retrieve.QueryRanker, string, error) {
+func buildRerank(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
 	r := &o.rr
 	plain := o.method == "rerank-m"
 	env, err := setupRerank(o, d, plain)
@@ -118,7 +118,7 @@ func buildRerank(o *options, d *data.Dataset) (retrieve.QueryRanker, string, err
 func setupRerank(o *options, d *data.Dataset, plain bool) (*evaluate.Rerank, error) {
 	r := &o.rr
 	if r.retriever == "" || (r.reranker == "" && r.scorer == nil) {
-		return nil, fmt.Errorf("-method %s needs -retriever RUN and -reranker RUN", o.method)
+		return nil, fmt.Errorf("-method %s needs -first-stage RUN and -reranker RUN", o.method)
 	}
 	mode := rerank.ModeAuto
 	switch {
@@ -163,7 +163,7 @@ func setupRerank(o *options, d *data.Dataset, plain bool) (*evaluate.Rerank, err
 	// those of its training part.
 	trainPart, dev, meta, err := rundir.Splits(rundir.RunOf(r.retriever), d)
 	if err != nil {
-		return nil, fmt.Errorf("-retriever: %w", err)
+		return nil, fmt.Errorf("-first-stage: %w", err)
 	}
 	if r.reranker != "" {
 		if err := rundir.CheckDev("-reranker", r.reranker, d, meta.Split); err != nil {

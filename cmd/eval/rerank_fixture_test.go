@@ -13,7 +13,7 @@ import (
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/crossencoder"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -22,7 +22,7 @@ import (
 type fixture struct {
 	d                *data.Dataset
 	train, dev, test *data.Split
-	ret              *biencoder.Retriever
+	ret              *biencoder.Ranker
 	seen             []bool
 }
 
@@ -80,11 +80,11 @@ func (f *fixture) coarse(t *testing.T, s *data.Split, k int) [][]int {
 // metricsOf evaluates rankings of s.Queries on s's judged queries at ks, as -json prints them.
 func (f *fixture) metricsOf(t *testing.T, s *data.Split, rankings [][]int, ks []int) map[string]any {
 	t.Helper()
-	var rk []retrieve.Ranking
+	var rk []rank.Ranking
 	var rel [][]int
 	for i, q := range s.Queries {
 		if len(s.Relevant[q]) > 0 {
-			rk = append(rk, retrieve.Ranking{Tools: rankings[i]})
+			rk = append(rk, rank.Ranking{Tools: rankings[i]})
 			rel = append(rel, s.Relevant[q])
 		}
 	}
@@ -178,7 +178,7 @@ func sameMetrics(t *testing.T, what string, got, want map[string]any) {
 func TestRerankUsageVectors(t *testing.T) {
 	r := tinyRuns(t)
 	f := newFixture(t, r)
-	o := parseKV(t, map[string]string{"method": "rerank-m", "retriever": r.be, "reranker": r.ce, "tool-vectors": "usage"})
+	o := parseKV(t, map[string]string{"method": "rerank-m", "first-stage": r.be, "reranker": r.ce, "tool-vectors": "usage"})
 	env, err := setupRerank(o, f.d, true)
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +195,7 @@ func TestRerankUsageVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	withDev, err := emb.Retriever(f.d, "usage", "train")
+	withDev, err := emb.Ranker(f.d, "usage", "train")
 	if err != nil {
 		t.Fatal(err)
 	}

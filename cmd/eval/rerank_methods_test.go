@@ -10,8 +10,8 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/classifier"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rerank"
-	"github.com/toolret/toolret/retrieve"
 )
 
 func TestRerankMethods(t *testing.T) {
@@ -21,7 +21,7 @@ func TestRerankMethods(t *testing.T) {
 	nTools := len(f.d.Tools)
 	// The paper's pipeline (the cross-encoder's scores alone); interpolation has its subtest.
 	base := func(kv map[string]string) map[string]string {
-		out := map[string]string{"retriever": r.be, "reranker": r.ce, "cutoffs": "1,5,10", "m-seen": "3", "m-unseen": "8", "grid-m": "2:4,3:8", "interpolate": "off"}
+		out := map[string]string{"first-stage": r.be, "reranker": r.ce, "cutoffs": "1,5,10", "m-seen": "3", "m-unseen": "8", "grid-m": "2:4,3:8", "interpolate": "off"}
 		for k, v := range kv {
 			out[k] = v
 		}
@@ -179,7 +179,7 @@ func TestRerankMethods(t *testing.T) {
 		} {
 			sameMetrics(t, fmt.Sprint(kv), runJSON(t, interp(kv)), retr)
 		}
-		first := func(s *data.Split, k int) []retrieve.Ranking {
+		first := func(s *data.Split, k int) []rank.Ranking {
 			texts := make([]string, len(s.Queries))
 			for i, q := range s.Queries {
 				texts[i] = f.d.Queries[q].Text
@@ -192,7 +192,7 @@ func TestRerankMethods(t *testing.T) {
 		}
 		// fusedRankings reranks the top m of each query of s by w·norm(oracle) +
 		// (1−w)·norm(retriever), norm over those m.
-		fusedRankings := func(s *data.Split, coarse []retrieve.Ranking, m int, w float64, norm string) [][]int {
+		fusedRankings := func(s *data.Split, coarse []rank.Ranking, m int, w float64, norm string) [][]int {
 			out := make([][]int, len(s.Queries))
 			for i, q := range s.Queries {
 				text := f.d.Queries[q].Text

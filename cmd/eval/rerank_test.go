@@ -27,7 +27,7 @@ func TestRerankAblations(t *testing.T) {
 	}
 	oracle := newOracle(d)
 	base := func(kv map[string]string) map[string]string {
-		out := map[string]string{"retriever": r.be, "reranker": r.ce, "cutoffs": "1,5,10", "grid-m": "2:4,3:8"}
+		out := map[string]string{"first-stage": r.be, "reranker": r.ce, "cutoffs": "1,5,10", "grid-m": "2:4,3:8"}
 		for k, v := range kv {
 			out[k] = v
 		}
@@ -90,20 +90,20 @@ func TestRerankErrors(t *testing.T) {
 		kv   map[string]string
 		want string
 	}{
-		{map[string]string{"method": "rerank"}, "-retriever"},
-		{map[string]string{"method": "rerank", "retriever": r.be, "reranker": r.ce}, "-classifier"},
-		{map[string]string{"method": "rerank", "retriever": r.be, "reranker": r.ce, "only": "both"}, "-only"},
-		{map[string]string{"method": "rerank", "retriever": r.be, "reranker": r.ce, "classifier": r.mlc}, "querytype"},
-		{map[string]string{"method": "rerank", "retriever": r.be, "reranker": r.ce, "oracle-type": "true", "grid": "true", "grid-metric": "mrr"}, "mrr"},
-		{map[string]string{"method": "rerank", "retriever": r.be, "reranker": r.ce, "oracle-type": "true", "grid": "true", "grid-m": "30:10"}, "m_s < m_u"},
-		{map[string]string{"method": "rerank-m", "retriever": r.be, "reranker": r.ce, "interpolate": "sigmoid"}, "-interpolate"},
-		{map[string]string{"method": "rerank-m", "retriever": r.be, "reranker": r.ce, "weight": "1.5"}, "-weight \"1.5\""},
-		{map[string]string{"method": "rerank-m", "retriever": r.be, "reranker": r.ce, "weight": "best"}, "-weight \"best\""},
+		{map[string]string{"method": "rerank"}, "-first-stage"},
+		{map[string]string{"method": "rerank", "first-stage": r.be, "reranker": r.ce}, "-classifier"},
+		{map[string]string{"method": "rerank", "first-stage": r.be, "reranker": r.ce, "only": "both"}, "-only"},
+		{map[string]string{"method": "rerank", "first-stage": r.be, "reranker": r.ce, "classifier": r.mlc}, "querytype"},
+		{map[string]string{"method": "rerank", "first-stage": r.be, "reranker": r.ce, "oracle-type": "true", "grid": "true", "grid-metric": "mrr"}, "mrr"},
+		{map[string]string{"method": "rerank", "first-stage": r.be, "reranker": r.ce, "oracle-type": "true", "grid": "true", "grid-m": "30:10"}, "m_s < m_u"},
+		{map[string]string{"method": "rerank-m", "first-stage": r.be, "reranker": r.ce, "interpolate": "sigmoid"}, "-interpolate"},
+		{map[string]string{"method": "rerank-m", "first-stage": r.be, "reranker": r.ce, "weight": "1.5"}, "-weight \"1.5\""},
+		{map[string]string{"method": "rerank-m", "first-stage": r.be, "reranker": r.ce, "weight": "best"}, "-weight \"best\""},
 		// A reranker selected on another dev split: its training queries are in the grid's dev.
-		{map[string]string{"method": "rerank-m", "retriever": r.be, "reranker": r.otherDev}, "dev queries are training queries"},
+		{map[string]string{"method": "rerank-m", "first-stage": r.be, "reranker": r.otherDev}, "dev queries are training queries"},
 		// A run made before run.json: the migration error.
-		{map[string]string{"method": "rerank-m", "retriever": r.noMeta, "reranker": r.ce}, "train migrate"},
-		{map[string]string{"method": "rerank-m", "retriever": r.be, "reranker": r.noMeta}, "train migrate"},
+		{map[string]string{"method": "rerank-m", "first-stage": r.noMeta, "reranker": r.ce}, "train migrate"},
+		{map[string]string{"method": "rerank-m", "first-stage": r.be, "reranker": r.noMeta}, "train migrate"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			err := runErr(tc.kv)
@@ -134,7 +134,7 @@ func TestMLCRun(t *testing.T) {
 // TestDefaultsFlow runs the README's ToolRerank recipe with every default on a tiny dataset
 // cut from the embedded one (the tools of its first 3 tool groups; 30 training and 6 test
 // queries whose relevant tools are all among them): train biencoder, then crossencoder and
-// classifier -kind querytype with -retriever only (the train command is built here), then eval
+// classifier -kind querytype with -first-stage only (the train command is built here), then eval
 // -method rerank and -ablations. Beyond not failing, the default pipeline interpolates with a
 // weight tuned on the retriever's dev split, so its dev metric cannot be below the
 // retriever's.
@@ -188,8 +188,8 @@ func TestDefaultsFlow(t *testing.T) {
 	be, ce, qt := filepath.Join(dir, "be"), filepath.Join(dir, "ce"), filepath.Join(dir, "qt")
 	for _, args := range [][]string{
 		{"biencoder", "-data", dataDir, "-run", be},
-		{"crossencoder", "-data", dataDir, "-retriever", be, "-run", ce},
-		{"classifier", "-kind", "querytype", "-data", dataDir, "-retriever", be, "-run", qt},
+		{"crossencoder", "-data", dataDir, "-first-stage", be, "-run", ce},
+		{"classifier", "-kind", "querytype", "-data", dataDir, "-first-stage", be, "-run", qt},
 	} {
 		start := time.Now()
 		if out, err := exec.Command(toolret, append(append([]string{"train"}, args...), "-quiet")...).CombinedOutput(); err != nil {
@@ -198,7 +198,7 @@ func TestDefaultsFlow(t *testing.T) {
 		t.Logf("train %s in %v", args[0], time.Since(start).Round(time.Millisecond))
 	}
 	t.Logf("tiny dataset: %d tools, %d training and %d test queries", len(d.Tools), len(d.Splits["train"].Queries), len(d.Splits["test"].Queries))
-	kv := map[string]string{"data": dataDir, "method": "rerank", "retriever": be, "reranker": ce, "classifier": qt, "cutoffs": "1,3,5"}
+	kv := map[string]string{"data": dataDir, "method": "rerank", "first-stage": be, "reranker": ce, "classifier": qt, "cutoffs": "1,3,5"}
 	got := runJSON(t, kv)
 	if _, ok := got["ndcg@5"]; !ok {
 		t.Fatalf("eval -method rerank: no ndcg@5 in %v", got)

@@ -11,7 +11,7 @@ import (
 )
 
 // runDirs returns the trained runs the options name, in the order that picks the dev split
-// and the held-out-tool view: -run, -retriever, then the run:RUN entries of -runs.
+// and the held-out-tool view: -run, -first-stage, then the run:RUN entries of -runs.
 func runDirs(o *options) []string {
 	var out []string
 	for _, d := range []string{o.run, o.rr.retriever} {
@@ -89,7 +89,7 @@ func evalSplit(o *options, d *data.Dataset) (*data.Split, error) {
 func devSplit(o *options, d *data.Dataset) (train, dev *data.Split, m *rundir.Meta, err error) {
 	dirs := runDirs(o)
 	if len(dirs) == 0 {
-		return nil, nil, nil, fmt.Errorf("the dev split is the one a trained run recorded: give -run, -retriever, or a run:RUN in -runs")
+		return nil, nil, nil, fmt.Errorf("the dev split is the one a trained run recorded: give -run, -first-stage, or a run:RUN in -runs")
 	}
 	train, dev, m, err = rundir.Splits(rundir.RunOf(dirs[0]), d)
 	if err != nil {

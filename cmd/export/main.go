@@ -19,7 +19,7 @@
 //	       separate tool tower in tool/), loadable with package retriever, served by cmd/serve.
 //	       When -data is the run's training data and the run records its dev split (run.json),
 //	       also the tools' Tool2Vec usage vectors (tools_usage.safetensors) from the run's
-//	       training part, without its dev queries (retriever.WithToolVectors("usage")).
+//	       training part, without its dev queries (toolindex.WithToolVectors("usage")).
 //	       -run may also be an MLC classifier (train classifier -kind mlc): the index holds its
 //	       head's rows as the tool vectors and its per-tool bias (tensor "bias"), its encoder
 //	       as the query tower, and scores are the classifier's logits. -data must hold exactly
@@ -29,7 +29,7 @@
 //	       -refiner RUN packages a ToolRefiner run (train refiner over -candidates bi-encoder
 //	       or usage of this -run, or -candidates mlc -candidates-run of this MLC -run; on
 //	       -data) into refiner/: its best checkpoint without the optimizer state, and
-//	       tool_ids.json (the tools of its Tool2Vec table, in order); retriever.Load then
+//	       tool_ids.json (the tools of its Tool2Vec table, in order); toolindex.Load then
 //	       serves the first stage and the refiner.
 //
 // -update brings an existing index up to date with the tools of -data offline, as cmd/serve's
@@ -72,7 +72,7 @@ func Main(args []string) int {
 	force := fs.Bool("force", false, "replace a non-empty output directory")
 	dataDir := fs.String("data", "", "dataset whose tools -format index embeds (default: the embedded dataset)")
 	be := fs.String("backend", "", "compute backend: go (default), onnx, xla:cpu")
-	refinerRun := fs.String("refiner", "", "with -format index: a refiner run (or checkpoint) over this -run's candidates (bi-encoder, usage, or mlc for an MLC -run), packaged into the index (refiner/) and served by retriever.Load")
+	refinerRun := fs.String("refiner", "", "with -format index: a refiner run (or checkpoint) over this -run's candidates (bi-encoder, usage, or mlc for an MLC -run), packaged into the index (refiner/) and served by toolindex.Load")
 	update := fs.Bool("update", false, "with -format index: update the index in -out to the tools of -data (new and changed tools embedded with its tool tower, missing ones deleted) instead of exporting; no -run")
 	ref := fs.String("model", "", "model to export: a run, a HuggingFace or sentence-transformers directory, or a hub id org/name[@revision] (instead of -run)")
 	interp := fs.String("interpolate", "", "a second model (run, HF directory or hub id) of the same architecture: the export's weights are (1-W)·MODEL + W·this (WiSE-FT)")

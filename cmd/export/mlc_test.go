@@ -11,8 +11,8 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
-	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/serve"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // TestMLCIndexCommand exports an MLC classifier run as an index (no usage vectors, though the
@@ -46,7 +46,7 @@ func TestMLCIndexCommand(t *testing.T) {
 	}
 	ctx := context.Background()
 	const q = "what is the weather like in Lisbon tomorrow?"
-	r, err := retriever.Load(out, retriever.WithBackend(be))
+	r, err := toolindex.Load(out, toolindex.WithBackend(be))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestMLCIndexCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := []string{before[1].ToolID, r.Library().Tool(0).ID}
-	st, err := serve.Open(out, 0, retriever.WithBackend(be))
+	st, err := serve.Open(out, 0, toolindex.WithBackend(be))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestMLCIndexCommand(t *testing.T) {
 	if err := st.Close(); err != nil { // compacts the removal into the index
 		t.Fatal(err)
 	}
-	r2, err := retriever.Load(out, retriever.WithBackend(be))
+	r2, err := toolindex.Load(out, toolindex.WithBackend(be))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestMLCIndexCommand(t *testing.T) {
 	if _, err := exportRun(run, "index", filepath.Join(tmp, "index2"), false, ddir, "go", ""); err == nil || !strings.Contains(err.Error(), `tool "extra-tool" of `+ddir+" is not a label") {
 		t.Errorf("export over data with a tool the classifier does not know: %v", err)
 	}
-	if r3, err := retriever.Load(out, retriever.WithBackend(be)); err != nil || r3.Len() != r2.Len() {
+	if r3, err := toolindex.Load(out, toolindex.WithBackend(be)); err != nil || r3.Len() != r2.Len() {
 		t.Errorf("index after the refused update: %v", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // TestExportModel exports a zero-shot index straight from a pre-trained model (by directory
@@ -37,7 +37,7 @@ func TestExportModel(t *testing.T) {
 		if man.Kind != export.KindBiEncoder || man.Tools == 0 || man.QueryPrompt != q || man.Usage != nil {
 			t.Errorf("%d: manifest kind %s, %d tools, prompt %q, usage %v", i, man.Kind, man.Tools, man.QueryPrompt, man.Usage)
 		}
-		r, err := retriever.Load(out, retriever.WithBackend(be))
+		r, err := toolindex.Load(out, toolindex.WithBackend(be))
 		if err != nil {
 			t.Fatal(err)
 		}

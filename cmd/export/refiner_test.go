@@ -14,15 +14,15 @@ import (
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/models/refiner"
-	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/safetensors"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // TestIndexRefiner exports an index with -refiner and reads it back: the manifest entry and
 // file sums, tool_ids.json in the dataset's order, the packaged variables (the best
 // checkpoint's without the optimizer state, byte for byte), a packaged refiner that scores as
-// the run does, and retriever.Load serving it. Then the refusals, which leave no output.
+// the run does, and toolindex.Load serving it. Then the refusals, which leave no output.
 func TestIndexRefiner(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains refiners")
@@ -124,7 +124,7 @@ func TestIndexRefiner(t *testing.T) {
 			t.Errorf("query %d: packaged refiner scores %v, run %v", i, b[i], a[i])
 		}
 	}
-	r, err := retriever.Load(out, retriever.WithBackend(be))
+	r, err := toolindex.Load(out, toolindex.WithBackend(be))
 	if err != nil {
 		t.Fatal(err)
 	}

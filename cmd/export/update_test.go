@@ -11,7 +11,7 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // TestUpdate exports an index of a dataset, edits the dataset (a tool changed, one removed,
@@ -111,7 +111,7 @@ func TestUpdate(t *testing.T) {
 	if err != nil || !strings.Contains(msg, "1 added, 1 changed, 1 deleted") {
 		t.Fatalf("update: %q, %v", msg, err)
 	}
-	r, err := retriever.Load(out)
+	r, err := toolindex.Load(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,15 +14,15 @@ import (
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/safetensors"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // TestIndexUsageVectors exports the index of a run that records its dev split: the index
 // holds usage vectors equal to those evaluation computes from the run's training part
 // (biencoder RetrieverFrom, as eval -method rerank -tool-vectors usage does), fallback tools
-// have their text rows, retriever.Load scores by them with WithToolVectors("usage"), tools
+// have their text rows, toolindex.Load scores by them with WithToolVectors("usage"), tools
 // added later are scored by their text vectors, and an index whose tools changed since the
 // export refuses them.
 func TestIndexUsageVectors(t *testing.T) {
@@ -115,8 +115,8 @@ func TestIndexUsageVectors(t *testing.T) {
 		}
 	}
 
-	// retriever.Load with usage vectors ranks by them, as evaluation does.
-	r, err := retriever.Load(out, retriever.WithBackend(be), retriever.WithToolVectors("usage"))
+	// toolindex.Load with usage vectors ranks by them, as evaluation does.
+	r, err := toolindex.Load(out, toolindex.WithBackend(be), toolindex.WithToolVectors("usage"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestIndexUsageVectors(t *testing.T) {
 	}
 
 	// Text vectors stay the default; an index without usage vectors refuses them.
-	rt, err := retriever.Load(out, retriever.WithBackend(be))
+	rt, err := toolindex.Load(out, toolindex.WithBackend(be))
 	if err != nil || rt.ToolVectors() != "text" || !slices.Equal(rt.Library().Vector(3), textRows[3]) || rt.UsageNote() != "" {
 		t.Fatalf("default load: %v", err)
 	}
@@ -201,10 +201,10 @@ func TestIndexUsageVectors(t *testing.T) {
 	if _, err := runExport(filepath.Join(tmp, "old"), "index", old, false, "", "go"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := retriever.Load(old, retriever.WithBackend(be), retriever.WithToolVectors("usage")); err == nil || !strings.Contains(err.Error(), "has none") {
+	if _, err := toolindex.Load(old, toolindex.WithBackend(be), toolindex.WithToolVectors("usage")); err == nil || !strings.Contains(err.Error(), "has none") {
 		t.Errorf("usage vectors of an index without them: %v", err)
 	}
-	if _, err := retriever.Load(out, retriever.WithToolVectors("tool2vec")); err == nil || !strings.Contains(err.Error(), `"tool2vec"`) {
+	if _, err := toolindex.Load(out, toolindex.WithToolVectors("tool2vec")); err == nil || !strings.Contains(err.Error(), `"tool2vec"`) {
 		t.Errorf("unknown tool vectors: %v", err)
 	}
 	// A checkpoint directory of the run finds the run's split too.
@@ -242,10 +242,10 @@ func TestIndexUsageVectors(t *testing.T) {
 	if _, err := runUpdate("", "index", out, false, ddir, "go"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := retriever.Load(out, retriever.WithBackend(be), retriever.WithToolVectors("usage")); err == nil || !strings.Contains(err.Error(), "changed since") {
+	if _, err := toolindex.Load(out, toolindex.WithBackend(be), toolindex.WithToolVectors("usage")); err == nil || !strings.Contains(err.Error(), "changed since") {
 		t.Errorf("usage vectors after the index's tools changed: %v", err)
 	}
-	if _, err := retriever.Load(out, retriever.WithBackend(be)); err != nil {
+	if _, err := toolindex.Load(out, toolindex.WithBackend(be)); err != nil {
 		t.Errorf("text vectors after the update: %v", err)
 	}
 }

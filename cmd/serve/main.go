@@ -47,8 +47,8 @@ import (
 
 	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/internal/cli"
-	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/serve"
+	"github.com/toolret/toolret/toolindex"
 )
 
 type options struct {
@@ -61,7 +61,7 @@ type options struct {
 	rerankWeight, hybridWeight                 float64
 	hybrid, ann                                string
 	noRefiner                                  bool
-	batching                                   retriever.Batching
+	batching                                   toolindex.Batching
 	queryCache                                 int
 	timeout, grace                             time.Duration
 }
@@ -103,9 +103,9 @@ func parse(args []string) (*options, error) {
 	fs.Int64Var(&o.maxBody, "max-body", 1<<20, "request body limit in bytes")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "time limit of one request")
 	fs.DurationVar(&o.grace, "grace", 30*time.Second, "at shutdown, how long requests under way may take to finish")
-	fs.IntVar(&o.batching.MaxBatch, "embed-batch", retriever.DefaultBatching.MaxBatch, "dynamic batching: most query texts of concurrent requests embedded in one encoder call (0: each request alone)")
-	fs.IntVar(&o.batching.MaxTokens, "embed-tokens", retriever.DefaultBatching.MaxTokens, "dynamic batching: most tokens in one encoder call")
-	fs.DurationVar(&o.batching.MaxWait, "embed-wait", retriever.DefaultBatching.MaxWait, "dynamic batching: longest a query waits for others to share its encoder call")
+	fs.IntVar(&o.batching.MaxBatch, "embed-batch", toolindex.DefaultBatching.MaxBatch, "dynamic batching: most query texts of concurrent requests embedded in one encoder call (0: each request alone)")
+	fs.IntVar(&o.batching.MaxTokens, "embed-tokens", toolindex.DefaultBatching.MaxTokens, "dynamic batching: most tokens in one encoder call")
+	fs.DurationVar(&o.batching.MaxWait, "embed-wait", toolindex.DefaultBatching.MaxWait, "dynamic batching: longest a query waits for others to share its encoder call")
 	fs.IntVar(&o.queryCache, "query-cache", 10000, "query embeddings kept in an LRU cache keyed by the text (0: none)")
 	fs.StringVar(&o.database, "database", os.Getenv(toolret.EnvDatabase), "PostgreSQL `URL` (postgres://USER:PASSWORD@HOST/DB) through which several servers share the tool library, its updates and the usage log (docs/replicas.md); default $TOOLRET_DATABASE_URL; none: the index directory's files")
 	fs.IntVar(&o.compactEvery, "compact-every", 1000, "tool updates logged before they are compacted into the index (0: only at shutdown)")

@@ -37,7 +37,7 @@ func TestArchDeberta(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := filepath.Join(dir, tc.name)
-			args := append(append([]string{"-retriever", be, "-run", run}, tc.args[1:]...), tiny...)
+			args := append(append([]string{"-first-stage", be, "-run", run}, tc.args[1:]...), tiny...)
 			var err error
 			if tc.args[0] == "crossencoder" {
 				err = crossencoderCmd(args)
@@ -60,7 +60,7 @@ func TestArchDeberta(t *testing.T) {
 	}
 	// Warm start from the DeBERTa retriever: its encoder, whatever -arch defaults to.
 	warm := filepath.Join(dir, "warm")
-	if err := classifierCmd([]string{"-kind", "querytype", "-warm-start", "-retriever", be, "-run", warm, "-epochs", "1", "-batch", "16", "-test", "", "-quiet"}); err != nil {
+	if err := classifierCmd([]string{"-kind", "querytype", "-warm-start", "-first-stage", be, "-run", warm, "-epochs", "1", "-batch", "16", "-test", "", "-quiet"}); err != nil {
 		t.Fatal(err)
 	}
 	if e := encoderOf(t, warm, "classifier.json"); e["model_type"] != "deberta-v2" {
@@ -74,14 +74,14 @@ func TestArchDeberta(t *testing.T) {
 		want string
 	}{
 		{func() error {
-			return classifierCmd([]string{"-kind", "querytype", "-warm-start", "-arch", "bert", "-retriever", be, "-run", filepath.Join(dir, "x1"), "-quiet"})
-		}, "-arch bert: the -retriever run has a deberta-v2 encoder"},
+			return classifierCmd([]string{"-kind", "querytype", "-warm-start", "-arch", "bert", "-first-stage", be, "-run", filepath.Join(dir, "x1"), "-quiet"})
+		}, "-arch bert: the -first-stage run has a deberta-v2 encoder"},
 		{func() error { return biencoderCmd([]string{"-arch", "xlnet", "-run", filepath.Join(dir, "x2")}) }, `-arch "xlnet"`},
 		{func() error {
-			return classifierCmd([]string{"-pooling", "mean", "-retriever", be, "-run", filepath.Join(dir, "x4")})
+			return classifierCmd([]string{"-pooling", "mean", "-first-stage", be, "-run", filepath.Join(dir, "x4")})
 		}, `-pooling "mean": want cls or pooler`},
 		{func() error {
-			return crossencoderCmd([]string{"-arch", "gpt", "-retriever", be, "-run", filepath.Join(dir, "x3")})
+			return crossencoderCmd([]string{"-arch", "gpt", "-first-stage", be, "-run", filepath.Join(dir, "x3")})
 		}, `-arch "gpt"`},
 	} {
 		if err := tc.run(); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -145,7 +145,7 @@ func TestArchWordbag(t *testing.T) {
 		want string
 	}{
 		{"cross-encoder", func() error {
-			return crossencoderCmd([]string{"-arch", "wordbag", "-retriever", be, "-run", filepath.Join(dir, "ce"), "-quiet"})
+			return crossencoderCmd([]string{"-arch", "wordbag", "-first-stage", be, "-run", filepath.Join(dir, "ce"), "-quiet"})
 		}, "wordbag"},
 		{"cls pooling", func() error {
 			return biencoderCmd([]string{"-arch", "wordbag", "-pooling", "cls", "-hidden", "16", "-epochs", "1", "-run", filepath.Join(dir, "cls"), "-quiet"})

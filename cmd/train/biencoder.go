@@ -91,7 +91,7 @@ func biencoderCmd(args []string) error {
 	synthModel := fs.String("synthetic-llm-model", "", "-synthetic-llm: the model name sent")
 	fb := addFeedbackFlags(fs)
 	objective := fs.String("objective", biencoder.ObjectiveQuery2Tool, "query2tool (InfoNCE between queries and tool texts) or query2query (the Tool2Vec retriever: triplet loss over training queries; tools are their usage vectors)")
-	retriever := cli.Retriever(fs) // query2query: its query embeddings find the triplets (default: BM25 over the query texts)
+	retriever := cli.FirstStage(fs) // query2query: its query embeddings find the triplets (default: BM25 over the query texts)
 	posPer := fs.Int("positives-per-query", 4, "query2query: nearest training queries sharing a tool kept per anchor (one example each)")
 	negPer := fs.Int("negatives-per-query", 4, "query2query: nearest training queries sharing no tool kept per anchor (one drawn per example and epoch)")
 	margin := fs.Float64("margin", 1, "query2query: triplet loss margin (Euclidean distance)")

@@ -10,13 +10,13 @@ import (
 )
 
 // coltCmd is `train colt`: the flags of colt.TrainConfig. It trains COLT's graph stage on top
-// of a trained bi-encoder run (-retriever), on that run's recorded training split, selecting
+// of a trained bi-encoder run (-first-stage), on that run's recorded training split, selecting
 // on its recorded dev split.
 func coltCmd(args []string) error {
 	fs := flag.NewFlagSet("train colt", flag.ContinueOnError)
 	def := colt.DefaultTrainConfig()
 	cli.Data(fs)
-	retriever := cli.Retriever(fs)
+	retriever := cli.FirstStage(fs)
 	runDir := cli.Run(fs, "run directory (default runs/colt-<time>)")
 	resume := cli.Resume(fs)
 	m := def.Model
@@ -40,7 +40,7 @@ func coltCmd(args []string) error {
 	wd := fs.Float64("weight-decay", def.WeightDecay, "weight decay")
 	patience := fs.Int("patience", def.Patience, "early stopping: epochs without dev improvement (0: never)")
 	metric := cli.Metric(fs, def.Metric)
-	seed := fs.Uint64("seed", def.Seed, "random seed of the graph stage (negatives, order, edge dropout); the dev split is the -retriever run's")
+	seed := fs.Uint64("seed", def.Seed, "random seed of the graph stage (negatives, order, edge dropout); the dev split is the -first-stage run's")
 	be := cli.Backend(fs)
 	quiet := cli.Quiet(fs)
 	if err := cli.Parse(fs, args); err != nil {

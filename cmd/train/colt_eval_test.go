@@ -30,7 +30,7 @@ func TestColtEvalRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := filepath.Join(dir, "colt")
-	if err := coltCmd([]string{"-retriever", be, "-run", run, "-epochs", "3", "-batch", "256", "-quiet"}); err != nil {
+	if err := coltCmd([]string{"-first-stage", be, "-run", run, "-epochs", "3", "-batch", "256", "-quiet"}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(run, "test_metrics.json"))

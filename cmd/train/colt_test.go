@@ -33,7 +33,7 @@ func TestColt(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := filepath.Join(dir, "colt")
-	if err := coltCmd([]string{"-retriever", be, "-run", run, "-epochs", "2", "-batch", "256", "-quiet"}); err != nil {
+	if err := coltCmd([]string{"-first-stage", be, "-run", run, "-epochs", "2", "-batch", "256", "-quiet"}); err != nil {
 		t.Fatal(err)
 	}
 	var cm map[string]json.RawMessage
@@ -48,7 +48,7 @@ func TestColt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Kind != "colt" || m.Parent != be || m.Args["retriever"] != be || m.Split.Seed != 7 || m.Split.DevFraction != 0.5 ||
+	if m.Kind != "colt" || m.Parent != be || m.Args["first-stage"] != be || m.Split.Seed != 7 || m.Split.DevFraction != 0.5 ||
 		!slices.Equal(m.Split.DevIDs, stage1.Split.DevIDs) {
 		t.Errorf("colt recorded kind %s, parent %s, args %v, split (dev %v, seed %d, %d ids): not stage 1's", m.Kind, m.Parent, m.Args, m.Split.DevFraction, m.Split.Seed, len(m.Split.DevIDs))
 	}
@@ -76,7 +76,7 @@ func TestColt(t *testing.T) {
 	if _, _, err := colt.ReadEmbeddingCache(cache, d); err == nil || !strings.Contains(err.Error(), cache) {
 		t.Errorf("corrupt cache: error %v, want one naming %s", err, cache)
 	}
-	if err := coltCmd([]string{"-retriever", be, "-run", filepath.Join(dir, "colt2"), "-epochs", "1", "-batch", "512", "-quiet"}); err != nil {
+	if err := coltCmd([]string{"-first-stage", be, "-run", filepath.Join(dir, "colt2"), "-epochs", "1", "-batch", "512", "-quiet"}); err != nil {
 		t.Fatalf("colt over a corrupt cache: %v", err)
 	}
 	if _, _, err := colt.ReadEmbeddingCache(cache, d); err != nil {
@@ -91,27 +91,27 @@ func TestColt(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{}, "-retriever"},
-		{[]string{"-retriever", filepath.Join(dir, "nope")}, "nope"},
-		{[]string{"-retriever", old}, "migrate"},
-		{[]string{"-retriever", run}, "not a bi-encoder run"},
-		{[]string{"-retriever", be, "-views", "all"}, "-views"},
-		{[]string{"-retriever", be, "-batch", "0"}, "-batch"},
-		{[]string{"-retriever", be, "-epochs", "0"}, "-epochs"},
-		{[]string{"-retriever", be, "-layers", "-1"}, "-layers"},
-		{[]string{"-retriever", be, "-list-len", "1"}, "-list-len"},
-		{[]string{"-retriever", be, "-lr", "0"}, "-lr"},
-		{[]string{"-retriever", be, "-temperature", "0"}, "-temperature"},
-		{[]string{"-retriever", be, "-edge-dropout", "1"}, "-edge-dropout"},
-		{[]string{"-retriever", be, "-edge-dropout", "-0.1"}, "-edge-dropout"},
-		{[]string{"-retriever", be, "-attach-temp", "0"}, "-attach-temp"},
-		{[]string{"-retriever", be, "-lambda", "-1"}, "-lambda"},
-		{[]string{"-retriever", be, "-weight-decay", "-1"}, "-weight-decay"},
-		{[]string{"-retriever", be, "-patience", "-1"}, "-patience"},
-		{[]string{"-retriever", be, "-metric", "mrr"}, "-metric"},
-		{[]string{"-retriever", be, "-split-seed", "1"}, "-split-seed"},
-		{[]string{"-retriever", be, "-dev", "0.1"}, "-dev"},
-		{[]string{"-retriever", be, "-tau", "0.1"}, "-tau"},
+		{[]string{}, "-first-stage"},
+		{[]string{"-first-stage", filepath.Join(dir, "nope")}, "nope"},
+		{[]string{"-first-stage", old}, "migrate"},
+		{[]string{"-first-stage", run}, "not a bi-encoder run"},
+		{[]string{"-first-stage", be, "-views", "all"}, "-views"},
+		{[]string{"-first-stage", be, "-batch", "0"}, "-batch"},
+		{[]string{"-first-stage", be, "-epochs", "0"}, "-epochs"},
+		{[]string{"-first-stage", be, "-layers", "-1"}, "-layers"},
+		{[]string{"-first-stage", be, "-list-len", "1"}, "-list-len"},
+		{[]string{"-first-stage", be, "-lr", "0"}, "-lr"},
+		{[]string{"-first-stage", be, "-temperature", "0"}, "-temperature"},
+		{[]string{"-first-stage", be, "-edge-dropout", "1"}, "-edge-dropout"},
+		{[]string{"-first-stage", be, "-edge-dropout", "-0.1"}, "-edge-dropout"},
+		{[]string{"-first-stage", be, "-attach-temp", "0"}, "-attach-temp"},
+		{[]string{"-first-stage", be, "-lambda", "-1"}, "-lambda"},
+		{[]string{"-first-stage", be, "-weight-decay", "-1"}, "-weight-decay"},
+		{[]string{"-first-stage", be, "-patience", "-1"}, "-patience"},
+		{[]string{"-first-stage", be, "-metric", "mrr"}, "-metric"},
+		{[]string{"-first-stage", be, "-split-seed", "1"}, "-split-seed"},
+		{[]string{"-first-stage", be, "-dev", "0.1"}, "-dev"},
+		{[]string{"-first-stage", be, "-tau", "0.1"}, "-tau"},
 		{[]string{"-init-embeddings", be}, "-init-embeddings"},
 	} {
 		args := append(c.args, "-run", filepath.Join(dir, "bad", strings.Repeat("x", i+1)), "-quiet")
@@ -123,7 +123,7 @@ func TestColt(t *testing.T) {
 	if err := coltCmd([]string{"-run", run, "-resume", "-lr", "0.1", "-quiet"}); err == nil || !strings.Contains(err.Error(), "-lr: run has") {
 		t.Errorf("resume with a changed -lr: %v", err)
 	}
-	if err := coltCmd([]string{"-retriever", be, "-run", run, "-quiet"}); err == nil || !strings.Contains(err.Error(), "-resume") {
+	if err := coltCmd([]string{"-first-stage", be, "-run", run, "-quiet"}); err == nil || !strings.Contains(err.Error(), "-resume") {
 		t.Errorf("a new run into an existing one: %v", err)
 	}
 }

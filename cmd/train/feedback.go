@@ -23,20 +23,20 @@ import (
 )
 
 // feedbackCmd collects the iterative LLM feedback of Xu et al. (package feedback): for every
-// judged query of -split, the -retriever run's top -k tools and the refiner's three replies
+// judged query of -split, the -first-stage run's top -k tools and the refiner's three replies
 // per iteration, up to -iterations refinements, into -out (JSONL). Restarted with the same
 // flags it resumes; replies are cached in -llm-cache.
 func feedbackCmd(args []string) error {
 	fs := flag.NewFlagSet("train feedback", flag.ContinueOnError)
 	cli.Data(fs)
-	retr := cli.Retriever(fs)
+	retr := cli.FirstStage(fs)
 	be := cli.Backend(fs)
 	quiet := cli.Quiet(fs)
-	refiner := fs.String("refiner", "llm", "what refines the instructions: llm (an OpenAI-compatible chat server) or prf (pseudo-relevance feedback: q^0 plus the retrieved tools a -prf-model run accepts; no LLM)")
-	prfModel := fs.String("prf-model", "", "-refiner prf: the run that judges the retrieved tools: an mlc classifier, a refiner or a cross-encoder run (kind read from the run)")
-	prfThreshold := fs.Float64("prf-threshold", feedback.DefaultPRFThreshold, "-refiner prf: a retrieved tool is accepted when the -prf-model's score of (q^0, tool) is at least this")
-	prfTools := fs.Int("prf-tools", feedback.DefaultPRFTools, "-refiner prf: most accepted tools written into the instruction, best scored first")
-	prfChars := fs.Int("prf-chars", feedback.DefaultPRFChars, "-refiner prf: characters of each accepted tool's description written (-1: names only)")
+	refiner := fs.String("rewriter", "llm", "what refines the instructions: llm (an OpenAI-compatible chat server) or prf (pseudo-relevance feedback: q^0 plus the retrieved tools a -prf-model run accepts; no LLM)")
+	prfModel := fs.String("prf-model", "", "-rewriter prf: the run that judges the retrieved tools: an mlc classifier, a refiner or a cross-encoder run (kind read from the run)")
+	prfThreshold := fs.Float64("prf-threshold", feedback.DefaultPRFThreshold, "-rewriter prf: a retrieved tool is accepted when the -prf-model's score of (q^0, tool) is at least this")
+	prfTools := fs.Int("prf-tools", feedback.DefaultPRFTools, "-rewriter prf: most accepted tools written into the instruction, best scored first")
+	prfChars := fs.Int("prf-chars", feedback.DefaultPRFChars, "-rewriter prf: characters of each accepted tool's description written (-1: names only)")
 	llmURL := fs.String("llm-url", "", "base URL of an OpenAI-compatible chat-completions API, e.g. http://127.0.0.1:8080/v1 (llama-server) or http://127.0.0.1:11434/v1 (Ollama); the API key, if any, is read from $"+llm.KeyEnv)
 	model := fs.String("llm-model", "", "model name sent with every request")
 	timeout := fs.Duration("llm-timeout", 2*time.Minute, "timeout of one request")
@@ -60,7 +60,7 @@ func feedbackCmd(args []string) error {
 	case "llm":
 	case "prf":
 		if *prfModel == "" {
-			return errors.New("-refiner prf needs -prf-model RUN (an mlc classifier, refiner or cross-encoder run)")
+			return errors.New("-rewriter prf needs -prf-model RUN (an mlc classifier, refiner or cross-encoder run)")
 		}
 		if err := cli.First(cli.Positive("prf-tools", *prfTools), cli.Positive("prf-threshold", *prfThreshold)); err != nil {
 			return err
@@ -69,13 +69,13 @@ func feedbackCmd(args []string) error {
 			return fmt.Errorf("-prf-threshold %v, -prf-chars %d: want a threshold in (0, 1] and -1 or a positive number of characters", *prfThreshold, *prfChars)
 		}
 	default:
-		return fmt.Errorf("-refiner %q: want llm or prf", *refiner)
+		return fmt.Errorf("-rewriter %q: want llm or prf", *refiner)
 	}
 	if *out == "" {
 		return errors.New("-out FILE is required")
 	}
 	if *retr == "" {
-		return errors.New("-retriever RUN is required: the bi-encoder run that retrieves the tools of each instruction")
+		return errors.New("-first-stage RUN is required: the bi-encoder run that retrieves the tools of each instruction")
 	}
 	if *refiner == "llm" && (*llmURL == "" || *model == "") {
 		return errors.New("-llm-url and -llm-model are required (an OpenAI-compatible server; none is reachable from a machine without network)")
@@ -99,7 +99,7 @@ func feedbackCmd(args []string) error {
 	var (
 		p      feedback.Prompts
 		client *llm.Client
-		ref    feedback.Refiner
+		ref    feedback.Rewriter
 		err    error
 	)
 	if *refiner == "llm" {
@@ -129,10 +129,10 @@ func feedbackCmd(args []string) error {
 	// this data.
 	if m, err := rundir.Read(rundir.RunOf(*retr)); err == nil {
 		if err := m.CheckData(d); err != nil {
-			return fmt.Errorf("-retriever %s: %w", *retr, err)
+			return fmt.Errorf("-first-stage %s: %w", *retr, err)
 		}
 	} else if !errors.Is(err, rundir.ErrNoMeta) {
-		return fmt.Errorf("-retriever: %w", err)
+		return fmt.Errorf("-first-stage: %w", err)
 	}
 	bk, err := backend.Open(backend.Name(*be))
 	if err != nil {
@@ -140,10 +140,10 @@ func feedbackCmd(args []string) error {
 	}
 	rk, _, err := candidates.Open(candidates.Source{Kind: "bi-encoder", Run: *retr}, d, nil, bk)
 	if err != nil {
-		return fmt.Errorf("-retriever: %w", err)
+		return fmt.Errorf("-first-stage: %w", err)
 	}
-	if br, ok := rk.(*biencoder.Retriever); ok && br.Marker() != "" {
-		return fmt.Errorf("-retriever %s was trained iteration-aware (marker %q): the loop ranks unmarked instructions; collect with the retriever it was warmed up from", *retr, br.Marker())
+	if br, ok := rk.(*biencoder.Ranker); ok && br.Marker() != "" {
+		return fmt.Errorf("-first-stage %s was trained iteration-aware (marker %q): the loop ranks unmarked instructions; collect with the retriever it was warmed up from", *retr, br.Marker())
 	}
 	absRetr, err := filepath.Abs(*retr)
 	if err != nil {
@@ -176,7 +176,7 @@ func feedbackCmd(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	sum, err := feedback.Run(ctx, feedback.Config{Data: d, Ranker: rk, Refiner: ref, Splits: names, K: *k, Iterations: *iterations, Out: *out,
+	sum, err := feedback.Run(ctx, feedback.Config{Data: d, Ranker: rk, Rewriter: ref, Splits: names, K: *k, Iterations: *iterations, Out: *out,
 		Settings: settings, Prompts: p, Info: info, Concurrency: conc1, Chunk: chunk, Progress: bar.update})
 	bar.finish()
 	if *refiner == "prf" {

@@ -80,7 +80,7 @@ func TestFeedbackCommand(t *testing.T) {
 	t.Setenv(llm.KeyEnv, key)
 	out := filepath.Join(dir, "fb", "feedback.jsonl")
 	os.MkdirAll(filepath.Dir(out), 0o755)
-	args := []string{"-data", dataDir, "-retriever", run, "-llm-url", srv.URL + "/v1", "-llm-model", "tiny", "-iterations", "2", "-k", "4", "-out", out, "-quiet"}
+	args := []string{"-data", dataDir, "-first-stage", run, "-llm-url", srv.URL + "/v1", "-llm-model", "tiny", "-iterations", "2", "-k", "4", "-out", out, "-quiet"}
 	if err := feedbackCmd(args); err != nil {
 		t.Fatal(err)
 	}
@@ -166,10 +166,10 @@ func TestFeedbackCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"prf without a model", []string{"-refiner", "prf"}, "-refiner prf needs -prf-model"},
-		{"unknown refiner", []string{"-refiner", "gpt"}, `-refiner "gpt": want llm`},
+		{"prf without a model", []string{"-rewriter", "prf"}, "-rewriter prf needs -prf-model"},
+		{"unknown refiner", []string{"-rewriter", "gpt"}, `-rewriter "gpt": want llm`},
 		{"no out", []string{"-out", ""}, "-out FILE is required"},
-		{"no retriever", []string{"-retriever", ""}, "-retriever RUN is required"},
+		{"no retriever", []string{"-first-stage", ""}, "-first-stage RUN is required"},
 		{"no url", []string{"-llm-url", ""}, "-llm-url and -llm-model are required"},
 		{"bad url", []string{"-llm-url", "127.0.0.1:8080"}, "want http"},
 		{"k 0", []string{"-k", "0"}, "-k 0"},
@@ -178,7 +178,7 @@ func TestFeedbackCommand(t *testing.T) {
 		{"retries -1", []string{"-llm-retries", "-1"}, "-llm-retries -1"},
 		{"unknown split", []string{"-split", "dev"}, `no split "dev"`},
 		{"empty split", []string{"-split", ","}, "no split"},
-		{"missing run", []string{"-retriever", filepath.Join(dir, "missing")}, "missing"},
+		{"missing run", []string{"-first-stage", filepath.Join(dir, "missing")}, "missing"},
 		{"missing prompts", []string{"-prompts", filepath.Join(dir, "none")}, "-prompts"},
 		{"stray argument", []string{"extra"}, "unexpected arguments"},
 	} {

@@ -18,7 +18,7 @@ type feedbackFlags struct {
 
 func addFeedbackFlags(fs *flag.FlagSet) *feedbackFlags {
 	return &feedbackFlags{
-		file:       fs.String("feedback", "", "train iteration-aware on a feedback collection (train feedback -out FILE): every instruction q^0..q^T of the training queries, marked with -marker; the dev split is the collection's -retriever run's (give -retriever to name it when it moved)"),
+		file:       fs.String("feedback", "", "train iteration-aware on a feedback collection (train feedback -out FILE): every instruction q^0..q^T of the training queries, marked with -marker; the dev split is the collection's -first-stage run's (give -first-stage to name it when it moved)"),
 		iterations: fs.Int("iterations", 0, "-feedback: the last iteration T trained (0: the collection's -iterations)"),
 		alpha:      fs.Float64("alpha", 1, "-feedback: the loss is Σ_t alpha^t · InfoNCE(q^t)"),
 		marker:     fs.String("marker", biencoder.DefaultMarker, "-feedback: the iteration marker, a format with one %d, put before q^t in training and in the iterative retrieval (empty: none)"),

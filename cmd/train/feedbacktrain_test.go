@@ -75,10 +75,10 @@ func newPRFFixture(t *testing.T, nTrain, nTest int) *prfFixture {
 	return f
 }
 
-// collect runs train feedback -refiner prf into out.
+// collect runs train feedback -rewriter prf into out.
 func (f *prfFixture) collect(t *testing.T, out string, extra ...string) {
 	t.Helper()
-	args := append([]string{"-data", f.data, "-retriever", f.retriever, "-refiner", "prf", "-prf-model", f.mlc,
+	args := append([]string{"-data", f.data, "-first-stage", f.retriever, "-rewriter", "prf", "-prf-model", f.mlc,
 		"-iterations", "2", "-k", "5", "-out", out, "-quiet"}, extra...)
 	if err := feedbackCmd(args); err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestFeedbackPRFCommand(t *testing.T) {
 	if again, _ := os.ReadFile(out); !bytes.Equal(again, b) {
 		t.Error("a re-run over the complete file changed it")
 	}
-	if err := feedbackCmd([]string{"-data", f.data, "-retriever", f.retriever, "-refiner", "prf", "-prf-model", f.mlc,
+	if err := feedbackCmd([]string{"-data", f.data, "-first-stage", f.retriever, "-rewriter", "prf", "-prf-model", f.mlc,
 		"-prf-threshold", "0.7", "-iterations", "2", "-k", "5", "-out", out, "-quiet"}); err == nil || !strings.Contains(err.Error(), "prf-threshold") {
 		t.Errorf("resume with another threshold: %v", err)
 	}
@@ -132,15 +132,15 @@ func TestFeedbackPRFCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no model", []string{"-refiner", "prf"}, "-refiner prf needs -prf-model"},
-		{"threshold", []string{"-refiner", "prf", "-prf-model", f.mlc, "-prf-threshold", "1.5"}, "-prf-threshold 1.5"},
-		{"chars", []string{"-refiner", "prf", "-prf-model", f.mlc, "-prf-chars", "0"}, "-prf-chars 0"},
-		{"tools", []string{"-refiner", "prf", "-prf-model", f.mlc, "-prf-tools", "0"}, "-prf-tools 0"},
-		{"model is a bi-encoder", []string{"-refiner", "prf", "-prf-model", f.retriever}, "not an mlc classifier"},
-		{"unknown refiner", []string{"-refiner", "gpt"}, `-refiner "gpt": want llm or prf`},
+		{"no model", []string{"-rewriter", "prf"}, "-rewriter prf needs -prf-model"},
+		{"threshold", []string{"-rewriter", "prf", "-prf-model", f.mlc, "-prf-threshold", "1.5"}, "-prf-threshold 1.5"},
+		{"chars", []string{"-rewriter", "prf", "-prf-model", f.mlc, "-prf-chars", "0"}, "-prf-chars 0"},
+		{"tools", []string{"-rewriter", "prf", "-prf-model", f.mlc, "-prf-tools", "0"}, "-prf-tools 0"},
+		{"model is a bi-encoder", []string{"-rewriter", "prf", "-prf-model", f.retriever}, "not an mlc classifier"},
+		{"unknown refiner", []string{"-rewriter", "gpt"}, `-rewriter "gpt": want llm or prf`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := append([]string{"-data", f.data, "-retriever", f.retriever, "-quiet", "-out", filepath.Join(t.TempDir(), "x.jsonl")}, tc.args...)
+			a := append([]string{"-data", f.data, "-first-stage", f.retriever, "-quiet", "-out", filepath.Join(t.TempDir(), "x.jsonl")}, tc.args...)
 			if err := feedbackCmd(a); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err %v, want %q", err, tc.want)
 			}
@@ -186,7 +186,7 @@ func TestBiencoderFeedback(t *testing.T) {
 		t.Error(err)
 	}
 	// An iteration-aware retriever does not collect (its loop would rank unmarked instructions).
-	if err := feedbackCmd([]string{"-data", f.data, "-retriever", run, "-refiner", "prf", "-prf-model", f.mlc, "-quiet",
+	if err := feedbackCmd([]string{"-data", f.data, "-first-stage", run, "-rewriter", "prf", "-prf-model", f.mlc, "-quiet",
 		"-out", filepath.Join(f.dir, "again.jsonl")}); err == nil || !strings.Contains(err.Error(), "trained iteration-aware") {
 		t.Errorf("collecting with an iteration-aware retriever: %v", err)
 	}

@@ -28,8 +28,8 @@ func addHeadFlags(fs *flag.FlagSet, def runs.Head) *headFlags {
 		fs:        fs,
 		dataDir:   cli.Data(fs),
 		runDir:    cli.Run(fs, "run directory (default runs/<command>-<time>)"),
-		retriever: cli.Retriever(fs),
-		initDir:   fs.String("init", "", "initialise the encoder from a HuggingFace BERT or DeBERTa-v2/v3 directory or hub id org/name[@revision] (lr 2e-5 unless given), or from a bi-encoder or pretrain run (its encoder and tokenizer, as -warm-start takes the -retriever's; else from scratch)"),
+		retriever: cli.FirstStage(fs),
+		initDir:   fs.String("init", "", "initialise the encoder from a HuggingFace BERT or DeBERTa-v2/v3 directory or hub id org/name[@revision] (lr 2e-5 unless given), or from a bi-encoder or pretrain run (its encoder and tokenizer, as -warm-start takes the -first-stage's; else from scratch)"),
 		arch:      archFlag(fs),
 		pool:      fs.String("pooling", "", "head input: cls (the [CLS] state) or pooler (the encoder's pooler layer over [CLS], as HF's XxxForSequenceClassification: BERT dense + tanh, DeBERTa's ContextPooler dense + GELU); default pooler for DeBERTa, cls for BERT"),
 		layers:    fs.Int("layers", def.Layers, "from scratch: layers"),
@@ -45,7 +45,7 @@ func addHeadFlags(fs *flag.FlagSet, def runs.Head) *headFlags {
 		schedule:  fs.String("schedule", def.Schedule, "linear, cosine or constant"),
 		clip:      fs.Float64("clip", def.Clip, "global gradient-norm clipping (0: off)"),
 		accum:     fs.Int("accumulate", def.Accumulate, "micro-batches per optimizer step"),
-		devFrac:   fs.Float64("dev", def.Dev, "without -retriever: fraction of the training queries held out as dev (with -retriever its recorded dev split is used)"),
+		devFrac:   fs.Float64("dev", def.Dev, "without -first-stage: fraction of the training queries held out as dev (with -first-stage its recorded dev split is used)"),
 		seed:      cli.Seed(fs),
 		evalEvery: fs.Int("eval-every", def.EvalEvery, "optimizer steps between dev evaluations (0: each epoch)"),
 		metric:    cli.Metric(fs, def.Metric),
@@ -54,7 +54,7 @@ func addHeadFlags(fs *flag.FlagSet, def runs.Head) *headFlags {
 		testSplit: fs.String("test", def.Test, "split evaluated at the end (empty: none)"),
 		resume:    cli.Resume(fs),
 		quiet:     cli.Quiet(fs),
-		warm:      fs.Bool("warm-start", def.WarmStart, "initialise the encoder with the -retriever run's trained weights (its sizes and vocabulary; a BERT position table shorter than -max-len is extended with new rows, other encoders cap -max-len at theirs)"),
+		warm:      fs.Bool("warm-start", def.WarmStart, "initialise the encoder with the -first-stage run's trained weights (its sizes and vocabulary; a BERT position table shorter than -max-len is extended with new rows, other encoders cap -max-len at theirs)"),
 	}
 }
 

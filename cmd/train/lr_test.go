@@ -19,11 +19,11 @@ func TestLRWarning(t *testing.T) {
 		args []string
 	}{
 		{"biencoder", biencoderCmd, []string{"-batch", "0"}},
-		{"crossencoder", crossencoderCmd, []string{"-retriever", "r", "-batch", "0"}},
+		{"crossencoder", crossencoderCmd, []string{"-first-stage", "r", "-batch", "0"}},
 		{"classifier", classifierCmd, []string{"-batch", "0"}},
 		{"refiner", refinerCmd, []string{"-batch", "0"}},
 		{"pretrain", pretrainCmd, []string{"-batch", "0"}},
-		{"colt", coltCmd, []string{"-retriever", "r", "-batch", "0"}},
+		{"colt", coltCmd, []string{"-first-stage", "r", "-batch", "0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder

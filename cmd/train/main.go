@@ -2,12 +2,12 @@
 //
 //	train [biencoder] [flags]   train a bi-encoder tool retriever (the default)
 //	train mine -run RUN [flags] mine hard negatives with a trained retriever
-//	train colt -retriever RUN [flags]  COLT's LightGCN stage on a trained bi-encoder
-//	train crossencoder -retriever RUN [flags]  ToolRerank's cross-encoder reranker
+//	train colt -first-stage RUN [flags]  COLT's LightGCN stage on a trained bi-encoder
+//	train crossencoder -first-stage RUN [flags]  ToolRerank's cross-encoder reranker
 //	train classifier -kind querytype|mlc [flags]  query-type or multi-label tool classifier
-//	train refiner -retriever RUN [-candidates bi-encoder|usage|mlc|bm25] [flags]  the Tool2Vec paper's ToolRefiner
+//	train refiner -first-stage RUN [-candidates bi-encoder|usage|mlc|bm25] [flags]  the Tool2Vec paper's ToolRefiner
 //	train migrate -run RUN [-data DIR] [-dev F -seed N]  write run.json for a run made before it existed
-//	train feedback -retriever RUN -llm-url URL -llm-model NAME -out FILE.jsonl [flags]  collect iterative LLM feedback (package feedback)
+//	train feedback -first-stage RUN -llm-url URL -llm-model NAME -out FILE.jsonl [flags]  collect iterative LLM feedback (package feedback)
 //	train plot -out FILE RUN...  overlay the training charts of several runs in one page
 //	train pretrain [flags]      unsupervised MLM + contrastive pre-training on the tool corpus (package pretrain); -init RUN warm-starts from it
 //

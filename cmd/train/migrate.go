@@ -24,7 +24,7 @@ func migrateCmd(args []string) error {
 	runDir := cli.Run(fs, "the run directory to migrate (required)")
 	devFrac := fs.Float64("dev", 0, "the -dev the run was trained with (default: its data_split.json, else 0.1)")
 	seed := fs.Int64("seed", -1, "the -seed the run was trained with (default: its data_split.json, else its train_config.json)")
-	parent := cli.Retriever(fs)
+	parent := cli.FirstStage(fs)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}

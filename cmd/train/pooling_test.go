@@ -113,7 +113,7 @@ func TestCrossEncoderInitDebertaV3(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := filepath.Join(dir, "ce")
-	if err := crossencoderCmd([]string{"-init", hub, "-retriever", be, "-run", run, "-depth", "10", "-max-len", "96", "-batch", "8",
+	if err := crossencoderCmd([]string{"-init", hub, "-first-stage", be, "-run", run, "-depth", "10", "-max-len", "96", "-batch", "8",
 		"-epochs", "1", "-lr", "1e-3", "-dev-max", "10", "-test", "", "-quiet"}); err != nil {
 		t.Fatal(err)
 	}

@@ -162,7 +162,7 @@ func TestPretrainFlags(t *testing.T) {
 }
 
 // TestPretrainWarmStart pre-trains a tiny encoder, then warm-starts a bi-encoder (-init), a
-// cross-encoder (-init, with the pre-training run as -retriever too), a query-type classifier
+// cross-encoder (-init, with the pre-training run as -first-stage too), a query-type classifier
 // (-init) and another pre-training (-init) from it, each trained at a learning rate too small to move a weight, and
 // checks that every encoder weight of their first checkpoint equals the pre-trained one and
 // that they use the pre-training run's vocabulary.
@@ -198,7 +198,7 @@ func TestPretrainWarmStart(t *testing.T) {
 		args []string
 	}{
 		{"biencoder", biencoderCmd, []string{"-init", pre, "-dev", "0.85", "-seed", "7", "-batch", "64", "-symmetric", "-test", ""}},
-		{"crossencoder", crossencoderCmd, []string{"-init", pre, "-retriever", pre, "-max-len", "64", "-depth", "5", "-negatives-per-positive", "1", "-batch", "64", "-dev-max", "10", "-test", ""}},
+		{"crossencoder", crossencoderCmd, []string{"-init", pre, "-first-stage", pre, "-max-len", "64", "-depth", "5", "-negatives-per-positive", "1", "-batch", "64", "-dev-max", "10", "-test", ""}},
 		{"classifier", classifierCmd, []string{"-kind", "querytype", "-init", pre, "-dev", "0.85", "-seed", "7", "-batch", "64", "-test", ""}},
 		// Pre-training continued from a run (a new MLM head).
 		{"pretrain", pretrainCmd, []string{"-init", pre, "-dev", "0.85", "-seed", "7", "-batch", "32", "-dev-max", "32"}},

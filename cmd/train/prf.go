@@ -8,7 +8,7 @@ import (
 	"github.com/toolret/toolret/feedback"
 )
 
-// loadPRF loads the pseudo-relevance-feedback refiner of train feedback -refiner prf: the
+// loadPRF loads the pseudo-relevance-feedback refiner of train feedback -rewriter prf: the
 // judge run (kind detected) and the options, with the settings a collection records.
 func loadPRF(run string, d *data.Dataset, bk compute.Backend, o feedback.PRFOptions) (*feedback.PRF, map[string]string, error) {
 	j, kind, err := feedback.LoadJudge(run, d, bk)

@@ -76,12 +76,12 @@ func TestQuery2Query(t *testing.T) {
 		t.Fatal(err)
 	}
 	run2 := filepath.Join(dir, "run2")
-	if err := biencoderCmd(append([]string{"-run", run2, "-retriever", first, "-test", ""}, common...)); err != nil {
+	if err := biencoderCmd(append([]string{"-run", run2, "-first-stage", first, "-test", ""}, common...)); err != nil {
 		t.Fatal(err)
 	}
 	m, err := rundir.Read(run2)
 	if err != nil || m.Parent != first || m.Split.DevFraction != 0.2 || len(m.Split.DevIDs) != len(sp.DevIDs) {
-		t.Fatalf("run.json %+v, %v: want the -retriever's split and parent", m, err)
+		t.Fatalf("run.json %+v, %v: want the -first-stage's split and parent", m, err)
 	}
 
 	for _, tc := range []struct {
@@ -90,13 +90,13 @@ func TestQuery2Query(t *testing.T) {
 		want string
 	}{
 		{"objective", []string{"-objective", "tool2vec"}, `objective "tool2vec"`},
-		{"retriever without query2query", []string{"-retriever", first}, "-retriever is used by -objective query2query only"},
+		{"retriever without query2query", []string{"-first-stage", first}, "-first-stage is used by -objective query2query only"},
 		{"hard negatives", []string{"-objective", "query2query", "-hard-negatives", "1", "-negatives", "x"}, "-hard-negatives and -negatives are tool negatives"},
 		{"separate towers", []string{"-objective", "query2query", "-separate-towers"}, "one shared tower"},
 		{"margin", []string{"-objective", "query2query", "-margin", "0"}, "-margin 0"},
 		{"positives", []string{"-objective", "query2query", "-positives-per-query", "0"}, "-positives-per-query 0"},
 		{"negatives", []string{"-objective", "query2query", "-negatives-per-query", "-1"}, "-negatives-per-query -1"},
-		{"dev with retriever", []string{"-objective", "query2query", "-retriever", first, "-dev", "0.3"}, "-dev 0.3: the dev split is the -retriever run's"},
+		{"dev with retriever", []string{"-objective", "query2query", "-first-stage", first, "-dev", "0.3"}, "-dev 0.3: the dev split is the -first-stage run's"},
 	} {
 		err := biencoderCmd(append([]string{"-run", filepath.Join(dir, "bad-"+strings.ReplaceAll(tc.name, " ", "-"))}, tc.args...))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

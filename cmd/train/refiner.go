@@ -12,8 +12,8 @@ import (
 func refinerCmd(args []string) error {
 	fs := flag.NewFlagSet("train refiner", flag.ContinueOnError)
 	def := refiner.DefaultTrainConfig()
-	src := fs.String("candidates", def.Candidates, "first stage whose top N the refiner re-orders: bi-encoder (the -retriever run's text vectors), usage (its Tool2Vec vectors), mlc (-candidates-run MLC_RUN) or bm25")
-	srcRun := fs.String("candidates-run", def.CandidatesRun, "the first stage's run for -candidates mlc (bi-encoder and usage: the -retriever run)")
+	src := fs.String("candidates", def.Candidates, "first stage whose top N the refiner re-orders: bi-encoder (the -first-stage run's text vectors), usage (its Tool2Vec vectors), mlc (-candidates-run MLC_RUN) or bm25")
+	srcRun := fs.String("candidates-run", def.CandidatesRun, "the first stage's run for -candidates mlc (bi-encoder and usage: the -first-stage run)")
 	n := fs.Int("n", def.N, "candidate slots N: the first stage's top N are scored together")
 	depth := fs.Int("depth", def.Depth, "first-stage list length cached per query (>= -n; the refined top N is followed by the rest in first-stage order)")
 	loss := fs.String("loss", def.Loss, "softmax (multi-positive softmax over the N slots, summed over positives), softmax-norm (divided by the positives) or bce (per slot)")

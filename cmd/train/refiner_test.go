@@ -26,7 +26,7 @@ func TestRefinerCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := filepath.Join(dir, "ref")
-	args := []string{"-retriever", be, "-run", ref, "-n", "8", "-depth", "12", "-epochs", "1", "-batch", "16", "-warm-start", "-quiet"}
+	args := []string{"-first-stage", be, "-run", ref, "-n", "8", "-depth", "12", "-epochs", "1", "-batch", "16", "-warm-start", "-quiet"}
 	if err := refinerCmd(args); err != nil {
 		t.Fatal(err)
 	}

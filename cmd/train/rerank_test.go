@@ -111,7 +111,7 @@ func TestRerankStages(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := filepath.Join(dir, tc.name)
-			args := append([]string{tc.args[0], "-retriever", be, "-run", run}, tc.args[1:]...)
+			args := append([]string{tc.args[0], "-first-stage", be, "-run", run}, tc.args[1:]...)
 			args = append(args, tiny...)
 			var err error
 			if args[0] == "crossencoder" {
@@ -164,7 +164,7 @@ func TestRerankStages(t *testing.T) {
 		})
 	}
 	// A later stage given another -dev than its retriever's is refused.
-	if err := classifierCmd(append([]string{"-kind", "mlc", "-retriever", be, "-run", filepath.Join(dir, "dev"), "-dev", "0.2"}, tiny...)); err == nil || !strings.Contains(err.Error(), "-dev 0.2") {
+	if err := classifierCmd(append([]string{"-kind", "mlc", "-first-stage", be, "-run", filepath.Join(dir, "dev"), "-dev", "0.2"}, tiny...)); err == nil || !strings.Contains(err.Error(), "-dev 0.2") {
 		t.Errorf("-dev differing from the retriever's: %v", err)
 	}
 	// Resuming with changed flags is refused, each named; the recorded flags are kept.
@@ -184,10 +184,10 @@ func TestRerankStages(t *testing.T) {
 		}
 	}
 	if err := crossencoderCmd([]string{"-run", filepath.Join(dir, "x")}); err == nil {
-		t.Error("crossencoder without -retriever must fail")
+		t.Error("crossencoder without -first-stage must fail")
 	}
-	if err := classifierCmd([]string{"-kind", "mlc", "-warm-start", "-run", filepath.Join(dir, "z")}); err == nil || !strings.Contains(err.Error(), "-retriever") {
-		t.Errorf("-warm-start without -retriever: %v", err)
+	if err := classifierCmd([]string{"-kind", "mlc", "-warm-start", "-run", filepath.Join(dir, "z")}); err == nil || !strings.Contains(err.Error(), "-first-stage") {
+		t.Errorf("-warm-start without -first-stage: %v", err)
 	}
 	if err := classifierCmd([]string{"-kind", "nope", "-run", filepath.Join(dir, "y")}); err == nil {
 		t.Error("unknown classifier kind must fail")
@@ -213,7 +213,7 @@ func TestMigrate(t *testing.T) {
 	if err := os.Remove(filepath.Join(be, rundir.MetaFile)); err != nil { // as an old run
 		t.Fatal(err)
 	}
-	err = classifierCmd([]string{"-kind", "mlc", "-retriever", be, "-run", filepath.Join(dir, "mlc"), "-quiet"})
+	err = classifierCmd([]string{"-kind", "mlc", "-first-stage", be, "-run", filepath.Join(dir, "mlc"), "-quiet"})
 	if err == nil || !strings.Contains(err.Error(), "train migrate -run "+be) {
 		t.Fatalf("stage 2 on an old run: want the migration message, got %v", err)
 	}

@@ -6,7 +6,7 @@
 //	-holdout-tools F, -holdout-seed N   evaluate on tools never seen in training: the
 //	                   held-out-tool view of -data (LoadData; data.Dataset.HoldoutTools)
 //	-run DIR           the run directory a command trains into or reads
-//	-retriever DIR     the stage-1 bi-encoder run a later stage builds on
+//	-first-stage DIR     the stage-1 bi-encoder run a later stage builds on
 //	-backend NAME      compute backend: go (default), onnx, xla:cpu, xla:cuda
 //	-seed N            random seed (default 1)
 //	-dev F             dev fraction carved from the training queries (default 0.1); later
@@ -51,9 +51,9 @@ func Data(fs *flag.FlagSet) *string {
 // Run registers -run with a command-specific help text.
 func Run(fs *flag.FlagSet, help string) *string { return fs.String("run", "", help) }
 
-// Retriever registers -retriever: the stage-1 bi-encoder run.
-func Retriever(fs *flag.FlagSet) *string {
-	return fs.String("retriever", "", "stage-1 bi-encoder run (train biencoder); its recorded dev split is used")
+// FirstStage registers -first-stage: the stage-1 bi-encoder run.
+func FirstStage(fs *flag.FlagSet) *string {
+	return fs.String("first-stage", "", "stage-1 bi-encoder run (train biencoder); its recorded dev split is used")
 }
 
 // Backend registers -backend.

@@ -16,7 +16,7 @@ func Holdout(fs *flag.FlagSet) (frac *float64, seed *uint64) {
 	frac = fs.Float64("holdout-tools", 0, "hold out this fraction of the judged tools (seeded by -holdout-seed) to evaluate on tools never seen in training: "+
 		"every query that needs a held-out tool is a test query, the others train (a multi-tool query with any held-out tool goes to test, its seen tools stay relevant there); "+
 		"the dev split is then carved the same way from the training tools (-dev of them); 0: the dataset's own splits. "+
-		"A later stage given a -retriever run trained on a view takes the run's view")
+		"A later stage given a -first-stage run trained on a view takes the run's view")
 	seed = fs.Uint64("holdout-seed", DefaultSeed, "random seed of -holdout-tools")
 	return frac, seed
 }
@@ -66,7 +66,7 @@ func RecordedHoldout(dir string) *data.Holdout {
 
 // LoadData loads the dataset fs's -data names (the embedded default when empty), as the
 // held-out-tool view -holdout-tools and -holdout-seed name. When -holdout-tools is not given
-// and fs has a -retriever run trained on a view, that view is taken and recorded in fs's
+// and fs has a -first-stage run trained on a view, that view is taken and recorded in fs's
 // flags, so a later stage evaluates and tunes on its retriever's data.
 func LoadData(fs *flag.FlagSet) (*data.Dataset, error) {
 	dir := ""
@@ -77,11 +77,11 @@ func LoadData(fs *flag.FlagSet) (*data.Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r := fs.Lookup("retriever"); h == nil && r != nil && !Set(fs)["holdout-tools"] {
+	if r := fs.Lookup("first-stage"); h == nil && r != nil && !Set(fs)["holdout-tools"] {
 		if h = RecordedHoldout(r.Value.String()); h != nil {
 			if err := errors.Join(fs.Set("holdout-tools", strconv.FormatFloat(h.Fraction, 'g', -1, 64)),
 				fs.Set("holdout-seed", strconv.FormatUint(uint64(h.Seed), 10))); err != nil {
-				return nil, fmt.Errorf("-retriever %s: its held-out-tool view %s: %w", r.Value, h.Flags(), err)
+				return nil, fmt.Errorf("-first-stage %s: its held-out-tool view %s: %w", r.Value, h.Flags(), err)
 			}
 		}
 	}

@@ -37,8 +37,8 @@ func TestLoadData(t *testing.T) {
 		{"zero is off", []string{"-holdout-tools", "0"}, nil, ""},
 		{"view", []string{"-holdout-tools", "0.2", "-holdout-seed", "3"}, &data.Holdout{Fraction: 0.2, Seed: 3}, ""},
 		{"default seed", []string{"-holdout-tools", "0.3"}, &data.Holdout{Fraction: 0.3, Seed: 1}, ""},
-		{"retriever's view", []string{"-retriever", viewRun}, &data.Holdout{Fraction: 0.2, Seed: 3}, ""},
-		{"given view wins", []string{"-retriever", viewRun, "-holdout-tools", "0.4"}, &data.Holdout{Fraction: 0.4, Seed: 1}, ""},
+		{"retriever's view", []string{"-first-stage", viewRun}, &data.Holdout{Fraction: 0.2, Seed: 3}, ""},
+		{"given view wins", []string{"-first-stage", viewRun, "-holdout-tools", "0.4"}, &data.Holdout{Fraction: 0.4, Seed: 1}, ""},
 		{"fraction 1", []string{"-holdout-tools", "1"}, nil, "-holdout-tools 1: must be in [0, 1)"},
 		{"negative", []string{"-holdout-tools", "-0.1"}, nil, "-holdout-tools -0.1"},
 		{"no tool", []string{"-holdout-tools", "0.001"}, nil, "-holdout-tools 0.001 -holdout-seed 1"},
@@ -47,7 +47,7 @@ func TestLoadData(t *testing.T) {
 			fs := flag.NewFlagSet("t", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
 			Data(fs)
-			Retriever(fs)
+			FirstStage(fs)
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}

@@ -30,8 +30,8 @@ const HelpFlags = "help-flags"
 var commands = map[string]struct{ synopsis, doc string }{
 	"train biencoder":    {"train a bi-encoder tool retriever (from scratch, a run, or a pre-trained model with -init)", "docs/training-a-bi-encoder.md"},
 	"train mine":         {"mine hard negatives with a trained retriever", "docs/training-a-bi-encoder.md"},
-	"train colt":         {"COLT's LightGCN graph stage on a trained bi-encoder (-retriever RUN)", "docs/colt-graph-stage.md"},
-	"train crossencoder": {"ToolRerank's cross-encoder reranker over a stage-1 run (-retriever RUN)", "docs/reranking-toolrerank-and-classifiers.md"},
+	"train colt":         {"COLT's LightGCN graph stage on a trained bi-encoder (-first-stage RUN)", "docs/colt-graph-stage.md"},
+	"train crossencoder": {"ToolRerank's cross-encoder reranker over a stage-1 run (-first-stage RUN)", "docs/reranking-toolrerank-and-classifiers.md"},
 	"train classifier":   {"query-type or multi-label (MLC) tool classifier", "docs/reranking-toolrerank-and-classifiers.md"},
 	"train refiner":      {"the Tool2Vec paper's ToolRefiner over a stage-1 run's candidates", "docs/toolrefiner-tool2vec-paper.md"},
 	"train feedback":     {"collect iterative LLM feedback with a trained retriever", "docs/llm-feedback.md"},

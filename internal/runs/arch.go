@@ -20,7 +20,7 @@ func NewEncoder(arch string, s encoder.Sizes, pairs bool) (encoder.Config, error
 }
 
 // CheckArchOf reports an error when arch was given explicitly (given) but the encoder c,
-// taken from elsewhere (from names where: -init's checkpoint, the -retriever run), is
+// taken from elsewhere (from names where: -init's checkpoint, the -first-stage run), is
 // another architecture (encoder.CheckArchOf).
 func CheckArchOf(arch string, given bool, c encoder.Config, from string) error {
 	if !given {

@@ -23,7 +23,7 @@ import (
 type Head struct {
 	RunDir    string // -run: the run directory (required)
 	Resume    bool   // -resume: continue RunDir from its newest checkpoint (its recorded settings, which the caller applies)
-	Retriever string // -retriever: the stage-1 bi-encoder run (its recorded dev split; its tokenizer from scratch)
+	Retriever string // -first-stage: the stage-1 bi-encoder run (its recorded dev split; its tokenizer from scratch)
 	// Init is -init: a HuggingFace BERT or DeBERTa-v2/v3 directory, or a bi-encoder or pretrain
 	// run whose encoder and tokenizer start the model ("": none). A hub id must be resolved to
 	// its directory first (hub.Resolve).
@@ -132,7 +132,7 @@ func (h *Head) Start(kind string, d *data.Dataset, args map[string]string) (*Ses
 			break
 		}
 		if h.DevGiven && h.Dev != parent.Split.DevFraction {
-			err = fmt.Errorf("-dev %v: the dev split is the -retriever run's (%s: dev %v, seed %d); omit -dev", h.Dev, h.Retriever, parent.Split.DevFraction, parent.Split.Seed)
+			err = fmt.Errorf("-dev %v: the dev split is the -first-stage run's (%s: dev %v, seed %d); omit -dev", h.Dev, h.Retriever, parent.Split.DevFraction, parent.Split.Seed)
 			break
 		}
 		s.pending = &rundir.Meta{Kind: kind, Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: parent.Split, Parent: h.Retriever, Args: args}
@@ -200,9 +200,9 @@ func (s *Session) Encoder(store *model.Store, pairs bool) (encoder.Config, *toke
 			return nil, nil, fmt.Errorf("-warm-start and -init are exclusive")
 		}
 		if h.Retriever == "" {
-			return nil, nil, fmt.Errorf("-warm-start needs -retriever RUN")
+			return nil, nil, fmt.Errorf("-warm-start needs -first-stage RUN")
 		}
-		return s.fromRun(h.Retriever, "the -retriever run", store)
+		return s.fromRun(h.Retriever, "the -first-stage run", store)
 	}
 	if h.Init != "" && biencoder.IsRun(h.Init) { // a bi-encoder or pretrain run
 		return s.fromRun(h.Init, h.Init, store)

@@ -10,7 +10,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/models/encoder"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/tokenize"
 )
 
@@ -63,9 +63,9 @@ func (e *Embedder) Embed(tower string, texts []string) ([][]float32, error) {
 	return out, nil
 }
 
-// Retriever ranks all tools of a dataset by similarity to a query embedding. Tool vectors are
-// computed once. It implements retrieve.Ranker and is safe for concurrent Rank calls.
-type Retriever struct {
+// Ranker ranks all tools of a dataset by similarity to a query embedding. Tool vectors are
+// computed once. It implements rank.Ranker and is safe for concurrent Rank calls.
+type Ranker struct {
 	e     *Embedder
 	Tools [][]float32
 	// Vectors is the kind of tool vectors: VectorsText or VectorsUsage.
@@ -77,18 +77,18 @@ type Retriever struct {
 
 // UsageNote returns the line reporting the usage-vector fallback ("usage vectors: N of T
 // tools have no training query; they keep their text vector"), or "" for text vectors.
-func (r *Retriever) UsageNote() string {
+func (r *Ranker) UsageNote() string {
 	if r.Vectors != VectorsUsage {
 		return ""
 	}
 	return UsageNote(r.Fallbacks, len(r.Tools))
 }
 
-// Retriever embeds the tools of d. vectors is "text" (the tool tower over tool texts) or
+// Ranker embeds the tools of d. vectors is "text" (the tool tower over tool texts) or
 // "usage" (Tool2Vec, UsageVectors: a tool is the mean embedding of the training queries that
 // use it, in the query tower; tools without training queries keep their text vector).
 // trainSplit names the split whose qrels define usage.
-func (e *Embedder) Retriever(d *data.Dataset, vectors, trainSplit string) (*Retriever, error) {
+func (e *Embedder) Ranker(d *data.Dataset, vectors, trainSplit string) (*Ranker, error) {
 	var train *data.Split
 	if vectors == VectorsUsage {
 		var err error
@@ -102,7 +102,7 @@ func (e *Embedder) Retriever(d *data.Dataset, vectors, trainSplit string) (*Retr
 // RetrieverFrom is Retriever with the training queries given as a split of d, such as the
 // training part of a run's recorded dev split (rundir.Split.Apply): with "usage" vectors only
 // train's qrels define usage, so no dev query leaks into the tool vectors.
-func (e *Embedder) RetrieverFrom(d *data.Dataset, vectors string, train *data.Split) (*Retriever, error) {
+func (e *Embedder) RetrieverFrom(d *data.Dataset, vectors string, train *data.Split) (*Ranker, error) {
 	vectors, err := ParseToolVectors(vectors)
 	if err != nil {
 		return nil, err
@@ -115,7 +115,7 @@ func (e *Embedder) RetrieverFrom(d *data.Dataset, vectors string, train *data.Sp
 	if err != nil {
 		return nil, err
 	}
-	r := &Retriever{e: e, Tools: tools, Vectors: vectors}
+	r := &Ranker{e: e, Tools: tools, Vectors: vectors}
 	if vectors == VectorsUsage {
 		if train == nil {
 			return nil, fmt.Errorf("biencoder: usage tool vectors need a training split")
@@ -149,12 +149,12 @@ func (e *Embedder) UsageVectors(d *data.Dataset, train *data.Split, text [][]flo
 }
 
 // RankTexts embeds queries and returns each one's top k tools (exact search over all tools).
-func (r *Retriever) RankTexts(queries []string, k int) ([]retrieve.Ranking, error) {
+func (r *Ranker) RankTexts(queries []string, k int) ([]rank.Ranking, error) {
 	qe, err := r.e.Embed(QueryTower, queries)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]retrieve.Ranking, len(qe))
+	out := make([]rank.Ranking, len(qe))
 	scores := make([]float32, len(r.Tools))
 	for i, q := range qe {
 		for t, v := range r.Tools {
@@ -164,13 +164,13 @@ func (r *Retriever) RankTexts(queries []string, k int) ([]retrieve.Ranking, erro
 			}
 			scores[t] = s
 		}
-		out[i] = retrieve.TopK(scores, k)
+		out[i] = rank.TopK(scores, k)
 	}
 	return out, nil
 }
 
-// Rank implements retrieve.Ranker.
-func (r *Retriever) Rank(ctx context.Context, queries []string, k int) ([]retrieve.Ranking, error) {
+// Rank implements rank.Ranker.
+func (r *Ranker) Rank(ctx context.Context, queries []string, k int) ([]rank.Ranking, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/losses"
 	"github.com/toolret/toolret/models/encoder"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/train"
 )
 
@@ -57,13 +57,13 @@ func Mark(marker string, t int, instruction string) string {
 // Marked is a ranker that ranks each query as the instruction of iteration T under Marker
 // (Mark); the plain ranking of an iteration-aware retriever is iteration 0's.
 type Marked struct {
-	R      retrieve.Ranker
+	R      rank.Ranker
 	Marker string
 	T      int
 }
 
-// Rank implements retrieve.Ranker.
-func (m Marked) Rank(ctx context.Context, queries []string, k int) ([]retrieve.Ranking, error) {
+// Rank implements rank.Ranker.
+func (m Marked) Rank(ctx context.Context, queries []string, k int) ([]rank.Ranking, error) {
 	q := make([]string, len(queries))
 	for i, s := range queries {
 		q[i] = Mark(m.Marker, m.T, s)
@@ -412,4 +412,4 @@ var _ train.Task = (*FeedbackTask)(nil)
 
 // Marker returns the iteration marker of the retriever's model ("" unless it was trained on
 // iterative feedback).
-func (r *Retriever) Marker() string { return r.e.Cfg.Marker }
+func (r *Ranker) Marker() string { return r.e.Cfg.Marker }

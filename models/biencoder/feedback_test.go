@@ -17,7 +17,7 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/models/encoder"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
@@ -384,7 +384,7 @@ func TestMarkedRanker(t *testing.T) {
 
 type rankFunc func([]string)
 
-func (f rankFunc) Rank(_ context.Context, q []string, k int) ([]retrieve.Ranking, error) {
+func (f rankFunc) Rank(_ context.Context, q []string, k int) ([]rank.Ranking, error) {
 	f(q)
-	return make([]retrieve.Ranking, len(q)), nil
+	return make([]rank.Ranking, len(q)), nil
 }

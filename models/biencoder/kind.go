@@ -4,24 +4,24 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/kinds"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 func init() {
 	kinds.Register(kinds.Kind{Name: Kind, ConfigFile: ConfigFile,
 		NewConfig: func() any { c := DefaultTrainConfig(); return &c },
 		FromArgs:  func(args map[string]string) (any, error) { c, err := ConfigFromArgs(args); return &c, err },
-		Rank:      rank})
+		Rank:      rankRun})
 }
 
-// rank opens a bi-encoder run as a ranker with text tool vectors (an iteration-aware run:
+// rankRun opens a bi-encoder run as a ranker with text tool vectors (an iteration-aware run:
 // round 0's, its queries marked).
-func rank(dir string, be compute.Backend, d *data.Dataset) (retrieve.Ranker, error) {
+func rankRun(dir string, be compute.Backend, d *data.Dataset) (rank.Ranker, error) {
 	emb, err := LoadRun(dir, be)
 	if err != nil {
 		return nil, err
 	}
-	r, err := emb.Retriever(d, "text", "train")
+	r, err := emb.Ranker(d, "text", "train")
 	if err != nil {
 		return nil, err
 	}

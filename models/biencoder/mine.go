@@ -11,7 +11,7 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/cli"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -86,7 +86,7 @@ func Mine(ctx context.Context, cfg MineConfig) (*MineResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := emb.Retriever(d, "text", "")
+	r, err := emb.Ranker(d, "text", "")
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func Mine(ctx context.Context, cfg MineConfig) (*MineResult, error) {
 // HardNegatives returns, for each query qs[i] ranked rankings[i], the tools at ranks
 // [skip, skip+perQuery) among its tools not in relevant[qs[i]], best first. A query with none
 // has no entry.
-func HardNegatives(rankings []retrieve.Ranking, qs []int, relevant map[int][]int, perQuery, skip int) map[int][]int {
+func HardNegatives(rankings []rank.Ranking, qs []int, relevant map[int][]int, perQuery, skip int) map[int][]int {
 	negs := map[int][]int{}
 	for i, q := range qs {
 		rel := map[int]bool{}

@@ -11,11 +11,11 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 func TestHardNegatives(t *testing.T) {
-	rk := []retrieve.Ranking{{Tools: []int{5, 1, 6, 7, 2, 8}}, {Tools: []int{3, 4}}}
+	rk := []rank.Ranking{{Tools: []int{5, 1, 6, 7, 2, 8}}, {Tools: []int{3, 4}}}
 	rel := map[int][]int{10: {1, 2}, 11: {3, 4}}
 	for _, c := range []struct {
 		per, skip int

@@ -16,8 +16,8 @@ import (
 	"github.com/toolret/toolret/losses"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
-	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/retrieve/bm25"
+	"github.com/toolret/toolret/rank"
+	"github.com/toolret/toolret/rank/bm25"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/train"
 )
@@ -171,13 +171,13 @@ func MineTriplets(train *data.Split, score Scorer, positives, negatives int) (ou
 		}
 		n := Neighbours{Anchor: q}
 		if len(cands) > 0 {
-			for _, k := range retrieve.TopK(sub, positives).Tools {
+			for _, k := range rank.TopK(sub, positives).Tools {
 				n.Positives = append(n.Positives, qs[cands[k]])
 			}
 		}
 		// Negatives: the best scores overall skipping the sharing queries (the anchor is one):
 		// the top len(marked)+negatives hold enough of them.
-		for _, j := range retrieve.TopK(s, min(len(qs), len(marked)+negatives)).Tools {
+		for _, j := range rank.TopK(s, min(len(qs), len(marked)+negatives)).Tools {
 			if !shares[j] {
 				n.Negatives = append(n.Negatives, qs[j])
 				if len(n.Negatives) == negatives {
@@ -422,7 +422,7 @@ func (t *QueryTask) Evaluate(store *model.Store) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(r), metrics.DevKs)
+	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, rank.Texts(r), metrics.DevKs)
 }
 
 var _ train.Task = (*QueryTask)(nil)

@@ -12,7 +12,7 @@ import (
 	"github.com/toolret/toolret/losses"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/train"
 )
 
@@ -209,15 +209,15 @@ func evaluateText(cfg *Config, s *train.Setup, store *model.Store, marked bool) 
 		return map[string]float64{}, nil
 	}
 	e := &Embedder{Cfg: cfg, Tok: s.Tok, Backend: s.Backend, Store: store, Batch: 64}
-	r, err := e.Retriever(s.Data, "text", "")
+	r, err := e.Ranker(s.Data, "text", "")
 	if err != nil {
 		return nil, err
 	}
-	var rk retrieve.Ranker = r
+	var rk rank.Ranker = r
 	if marked {
 		rk = Marked{R: r, Marker: cfg.Marker}
 	}
-	return metrics.EvaluateDev(context.Background(), s.Data, s.Dev, retrieve.Texts(rk), metrics.DevKs)
+	return metrics.EvaluateDev(context.Background(), s.Data, s.Dev, rank.Texts(rk), metrics.DevKs)
 }
 
 var (

@@ -77,7 +77,7 @@ type TrainParent struct {
 	// DeBERTa-v2/v3 directory or hub id org/name[@revision] (resolved in the hub cache), or a
 	// trained bi-encoder or pretrain run; "": from scratch (Model's sizes).
 	Init string `json:"init"`
-	// Retriever is the first retriever run (-retriever): query2query mines its triplets by
+	// Retriever is the first retriever run (-first-stage): query2query mines its triplets by
 	// its query embeddings and takes its dev split; with Feedback it names the collection's
 	// retriever when it moved.
 	Retriever string `json:"retriever"`

@@ -4,7 +4,7 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/kinds"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 // Kind is the model kind of a classifier run (rundir.Meta.Kind): a query-type or an MLC
@@ -16,7 +16,7 @@ func init() {
 		return &kinds.Result{RunDir: r.RunDir, Summary: r.Summary, Test: kinds.TestReport(r.Test)}
 	})
 	kinds.Register(kinds.Kind{Name: Kind, ConfigFile: ConfigFile, NewConfig: newConfig, Train: train,
-		Rank: func(dir string, be compute.Backend, d *data.Dataset) (retrieve.Ranker, error) {
+		Rank: func(dir string, be compute.Backend, d *data.Dataset) (rank.Ranker, error) {
 			m, err := LoadRun(dir, be)
 			if err != nil {
 				return nil, err

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 // MultiTool reports whether relevant APIs span more than one tool (the hierarchy level above
@@ -78,7 +78,7 @@ func ToolLabels(d *data.Dataset) []string {
 	return out
 }
 
-// Ranker ranks all APIs by an mlc model's sigmoid scores (it implements retrieve.Ranker).
+// Ranker ranks all APIs by an mlc model's sigmoid scores (it implements rank.Ranker).
 type Ranker struct{ M *Model }
 
 // NewRanker checks that m is an mlc model for dataset d and returns its ranker.
@@ -92,8 +92,8 @@ func NewRanker(m *Model, d *data.Dataset) (*Ranker, error) {
 	return &Ranker{M: m}, nil
 }
 
-// Rank implements retrieve.Ranker.
-func (r *Ranker) Rank(ctx context.Context, queries []string, k int) ([]retrieve.Ranking, error) {
+// Rank implements rank.Ranker.
+func (r *Ranker) Rank(ctx context.Context, queries []string, k int) ([]rank.Ranking, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -101,9 +101,9 @@ func (r *Ranker) Rank(ctx context.Context, queries []string, k int) ([]retrieve.
 	if err != nil {
 		return nil, err
 	}
-	out := make([]retrieve.Ranking, len(p))
+	out := make([]rank.Ranking, len(p))
 	for i, s := range p {
-		out[i] = retrieve.TopK(s, k)
+		out[i] = rank.TopK(s, k)
 	}
 	return out, nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/train"
 )
 
@@ -89,7 +89,7 @@ func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, retrieve.Texts(r), metrics.DevKs)
+	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, rank.Texts(r), metrics.DevKs)
 }
 
 // TypeMetrics evaluates a querytype model on the judged queries of split s: the TypeAccuracy

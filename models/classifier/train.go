@@ -107,7 +107,7 @@ func (c *TrainConfig) check() error {
 }
 
 // Train trains a classifier into cfg.RunDir (or resumes it) on a dev split (the resumed
-// run's, the -retriever run's, else carved with Dev and Seed); then, unless cfg.Test is
+// run's, the -first-stage run's, else carved with Dev and Seed); then, unless cfg.Test is
 // empty, evaluates it on that split, prints the report and writes test_metrics.json.
 func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	d, s, err := runs.Begin(&cfg, &cfg.Head, "classifier", cfg.Data, cfg.Args)

@@ -13,7 +13,7 @@ import (
 	"github.com/toolret/toolret/data"
 	tgraph "github.com/toolret/toolret/graph"
 	"github.com/toolret/toolret/metrics"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/train"
 )
 
@@ -96,10 +96,10 @@ func embedded(t *testing.T) (*data.Dataset, *data.Split, *data.Split, *tgraph.CO
 // stage1Dev returns the dev metrics of the stage-1 embeddings alone (cosine ranking).
 func stage1Dev(d *data.Dataset, dev *data.Split, queries, tools [][]float32) map[string]float64 {
 	sc := &Scorer{Tools: tools}
-	var rankings []retrieve.Ranking
+	var rankings []rank.Ranking
 	var rel [][]int
 	for _, q := range dev.Queries {
-		rankings = append(rankings, retrieve.TopK(sc.Scores(queries[q]), 10))
+		rankings = append(rankings, rank.TopK(sc.Scores(queries[q]), 10))
 		rel = append(rel, dev.Relevant[q])
 	}
 	return metrics.Evaluate(rankings, rel, []int{1, 3, 5, 10}).Map()

@@ -4,7 +4,7 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/kinds"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 // Kind is the model kind of a COLT run (rundir.Meta.Kind).
@@ -17,7 +17,7 @@ func init() {
 	// A COLT run ranks with its recorded stage-1 bi-encoder and its trained graph stage
 	// (colt.json is kept in the checkpoints only).
 	kinds.Register(kinds.Kind{Name: Kind, ConfigFile: ConfigFile, NewConfig: newConfig, Train: train,
-		Rank: func(dir string, be compute.Backend, d *data.Dataset) (retrieve.Ranker, error) {
+		Rank: func(dir string, be compute.Backend, d *data.Dataset) (rank.Ranker, error) {
 			return LoadRun(dir, d, be)
 		}})
 }

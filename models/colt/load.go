@@ -71,7 +71,7 @@ func ParseRunConfig(b []byte) (*RunConfig, error) {
 // ranker of d's tools: the stage-1 bi-encoder recorded in the run embeds queries, and the
 // trained node tables are propagated over the graphs of the run's recorded training split,
 // as train colt scores its test split. d must be the data the run was trained on.
-func LoadRun(path string, d *data.Dataset, be compute.Backend) (*Retriever, error) {
+func LoadRun(path string, d *data.Dataset, be compute.Backend) (*Ranker, error) {
 	dir, err := rundir.CheckpointDir(path)
 	if err != nil {
 		return nil, err
@@ -144,7 +144,7 @@ func LoadRun(path string, d *data.Dataset, be compute.Backend) (*Retriever, erro
 	if err != nil {
 		return nil, fmt.Errorf("colt %s: %w", run, err)
 	}
-	return &Retriever{Stage1: stage1, Scorer: sc}, nil
+	return &Ranker{Stage1: stage1, Scorer: sc}, nil
 }
 
 // scorer is Task.Scorer with the graph-building panics of a damaged checkpoint returned as

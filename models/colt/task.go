@@ -12,7 +12,7 @@ import (
 	tgraph "github.com/toolret/toolret/graph"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/train"
 )
 
@@ -233,7 +233,7 @@ func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := retrieve.ScoreFunc(func(_ context.Context, q retrieve.Query) ([]float32, error) {
+	r := rank.ScoreFunc(func(_ context.Context, q rank.Query) ([]float32, error) {
 		return sc.Scores(t.Queries[q.Index]), nil
 	})
 	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, r, metrics.DevKs)
@@ -304,22 +304,22 @@ func (sc *Scorer) Scores(q []float32) []float32 {
 	return out
 }
 
-// Retriever ranks tools for query texts: stage-1 query embeddings scored by COLT.
-type Retriever struct {
+// Ranker ranks tools for query texts: stage-1 query embeddings scored by COLT.
+type Ranker struct {
 	Stage1 *biencoder.Embedder
 	Scorer *Scorer
 }
 
-// Rank implements retrieve.Ranker.
-func (r *Retriever) Rank(ctx context.Context, queries []string, k int) ([]retrieve.Ranking, error) {
+// Rank implements rank.Ranker.
+func (r *Ranker) Rank(ctx context.Context, queries []string, k int) ([]rank.Ranking, error) {
 	qe, err := r.Stage1.Embed(biencoder.QueryTower, queries)
 	if err != nil {
 		return nil, err
 	}
 	NormalizeRows(qe)
-	out := make([]retrieve.Ranking, len(qe))
+	out := make([]rank.Ranking, len(qe))
 	for i, q := range qe {
-		out[i] = retrieve.TopK(r.Scorer.Scores(q), k)
+		out[i] = rank.TopK(r.Scorer.Scores(q), k)
 	}
 	return out, ctx.Err()
 }

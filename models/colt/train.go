@@ -20,7 +20,7 @@ import (
 	"github.com/toolret/toolret/internal/runs"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/safetensors"
 	"github.com/toolret/toolret/train"
@@ -37,7 +37,7 @@ type TrainConfig struct {
 	Model       Config
 	RunDir      string  // -run: the run directory (required)
 	Resume      bool    // -resume: continue RunDir from its newest checkpoint (its recorded settings, which the caller applies)
-	Retriever   string  // -retriever: the stage-1 bi-encoder run (required)
+	Retriever   string  // -first-stage: the stage-1 bi-encoder run (required)
 	Epochs      int     // -epochs (default 60)
 	Batch       int     // -batch: queries per batch (default 2048)
 	LR          float64 // -lr (default 1e-3)
@@ -75,7 +75,7 @@ type Result struct {
 // Validate checks c.
 func (c *TrainConfig) Validate() error {
 	if c.Retriever == "" {
-		return fmt.Errorf("colt: -retriever RUN (the stage-1 bi-encoder run) is required")
+		return fmt.Errorf("colt: -first-stage RUN (the stage-1 bi-encoder run) is required")
 	}
 	m := c.Model
 	if err := cli.First(cli.Positive("batch", c.Batch), cli.Positive("epochs", c.Epochs), cli.NonNegative("layers", m.Layers),
@@ -144,7 +144,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 			return nil, err
 		}
 		if parent.Kind != "biencoder" {
-			return nil, fmt.Errorf("colt: -retriever %s is a %s run, not a bi-encoder run", cfg.Retriever, parent.Kind)
+			return nil, fmt.Errorf("colt: -first-stage %s is a %s run, not a bi-encoder run", cfg.Retriever, parent.Kind)
 		}
 	}
 	stage1, err := biencoder.LoadRun(cfg.Retriever, bk)
@@ -228,7 +228,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	s1, err := stage1.Retriever(d, "text", "")
+	s1, err := stage1.Ranker(d, "text", "")
 	if err != nil {
 		return nil, err
 	}
@@ -236,8 +236,8 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	rec := map[string]any{"seconds_per_epoch": perEpoch}
 	for _, m := range []struct {
 		name string
-		r    retrieve.Ranker
-	}{{"stage-1 bi-encoder", s1}, {"+ COLT", &Retriever{Stage1: stage1, Scorer: scorer}}} {
+		r    rank.Ranker
+	}{{"stage-1 bi-encoder", s1}, {"+ COLT", &Ranker{Stage1: stage1, Scorer: scorer}}} {
 		rep, err := metrics.Run(ctx, d, "test", m.r, metrics.DefaultKs)
 		if err != nil {
 			return nil, err

@@ -71,7 +71,7 @@ func TestTrain(t *testing.T) {
 		edit func(*colt.TrainConfig)
 		want string
 	}{
-		{"no retriever", func(c *colt.TrainConfig) { c.Retriever = "" }, "-retriever RUN"},
+		{"no retriever", func(c *colt.TrainConfig) { c.Retriever = "" }, "-first-stage RUN"},
 		{"not a bi-encoder", func(c *colt.TrainConfig) { c.Retriever = cfg.RunDir }, "not a bi-encoder run"},
 		{"list-len", func(c *colt.TrainConfig) { c.Model.ListLen = 1 }, "-list-len 1"},
 		{"edge-dropout", func(c *colt.TrainConfig) { c.Model.EdgeDropout = 1 }, "-edge-dropout 1"},

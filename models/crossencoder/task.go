@@ -11,7 +11,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/train"
 )
 
@@ -182,20 +182,20 @@ func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 		texts[i] = tool.Text
 	}
 	m := NewModel(t.Cfg, t.Tok, t.Backend, store, texts)
-	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, Reranker(m, retrieve.Fixed(t.Candidates), 0), metrics.DevKs)
+	return metrics.EvaluateDev(context.Background(), t.Data, t.Dev, Reranker(m, rank.Fixed(t.Candidates), 0), metrics.DevKs)
 }
 
 // Reranker returns the ranker that reorders the first depth tools first gives each query (all
 // of them when depth <= 0) by m's scores, batched across queries.
-func Reranker(m *Model, first retrieve.QueryRanker, depth int) *retrieve.Rerank {
-	score := func(ctx context.Context, queries []string, pairs []retrieve.Pair) ([]float32, error) {
+func Reranker(m *Model, first rank.QueryRanker, depth int) *rank.Rerank {
+	score := func(ctx context.Context, queries []string, pairs []rank.Pair) ([]float32, error) {
 		ps := make([]Pair, len(pairs))
 		for i, p := range pairs {
 			ps[i] = Pair(p)
 		}
 		return m.ScorePairs(ctx, queries, ps)
 	}
-	return &retrieve.Rerank{First: first, Depth: depth, Score: score}
+	return &rank.Rerank{First: first, Depth: depth, Score: score}
 }
 
 var _ train.Task = (*Task)(nil)

@@ -13,7 +13,7 @@ import (
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/classifier"
 	"github.com/toolret/toolret/models/encoder"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/train"
 )
@@ -53,10 +53,10 @@ type Result struct {
 // Validate checks c (not the run directory or data).
 func (c *TrainConfig) Validate() error {
 	if c.Retriever == "" {
-		if c.Resume { // a resumed run records its -retriever
-			return fmt.Errorf("resume %s: the run records no -retriever", c.RunDir)
+		if c.Resume { // a resumed run records its -first-stage
+			return fmt.Errorf("resume %s: the run records no -first-stage", c.RunDir)
 		}
-		return fmt.Errorf("crossencoder needs -retriever RUN (a trained bi-encoder: hard negatives and dev candidates)")
+		return fmt.Errorf("crossencoder needs -first-stage RUN (a trained bi-encoder: hard negatives and dev candidates)")
 	}
 	if err := cli.First(cli.Positive("depth", c.Depth), cli.Positive("negatives-per-positive", c.Negatives), cli.NonNegative("dev-max", c.DevMax),
 		runs.CheckMaxLen(c.MaxLen, 3, "[CLS], [SEP], [SEP]"), cli.CheckMetric(c.Metric)); err != nil {
@@ -72,7 +72,7 @@ func (c *TrainConfig) Validate() error {
 }
 
 // Train trains a cross-encoder into cfg.RunDir (or resumes it): hard negatives from the
-// -retriever run's top Depth, its recorded dev split; then, unless cfg.Test is empty,
+// -first-stage run's top Depth, its recorded dev split; then, unless cfg.Test is empty,
 // evaluates reranking the retriever's top Depth of the test queries, prints the report and
 // writes test_metrics.json.
 func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
@@ -141,7 +141,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep, err := metrics.EvaluateSplit(ctx, d, ts, Reranker(mod, retrieve.Fixed(tc2), 0), metrics.DefaultKs)
+	rep, err := metrics.EvaluateSplit(ctx, d, ts, Reranker(mod, rank.Fixed(tc2), 0), metrics.DefaultKs)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func TopTools(run string, bk compute.Backend, d *data.Dataset, queries []int, m 
 	if err != nil {
 		return nil, err
 	}
-	r, err := emb.Retriever(d, "text", "")
+	r, err := emb.Ranker(d, "text", "")
 	if err != nil {
 		return nil, err
 	}

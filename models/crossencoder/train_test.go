@@ -60,7 +60,7 @@ func TestTrain(t *testing.T) {
 		edit func(*crossencoder.TrainConfig)
 		want string
 	}{
-		{"no retriever", func(c *crossencoder.TrainConfig) { c.Retriever = "" }, "needs -retriever"},
+		{"no retriever", func(c *crossencoder.TrainConfig) { c.Retriever = "" }, "needs -first-stage"},
 		{"depth", func(c *crossencoder.TrainConfig) { c.Depth = 0 }, "-depth 0"},
 		{"negatives", func(c *crossencoder.TrainConfig) { c.Negatives = 0 }, "-negatives-per-positive 0"},
 		{"max-len", func(c *crossencoder.TrainConfig) { c.MaxLen = 2 }, "-max-len 2"},

@@ -36,7 +36,7 @@ func NewArch(arch string, s Sizes, pairs bool) (Config, error) {
 }
 
 // CheckArchOf reports an error when arch was given ("" : not) and the encoder c, taken from
-// elsewhere (from names where: -init's checkpoint, the -retriever run), is another
+// elsewhere (from names where: -init's checkpoint, the -first-stage run), is another
 // architecture.
 func CheckArchOf(arch string, c Config, from string) error {
 	if arch != "" && Archs[arch] != c.ModelType() {

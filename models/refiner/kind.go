@@ -4,7 +4,7 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/kinds"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 // Kind is the model kind of a refiner run (rundir.Meta.Kind).
@@ -16,7 +16,7 @@ func init() {
 	})
 	// A refiner run ranks with its recorded first stage followed by the refiner.
 	kinds.Register(kinds.Kind{Name: Kind, ConfigFile: ConfigFile, NewConfig: newConfig, Train: train,
-		Rank: func(dir string, be compute.Backend, d *data.Dataset) (retrieve.Ranker, error) {
+		Rank: func(dir string, be compute.Backend, d *data.Dataset) (rank.Ranker, error) {
 			return LoadPipeline(dir, d, be)
 		}})
 }

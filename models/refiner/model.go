@@ -18,7 +18,7 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/tokenize"
 )
@@ -176,7 +176,7 @@ func (m *Model) Scores(ctx context.Context, texts []string, lists [][]int) ([][]
 // the first stage must give a score for each refined candidate; a list without them is ranked
 // by the refiner alone (candidates.Compute and Cached refuse rankings without scores, so only a
 // caller building lists by hand meets this).
-func Refine(first retrieve.Ranking, scores []float32, w float64, k int) retrieve.Ranking {
+func Refine(first rank.Ranking, scores []float32, w float64, k int) rank.Ranking {
 	n := len(scores)
 	mixed := scores
 	if w > 0 && len(first.Scores) >= n {
@@ -192,7 +192,7 @@ func Refine(first retrieve.Ranking, scores []float32, w float64, k int) retrieve
 	}
 	sort.SliceStable(idx, func(a, b int) bool { return mixed[idx[a]] > mixed[idx[b]] })
 	list := first.Tools
-	r := retrieve.Ranking{Tools: make([]int, 0, len(list)), Scores: make([]float32, 0, len(list))}
+	r := rank.Ranking{Tools: make([]int, 0, len(list)), Scores: make([]float32, 0, len(list))}
 	low := float32(math.Inf(1))
 	for _, i := range idx {
 		r.Tools = append(r.Tools, list[i])
@@ -239,7 +239,7 @@ func standardise(x []float32) []float64 {
 
 // Lists is a QueryRanker over candidate lists computed ahead (candidates.Lists by query
 // index): the refined ranking of each query's list.
-func (m *Model) Lists(l Lists) retrieve.QueryRanker { return listRanker{m, l} }
+func (m *Model) Lists(l Lists) rank.QueryRanker { return listRanker{m, l} }
 
 // Lists are first-stage candidate lists by query index (candidates.Lists).
 type Lists = candidates.Lists
@@ -249,9 +249,9 @@ type listRanker struct {
 	l Lists
 }
 
-func (r listRanker) RankQueries(ctx context.Context, qs []retrieve.Query, k int) ([]retrieve.Ranking, error) {
+func (r listRanker) RankQueries(ctx context.Context, qs []rank.Query, k int) ([]rank.Ranking, error) {
 	texts := make([]string, len(qs))
-	lists := make([]retrieve.Ranking, len(qs))
+	lists := make([]rank.Ranking, len(qs))
 	for i, q := range qs {
 		l, ok := r.l[q.Index]
 		if !ok {
@@ -262,7 +262,7 @@ func (r listRanker) RankQueries(ctx context.Context, qs []retrieve.Query, k int)
 	return r.m.rank(ctx, texts, lists, k)
 }
 
-func (m *Model) rank(ctx context.Context, texts []string, lists []retrieve.Ranking, k int) ([]retrieve.Ranking, error) {
+func (m *Model) rank(ctx context.Context, texts []string, lists []rank.Ranking, k int) ([]rank.Ranking, error) {
 	tools := make([][]int, len(lists))
 	for i, l := range lists {
 		tools[i] = l.Tools
@@ -271,7 +271,7 @@ func (m *Model) rank(ctx context.Context, texts []string, lists []retrieve.Ranki
 	if err != nil {
 		return nil, err
 	}
-	out := make([]retrieve.Ranking, len(texts))
+	out := make([]rank.Ranking, len(texts))
 	for i := range texts {
 		out[i] = Refine(lists[i], sc[i], m.Cfg.FirstStageWeight, k)
 	}
@@ -287,7 +287,7 @@ var Weights = []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1}
 func (m *Model) ChooseWeight(ctx context.Context, d *data.Dataset, s *data.Split, l Lists, metric string) (float64, []float64, error) {
 	qs := s.Judged()
 	texts := make([]string, len(qs))
-	lists := make([]retrieve.Ranking, len(qs))
+	lists := make([]rank.Ranking, len(qs))
 	tools := make([][]int, len(qs))
 	for i, q := range qs {
 		r, ok := l[q]
@@ -303,7 +303,7 @@ func (m *Model) ChooseWeight(ctx context.Context, d *data.Dataset, s *data.Split
 	best, bestW := math.Inf(-1), 0.0
 	vals := make([]float64, len(Weights))
 	for wi, w := range Weights {
-		fixed := make(retrieve.Fixed, len(qs))
+		fixed := make(rank.Fixed, len(qs))
 		for i, q := range qs {
 			fixed[q] = Refine(lists[i], sc[i], w, 0).Tools
 		}
@@ -323,16 +323,16 @@ func (m *Model) ChooseWeight(ctx context.Context, d *data.Dataset, s *data.Split
 	return bestW, vals, nil
 }
 
-// Pipeline is a first stage followed by the refiner: it implements retrieve.Ranker. The first
+// Pipeline is a first stage followed by the refiner: it implements rank.Ranker. The first
 // stage's list is kept to max(N, k, Depth) tools.
 type Pipeline struct {
-	First   retrieve.Ranker
+	First   rank.Ranker
 	Refiner *Model
 	Depth   int
 }
 
-// Rank implements retrieve.Ranker.
-func (p *Pipeline) Rank(ctx context.Context, queries []string, k int) ([]retrieve.Ranking, error) {
+// Rank implements rank.Ranker.
+func (p *Pipeline) Rank(ctx context.Context, queries []string, k int) ([]rank.Ranking, error) {
 	depth := max(p.Refiner.Cfg.N, p.Depth)
 	if k <= 0 {
 		depth = 0 // all tools
@@ -346,7 +346,7 @@ func (p *Pipeline) Rank(ctx context.Context, queries []string, k int) ([]retriev
 	return p.Refiner.rank(ctx, queries, first, k)
 }
 
-var _ retrieve.Ranker = (*Pipeline)(nil)
+var _ rank.Ranker = (*Pipeline)(nil)
 
 // LoadPipeline loads a refiner run and re-opens the first stage it was trained over (its
 // recorded candidate source; usage vectors from the training part of the refiner run's

@@ -18,7 +18,7 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
 )
@@ -88,7 +88,7 @@ func TestSlate(t *testing.T) {
 }
 
 func TestRefine(t *testing.T) {
-	r := Refine(retrieve.Ranking{Tools: []int{7, 8, 9, 3, 4}}, []float32{0.1, 2, 0.1}, 0, 0)
+	r := Refine(rank.Ranking{Tools: []int{7, 8, 9, 3, 4}}, []float32{0.1, 2, 0.1}, 0, 0)
 	if !reflect.DeepEqual(r.Tools, []int{8, 7, 9, 3, 4}) {
 		t.Errorf("tools %v, want [8 7 9 3 4] (refined top 3 with ties in first-stage order, then the rest)", r.Tools)
 	}
@@ -101,7 +101,7 @@ func TestRefine(t *testing.T) {
 	// z(first) = (1.2247, 0, -1.2247) for scores (3, 2, 1) -> all 0: first-stage order (stable);
 	// with first scores (3, 2.5, 1): z = (1.0690, 0.2673, -1.3363) -> mixed (-0.0779, 0.1336,
 	// -0.0558): 8, 9, 7.
-	first := retrieve.Ranking{Tools: []int{7, 8, 9, 3}, Scores: []float32{3, 2, 1, 0}}
+	first := rank.Ranking{Tools: []int{7, 8, 9, 3}, Scores: []float32{3, 2, 1, 0}}
 	for _, tc := range []struct {
 		w     float64
 		first []float32
@@ -117,7 +117,7 @@ func TestRefine(t *testing.T) {
 			t.Errorf("w %v first %v: %v, want %v", tc.w, tc.first, got.Tools, tc.want)
 		}
 	}
-	if r := Refine(retrieve.Ranking{Tools: []int{7, 8, 9}}, []float32{1, 2, 3}, 0, 2); !reflect.DeepEqual(r.Tools, []int{9, 8}) || len(r.Scores) != 2 {
+	if r := Refine(rank.Ranking{Tools: []int{7, 8, 9}}, []float32{1, 2, 3}, 0, 2); !reflect.DeepEqual(r.Tools, []int{9, 8}) || len(r.Scores) != 2 {
 		t.Errorf("k = 2: %v", r)
 	}
 }
@@ -394,7 +394,7 @@ func TestTrainOverHandBuiltFirstStage(t *testing.T) {
 		s.Relevant[q] = []int{tool}
 		// First stage: two wrong tools, then the right one, then the rest.
 		l := []int{(tool + 1) % 6, (tool + 2) % 6, tool, (tool + 3) % 6, (tool + 4) % 6, (tool + 5) % 6}
-		lists[q] = retrieve.Ranking{Tools: l, Scores: []float32{6, 5, 4, 3, 2, 1}}
+		lists[q] = rank.Ranking{Tools: l, Scores: []float32{6, 5, 4, 3, 2, 1}}
 	}
 	tok, cfg, store := tiny(t, "bert", 4, len(words), LossSoftmax, SlotPosNone)
 	task := &Task{Cfg: cfg, Data: d, Train: tr, Dev: dev, Tok: tok, Backend: be, BatchSize: 8, Seed: 1, Lists: lists,
@@ -430,7 +430,7 @@ func TestTrainOverHandBuiltFirstStage(t *testing.T) {
 		t.Errorf("ChooseWeight: w %v, dev R@1 by weight %v (want 0 at w = 1, >= 90 at w = 0)", w, vals)
 	}
 	// First-stage order below the refined top N: tools 4 and 5 of each list stay in place.
-	rk, err := m.Lists(lists).RankQueries(context.Background(), []retrieve.Query{{Index: 80, Text: d.Queries[80].Text}}, 0)
+	rk, err := m.Lists(lists).RankQueries(context.Background(), []rank.Query{{Index: 80, Text: d.Queries[80].Text}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/encoder"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/train"
 )
@@ -79,7 +79,7 @@ func (c *TrainConfig) Validate() error {
 		return err
 	}
 	if c.Retriever == "" {
-		return fmt.Errorf("-retriever RUN is required: the bi-encoder run whose Tool2Vec vectors fill the slots (and whose dev split is used)")
+		return fmt.Errorf("-first-stage RUN is required: the bi-encoder run whose Tool2Vec vectors fill the slots (and whose dev split is used)")
 	}
 	if err := cli.First(cli.Positive("n", c.N), cli.Positive("depth", c.Depth)); err != nil {
 		return err
@@ -117,7 +117,7 @@ func (c *TrainConfig) source() (candidates.Source, error) {
 	switch c.Candidates {
 	case "bi-encoder", "usage":
 		if c.CandidatesRun != "" && c.CandidatesRun != c.Retriever {
-			return source, fmt.Errorf("-candidates-run: -candidates %s uses the -retriever run", c.Candidates)
+			return source, fmt.Errorf("-candidates-run: -candidates %s uses the -first-stage run", c.Candidates)
 		}
 		source.Run = c.Retriever
 	case "bm25":
@@ -217,7 +217,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 // cachedLists returns the first stage's top depth of queries, cached in the run's
 // CandidatesFile (computed reports whether any were computed).
 func cachedLists(ctx context.Context, runDir string, source candidates.Source, d *data.Dataset, tr *data.Split, bk compute.Backend, queries []int, depth int) (Lists, bool, error) {
-	return candidates.Cached(ctx, filepath.Join(runDir, CandidatesFile), source, func() (retrieve.Ranker, error) {
+	return candidates.Cached(ctx, filepath.Join(runDir, CandidatesFile), source, func() (rank.Ranker, error) {
 		r, _, err := candidates.Open(source, d, tr, bk)
 		return r, err
 	}, d, queries, depth)
@@ -269,7 +269,7 @@ func evaluateTest(ctx context.Context, s *runs.Session, source candidates.Source
 	alone := &Model{Cfg: &aloneCfg, Tok: m.Tok, Backend: m.Backend, Store: m.Store, Batch: m.Batch}
 	type row struct {
 		name string
-		r    retrieve.QueryRanker
+		r    rank.QueryRanker
 	}
 	rows := []row{{"first stage (" + source.Kind + ")", lists.Ranker()}, {"+ refiner", alone.Lists(lists)}}
 	if w := m.Cfg.FirstStageWeight; w > 0 {
@@ -295,11 +295,11 @@ func evaluateTest(ctx context.Context, s *runs.Session, source candidates.Source
 func tool2vec(run string, bk compute.Backend, d *data.Dataset, train *data.Split) ([][]float32, int, error) {
 	emb, err := biencoder.LoadRun(run, bk)
 	if err != nil {
-		return nil, 0, fmt.Errorf("-retriever: %w", err)
+		return nil, 0, fmt.Errorf("-first-stage: %w", err)
 	}
 	r, err := emb.RetrieverFrom(d, "usage", train)
 	if err != nil {
-		return nil, 0, fmt.Errorf("-retriever %s: %w", run, err)
+		return nil, 0, fmt.Errorf("-first-stage %s: %w", run, err)
 	}
 	return r.Tools, r.Fallbacks, nil
 }
@@ -313,13 +313,13 @@ func sameSplit(run, retriever string) error {
 	}
 	b, err := rundir.Read(retriever)
 	if err != nil {
-		return fmt.Errorf("-retriever: %w", err)
+		return fmt.Errorf("-first-stage: %w", err)
 	}
 	ia, ib := slices.Clone(a.Split.DevIDs), slices.Clone(b.Split.DevIDs)
 	slices.Sort(ia)
 	slices.Sort(ib)
 	if !slices.Equal(ia, ib) {
-		return fmt.Errorf("-candidates-run %s: its dev split (%d queries, dev %s seed %s) is not the -retriever run's (%d queries): train it with -retriever %s",
+		return fmt.Errorf("-candidates-run %s: its dev split (%d queries, dev %s seed %s) is not the -first-stage run's (%d queries): train it with -first-stage %s",
 			run, len(ia), strconv.FormatFloat(a.Split.DevFraction, 'g', -1, 64), strconv.FormatInt(a.Split.Seed, 10), len(ib), retriever)
 	}
 	return nil

@@ -50,7 +50,7 @@ func TestTrain(t *testing.T) {
 		edit func(*refiner.TrainConfig)
 		want string
 	}{
-		{"no retriever", func(c *refiner.TrainConfig) { c.Retriever = "" }, "-retriever RUN is required"},
+		{"no retriever", func(c *refiner.TrainConfig) { c.Retriever = "" }, "-first-stage RUN is required"},
 		{"depth below n", func(c *refiner.TrainConfig) { c.Depth = 4 }, "-depth 4: must be >= -n 8"},
 		{"weight", func(c *refiner.TrainConfig) { c.FirstStageWeight = 2 }, "-first-stage-weight 2"},
 		{"bm25 run", func(c *refiner.TrainConfig) { c.Candidates, c.CandidatesRun = "bm25", be }, "-candidates bm25 has no run"},

@@ -42,9 +42,9 @@ serve -index OUT
 train biencoder -data DIR -init sentence-transformers/all-MiniLM-L6-v2 -run RUN
 encode -model sentence-transformers/all-MiniLM-L6-v2 -pooling mean -in texts.txt
 train biencoder -data ../shared/datasets/toollens -init sentence-transformers/all-MiniLM-L6-v2 -run runs/tl-minilm -batch 64 -max-steps 150 -lr 5e-5 -query-len 32 -tool-len 64 -backend onnx
-eval -method rerank -retriever BE_RUN -reranker CE_RUN -classifier QT_RUN -ablations
+eval -method rerank -first-stage BE_RUN -reranker CE_RUN -classifier QT_RUN -ablations
 eval -run MLC_RUN
-bench rerank -retriever BE_RUN -reranker CE_RUN -classifier QT_RUN -backends go,onnx
+bench rerank -first-stage BE_RUN -reranker CE_RUN -classifier QT_RUN -backends go,onnx
 import -mcp ~/.config/Claude/claude_desktop_config.json -out tools.jsonl
 import -openapi github=api.github.com.json -out tools.jsonl
 import -functions bfcl/functions.json -out tools.jsonl

@@ -3,8 +3,8 @@
 # the same steps without feedback, and the three ablations, all from runs/tl-after; then the
 # replayed and live rounds of the test split, one TREC file per round, and the comparisons.
 # Needs: a -tags onnx build in $B, runs/tl-after, runs/mlc-bert, and the prf collections
-#   train feedback -data $TL -retriever runs/tl-after -refiner prf -prf-model runs/mlc-bert -iterations 3 -k 10 -split train -out $FB
-#   train feedback -data $TL -retriever runs/tl-after -refiner prf -prf-model runs/mlc-bert -iterations 3 -k 10 -split test -out $FBT
+#   train feedback -data $TL -first-stage runs/tl-after -rewriter prf -prf-model runs/mlc-bert -iterations 3 -k 10 -split train -out $FB
+#   train feedback -data $TL -first-stage runs/tl-after -rewriter prf -prf-model runs/mlc-bert -iterations 3 -k 10 -split test -out $FBT
 # Usage: scripts/feedback/tl-iteration.sh A|B|compare   (A and B are two lanes, one core each)
 set -euo pipefail
 TL=${TL:-../shared/datasets/toollens}
@@ -18,7 +18,7 @@ C="-data $TL -query-len 64 -symmetric -temperature 0.05 -batch 32 -epochs 1 -max
 mkdir -p $R/trec
 ev() { # run
   $B/toolret eval -data $TL -run $R/$1 -feedback $FBT -iterations 3 -cutoffs 1,3,5 -backend $BE -save-run $R/trec/$1.trec > $R/$1-replay.txt
-  $B/toolret eval -data $TL -run $R/$1 -refiner prf -prf-model $RUNS/mlc-bert -iterations 3 -cutoffs 1,3,5 -backend $BE > $R/$1-live.txt
+  $B/toolret eval -data $TL -run $R/$1 -rewriter prf -prf-model $RUNS/mlc-bert -iterations 3 -cutoffs 1,3,5 -backend $BE > $R/$1-live.txt
 }
 one() { # name args...
   n=$1; shift

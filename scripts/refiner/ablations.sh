@@ -32,7 +32,7 @@ for name in ${ROWS:-$all}; do
   [ -f "$out/$name/test_metrics.json" ] && continue
   [ -L "$out/$name" ] || rm -rf "${out:?}/$name"
   echo "== $name: ${rows[$name]}" >&2
-  $train refiner -retriever "$ret" ${rows[$name]} -quiet -run "$out/$name" "$@" > "$out/$name.log" 2>&1
+  $train refiner -first-stage "$ret" ${rows[$name]} -quiet -run "$out/$name" "$@" > "$out/$name.log" 2>&1
 done
 python3 - "$out" <<'P'
 import json, sys, os

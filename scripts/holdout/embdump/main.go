@@ -16,7 +16,7 @@ import (
 
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 func main() {
@@ -31,7 +31,7 @@ func main() {
 }
 
 func run(index, dataDir, out string) error {
-	r, err := retriever.Load(index)
+	r, err := toolindex.Load(index)
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,9 @@
-// Package retriever answers tool-retrieval queries from an exported index (cmd/export
+// Package toolindex answers tool-retrieval queries from an exported index (cmd/export
 // -format index): it embeds the query with the exported query tower, scores every tool by
 // the dot product with the precomputed tool embeddings (cosine for normalised models) and
 // returns the top k, optionally reranking the top m with an exported cross-encoder.
 //
-//	r, err := retriever.Load("index/", retriever.WithReranker("reranker/", 20))
+//	r, err := toolindex.Load("index/", toolindex.WithReranker("reranker/", 20))
 //	results, err := r.Retrieve(ctx, "what's the weather in Lisbon", 5)
 //
 // Tools are scored by their text vectors (the tool tower's embeddings in tools.safetensors), or
@@ -40,11 +40,11 @@
 // DefaultANNThreshold tools. BuildANN, ANNIndex and ExactSearch search a Library with a
 // query vector directly (toolret bench ann; docs/large-libraries.md).
 //
-// A Retriever is safe for concurrent use. Its tool library is an immutable Library snapshot
+// A Index is safe for concurrent use. Its tool library is an immutable Library snapshot
 // swapped atomically (SetLibrary): a query is answered from one library version, never a
 // mix, while a server adds or removes tools (Library.With; new tools are embedded with the
 // index's tool tower, Embed(biencoder.ToolTower, ...)).
-package retriever
+package toolindex
 
 import (
 	"context"
@@ -65,8 +65,8 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rerank"
-	"github.com/toolret/toolret/retrieve"
 )
 
 // Result is one retrieved tool.
@@ -148,8 +148,8 @@ func WithToolVectors(kind string) Option { return func(o *options) { o.vectors =
 // WithoutVerify skips checking the index files against the manifest's sha256 sums.
 func WithoutVerify() Option { return func(o *options) { o.verify = false } }
 
-// Retriever serves queries from an exported index.
-type Retriever struct {
+// Index serves queries from an exported index.
+type Index struct {
 	query *export.Model
 	// tool is the tool tower (the query model itself for a shared tower); nil when the index
 	// has none (exports before the tool tower was written into the index).
@@ -331,7 +331,7 @@ func (l *Library) With(version uint64, put []export.ToolRecord, emb [][]float32,
 // Load opens an exported index directory (manifest.json, tools.safetensors, tools.jsonl and
 // the query tower in query/; with WithToolVectors("usage"), tools_usage.safetensors; its
 // refiner/ unless WithoutRefiner), of a bi-encoder or of an MLC classifier.
-func Load(dir string, opts ...Option) (*Retriever, error) {
+func Load(dir string, opts ...Option) (*Index, error) {
 	o := options{verify: true}
 	for _, f := range opts {
 		f(&o)
@@ -386,7 +386,7 @@ func Load(dir string, opts ...Option) (*Retriever, error) {
 	if err != nil {
 		return nil, fmt.Errorf("retriever: %w", err)
 	}
-	r := &Retriever{query: q, dim: dim, man: man, meta: meta, vectors: vectors}
+	r := &Index{query: q, dim: dim, man: man, meta: meta, vectors: vectors}
 	if r.qe, err = newQueryEmbedder(r, o.batching, o.cacheSize); err != nil {
 		return nil, err
 	}
@@ -512,26 +512,26 @@ func verify(dir string, man *export.Manifest) error {
 }
 
 // Len is the number of tools in the current library.
-func (r *Retriever) Len() int { return r.Library().Len() }
+func (r *Index) Len() int { return r.Library().Len() }
 
 // Manifest returns the index's manifest.
-func (r *Retriever) Manifest() *export.Manifest { return r.man }
+func (r *Index) Manifest() *export.Manifest { return r.man }
 
 // Metadata returns the metadata of the index's tools.safetensors (similarity,
 // data_fingerprint, ...). Do not modify it.
-func (r *Retriever) Metadata() map[string]string { return r.meta }
+func (r *Index) Metadata() map[string]string { return r.meta }
 
 // ToolVectors is the kind of vectors tools are scored with: "text" or "usage" ("text" for an
 // MLC index: its only vectors, the rows of the classifier's head).
-func (r *Retriever) ToolVectors() string { return r.vectors }
+func (r *Index) ToolVectors() string { return r.vectors }
 
 // FirstStage is the index's first stage: export.FirstStageBiEncoder or export.FirstStageMLC.
-func (r *Retriever) FirstStage() string { return r.man.Stage() }
+func (r *Index) FirstStage() string { return r.man.Stage() }
 
 // UsageNote returns, with usage vectors, the line reporting the tools that keep their text
 // vector ("usage vectors: N of T tools have no training query; they keep their text
 // vector"), counted in the index as exported; "" with text vectors.
-func (r *Retriever) UsageNote() string {
+func (r *Index) UsageNote() string {
 	if r.vectors != biencoder.VectorsUsage || r.man.Usage == nil {
 		return ""
 	}
@@ -539,14 +539,14 @@ func (r *Retriever) UsageNote() string {
 }
 
 // Dim is the embedding dimension.
-func (r *Retriever) Dim() int { return r.dim }
+func (r *Index) Dim() int { return r.dim }
 
 // Library returns the current tool library.
-func (r *Retriever) Library() *Library { return r.lib.Load() }
+func (r *Index) Library() *Library { return r.lib.Load() }
 
 // SetLibrary makes l the library later queries are answered from; queries under way finish
 // on the library they started with.
-func (r *Retriever) SetLibrary(l *Library) error {
+func (r *Index) SetLibrary(l *Library) error {
 	if l.Len() > 0 && len(l.rows[0]) != r.dim {
 		return fmt.Errorf("retriever: library of %d-dimensional embeddings, the index %d", len(l.rows[0]), r.dim)
 	}
@@ -563,7 +563,7 @@ func (r *Retriever) SetLibrary(l *Library) error {
 // CanEmbedTools reports why tools cannot be embedded (nil when they can): an index exported
 // before the tool tower was written into it has only the query tower, and the tools of an
 // index from an MLC classifier are its labels (ErrMLCTools).
-func (r *Retriever) CanEmbedTools() error {
+func (r *Index) CanEmbedTools() error {
 	if r.mlc != nil {
 		return fmt.Errorf("retriever: %w", ErrMLCTools)
 	}
@@ -574,7 +574,7 @@ func (r *Retriever) CanEmbedTools() error {
 }
 
 // towerModel returns the model of tower (QueryTower or ToolTower).
-func (r *Retriever) towerModel(tower string) (*export.Model, error) {
+func (r *Index) towerModel(tower string) (*export.Model, error) {
 	switch tower {
 	case biencoder.QueryTower:
 		return r.query, nil
@@ -589,7 +589,7 @@ func (r *Retriever) towerModel(tower string) (*export.Model, error) {
 
 // Embed returns the embeddings of texts with the query or the tool tower
 // (biencoder.QueryTower, biencoder.ToolTower), as the index's tools were embedded.
-func (r *Retriever) Embed(tower string, texts []string) ([][]float32, error) {
+func (r *Index) Embed(tower string, texts []string) ([][]float32, error) {
 	m, err := r.towerModel(tower)
 	if err != nil {
 		return nil, err
@@ -607,7 +607,7 @@ func (r *Retriever) Embed(tower string, texts []string) ([][]float32, error) {
 
 // Tokens returns the number of tokens the tower reads of text ([CLS] and [SEP] included,
 // after truncation to the tower's length).
-func (r *Retriever) Tokens(tower, text string) (int, error) {
+func (r *Index) Tokens(tower, text string) (int, error) {
 	m, err := r.towerModel(tower)
 	if err != nil {
 		return 0, err
@@ -626,7 +626,7 @@ func (r *Retriever) Tokens(tower, text string) (int, error) {
 }
 
 // Retrieve returns the k best tools for query, best first.
-func (r *Retriever) Retrieve(ctx context.Context, query string, k int) ([]Result, error) {
+func (r *Index) Retrieve(ctx context.Context, query string, k int) ([]Result, error) {
 	res, err := r.RetrieveBatch(ctx, []string{query}, k)
 	if err != nil {
 		return nil, err
@@ -636,23 +636,23 @@ func (r *Retriever) Retrieve(ctx context.Context, query string, k int) ([]Result
 
 // RetrieveBatch returns the k best tools for each query (queries are embedded together) from
 // the current library.
-func (r *Retriever) RetrieveBatch(ctx context.Context, queries []string, k int) ([][]Result, error) {
+func (r *Index) RetrieveBatch(ctx context.Context, queries []string, k int) ([][]Result, error) {
 	return r.RetrieveFrom(ctx, r.Library(), queries, k)
 }
 
 // RetrieveFrom returns the k best tools of lib for each query: every answer comes from that
 // one library version. The index of an iteration-aware bi-encoder (Marker) embeds each query
 // as round 0's instruction, as its training did.
-func (r *Retriever) RetrieveFrom(ctx context.Context, lib *Library, queries []string, k int) ([][]Result, error) {
+func (r *Index) RetrieveFrom(ctx context.Context, lib *Library, queries []string, k int) ([][]Result, error) {
 	return r.retrieveFrom(ctx, lib, r.mark(queries, 0), queries, k)
 }
 
 // Marker returns the iteration marker of the index's bi-encoder ("" unless it was trained on
 // iterative feedback).
-func (r *Retriever) Marker() string { return r.man.Marker }
+func (r *Index) Marker() string { return r.man.Marker }
 
 // mark returns queries as iteration t's instructions under the index's marker.
-func (r *Retriever) mark(queries []string, t int) []string {
+func (r *Index) mark(queries []string, t int) []string {
 	if r.man.Marker == "" {
 		return queries
 	}
@@ -665,7 +665,7 @@ func (r *Retriever) mark(queries []string, t int) []string {
 
 // retrieveFrom embeds texts (the queries, marked when the model is iteration-aware) and
 // gives the lexical stage, the reranker and the refiner the queries themselves.
-func (r *Retriever) retrieveFrom(ctx context.Context, lib *Library, texts, queries []string, k int) ([][]Result, error) {
+func (r *Index) retrieveFrom(ctx context.Context, lib *Library, texts, queries []string, k int) ([][]Result, error) {
 	if k <= 0 {
 		return nil, fmt.Errorf("retriever: k = %d, want > 0", k)
 	}
@@ -710,7 +710,7 @@ func (r *Retriever) retrieveFrom(ctx context.Context, lib *Library, texts, queri
 			if lse != nil {
 				lse[i] = logSumExp(scores)
 			}
-			top = retrieve.TopK(scores, m)
+			top = rank.TopK(scores, m)
 			if r.ref != nil {
 				top = r.ref.deepen(lib, scores, top)
 			}
@@ -743,7 +743,7 @@ func (r *Retriever) retrieveFrom(ctx context.Context, lib *Library, texts, queri
 // (query i) into the score a refiner was trained with: an MLC classifier's probability (the
 // sigmoid of the logit, or its softmax over the library, exp(logit - lse[i])); nil for a
 // bi-encoder's scores, used as they are.
-func (r *Retriever) probability(lse []float64) func(i int, x float32) float32 {
+func (r *Index) probability(lse []float64) func(i int, x float32) float32 {
 	switch {
 	case r.mlc == nil:
 		return nil
@@ -807,7 +807,7 @@ func dot(q, row []float32) float32 {
 	return s
 }
 
-func (r *Retriever) rerankResults(ctx context.Context, query string, res []Result) error {
+func (r *Index) rerankResults(ctx context.Context, query string, res []Result) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

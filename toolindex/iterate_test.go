@@ -1,4 +1,4 @@
-package retriever_test
+package toolindex_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/feedback"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // scripted is a refiner that answers by iteration from a script; it records its inputs.
@@ -22,7 +22,7 @@ type scripted struct {
 	inputs []feedback.Input
 }
 
-func (s *scripted) Refine(_ context.Context, in feedback.Input) (feedback.Step, error) {
+func (s *scripted) Rewrite(_ context.Context, in feedback.Input) (feedback.Step, error) {
 	s.mu.Lock()
 	s.inputs = append(s.inputs, in)
 	s.mu.Unlock()
@@ -34,7 +34,7 @@ func TestIterate(t *testing.T) {
 	if _, err := tinyIndex(dir); err != nil {
 		t.Fatal(err)
 	}
-	r, err := retriever.Load(dir)
+	r, err := toolindex.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestIterate(t *testing.T) {
 		name      string
 		answer    func(feedback.Input) (feedback.Step, error)
 		max       int
-		opts      []retriever.IterateOption
+		opts      []toolindex.IterateOption
 		rounds    int    // rounds returned
 		reason    string // the last round's
 		err       string // Iterate's error
@@ -61,7 +61,7 @@ func TestIterate(t *testing.T) {
 		}, max: 3, rounds: 2, reason: feedback.ReasonNA, refinerIn: 2},
 		{name: "max rounds", answer: more, max: 2, rounds: 3, reason: feedback.ReasonIterations, refinerIn: 2},
 		{name: "max rounds, marked, deeper", answer: more, max: 2, rounds: 3, reason: feedback.ReasonIterations, refinerIn: 2,
-			opts: []retriever.IterateOption{retriever.WithMarker("Iteration %d: "), retriever.WithFeedbackK(3), retriever.WithDepth(7)}},
+			opts: []toolindex.IterateOption{toolindex.WithMarker("Iteration %d: "), toolindex.WithFeedbackK(3), toolindex.WithDepth(7)}},
 		{name: "no refinement", answer: more, max: 0, rounds: 1, reason: feedback.ReasonIterations},
 		{name: "unchanged", answer: func(in feedback.Input) (feedback.Step, error) {
 			return feedback.Step{Refined: " " + strings.ToUpper(in.Query)}, nil
@@ -72,7 +72,7 @@ func TestIterate(t *testing.T) {
 			max: 3, rounds: 1, reason: feedback.ReasonError, refinerIn: 1},
 		{name: "refiner error", answer: func(feedback.Input) (feedback.Step, error) { return feedback.Step{}, boom },
 			max: 3, err: "boom", refinerIn: 1},
-		{name: "bad marker", answer: more, max: 3, opts: []retriever.IterateOption{retriever.WithMarker("Iteration %s")}, err: "marker"},
+		{name: "bad marker", answer: more, max: 3, opts: []toolindex.IterateOption{toolindex.WithMarker("Iteration %s")}, err: "marker"},
 		{name: "negative rounds", answer: more, max: -1, err: "max rounds -1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -153,11 +153,11 @@ func TestIterateMarkedIndex(t *testing.T) {
 	if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: markedDir}); err != nil {
 		t.Fatal(err)
 	}
-	plain, err := retriever.Load(plainDir)
+	plain, err := toolindex.Load(plainDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	marked, err := retriever.Load(markedDir)
+	marked, err := toolindex.Load(markedDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestIterateMarkedIndex(t *testing.T) {
 	}
 	ctx := context.Background()
 	const q = "what is the weather like in Lisbon tomorrow?"
-	same := func(what string, got, want []retriever.Result) {
+	same := func(what string, got, want []toolindex.Result) {
 		t.Helper()
 		if len(got) != len(want) {
 			t.Fatalf("%s: %d results, want %d", what, len(got), len(want))
@@ -202,11 +202,11 @@ func TestIterateMarkedIndex(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name   string
-		opts   []retriever.IterateOption
+		opts   []toolindex.IterateOption
 		marker string
 	}{
 		{"index marker", nil, marker},
-		{"WithMarker off", []retriever.IterateOption{retriever.WithMarker("")}, ""},
+		{"WithMarker off", []toolindex.IterateOption{toolindex.WithMarker("")}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ref := &scripted{answer: more}

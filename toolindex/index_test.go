@@ -1,4 +1,4 @@
-package retriever_test
+package toolindex_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/encoder"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // tinyIndex exports a tiny random bi-encoder's index of the embedded dataset into dir.
@@ -49,7 +49,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	r, err := retriever.Load(filepath.Join(dir, "index"))
+	r, err := toolindex.Load(filepath.Join(dir, "index"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -69,7 +69,7 @@ func TestRetrieve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := retriever.Load(dir)
+	r, err := toolindex.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestRetrieve(t *testing.T) {
 }
 
 // indexes returns the tool indexes of results.
-func indexes(res []retriever.Result) []int {
+func indexes(res []toolindex.Result) []int {
 	out := make([]int, len(res))
 	for i, x := range res {
 		out[i] = x.Index
@@ -213,11 +213,11 @@ func TestReranker(t *testing.T) {
 	if _, err := export.Export(ce, export.Options{Format: export.FormatHF, Out: filepath.Join(tmp, "ce")}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := retriever.Load(filepath.Join(tmp, "index"), retriever.WithReranker(filepath.Join(tmp, "ce"), 10))
+	r, err := toolindex.Load(filepath.Join(tmp, "index"), toolindex.WithReranker(filepath.Join(tmp, "ce"), 10))
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, _ := retriever.Load(filepath.Join(tmp, "index"))
+	plain, _ := toolindex.Load(filepath.Join(tmp, "index"))
 	q := "convert 100 dollars to euros"
 	res, err := r.Retrieve(context.Background(), q, 4)
 	if err != nil {
@@ -258,7 +258,7 @@ func TestReranker(t *testing.T) {
 	}
 	nc, nf := minmax(ceOf), minmax(first)
 	for _, w := range []float64{0, 0.3, 1} {
-		ri, err := retriever.Load(filepath.Join(tmp, "index"), retriever.WithReranker(filepath.Join(tmp, "ce"), 10), retriever.WithInterpolation(float32(w)))
+		ri, err := toolindex.Load(filepath.Join(tmp, "index"), toolindex.WithReranker(filepath.Join(tmp, "ce"), 10), toolindex.WithInterpolation(float32(w)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,22 +281,22 @@ func TestReranker(t *testing.T) {
 			t.Fatalf("w=0: %v, want the retrieval order %v", indexes(got), indexes(top10[:4]))
 		}
 	}
-	for _, opts := range [][]retriever.Option{
-		{retriever.WithReranker(filepath.Join(tmp, "ce"), 10), retriever.WithInterpolation(1.5)},
-		{retriever.WithInterpolation(0.5)},
+	for _, opts := range [][]toolindex.Option{
+		{toolindex.WithReranker(filepath.Join(tmp, "ce"), 10), toolindex.WithInterpolation(1.5)},
+		{toolindex.WithInterpolation(0.5)},
 	} {
-		if _, err := retriever.Load(filepath.Join(tmp, "index"), opts...); err == nil || !strings.Contains(err.Error(), "WithInterpolation") {
+		if _, err := toolindex.Load(filepath.Join(tmp, "index"), opts...); err == nil || !strings.Contains(err.Error(), "WithInterpolation") {
 			t.Fatalf("bad interpolation: %v", err)
 		}
 	}
 	// A bi-encoder is not a reranker; a damaged index is refused.
-	if _, err := retriever.Load(filepath.Join(tmp, "index"), retriever.WithReranker(filepath.Join(tmp, "index", "query"), 10)); err == nil || !strings.Contains(err.Error(), "not a cross-encoder") {
+	if _, err := toolindex.Load(filepath.Join(tmp, "index"), toolindex.WithReranker(filepath.Join(tmp, "index", "query"), 10)); err == nil || !strings.Contains(err.Error(), "not a cross-encoder") {
 		t.Fatalf("bi-encoder as reranker: %v", err)
 	}
 	f := filepath.Join(tmp, "index", export.IndexTools)
 	b, _ := os.ReadFile(f)
 	os.WriteFile(f, append(b, '\n'), 0o644)
-	if _, err := retriever.Load(filepath.Join(tmp, "index")); err == nil || !strings.Contains(err.Error(), "sha256") {
+	if _, err := toolindex.Load(filepath.Join(tmp, "index")); err == nil || !strings.Contains(err.Error(), "sha256") {
 		t.Fatalf("damaged index: %v", err)
 	}
 }

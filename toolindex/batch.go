@@ -1,4 +1,4 @@
-package retriever
+package toolindex
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func WithBatching(b Batching) Option { return func(o *options) { o.batching = b 
 // cache keyed by the text, per loaded index and so per model); 0 turns it off.
 func WithQueryCache(n int) Option { return func(o *options) { o.cacheSize = n } }
 
-// EmbedStats counts the query embeddings of a Retriever.
+// EmbedStats counts the query embeddings of an Index.
 type EmbedStats struct {
 	CacheHits, CacheMisses int64
 	// Batches is the number of encoder calls for queries; Texts the texts they embedded.
@@ -41,7 +41,7 @@ type EmbedStats struct {
 }
 
 // Stats returns the counts of query embeddings so far.
-func (r *Retriever) Stats() EmbedStats {
+func (r *Index) Stats() EmbedStats {
 	return EmbedStats{CacheHits: r.stats.hits.Load(), CacheMisses: r.stats.misses.Load(),
 		Batches: r.stats.batches.Load(), Texts: r.stats.texts.Load()}
 }
@@ -50,7 +50,7 @@ type embedStats struct{ hits, misses, batches, texts atomic.Int64 }
 
 // queryEmbedder embeds query texts through the cache and the batcher.
 type queryEmbedder struct {
-	r     *Retriever
+	r     *Index
 	cache *lru.Cache[string, []float32]
 	b     Batching
 	reqs  chan *embedReq
@@ -69,7 +69,7 @@ type embedReq struct {
 	done   chan struct{}
 }
 
-func newQueryEmbedder(r *Retriever, b Batching, cacheSize int) (*queryEmbedder, error) {
+func newQueryEmbedder(r *Index, b Batching, cacheSize int) (*queryEmbedder, error) {
 	if b.MaxBatch < 0 || b.MaxBatch > 0 && (b.MaxTokens <= 0 || b.MaxWait < 0) {
 		return nil, fmt.Errorf("retriever: batching %+v: want MaxBatch >= 0, and with MaxBatch > 0 MaxTokens > 0 and MaxWait >= 0", b)
 	}
@@ -164,7 +164,7 @@ func (q *queryEmbedder) batched(ctx context.Context, texts []string) ([][]float3
 }
 
 // loop gathers requests into batches and embeds each batch with one encoder call. It runs
-// for the Retriever's lifetime (a goroutine per loaded index that batches). A batch takes
+// for the Index's lifetime (a goroutine per loaded index that batches). A batch takes
 // the requests queued (those that came while the encoder ran the last one), then waits up
 // to MaxWait for callers on their way (coming), and not at all when there are none: a lone
 // caller is not delayed.

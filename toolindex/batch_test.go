@@ -1,4 +1,4 @@
-package retriever_test
+package toolindex_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // Concurrent queries embedded in shared batches, or served from the query cache, get exactly
@@ -20,7 +20,7 @@ func TestBatchingAndCache(t *testing.T) {
 	if _, err := tinyIndex(dir); err != nil {
 		t.Fatal(err)
 	}
-	plain, err := retriever.Load(dir)
+	plain, err := toolindex.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestBatchingAndCache(t *testing.T) {
 	for i := range 48 {
 		queries = append(queries, fmt.Sprintf("find a tool for task number %d with weather and flights", i))
 	}
-	want := make([][]retriever.Result, len(queries))
+	want := make([][]toolindex.Result, len(queries))
 	for i, q := range queries {
 		if want[i], err = plain.Retrieve(context.Background(), q, 5); err != nil {
 			t.Fatal(err)
@@ -36,16 +36,16 @@ func TestBatchingAndCache(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name  string
-		b     retriever.Batching
+		b     toolindex.Batching
 		cache int
 	}{
-		{"batching", retriever.Batching{MaxBatch: 16, MaxTokens: 4096, MaxWait: 20 * time.Millisecond}, 0},
-		{"token budget", retriever.Batching{MaxBatch: 64, MaxTokens: 40, MaxWait: 20 * time.Millisecond}, 0},
-		{"cache", retriever.Batching{}, 100},
-		{"both", retriever.DefaultBatching, 100},
+		{"batching", toolindex.Batching{MaxBatch: 16, MaxTokens: 4096, MaxWait: 20 * time.Millisecond}, 0},
+		{"token budget", toolindex.Batching{MaxBatch: 64, MaxTokens: 40, MaxWait: 20 * time.Millisecond}, 0},
+		{"cache", toolindex.Batching{}, 100},
+		{"both", toolindex.DefaultBatching, 100},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := retriever.Load(dir, retriever.WithBatching(c.b), retriever.WithQueryCache(c.cache))
+			r, err := toolindex.Load(dir, toolindex.WithBatching(c.b), toolindex.WithQueryCache(c.cache))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,13 +80,13 @@ func TestBatchingAndCache(t *testing.T) {
 			}
 		})
 	}
-	if _, err := retriever.Load(dir, retriever.WithBatching(retriever.Batching{MaxBatch: 8})); err == nil || !strings.Contains(err.Error(), "MaxTokens") {
+	if _, err := toolindex.Load(dir, toolindex.WithBatching(toolindex.Batching{MaxBatch: 8})); err == nil || !strings.Contains(err.Error(), "MaxTokens") {
 		t.Errorf("batching without a token budget: %v, want an error naming MaxTokens", err)
 	}
-	if _, err := retriever.Load(dir, retriever.WithQueryCache(-1)); err == nil {
+	if _, err := toolindex.Load(dir, toolindex.WithQueryCache(-1)); err == nil {
 		t.Error("a negative query cache size was accepted")
 	}
-	r, err := retriever.Load(dir, retriever.WithBatching(retriever.DefaultBatching))
+	r, err := toolindex.Load(dir, toolindex.WithBatching(toolindex.DefaultBatching))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestBatchingAndCache(t *testing.T) {
 	}
 }
 
-func same(got, want []retriever.Result) error {
+func same(got, want []toolindex.Result) error {
 	if len(got) != len(want) {
 		return fmt.Errorf("%d results, want %d", len(got), len(want))
 	}

@@ -1,4 +1,4 @@
-package retriever
+package toolindex
 
 import "context"
 
@@ -6,7 +6,7 @@ import "context"
 // queries: through the query cache (WithQueryCache) and dynamic batching (WithBatching), so
 // that the texts of concurrent callers share encoder calls. The vectors may be shared with
 // the cache and other callers: read them, never change them.
-func (r *Retriever) EmbedQueries(ctx context.Context, texts []string) ([][]float32, error) {
+func (r *Index) EmbedQueries(ctx context.Context, texts []string) ([][]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -1,11 +1,11 @@
-package retriever
+package toolindex
 
 import (
 	"context"
 	"fmt"
 	"sync"
 
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 // WithANN sets how the dense first stage searches the library: exactly (ANNOff, every tool
@@ -29,7 +29,7 @@ import (
 // ANNOn with one of them is an error, ANNAuto searches exactly.
 func WithANN(c ANNConfig) Option { return func(o *options) { o.ann = &c } }
 
-// annState is a Retriever's HNSW index across library versions.
+// annState is an Index's HNSW index across library versions.
 type annState struct {
 	cfg      ANNConfig
 	mu       sync.Mutex // serialises syncs, builds' start and hand-over
@@ -42,7 +42,7 @@ type annState struct {
 }
 
 // newANN returns the ANN state of Load's options, or nil when the retriever searches exactly.
-func newANN(o options, r *Retriever) (*annState, error) {
+func newANN(o options, r *Index) (*annState, error) {
 	c := DefaultANNConfig()
 	if o.ann != nil {
 		var err error
@@ -113,7 +113,7 @@ func (a *annState) build(snap *Library) {
 	}()
 }
 
-// ANNStats describes a Retriever's HNSW index.
+// ANNStats describes an Index's HNSW index.
 type ANNStats struct {
 	// Mode is the configured mode; Active whether the dense first stage can use HNSW at all
 	// (false with ANNOff, and with ANNAuto for hybrid, refined or MLC retrieval).
@@ -135,7 +135,7 @@ type ANNStats struct {
 }
 
 // ANN describes the retriever's HNSW index.
-func (r *Retriever) ANN() ANNStats {
+func (r *Index) ANN() ANNStats {
 	a := r.ann
 	if a == nil {
 		return ANNStats{Mode: r.annMode}
@@ -158,7 +158,7 @@ func (r *Retriever) ANN() ANNStats {
 
 // WaitANN waits until no HNSW build is under way (at once without one) and returns the
 // last build's or sync's error.
-func (r *Retriever) WaitANN(ctx context.Context) error {
+func (r *Index) WaitANN(ctx context.Context) error {
 	a := r.ann
 	if a == nil {
 		return nil
@@ -180,7 +180,7 @@ func (r *Retriever) WaitANN(ctx context.Context) error {
 
 // annTop returns lib's top m tools for the query vector q from its HNSW index; ok is false
 // when the retriever or lib has none (or the graph cannot answer): search exactly.
-func (r *Retriever) annTop(lib *Library, q []float32, m int) (top retrieve.Ranking, ok bool) {
+func (r *Index) annTop(lib *Library, q []float32, m int) (top rank.Ranking, ok bool) {
 	if r.ann == nil {
 		return top, false
 	}

@@ -1,6 +1,6 @@
-// Package retrieve defines how retrieval methods plug into evaluation and serving: a Ranker
+// Package rank defines how retrieval methods plug into evaluation and serving: a Ranker
 // scores every tool for a query and returns the best ones.
-package retrieve
+package rank
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package retriever_test
+package toolindex_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 func maxAbsDiff(a, b [][]float32) float64 {
@@ -54,7 +54,7 @@ func TestToolTower(t *testing.T) {
 			if man.Towers[biencoder.QueryTower] != export.IndexQueryDir || man.Towers[biencoder.ToolTower] != tc.toolDir {
 				t.Fatalf("manifest towers %v", man.Towers)
 			}
-			r, err := retriever.Load(dir)
+			r, err := toolindex.Load(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +108,7 @@ func TestLibrary(t *testing.T) {
 		return export.ToolRecord{ID: id, Title: title, Text: "t " + id}
 	}
 	v := func(x float32) []float32 { return []float32{x, 0} }
-	base, err := retriever.NewLibrary(3, []export.ToolRecord{rec("a", "A"), rec("b", "B"), rec("c", "C")}, [][]float32{v(1), v(2), v(3)})
+	base, err := toolindex.NewLibrary(3, []export.ToolRecord{rec("a", "A"), rec("b", "B"), rec("c", "C")}, [][]float32{v(1), v(2), v(3)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestLibrary(t *testing.T) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	if _, err := retriever.NewLibrary(0, []export.ToolRecord{rec("a", ""), rec("a", "")}, [][]float32{v(1), v(2)}); err == nil || !strings.Contains(err.Error(), "twice") {
+	if _, err := toolindex.NewLibrary(0, []export.ToolRecord{rec("a", ""), rec("a", "")}, [][]float32{v(1), v(2)}); err == nil || !strings.Contains(err.Error(), "twice") {
 		t.Errorf("duplicate ids: %v", err)
 	}
 }
@@ -162,7 +162,7 @@ func TestSetLibrary(t *testing.T) {
 	if _, err := tinyIndex(dir); err != nil {
 		t.Fatal(err)
 	}
-	r, err := retriever.Load(dir)
+	r, err := toolindex.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestSetLibrary(t *testing.T) {
 			t.Fatalf("RetrieveFrom the old library: %v, before %v", res[0], before)
 		}
 	}
-	bad, _ := retriever.NewLibrary(9, []export.ToolRecord{{ID: "x", Text: "x"}}, [][]float32{{1, 2}})
+	bad, _ := toolindex.NewLibrary(9, []export.ToolRecord{{ID: "x", Text: "x"}}, [][]float32{{1, 2}})
 	if err := r.SetLibrary(bad); err == nil {
 		t.Fatal("SetLibrary of 2-dimensional rows accepted")
 	}

@@ -1,4 +1,4 @@
-package retriever_test
+package toolindex_test
 
 import (
 	"context"
@@ -17,15 +17,15 @@ import (
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/fusion"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/rank"
+	"github.com/toolret/toolret/rank/bm25"
 	"github.com/toolret/toolret/rerank"
-	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/retrieve/bm25"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // denseScores returns every tool's first-stage score of each query, from r (not hybrid), in
 // library order.
-func denseScores(t *testing.T, r *retriever.Retriever, queries []string) [][]float32 {
+func denseScores(t *testing.T, r *toolindex.Index, queries []string) [][]float32 {
 	t.Helper()
 	n := r.Len()
 	res, err := r.RetrieveBatch(context.Background(), queries, n)
@@ -69,7 +69,7 @@ func TestHybridFusion(t *testing.T) {
 	ix := bm25.New(docs, bm25.DefaultParams)
 	ctx := context.Background()
 	for _, index := range []string{bi, mlc} {
-		plain, err := retriever.Load(index, retriever.WithBackend(be))
+		plain, err := toolindex.Load(index, toolindex.WithBackend(be))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,11 +87,11 @@ func TestHybridFusion(t *testing.T) {
 			{"zscore", 0.2, 3, 8}, // depth below k: k is the depth
 		} {
 			name := fmt.Sprintf("%s/%s w%g m%d k%d", filepath.Base(index), c.method, c.w, c.depth, c.k)
-			opts := []retriever.Option{retriever.WithBackend(be), retriever.WithHybrid(c.method, c.w)}
+			opts := []toolindex.Option{toolindex.WithBackend(be), toolindex.WithHybrid(c.method, c.w)}
 			if c.depth > 0 {
-				opts = append(opts, retriever.WithHybridDepth(c.depth))
+				opts = append(opts, toolindex.WithHybridDepth(c.depth))
 			}
-			r, err := retriever.Load(index, opts...)
+			r, err := toolindex.Load(index, opts...)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -104,14 +104,14 @@ func TestHybridFusion(t *testing.T) {
 			}
 			m := c.depth
 			if m == 0 {
-				m = retriever.DefaultHybridDepth
+				m = toolindex.DefaultHybridDepth
 			}
 			m = max(m, c.k)
 			differs := false
 			for i, q := range queries {
 				lex := ix.Scores(q)
-				lists := []retrieve.Ranking{retrieve.TopK(dense[i], m), retrieve.TopK(lex, m)}
-				var want retrieve.Ranking
+				lists := []rank.Ranking{rank.TopK(dense[i], m), rank.TopK(lex, m)}
+				var want rank.Ranking
 				if c.method == "rrf" {
 					want, err = fusion.RRF(lists, fusion.DefaultK)
 				} else {
@@ -149,7 +149,7 @@ func TestHybridRRFByHand(t *testing.T) {
 	if _, err := tinyIndex(dir); err != nil {
 		t.Fatal(err)
 	}
-	r, err := retriever.Load(dir, retriever.WithHybrid("rrf", 0))
+	r, err := toolindex.Load(dir, toolindex.WithHybrid("rrf", 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestHybridRRFByHand(t *testing.T) {
 		}
 		rows = append(rows, row)
 	}
-	lib, err := retriever.NewLibrary(1, recs, rows)
+	lib, err := toolindex.NewLibrary(1, recs, rows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestHybridWeightEnds(t *testing.T) {
 		docs[i] = tl.Text
 	}
 	ix := bm25.New(docs, bm25.DefaultParams)
-	plain, err := retriever.Load(dir)
+	plain, err := toolindex.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestHybridWeightEnds(t *testing.T) {
 	}
 	for _, norm := range []string{"minmax", "zscore"} {
 		for _, w := range []float64{1, 0} {
-			r, err := retriever.Load(dir, retriever.WithHybrid(norm, w))
+			r, err := toolindex.Load(dir, toolindex.WithHybrid(norm, w))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -242,7 +242,7 @@ func TestHybridWeightEnds(t *testing.T) {
 				if w == 1 {
 					want = indexes(dense[i])
 				} else {
-					top := retrieve.TopK(ix.Scores(q), k+1)
+					top := rank.TopK(ix.Scores(q), k+1)
 					ok := top.Scores[k-1] > 0 && top.Scores[k-1] > top.Scores[k]
 					for j := 1; j < k; j++ {
 						ok = ok && top.Scores[j] < top.Scores[j-1]
@@ -272,7 +272,7 @@ func TestHybridLibrary(t *testing.T) {
 	if _, err := tinyIndex(dir); err != nil {
 		t.Fatal(err)
 	}
-	r, err := retriever.Load(dir, retriever.WithHybrid("minmax", 0.3))
+	r, err := toolindex.Load(dir, toolindex.WithHybrid("minmax", 0.3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,8 +289,8 @@ func TestHybridLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	has := func(rs []retriever.Result, id string) bool {
-		return slices.ContainsFunc(rs, func(x retriever.Result) bool { return x.ToolID == id })
+	has := func(rs []toolindex.Result, id string) bool {
+		return slices.ContainsFunc(rs, func(x toolindex.Result) bool { return x.ToolID == id })
 	}
 	before, err := r.Retrieve(ctx, q, 5)
 	if err != nil {
@@ -368,19 +368,19 @@ func TestHybridRefusals(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		index string
-		opts  []retriever.Option
+		opts  []toolindex.Option
 		want  string
 	}{
-		{"unknown method", dir, []retriever.Option{retriever.WithHybrid("sum", 0.5)}, `WithHybrid("sum"): want rrf, minmax or zscore`},
-		{"weight above 1", dir, []retriever.Option{retriever.WithHybrid("minmax", 1.5)}, "the dense weight must be in [0, 1]"},
-		{"negative weight", dir, []retriever.Option{retriever.WithHybrid("zscore", -0.1)}, "the dense weight must be in [0, 1]"},
-		{"NaN weight", dir, []retriever.Option{retriever.WithHybrid("minmax", math.NaN())}, "the dense weight must be in [0, 1]"},
-		{"rrf weight", dir, []retriever.Option{retriever.WithHybrid("rrf", 0.5)}, "rrf has no weight"},
-		{"negative depth", dir, []retriever.Option{retriever.WithHybrid("rrf", 0), retriever.WithHybridDepth(-1)}, "WithHybridDepth(-1): want >= 0"},
-		{"depth alone", dir, []retriever.Option{retriever.WithHybridDepth(50)}, "WithHybridDepth(50) needs WithHybrid"},
-		{"reranker", dir, []retriever.Option{retriever.WithHybrid("rrf", 0), retriever.WithReranker(tmp, 20)}, "WithHybrid and WithReranker"},
-		{"packaged refiner", refIndex, []retriever.Option{retriever.WithHybrid("rrf", 0)}, "give WithoutRefiner"},
-		{"refiner run", filepath.Join(tmp, "plain"), []retriever.Option{retriever.WithHybrid("minmax", 0.5), retriever.WithRefiner(refRun)}, "give WithoutRefiner"},
+		{"unknown method", dir, []toolindex.Option{toolindex.WithHybrid("sum", 0.5)}, `WithHybrid("sum"): want rrf, minmax or zscore`},
+		{"weight above 1", dir, []toolindex.Option{toolindex.WithHybrid("minmax", 1.5)}, "the dense weight must be in [0, 1]"},
+		{"negative weight", dir, []toolindex.Option{toolindex.WithHybrid("zscore", -0.1)}, "the dense weight must be in [0, 1]"},
+		{"NaN weight", dir, []toolindex.Option{toolindex.WithHybrid("minmax", math.NaN())}, "the dense weight must be in [0, 1]"},
+		{"rrf weight", dir, []toolindex.Option{toolindex.WithHybrid("rrf", 0.5)}, "rrf has no weight"},
+		{"negative depth", dir, []toolindex.Option{toolindex.WithHybrid("rrf", 0), toolindex.WithHybridDepth(-1)}, "WithHybridDepth(-1): want >= 0"},
+		{"depth alone", dir, []toolindex.Option{toolindex.WithHybridDepth(50)}, "WithHybridDepth(50) needs WithHybrid"},
+		{"reranker", dir, []toolindex.Option{toolindex.WithHybrid("rrf", 0), toolindex.WithReranker(tmp, 20)}, "WithHybrid and WithReranker"},
+		{"packaged refiner", refIndex, []toolindex.Option{toolindex.WithHybrid("rrf", 0)}, "give WithoutRefiner"},
+		{"refiner run", filepath.Join(tmp, "plain"), []toolindex.Option{toolindex.WithHybrid("minmax", 0.5), toolindex.WithRefiner(refRun)}, "give WithoutRefiner"},
 	} {
 		index := c.index
 		if index == filepath.Join(tmp, "plain") {
@@ -390,12 +390,12 @@ func TestHybridRefusals(t *testing.T) {
 				}
 			}
 		}
-		_, err := retriever.Load(index, append([]retriever.Option{retriever.WithBackend(be)}, c.opts...)...)
+		_, err := toolindex.Load(index, append([]toolindex.Option{toolindex.WithBackend(be)}, c.opts...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
 		}
 	}
-	r, err := retriever.Load(refIndex, retriever.WithBackend(be), retriever.WithHybrid("rrf", 0), retriever.WithoutRefiner())
+	r, err := toolindex.Load(refIndex, toolindex.WithBackend(be), toolindex.WithHybrid("rrf", 0), toolindex.WithoutRefiner())
 	if err != nil {
 		t.Fatalf("hybrid without the packaged refiner: %v", err)
 	}

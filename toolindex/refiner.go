@@ -1,4 +1,4 @@
-package retriever
+package toolindex
 
 import (
 	"context"
@@ -11,13 +11,13 @@ import (
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/refiner"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rundir"
 )
 
-// libraryVersionKey is serve.VersionKey (serve imports this package): the tools.safetensors
+// libraryVersionKey is export.IndexVersionKey: the tools.safetensors
 // metadata key a compaction of live updates (or cmd/export -update) writes.
-const libraryVersionKey = "toolret_library_version"
+const libraryVersionKey = export.IndexVersionKey
 
 // WithRefiner re-orders the top N of the first stage's results (N, the refiner's slot count)
 // with the ToolRefiner in dir: a refiner packaged with an index (its refiner/ directory,
@@ -147,7 +147,7 @@ func (s *refinerStage) depth(k int) int { return max(k, s.m.Cfg.N) }
 // deepen returns the top of the first stage's scores over lib, top or deeper, so that it
 // holds N tools the refiner knows (or every tool): tools added since export (no row in its
 // table) may rank among them.
-func (s *refinerStage) deepen(lib *Library, scores []float32, top retrieve.Ranking) retrieve.Ranking {
+func (s *refinerStage) deepen(lib *Library, scores []float32, top rank.Ranking) rank.Ranking {
 	for m := len(top.Tools); m < lib.Len(); {
 		known := 0
 		for _, t := range top.Tools {
@@ -159,7 +159,7 @@ func (s *refinerStage) deepen(lib *Library, scores []float32, top retrieve.Ranki
 			break
 		}
 		m = min(2*m+s.m.Cfg.N-known, lib.Len())
-		top = retrieve.TopK(scores, m)
+		top = rank.TopK(scores, m)
 	}
 	return top
 }
@@ -195,7 +195,7 @@ func (s *refinerStage) refine(ctx context.Context, queries []string, res [][]Res
 		return fmt.Errorf("retriever: refiner: %w", err)
 	}
 	for i, rs := range res {
-		first := retrieve.Ranking{Tools: order[i], Scores: make([]float32, len(order[i]))}
+		first := rank.Ranking{Tools: order[i], Scores: make([]float32, len(order[i]))}
 		for j, p := range order[i] {
 			first.Scores[j] = rs[p].RetrievalScore
 			if prob != nil {
@@ -215,7 +215,7 @@ func (s *refinerStage) refine(ctx context.Context, queries []string, res [][]Res
 
 // Refiner describes the refiner stage: its directory, its candidate source and slot count N;
 // "" and 0 without one.
-func (r *Retriever) Refiner() (dir, candidates string, n int) {
+func (r *Index) Refiner() (dir, candidates string, n int) {
 	if r.ref == nil {
 		return "", "", 0
 	}

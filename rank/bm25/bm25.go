@@ -11,7 +11,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 // Params are the BM25 parameters.
@@ -85,16 +85,16 @@ func (ix *Index) Scores(query string) []float32 {
 	return scores
 }
 
-// Rank implements retrieve.Ranker.
-func (ix *Index) Rank(ctx context.Context, queries []string, k int) ([]retrieve.Ranking, error) {
-	out := make([]retrieve.Ranking, len(queries))
+// Rank implements rank.Ranker.
+func (ix *Index) Rank(ctx context.Context, queries []string, k int) ([]rank.Ranking, error) {
+	out := make([]rank.Ranking, len(queries))
 	for i, q := range queries {
 		if i%256 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 		}
-		out[i] = retrieve.TopK(ix.Scores(q), k)
+		out[i] = rank.TopK(ix.Scores(q), k)
 	}
 	return out, nil
 }

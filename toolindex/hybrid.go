@@ -1,4 +1,4 @@
-package retriever
+package toolindex
 
 import (
 	"context"
@@ -6,9 +6,9 @@ import (
 	"sync"
 
 	"github.com/toolret/toolret/fusion"
+	"github.com/toolret/toolret/rank"
+	"github.com/toolret/toolret/rank/bm25"
 	"github.com/toolret/toolret/rerank"
-	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/retrieve/bm25"
 )
 
 // Hybrid fusion methods (WithHybrid).
@@ -116,7 +116,7 @@ func (l *Library) lexicalIndex() *bm25.Index {
 
 // Hybrid returns the hybrid fusion method and the dense weight ("" when the retriever is not
 // hybrid; the weight is 0 for rrf).
-func (r *Retriever) Hybrid() (method string, w float64) {
+func (r *Index) Hybrid() (method string, w float64) {
 	if r.hyb == nil {
 		return "", 0
 	}
@@ -124,7 +124,7 @@ func (r *Retriever) Hybrid() (method string, w float64) {
 }
 
 // retrieveHybrid answers queries (embedded as qe) from lib with the hybrid first stage.
-func (r *Retriever) retrieveHybrid(ctx context.Context, lib *Library, queries []string, qe [][]float32, k int) ([][]Result, error) {
+func (r *Index) retrieveHybrid(ctx context.Context, lib *Library, queries []string, qe [][]float32, k int) ([][]Result, error) {
 	h := r.hyb
 	m := h.depth
 	if m == 0 {
@@ -140,8 +140,8 @@ func (r *Retriever) retrieveHybrid(ctx context.Context, lib *Library, queries []
 		}
 		score(lib.scoring(), lib.bias, q, dense)
 		lex := ix.Scores(queries[i])
-		lists := []retrieve.Ranking{retrieve.TopK(dense, m), retrieve.TopK(lex, m)}
-		var f retrieve.Ranking
+		lists := []rank.Ranking{rank.TopK(dense, m), rank.TopK(lex, m)}
+		var f rank.Ranking
 		var err error
 		if h.method == HybridRRF {
 			f, err = fusion.RRF(lists, fusion.DefaultK)

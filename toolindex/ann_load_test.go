@@ -1,4 +1,4 @@
-package retriever_test
+package toolindex_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // TestLoadANN serves an exported index with HNSW (WithANN on) next to exact search: the
@@ -23,14 +23,14 @@ func TestLoadANN(t *testing.T) {
 		t.Fatal(err)
 	}
 	queries := testQueries(t, d, 20)
-	exact, err := retriever.Load(dir, retriever.WithANN(retriever.ANNConfig{Mode: retriever.ANNOff}))
+	exact, err := toolindex.Load(dir, toolindex.WithANN(toolindex.ANNConfig{Mode: toolindex.ANNOff}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := exact.ANN(); st.Active || st.Mode != retriever.ANNOff {
+	if st := exact.ANN(); st.Active || st.Mode != toolindex.ANNOff {
 		t.Errorf("ANN off: %+v", st)
 	}
-	ann, err := retriever.Load(dir, retriever.WithANN(retriever.ANNConfig{Mode: retriever.ANNOn}))
+	ann, err := toolindex.Load(dir, toolindex.WithANN(toolindex.ANNConfig{Mode: toolindex.ANNOn}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestLoadANN(t *testing.T) {
 	if recall := float64(hit) / float64(5*len(queries)); recall < 0.9 {
 		t.Errorf("recall@5 against exact search %.3f, want >= 0.9", recall)
 	}
-	_, err = retriever.Load(dir, retriever.WithANN(retriever.ANNConfig{Mode: retriever.ANNOn}), retriever.WithHybrid(retriever.HybridRRF, 0))
+	_, err = toolindex.Load(dir, toolindex.WithANN(toolindex.ANNConfig{Mode: toolindex.ANNOn}), toolindex.WithHybrid(toolindex.HybridRRF, 0))
 	if err == nil || !strings.Contains(err.Error(), "hybrid retrieval scores every tool") {
 		t.Errorf("ANN on with hybrid: %v, want an error", err)
 	}

@@ -1,4 +1,4 @@
-package retriever_test
+package toolindex_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // EmbedQueries gives the query tower's embeddings (as Embed does), batches concurrent
@@ -21,7 +21,7 @@ func TestEmbedQueries(t *testing.T) {
 	if _, err := tinyIndex(dir); err != nil {
 		t.Fatal(err)
 	}
-	r, err := retriever.Load(dir, retriever.WithBatching(retriever.Batching{MaxBatch: 64, MaxTokens: 4096, MaxWait: 5 * time.Second}))
+	r, err := toolindex.Load(dir, toolindex.WithBatching(toolindex.Batching{MaxBatch: 64, MaxTokens: 4096, MaxWait: 5 * time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package retriever_test
+package toolindex_test
 
 import (
 	"context"
@@ -21,9 +21,9 @@ import (
 	"github.com/toolret/toolret/models/classifier"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/models/refiner"
-	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rundir"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // classifierLogits returns the logits of the classifier run for each text, computed by the
@@ -96,7 +96,7 @@ func exportMLC(t *testing.T, dir string, o exporttest.ClassifierOptions, be comp
 }
 
 // TestMLCIndex exports tiny MLC classifiers (bce and softmax losses, [CLS] and pooler heads)
-// as indexes: retriever.Load returns the classifier's own logits for every tool (within
+// as indexes: toolindex.Load returns the classifier's own logits for every tool (within
 // 1e-5) and its own top-k order, which the bias changes (ranking without it differs).
 func TestMLCIndex(t *testing.T) {
 	be, err := backend.Open("go")
@@ -131,7 +131,7 @@ func TestMLCIndex(t *testing.T) {
 			if _, ok := man.Towers["tool"]; ok || man.Labels != nil {
 				t.Fatalf("manifest towers %v, labels %d: want no tool tower, no labels list", man.Towers, len(man.Labels))
 			}
-			r, err := retriever.Load(index, retriever.WithBackend(be))
+			r, err := toolindex.Load(index, toolindex.WithBackend(be))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,7 +182,7 @@ func TestMLCIndex(t *testing.T) {
 				for j := range wb {
 					wb[j] = logits[i][j] - m.Head.Bias[j]
 				}
-				if !slices.Equal(retrieve.TopK(wb, k).Tools, want[i].Tools) {
+				if !slices.Equal(rank.TopK(wb, k).Tools, want[i].Tools) {
 					noBias++
 				}
 				distinct[strings.Join(ids(got[i]), " ")] = true
@@ -210,19 +210,19 @@ func TestMLCLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, index, _ := exportMLC(t, t.TempDir(), exporttest.ClassifierOptions{}, be, 31)
-	r, err := retriever.Load(index, retriever.WithBackend(be))
+	r, err := toolindex.Load(index, toolindex.WithBackend(be))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.CanEmbedTools(); !errors.Is(err, retriever.ErrMLCTools) {
+	if err := r.CanEmbedTools(); !errors.Is(err, toolindex.ErrMLCTools) {
 		t.Errorf("CanEmbedTools: %v, want ErrMLCTools", err)
 	}
 	lib := r.Library()
-	if _, err := lib.With(1, []export.ToolRecord{{ID: "new", Text: "a new tool"}}, [][]float32{lib.Embedding(0)}, nil); !errors.Is(err, retriever.ErrMLCTools) ||
+	if _, err := lib.With(1, []export.ToolRecord{{ID: "new", Text: "a new tool"}}, [][]float32{lib.Embedding(0)}, nil); !errors.Is(err, toolindex.ErrMLCTools) ||
 		!strings.Contains(err.Error(), "retrain to add tools") {
 		t.Errorf("With(put): %v, want ErrMLCTools", err)
 	}
-	if _, err := lib.With(1, []export.ToolRecord{lib.Tool(3)}, [][]float32{lib.Embedding(3)}, nil); !errors.Is(err, retriever.ErrMLCTools) {
+	if _, err := lib.With(1, []export.ToolRecord{lib.Tool(3)}, [][]float32{lib.Embedding(3)}, nil); !errors.Is(err, toolindex.ErrMLCTools) {
 		t.Errorf("With(put an existing tool): %v, want ErrMLCTools", err)
 	}
 	ctx := context.Background()
@@ -247,7 +247,7 @@ func TestMLCLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []retriever.Result
+	var want []toolindex.Result
 	for _, x := range before {
 		if !slices.Contains(gone, x.ToolID) {
 			want = append(want, x)
@@ -258,7 +258,7 @@ func TestMLCLibrary(t *testing.T) {
 			t.Errorf("result %d after removal: %s %v, want %s %v", j, x.ToolID, x.Score, want[j].ToolID, want[j].Score)
 		}
 	}
-	if _, err := retriever.Load(index, retriever.WithToolVectors("usage"), retriever.WithBackend(be)); err == nil || !strings.Contains(err.Error(), "is from an MLC classifier") {
+	if _, err := toolindex.Load(index, toolindex.WithToolVectors("usage"), toolindex.WithBackend(be)); err == nil || !strings.Contains(err.Error(), "is from an MLC classifier") {
 		t.Errorf("usage vectors of an MLC index: %v", err)
 	}
 	// A damaged index: the manifest names a bias tools.safetensors lacks.
@@ -276,7 +276,7 @@ func TestMLCLibrary(t *testing.T) {
 	if err := export.WriteIndexFiles(index, tools, rows, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := retriever.Load(index, retriever.WithoutVerify(), retriever.WithBackend(be)); err == nil || !strings.Contains(err.Error(), `manifest mlc.bias "bias"`) {
+	if _, err := toolindex.Load(index, toolindex.WithoutVerify(), toolindex.WithBackend(be)); err == nil || !strings.Contains(err.Error(), `manifest mlc.bias "bias"`) {
 		t.Errorf("MLC index without its bias: %v", err)
 	}
 }
@@ -386,14 +386,14 @@ func TestMLCRefinerStage(t *testing.T) {
 	}
 	for _, f := range fx {
 		t.Run(filepath.Base(f.mlcRun), func(t *testing.T) {
-			r, err := retriever.Load(f.index, retriever.WithBackend(be))
+			r, err := toolindex.Load(f.index, toolindex.WithBackend(be))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if _, kind, n := r.Refiner(); kind != "mlc" || n != 6 {
 				t.Fatalf("refiner %s, N %d", kind, n)
 			}
-			first, err := retriever.Load(f.index, retriever.WithoutRefiner(), retriever.WithBackend(be))
+			first, err := toolindex.Load(f.index, toolindex.WithoutRefiner(), toolindex.WithBackend(be))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -481,18 +481,18 @@ func TestMLCRefinerStage(t *testing.T) {
 		mlc := fx[0]
 		for _, c := range []struct {
 			name, index string
-			opts        []retriever.Option
+			opts        []toolindex.Option
 			want        []string
 		}{
-			{"bi-encoder refiner on an MLC index", mlc.index, []retriever.Option{retriever.WithRefiner(beRef)},
+			{"bi-encoder refiner on an MLC index", mlc.index, []toolindex.Option{toolindex.WithRefiner(beRef)},
 				[]string{"re-orders bi-encoder candidates", "exported from " + mlc.mlcRun, "needs an index of a bi-encoder", "first stage is an MLC classifier"}},
-			{"mlc refiner on a bi-encoder index", beIndex, []retriever.Option{retriever.WithRefiner(mlc.ref)},
+			{"mlc refiner on a bi-encoder index", beIndex, []toolindex.Option{toolindex.WithRefiner(mlc.ref)},
 				[]string{"re-orders mlc candidates (first stage mlc " + mlc.mlcRun, "needs an index of an MLC classifier", "first stage is a bi-encoder"}},
-			{"refiner of another MLC", mlc.index, []retriever.Option{retriever.WithRefiner(fx[1].ref)},
+			{"refiner of another MLC", mlc.index, []toolindex.Option{toolindex.WithRefiner(fx[1].ref)},
 				[]string{"re-orders the candidates of " + fx[1].mlcRun}},
-			{"usage vectors", mlc.index, []retriever.Option{retriever.WithToolVectors("usage")}, []string{"is from an MLC classifier"}},
+			{"usage vectors", mlc.index, []toolindex.Option{toolindex.WithToolVectors("usage")}, []string{"is from an MLC classifier"}},
 		} {
-			_, err := retriever.Load(c.index, append(c.opts, retriever.WithBackend(be))...)
+			_, err := toolindex.Load(c.index, append(c.opts, toolindex.WithBackend(be))...)
 			for _, w := range c.want {
 				if err == nil || !strings.Contains(err.Error(), w) {
 					t.Errorf("%s: error %v, want one containing %q", c.name, err, w)

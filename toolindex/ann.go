@@ -1,4 +1,4 @@
-package retriever
+package toolindex
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/toolret/toolret/internal/hnsw"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 	"github.com/viterin/vek/vek32"
 )
 
@@ -116,7 +116,7 @@ type ANNIndex struct {
 	cur   map[string]uint32 // tool id -> node, in the last library synced
 	live  int               // tools of the last library synced
 	// failures counts searches the graph library failed (recovered panics; answered exactly),
-	// lastFailure holds the last one's message: reported by Retriever.ANN, never silent.
+	// lastFailure holds the last one's message: reported by Index.ANN, never silent.
 	failures    atomic.Int64
 	lastFailure atomic.Value
 }
@@ -218,7 +218,7 @@ func (x *ANNIndex) Stale() int {
 // synced into x (search it exactly). Fewer than min(k, lib.Len()) tools are found only when
 // the graph holds many stale nodes near q: Search widens its beam, and gives up (ok false)
 // after a beam of 16·max(k, efSearch).
-func (x *ANNIndex) Search(lib *Library, q []float32, k int) (top retrieve.Ranking, ok bool) {
+func (x *ANNIndex) Search(lib *Library, q []float32, k int) (top rank.Ranking, ok bool) {
 	if lib.ann.Load() != x || k <= 0 {
 		return top, false
 	}
@@ -229,7 +229,7 @@ func (x *ANNIndex) Search(lib *Library, q []float32, k int) (top retrieve.Rankin
 		if !ok {
 			return top, false
 		}
-		top = retrieve.Ranking{Tools: make([]int, 0, len(found)), Scores: make([]float32, 0, len(found))}
+		top = rank.Ranking{Tools: make([]int, 0, len(found)), Scores: make([]float32, 0, len(found))}
 		for _, n := range found {
 			if i, ok := lib.pos[n.id]; ok && sameRow(vecs[i], n.vec) {
 				top.Tools, top.Scores = append(top.Tools, i), append(top.Scores, dot(q, n.vec))
@@ -266,9 +266,9 @@ func (x *ANNIndex) search(q []float32, beam int) (found []annNode, ok bool) {
 	return found, true
 }
 
-// sortRanking sorts r by score, best first, ties to the lower tool index (retrieve.TopK's
+// sortRanking sorts r by score, best first, ties to the lower tool index (rank.TopK's
 // order).
-func sortRanking(r retrieve.Ranking) {
+func sortRanking(r rank.Ranking) {
 	idx := make([]int, len(r.Tools))
 	for i := range idx {
 		idx[i] = i
@@ -289,10 +289,10 @@ func sortRanking(r retrieve.Ranking) {
 }
 
 // ExactSearch returns lib's k best tools for the query vector q by scoring every tool (the
-// dot product with its scoring vector, plus its bias for an MLC index): what a Retriever
+// dot product with its scoring vector, plus its bias for an MLC index): what an Index
 // without ANN ranks.
-func ExactSearch(lib *Library, q []float32, k int) retrieve.Ranking {
+func ExactSearch(lib *Library, q []float32, k int) rank.Ranking {
 	scores := make([]float32, lib.Len())
 	score(lib.scoring(), lib.bias, q, scores)
-	return retrieve.TopK(scores, k)
+	return rank.TopK(scores, k)
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/metrics"
-	"github.com/toolret/toolret/retrieve/bm25"
+	"github.com/toolret/toolret/rank/bm25"
 )
 
 // TestToolLensBM25 reproduces the COLT paper's BM25 row on ToolLens test within 3 points on

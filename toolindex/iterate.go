@@ -1,4 +1,4 @@
-package retriever
+package toolindex
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/feedback"
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/retrieve"
+	"github.com/toolret/toolret/rank"
 )
 
 // Round is one round of the iterative retrieval loop (Xu et al.): the tools retrieved for
@@ -21,9 +21,9 @@ type Round struct {
 	// Query is q^t; Text is what was retrieved with (the iteration marker, then q^t).
 	Query, Text string
 	// Ranking is the retrieved tools, best first (tool indices of the ranker: the index's
-	// positions for Retriever.Iterate), Depth of them.
-	Ranking retrieve.Ranking
-	// Results are Retriever.Iterate's results for Text; nil for a Loop over another ranker.
+	// positions for Index.Iterate), Depth of them.
+	Ranking rank.Ranking
+	// Results are Index.Iterate's results for Text; nil for a Loop over another ranker.
 	Results []Result
 	// Replies, Refined, Stop, Reason and Error are the refiner's answer as a collection's
 	// feedback.Line records it: Refined is q^(t+1); the last round has Stop and its Reason
@@ -43,7 +43,7 @@ type Round struct {
 // collection used reproduces the collection's lines.
 type Loop struct {
 	// Rank returns the top k tools of one text, best first.
-	Rank func(ctx context.Context, text string, k int) (retrieve.Ranking, error)
+	Rank func(ctx context.Context, text string, k int) (rank.Ranking, error)
 	// Tool returns ranked tool i as the refiner sees it.
 	Tool func(i int) (feedback.Tool, error)
 	// K is the number of tools shown to the refiner (default 10); Depth the number kept in
@@ -56,7 +56,7 @@ type Loop struct {
 	QueryID string
 }
 
-// IterateOption configures Retriever.Iterate.
+// IterateOption configures Index.Iterate.
 type IterateOption func(*Loop)
 
 // WithFeedbackK shows the refiner the top k tools of each round (default 10).
@@ -68,7 +68,7 @@ func WithDepth(n int) IterateOption { return func(l *Loop) { l.Depth = n } }
 
 // WithMarker puts the iteration marker of an iteration-aware retriever before each round's
 // instruction: the format (one %d) its run recorded (biencoder.json "marker"; train
-// biencoder -feedback -marker). Retriever.Iterate defaults to the index's (Marker); "" turns
+// biencoder -feedback -marker). Index.Iterate defaults to the index's (Marker); "" turns
 // it off.
 func WithMarker(format string) IterateOption { return func(l *Loop) { l.Marker = format } }
 
@@ -81,13 +81,13 @@ func WithQueryID(id string) IterateOption { return func(l *Loop) { l.QueryID = i
 // maxRounds refinements were made (rounds 0..maxRounds; the last round is retrieved, not
 // refined). All rounds are answered from one library version. It returns the rounds in
 // order; an error of the retriever or the refiner ends it.
-func (r *Retriever) Iterate(ctx context.Context, query string, ref feedback.Refiner, maxRounds int, opts ...IterateOption) ([]Round, error) {
+func (r *Index) Iterate(ctx context.Context, query string, ref feedback.Rewriter, maxRounds int, opts ...IterateOption) ([]Round, error) {
 	lib := r.Library()
 	var results [][]Result // per Rank call, for the rounds' Results
 	var l Loop
 	l = Loop{
 		Marker: r.Marker(),
-		Rank: func(ctx context.Context, text string, k int) (retrieve.Ranking, error) {
+		Rank: func(ctx context.Context, text string, k int) (rank.Ranking, error) {
 			// Rank is called once per round, in order, with q^t marked: the lexical stage,
 			// reranker and refiner get q^t itself.
 			q := text
@@ -96,9 +96,9 @@ func (r *Retriever) Iterate(ctx context.Context, query string, ref feedback.Refi
 			}
 			res, err := r.retrieveFrom(ctx, lib, []string{text}, []string{q}, k)
 			if err != nil {
-				return retrieve.Ranking{}, err
+				return rank.Ranking{}, err
 			}
-			rk := retrieve.Ranking{Tools: make([]int, len(res[0])), Scores: make([]float32, len(res[0]))}
+			rk := rank.Ranking{Tools: make([]int, len(res[0])), Scores: make([]float32, len(res[0]))}
 			for i, x := range res[0] {
 				rk.Tools[i], rk.Scores[i] = x.Index, x.Score
 			}
@@ -125,8 +125,8 @@ func (r *Retriever) Iterate(ctx context.Context, query string, ref feedback.Refi
 	return rounds, err
 }
 
-// Iterate runs the loop for query with refiner ref (see Retriever.Iterate).
-func (l *Loop) Iterate(ctx context.Context, query string, ref feedback.Refiner, maxRounds int) ([]Round, error) {
+// Iterate runs the loop for query with refiner ref (see Index.Iterate).
+func (l *Loop) Iterate(ctx context.Context, query string, ref feedback.Rewriter, maxRounds int) ([]Round, error) {
 	k, depth := l.K, l.Depth
 	if k == 0 {
 		k = 10
@@ -172,7 +172,7 @@ func (l *Loop) Iterate(ctx context.Context, query string, ref feedback.Refiner, 
 			}
 		}
 		start = time.Now()
-		st, err := ref.Refine(ctx, in)
+		st, err := ref.Rewrite(ctx, in)
 		rd.RefineTime = time.Since(start)
 		if err != nil {
 			return out, fmt.Errorf("iterate: round %d: %w", t, err)
@@ -200,11 +200,11 @@ func (l *Loop) Iterate(ctx context.Context, query string, ref feedback.Refiner, 
 	}
 }
 
-func cut(r retrieve.Ranking, n int) retrieve.Ranking {
+func cut(r rank.Ranking, n int) rank.Ranking {
 	if len(r.Tools) <= n {
 		return r
 	}
-	out := retrieve.Ranking{Tools: r.Tools[:n]}
+	out := rank.Ranking{Tools: r.Tools[:n]}
 	if len(r.Scores) >= n {
 		out.Scores = r.Scores[:n]
 	}

@@ -1,4 +1,4 @@
-package retriever
+package toolindex
 
 import (
 	"context"
@@ -159,7 +159,7 @@ func TestANNUpdates(t *testing.T) {
 func TestANNConcurrent(t *testing.T) {
 	const d = 8
 	g := synth.New(d, 3)
-	r := &Retriever{dim: d}
+	r := &Index{dim: d}
 	a, err := newANN(options{ann: &ANNConfig{Mode: ANNOn, Rebuild: 0.1}}, r)
 	if err != nil {
 		t.Fatal(err)
@@ -241,18 +241,18 @@ func TestANNConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		cfg    ANNConfig
-		r      *Retriever
+		r      *Index
 		active bool
 		err    bool
 	}{
-		{"default", ANNConfig{}, &Retriever{}, true, false},
-		{"off", ANNConfig{Mode: ANNOff}, &Retriever{}, false, false},
-		{"bad mode", ANNConfig{Mode: "yes"}, &Retriever{}, false, true},
-		{"bad M", ANNConfig{M: 1}, &Retriever{}, false, true},
-		{"bad rebuild", ANNConfig{Rebuild: -1}, &Retriever{}, false, true},
-		{"auto hybrid", ANNConfig{}, &Retriever{hyb: &hybridStage{}}, false, false},
-		{"on hybrid", ANNConfig{Mode: ANNOn}, &Retriever{hyb: &hybridStage{}}, false, true},
-		{"on refiner", ANNConfig{Mode: ANNOn}, &Retriever{ref: &refinerStage{dir: "r"}}, false, true},
+		{"default", ANNConfig{}, &Index{}, true, false},
+		{"off", ANNConfig{Mode: ANNOff}, &Index{}, false, false},
+		{"bad mode", ANNConfig{Mode: "yes"}, &Index{}, false, true},
+		{"bad M", ANNConfig{M: 1}, &Index{}, false, true},
+		{"bad rebuild", ANNConfig{Rebuild: -1}, &Index{}, false, true},
+		{"auto hybrid", ANNConfig{}, &Index{hyb: &hybridStage{}}, false, false},
+		{"on hybrid", ANNConfig{Mode: ANNOn}, &Index{hyb: &hybridStage{}}, false, true},
+		{"on refiner", ANNConfig{Mode: ANNOn}, &Index{ref: &refinerStage{dir: "r"}}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, err := newANN(options{ann: &tc.cfg}, tc.r)

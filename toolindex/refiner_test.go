@@ -1,4 +1,4 @@
-package retriever_test
+package toolindex_test
 
 import (
 	"context"
@@ -16,15 +16,15 @@ import (
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/models/refiner"
-	"github.com/toolret/toolret/retrieve"
-	"github.com/toolret/toolret/retriever"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rundir"
+	"github.com/toolret/toolret/toolindex"
 )
 
-// firstStage is a retriever (loaded WithoutRefiner) as a retrieve.Ranker of index positions.
-type firstStage struct{ r *retriever.Retriever }
+// firstStage is a retriever (loaded WithoutRefiner) as a rank.Ranker of index positions.
+type firstStage struct{ r *toolindex.Index }
 
-func (f firstStage) Rank(ctx context.Context, queries []string, k int) ([]retrieve.Ranking, error) {
+func (f firstStage) Rank(ctx context.Context, queries []string, k int) ([]rank.Ranking, error) {
 	if k <= 0 {
 		k = f.r.Len()
 	}
@@ -32,7 +32,7 @@ func (f firstStage) Rank(ctx context.Context, queries []string, k int) ([]retrie
 	if err != nil {
 		return nil, err
 	}
-	out := make([]retrieve.Ranking, len(res))
+	out := make([]rank.Ranking, len(res))
 	for i, rs := range res {
 		for _, x := range rs {
 			out[i].Tools = append(out[i].Tools, x.Index)
@@ -113,9 +113,9 @@ func newRefinerFixture(t *testing.T) *refinerFixture {
 func TestRefinerStage(t *testing.T) {
 	f := newRefinerFixture(t)
 	ctx := context.Background()
-	load := func(dir string, opts ...retriever.Option) *retriever.Retriever {
+	load := func(dir string, opts ...toolindex.Option) *toolindex.Index {
 		t.Helper()
-		r, err := retriever.Load(dir, append(opts, retriever.WithBackend(f.be))...)
+		r, err := toolindex.Load(dir, append(opts, toolindex.WithBackend(f.be))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,19 +123,19 @@ func TestRefinerStage(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, index, run, vectors string
-		opts                      []retriever.Option
+		opts                      []toolindex.Option
 	}{
 		{"packaged bi-encoder", f.index, f.text, "text", nil},
 		{"packaged usage", f.usageIndex, f.usage, "usage", nil},
-		{"WithRefiner run", f.plain, f.text, "text", []retriever.Option{retriever.WithRefiner(f.text)}},
-		{"WithRefiner packaged dir", f.plain, f.text, "text", []retriever.Option{retriever.WithRefiner(filepath.Join(f.index, export.IndexRefinerDir))}},
+		{"WithRefiner run", f.plain, f.text, "text", []toolindex.Option{toolindex.WithRefiner(f.text)}},
+		{"WithRefiner packaged dir", f.plain, f.text, "text", []toolindex.Option{toolindex.WithRefiner(filepath.Join(f.index, export.IndexRefinerDir))}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := load(c.index, c.opts...)
 			if dir, kind, n := r.Refiner(); dir == "" || r.ToolVectors() != c.vectors || n == 0 {
 				t.Fatalf("refiner %q (%s, N %d), vectors %s: want one, vectors %s", dir, kind, n, r.ToolVectors(), c.vectors)
 			}
-			first := load(c.index, retriever.WithoutRefiner(), retriever.WithToolVectors(c.vectors))
+			first := load(c.index, toolindex.WithoutRefiner(), toolindex.WithToolVectors(c.vectors))
 			if dir, _, _ := first.Refiner(); dir != "" {
 				t.Fatalf("WithoutRefiner: refiner %s", dir)
 			}
@@ -240,28 +240,28 @@ func TestRefinerStage(t *testing.T) {
 		}
 		for _, c := range []struct {
 			name, index string
-			opts        []retriever.Option
+			opts        []toolindex.Option
 			want        string
 		}{
-			{"mlc candidates", f.plain, []retriever.Option{retriever.WithRefiner(mlc)}, "re-orders mlc candidates"},
-			{"bm25 candidates", f.plain, []retriever.Option{retriever.WithRefiner(bm)}, "re-orders bm25 candidates"},
-			{"other data", f.plain, []retriever.Option{retriever.WithRefiner(other)}, "trained on other data"},
-			{"other tools", f.plain, []retriever.Option{retriever.WithRefiner(ids)}, `other tools: 1 of the refiner's 70 tools are not in the index (e.g. "no-such-tool")`},
-			{"other first stage", idx2, []retriever.Option{retriever.WithRefiner(f.text)}, "re-orders the candidates of " + f.beRun},
-			{"text refiner, usage vectors", f.index, []retriever.Option{retriever.WithToolVectors("usage")}, "re-orders bi-encoder candidates (text vectors)"},
-			{"usage refiner, text vectors", f.usageIndex, []retriever.Option{retriever.WithToolVectors("text")}, "re-orders usage candidates (usage vectors)"},
-			{"usage refiner, index without usage", f.plain, []retriever.Option{retriever.WithRefiner(f.usage)}, "has no usage vectors"},
-			{"reranker and refiner", f.index, []retriever.Option{retriever.WithReranker(f.plain, 10)}, "two second stages"},
-			{"packaged tool ids changed", damaged, []retriever.Option{retriever.WithoutVerify()}, "does not match the manifest's refiner entry"},
+			{"mlc candidates", f.plain, []toolindex.Option{toolindex.WithRefiner(mlc)}, "re-orders mlc candidates"},
+			{"bm25 candidates", f.plain, []toolindex.Option{toolindex.WithRefiner(bm)}, "re-orders bm25 candidates"},
+			{"other data", f.plain, []toolindex.Option{toolindex.WithRefiner(other)}, "trained on other data"},
+			{"other tools", f.plain, []toolindex.Option{toolindex.WithRefiner(ids)}, `other tools: 1 of the refiner's 70 tools are not in the index (e.g. "no-such-tool")`},
+			{"other first stage", idx2, []toolindex.Option{toolindex.WithRefiner(f.text)}, "re-orders the candidates of " + f.beRun},
+			{"text refiner, usage vectors", f.index, []toolindex.Option{toolindex.WithToolVectors("usage")}, "re-orders bi-encoder candidates (text vectors)"},
+			{"usage refiner, text vectors", f.usageIndex, []toolindex.Option{toolindex.WithToolVectors("text")}, "re-orders usage candidates (usage vectors)"},
+			{"usage refiner, index without usage", f.plain, []toolindex.Option{toolindex.WithRefiner(f.usage)}, "has no usage vectors"},
+			{"reranker and refiner", f.index, []toolindex.Option{toolindex.WithReranker(f.plain, 10)}, "two second stages"},
+			{"packaged tool ids changed", damaged, []toolindex.Option{toolindex.WithoutVerify()}, "does not match the manifest's refiner entry"},
 			{"packaged files verified", damaged, nil, "does not match its sha256"},
 		} {
-			_, err := retriever.Load(c.index, append(c.opts, retriever.WithBackend(f.be))...)
+			_, err := toolindex.Load(c.index, append(c.opts, toolindex.WithBackend(f.be))...)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 			}
 		}
 		// The refused index serves its first stage with WithoutRefiner.
-		if _, err := retriever.Load(damaged, retriever.WithoutRefiner(), retriever.WithoutVerify(), retriever.WithBackend(f.be)); err != nil {
+		if _, err := toolindex.Load(damaged, toolindex.WithoutRefiner(), toolindex.WithoutVerify(), toolindex.WithBackend(f.be)); err != nil {
 			t.Errorf("WithoutRefiner on an index with a damaged refiner: %v", err)
 		}
 	})
@@ -270,7 +270,7 @@ func TestRefinerStage(t *testing.T) {
 	// first-stage order among the results after the refined ones.
 	t.Run("added tools", func(t *testing.T) {
 		r := load(f.index)
-		first := load(f.index, retriever.WithoutRefiner())
+		first := load(f.index, toolindex.WithoutRefiner())
 		_, _, n := r.Refiner()
 		q := f.queries[0]
 		top, err := first.Retrieve(ctx, q, 1)
@@ -285,7 +285,7 @@ func TestRefinerStage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, x := range []*retriever.Retriever{r, first} {
+		for _, x := range []*toolindex.Index{r, first} {
 			if err := x.SetLibrary(lib2); err != nil {
 				t.Fatal(err)
 			}
@@ -325,7 +325,7 @@ func TestRefinerStage(t *testing.T) {
 	})
 }
 
-func ids(res []retriever.Result) []string {
+func ids(res []toolindex.Result) []string {
 	out := make([]string, len(res))
 	for i, x := range res {
 		out[i] = x.ToolID
