@@ -9,6 +9,7 @@
 //	bench rerank -retriever RUN -reranker RUN [-classifier RUN] [-backends go,onnx] [-m 50] [-n 200]
 //	bench serve [-run RUN | -index DIR] [-data DIR] [-requests 20000] [-concurrency 32] [-k 5]
 //	bench ann [-sizes 100000,1000000] [-dim 384] [-queries 200] [-k 10] [-versions 20 -batch 100]
+//	bench load -url http://127.0.0.1:8080 [-first 4,12,28] [-requests 20000] [-concurrency 32] [-soak 10m -sample 10s]
 //
 // encode: texts/second encoding n ToolLens queries (../shared/datasets/toollens, or -data)
 // with a randomly initialised encoder of each -arch (bert; deberta: DeBERTa-v3 with the same
@@ -42,7 +43,7 @@ import (
 
 // Main runs `toolret bench` with args (the words after it) and returns the exit code.
 func Main(args []string) int {
-	if len(args) >= 1 && (args[0] == "train" || args[0] == "colt" || args[0] == "retrieve" || args[0] == "rerank" || args[0] == "serve" || args[0] == "matmul" || args[0] == "ann") {
+	if len(args) >= 1 && (args[0] == "train" || args[0] == "colt" || args[0] == "retrieve" || args[0] == "rerank" || args[0] == "serve" || args[0] == "matmul" || args[0] == "ann" || args[0] == "load") {
 		run := trainBench
 		if args[0] == "colt" {
 			run = coltBench
@@ -62,6 +63,9 @@ func Main(args []string) int {
 		if args[0] == "ann" {
 			run = annBench
 		}
+		if args[0] == "load" {
+			run = loadBench
+		}
 		if err := run(args[1:]); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return 0
@@ -72,7 +76,7 @@ func Main(args []string) int {
 		return 0
 	}
 	if len(args) < 1 || args[0] != "encode" {
-		fmt.Fprintln(os.Stderr, "usage: bench encode|train|matmul|colt|retrieve|rerank|serve|ann [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench encode|train|matmul|colt|retrieve|rerank|serve|ann|load [flags]")
 		return 2
 	}
 	fs := flag.NewFlagSet("bench encode", flag.ContinueOnError)

@@ -62,6 +62,8 @@ type options struct {
 	batching                                   retriever.Batching
 	queryCache                                 int
 	timeout, grace                             time.Duration
+	maxInFlight, maxConns, warmup              int
+	headerTimeout, drainDelay                  time.Duration
 }
 
 // Main runs `toolret serve` with args (the words after it) and returns the exit code.
@@ -75,8 +77,12 @@ func Main(args []string) int {
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	if err := run(o, log); err != nil {
+	err = run(o, log)
+	if err != nil {
 		log.Error("serve failed", "error", err.Error())
+	}
+	os.Stderr.Sync() // the log, when standard error is a file (a pipe has nothing to flush)
+	if err != nil {
 		return 1
 	}
 	return 0
@@ -101,6 +107,11 @@ func parse(args []string) (*options, error) {
 	fs.Int64Var(&o.maxBody, "max-body", 1<<20, "request body limit in bytes")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "time limit of one request")
 	fs.DurationVar(&o.grace, "grace", 30*time.Second, "at shutdown, how long requests under way may take to finish")
+	fs.DurationVar(&o.drainDelay, "drain-delay", 0, "at shutdown, how long to keep answering with /readyz at 503 before refusing new connections (time for a load balancer to take the server out)")
+	fs.IntVar(&o.maxInFlight, "max-inflight", 512, "most requests answered at once; past it a request gets 503 with Retry-After at once (0: no limit)")
+	fs.IntVar(&o.maxConns, "max-conns", 4096, "most open connections; past it a new connection gets 503 and is closed (0: no limit)")
+	fs.DurationVar(&o.headerTimeout, "header-timeout", 5*time.Second, "time a client has to send a request's headers")
+	fs.IntVar(&o.warmup, "warmup", toolret.DefaultWarmup, "before reporting ready, run the model on every padded length in batches of 1, 2, 4, ... up to this many queries (0: no warm-up)")
 	fs.IntVar(&o.batching.MaxBatch, "embed-batch", retriever.DefaultBatching.MaxBatch, "dynamic batching: most query texts of concurrent requests embedded in one encoder call (0: each request alone)")
 	fs.IntVar(&o.batching.MaxTokens, "embed-tokens", retriever.DefaultBatching.MaxTokens, "dynamic batching: most tokens in one encoder call")
 	fs.DurationVar(&o.batching.MaxWait, "embed-wait", retriever.DefaultBatching.MaxWait, "dynamic batching: longest a query waits for others to share its encoder call")
@@ -139,7 +150,8 @@ func parse(args []string) (*options, error) {
 	}
 	if err := cli.First(cli.Positive("k", o.k), cli.Positive("depth", o.depth), cli.Positive("max-k", o.maxK),
 		cli.Positive("max-batch", o.maxBatch), cli.Positive("max-body", o.maxBody), cli.Positive("timeout", o.timeout.Seconds()),
-		cli.NonNegative("grace", o.grace.Seconds()), cli.NonNegative("compact-every", o.compactEvery), cli.NonNegative("embed-batch", o.batching.MaxBatch),
+		cli.NonNegative("grace", o.grace.Seconds()), cli.NonNegative("drain-delay", o.drainDelay.Seconds()), cli.NonNegative("max-inflight", o.maxInFlight),
+		cli.NonNegative("max-conns", o.maxConns), cli.Positive("header-timeout", o.headerTimeout.Seconds()), cli.NonNegative("warmup", o.warmup), cli.NonNegative("compact-every", o.compactEvery), cli.NonNegative("embed-batch", o.batching.MaxBatch),
 		cli.Positive("embed-tokens", o.batching.MaxTokens), cli.NonNegative("embed-wait", o.batching.MaxWait.Seconds()), cli.NonNegative("query-cache", o.queryCache)); err != nil {
 		return nil, err
 	}
@@ -210,5 +222,6 @@ func run(o *options, log *slog.Logger) error {
 		K: o.k, MaxK: o.maxK, Reranker: o.reranker, Depth: o.depth, RerankWeight: o.rerankWeight,
 		Hybrid: o.hybrid, HybridWeight: o.hybridWeight, NoRefiner: o.noRefiner, ANN: o.ann, Batching: o.batching, QueryCache: o.queryCache, MaxBatch: o.maxBatch,
 		MaxBody: o.maxBody, Timeout: o.timeout, Grace: o.grace, CompactEvery: o.compactEvery, Model: model,
+		MaxInFlight: o.maxInFlight, MaxConns: o.maxConns, HeaderTimeout: o.headerTimeout, Warmup: o.warmup, DrainDelay: o.drainDelay,
 		Token: os.Getenv("TOOLRET_TOKEN"), Log: log})
 }
