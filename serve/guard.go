@@ -119,7 +119,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	if s.cfg.MaxInFlight > 0 {
 		g.slots = make(chan struct{}, s.cfg.MaxInFlight)
 	}
-	g.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "toolret_http_requests_in_flight", Help: "HTTP requests being answered (body read, slot taken)."})
+	g.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "toolret_http_requests_in_flight", Help: "HTTP requests being answered (body read, slot taken), /healthz and /metrics aside."})
 	g.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolret_http_requests_rejected_total",
 		Help: "HTTP requests refused before a handler ran, by reason: body_too_large, body_unreadable, in_flight (the -max-inflight limit)."}, []string{"reason"})
 	s.metrics.reg.MustRegister(g.inFlight, g.rejected)
@@ -156,8 +156,10 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	g.inFlight.Inc()
-	defer g.inFlight.Dec()
+	if !probe {
+		g.inFlight.Inc()
+		defer g.inFlight.Dec()
+	}
 	g.next.ServeHTTP(w, r)
 }
 
