@@ -4,7 +4,7 @@
 //	serve -index DIR [-addr 127.0.0.1:8080] [-backend go] [-k 5] [-reranker DIR -depth 20]
 //	      [-max-k 100] [-max-batch 64] [-max-body 1048576] [-timeout 10s] [-grace 30s]
 //	      [-compact-every 1000] [-model NAME] [-mcp stdio|http] [-hybrid rrf|minmax|zscore [-hybrid-weight W]]
-//	      [-ann auto|on|off]
+//	      [-ann auto|on|off] [-warmup 1] [-drain-delay 0s] [-max-inflight 512] [-max-conns 4096] [-header-timeout 5s]
 //	serve -library LIB.jsonl (-model REF | -index DIR) [-upstreams CONFIG.json] [-state DIR]
 //	      [-keys FILE] [-rate N -burst N] [...as above]
 //
@@ -17,7 +17,7 @@
 // lines, scopes search, call, admin. See docs/gateway.md.
 //
 // HTTP (package serve): POST /v1/retrieve, POST /v1/embeddings (OpenAI's format), POST
-// /v1/tools, GET and DELETE /v1/tools/{id}, GET /healthz, GET /metrics (Prometheus). Tool
+// /v1/tools, GET and DELETE /v1/tools/{id}, GET /healthz, GET /livez, GET /readyz, GET /metrics (Prometheus). Tool
 // updates are appended to DIR/updates.log and fsynced before they are acknowledged, and
 // compacted into the index every -compact-every updates and at shutdown. When TOOLRET_TOKEN
 // is set, POST and DELETE /v1/tools need "Authorization: Bearer $TOOLRET_TOKEN".
@@ -26,9 +26,13 @@
 // agent that starts the server itself; -mcp http adds the MCP streamable HTTP endpoint /mcp
 // to the HTTP API.
 //
-// SIGINT or SIGTERM stops the server gracefully: no new connections, requests under way
-// finish (up to -grace), pending updates are compacted. One JSON log line per request goes
-// to standard error.
+// The server listens from the start: /livez answers 200 while the process runs, /readyz 200
+// once the index is loaded and the model warmed up (-warmup) and the store takes updates;
+// until then other requests get 503 with Retry-After. SIGINT or SIGTERM drains it: /readyz
+// 503 at once, -drain-delay more of answering, then no new connections while requests under
+// way finish (up to -grace); pending updates are compacted, the log flushed, exit 0. Bodies
+// past -max-body get 413, requests past -max-inflight and connections past -max-conns 503.
+// One JSON log line per request goes to standard error.
 package servecmd
 
 import (

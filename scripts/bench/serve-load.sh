@@ -43,7 +43,8 @@ start() { # start ARGS...: a server on a copy of the index, up to ready
     kill -0 $PID 2>/dev/null || { cat "$OUT/serve.log"; exit 1; }
     sleep 0.05
   done
-  echo "serve ${*:-(default flags)}: ready $(echo "$(date +%s.%N) - $t0" | bc | cut -c1-5) s after start; $(grep -o '"msg":"warmed up".*' "$OUT/serve.log" || echo 'no warm-up')"
+  local rss; rss=$(curl -s "$URL/metrics" | awk '/^process_resident_memory_bytes /{printf "%.0f", $2/1048576}')
+  echo "serve ${*:-(default flags)}: ready $(echo "$(date +%s.%N) - $t0" | bc | cut -c1-5) s after start, RSS $rss MB; $(grep -o '"msg":"warmed up".*' "$OUT/serve.log" || echo 'no warm-up')"
 }
 stop() { # SIGTERM; report the time to exit and the exit code
   local t0 rc=0; t0=$(date +%s.%N)
