@@ -35,6 +35,9 @@ type gated struct {
 	writeTimeout time.Duration
 }
 
+// defaultWriteTimeout bounds the writing of the gate's own answers.
+const defaultWriteTimeout = 10 * time.Second
+
 const (
 	gateStarting int32 = iota
 	gateReady
@@ -53,7 +56,7 @@ func NewGate(stage string) *Gate {
 func (g *Gate) Stage(stage string) { g.stage.Store(&stage) }
 
 // SetHandler sets the handler answering requests once the server is ready; writeTimeout
-// (0: none) bounds the time to write each answer (http.ResponseController's write deadline).
+// (0: 10 s) bounds the time to write each answer (http.ResponseController's write deadline).
 func (g *Gate) SetHandler(h http.Handler, writeTimeout time.Duration) {
 	g.h.Store(&gated{h: h, writeTimeout: writeTimeout})
 }
@@ -92,6 +95,15 @@ func (g *Gate) IsReady() (bool, string) {
 // Handler returns the gate's HTTP handler.
 func (g *Gate) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Every answer gets a write deadline: the server has none of its own (the handler's
+		// is known only once it is set), and a deadline set for an earlier request on a
+		// keep-alive connection must not cut this one.
+		h := g.h.Load()
+		wt := defaultWriteTimeout
+		if h != nil && h.writeTimeout > 0 {
+			wt = h.writeTimeout
+		}
+		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wt))
 		switch r.URL.Path {
 		case "/livez":
 			writeJSON(w, http.StatusOK, map[string]any{"status": "alive", "uptime_s": int64(time.Since(g.started).Seconds())})
@@ -100,15 +112,11 @@ func (g *Gate) Handler() http.Handler {
 			g.readyz(w)
 			return
 		}
-		h := g.h.Load()
 		if h == nil || g.state.Load() == gateStarting {
 			w.Header().Set("Retry-After", "1")
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting", "stage": *g.stage.Load(),
 				"error": "the server is starting (" + *g.stage.Load() + "): retry when GET /readyz answers 200"})
 			return
-		}
-		if h.writeTimeout > 0 {
-			http.NewResponseController(w).SetWriteDeadline(time.Now().Add(h.writeTimeout))
 		}
 		h.h.ServeHTTP(w, r)
 	})

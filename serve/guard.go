@@ -59,7 +59,7 @@ type connLimiter struct {
 	net.Listener
 	max      int64
 	open     atomic.Int64
-	Rejected atomic.Int64
+	rejected atomic.Int64
 }
 
 // overloaded is the raw answer to a connection past the limit.
@@ -79,7 +79,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			return &limitedConn{Conn: c, l: l}, nil
 		}
 		l.open.Add(-1)
-		l.Rejected.Add(1)
+		l.rejected.Add(1)
 		go func() {
 			c.SetDeadline(time.Now().Add(time.Second))
 			c.Write(overloaded)

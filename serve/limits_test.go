@@ -302,7 +302,7 @@ func TestConnLimit(t *testing.T) {
 	if !closed || !strings.HasPrefix(got, "HTTP/1.1 503") || !strings.Contains(got, "-max-conns") {
 		t.Fatalf("a connection past the limit: closed %v, %q", closed, got)
 	}
-	if n := l.ln.(*connLimiter).Rejected.Load(); n != 1 {
+	if n := l.ln.(*connLimiter).rejected.Load(); n != 1 {
 		t.Fatalf("%d connections rejected, want 1", n)
 	}
 	for _, c := range idle {
