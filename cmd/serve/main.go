@@ -154,8 +154,9 @@ func parse(args []string) (*options, error) {
 	}
 	if err := cli.First(cli.Positive("k", o.k), cli.Positive("depth", o.depth), cli.Positive("max-k", o.maxK),
 		cli.Positive("max-batch", o.maxBatch), cli.Positive("max-body", o.maxBody), cli.Positive("timeout", o.timeout.Seconds()),
-		cli.NonNegative("grace", o.grace.Seconds()), cli.NonNegative("drain-delay", o.drainDelay.Seconds()), cli.NonNegative("max-inflight", o.maxInFlight),
-		cli.NonNegative("max-conns", o.maxConns), cli.Positive("header-timeout", o.headerTimeout.Seconds()), cli.NonNegative("warmup", o.warmup), cli.NonNegative("compact-every", o.compactEvery), cli.NonNegative("embed-batch", o.batching.MaxBatch),
+		cli.NonNegative("grace", o.grace.Seconds()), cli.NonNegative("compact-every", o.compactEvery), cli.NonNegative("embed-batch", o.batching.MaxBatch),
+		cli.NonNegative("drain-delay", o.drainDelay.Seconds()), cli.NonNegative("max-inflight", o.maxInFlight), cli.NonNegative("max-conns", o.maxConns),
+		cli.Positive("header-timeout", o.headerTimeout.Seconds()), cli.NonNegative("warmup", o.warmup),
 		cli.Positive("embed-tokens", o.batching.MaxTokens), cli.NonNegative("embed-wait", o.batching.MaxWait.Seconds()), cli.NonNegative("query-cache", o.queryCache)); err != nil {
 		return nil, err
 	}
