@@ -106,7 +106,7 @@ func DefaultServeConfig() ServeConfig {
 }
 
 // DefaultWarmup is serve's -warmup: one query of each padded length is run before the
-// server is ready (every compiled shape holds memory on the go backend: ~150 MB for
+// server is ready (every compiled shape holds memory on the go backend: ~120 MB for
 // all-MiniLM-L6-v2, so batches are warmed only when asked).
 const DefaultWarmup = 1
 
