@@ -128,14 +128,19 @@ func ExampleServe() {
 			ID string `json:"id"`
 		} `json:"tools"`
 	}
-	for range 100 { // wait until it listens
-		r, err := http.Post("http://"+addr+"/v1/retrieve", "application/json", strings.NewReader(`{"query":"weather in Paris","k":2}`))
+	for range 200 { // wait until it is ready: it listens from the start, /readyz says when it answers
+		r, err := http.Get("http://" + addr + "/readyz")
 		if err == nil {
-			err = json.NewDecoder(r.Body).Decode(&res)
 			r.Body.Close()
-			break
+			if r.StatusCode == http.StatusOK {
+				break
+			}
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if r, err := http.Post("http://"+addr+"/v1/retrieve", "application/json", strings.NewReader(`{"query":"weather in Paris","k":2}`)); err == nil {
+		json.NewDecoder(r.Body).Decode(&res)
+		r.Body.Close()
 	}
 	cancel()
 	fmt.Println(len(res.Tools), <-done)

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,6 +74,17 @@ type ServeConfig struct {
 	MaxBody  int64
 	Timeout  time.Duration
 	Grace    time.Duration
+	// MaxInFlight is the most requests answered at once (serve.Config.MaxInFlight), MaxConns
+	// the most open connections (serve.LimitConns), HeaderTimeout the time a client has to
+	// send a request's headers (serve.Limits; 0: 5s); 0 MaxInFlight or MaxConns: no limit.
+	MaxInFlight, MaxConns int
+	HeaderTimeout         time.Duration
+	// Warmup, when > 0, runs the models on every input shape, in batches of up to Warmup
+	// queries, before the server reports ready (retriever.Warmup); 0: no warm-up.
+	Warmup int
+	// DrainDelay is how long the server keeps answering, with /readyz at 503, after ctx ends
+	// and before it stops taking connections (time for load balancers to see it go).
+	DrainDelay time.Duration
 	// CompactEvery is the number of logged tool updates compacted into the index at once (0:
 	// only at shutdown).
 	CompactEvery int
@@ -98,11 +107,19 @@ type ServeConfig struct {
 func DefaultServeConfig() ServeConfig {
 	return ServeConfig{Addr: "127.0.0.1:8080", K: 5, MaxK: 100, Depth: 20, RerankWeight: -1, HybridWeight: 0.5,
 		Batching: toolindex.DefaultBatching, QueryCache: 10000,
-		MaxBatch: 64, MaxBody: 1 << 20, Timeout: 10 * time.Second, Grace: 30 * time.Second, CompactEvery: 1000}
+		MaxBatch: 64, MaxBody: 1 << 20, Timeout: 10 * time.Second, Grace: 30 * time.Second, CompactEvery: 1000,
+		MaxInFlight: 512, MaxConns: 4096, HeaderTimeout: 5 * time.Second, Warmup: DefaultWarmup}
 }
 
+// DefaultWarmup is serve's -warmup: one query of each padded length is run before the
+// server is ready (every compiled shape holds memory on the go backend: ~120 MB for
+// all-MiniLM-L6-v2, so batches are warmed only when asked).
+const DefaultWarmup = 1
+
 // Serve serves cfg.Index until ctx ends, then shuts down gracefully: no new connections,
-// requests under way finish (up to cfg.Grace), pending tool updates are compacted.
+// requests under way finish (up to cfg.Grace), pending tool updates are compacted. Over
+// HTTP it listens from the start: GET /livez answers at once, GET /readyz once the index is
+// loaded and the model warmed up (cfg.Warmup), and at 503 again from the moment ctx ends.
 func Serve(ctx context.Context, cfg ServeConfig) error {
 	if cfg.Index == "" && cfg.Library == "" {
 		return errors.New("serve: no index given (-index, or -library and -model)")
@@ -110,6 +127,15 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	started := time.Now()
+	var front *httpFront
+	if cfg.MCP != "stdio" {
+		var err error
+		if front, err = listenEarly(cfg, log); err != nil {
+			return err
+		}
+		defer front.abort()
 	}
 	be, err := backend.Open(backend.Name(cfg.Backend))
 	if err != nil {
@@ -131,6 +157,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 				return errors.New("serve: -library needs -model (the pre-trained model to index it with) or -index")
 			}
 			start := time.Now()
+			front.stage("building the zero-shot index of " + cfg.Library)
 			dir, built, err := gateway.BuildIndex(ctx, lib, cfg.Library, cfg.Pretrained, cfg.State, be)
 			if err != nil {
 				return err
@@ -172,7 +199,8 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	log.Info("index loaded", "index", cfg.Index, "tools", ilib.Len(), "version", ilib.Version, "replayed_updates", store.Pending(),
 		"dim", store.R.Dim(), "tool_updates", store.R.CanEmbedTools() == nil, "hybrid", cfg.Hybrid, "ms", time.Since(start).Milliseconds())
 	scfg := serve.Config{DefaultK: cfg.K, MaxK: cfg.MaxK, MaxBatch: cfg.MaxBatch, MaxBody: cfg.MaxBody, Timeout: cfg.Timeout,
-		Token: cfg.Token, Model: cfg.Model, MCP: cfg.MCP == "http", Keys: cfg.Keys, Rate: cfg.Rate, Burst: cfg.Burst, Logger: log}
+		Token: cfg.Token, Model: cfg.Model, MCP: cfg.MCP == "http", Keys: cfg.Keys, Rate: cfg.Rate, Burst: cfg.Burst, Logger: log,
+		MaxInFlight: cfg.MaxInFlight}
 	var gw *gateway.Gateway
 	callTimeout := time.Duration(0)
 	if lib != nil {
@@ -191,6 +219,16 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		}
 		return store.Close()
 	}
+	front.stage("warming up the model")
+	info, err := warmUp(ctx, cfg, store, log)
+	if err != nil {
+		closeAll()
+		if ctx.Err() != nil {
+			return nil // stopped before it was ready
+		}
+		return err
+	}
+	info["startup_ms"], info["gateway"] = time.Since(started).Milliseconds(), gw != nil
 	if cfg.MCP == "stdio" {
 		err := serve.NewMCP(store, scfg).Run(ctx, &mcp.StdioTransport{})
 		if cerr := closeAll(); err == nil || errors.Is(err, context.Canceled) {
@@ -204,42 +242,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if gw != nil && cfg.Keys == nil {
 		log.Warn("no API keys (-keys, TOOLRET_KEYS): anyone who reaches the server can call the library's tools")
 	}
-	srv := &http.Server{
-		Handler:           serve.New(store, scfg).Handler(),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       cfg.Timeout + 5*time.Second,
-		WriteTimeout:      2*cfg.Timeout + callTimeout + 5*time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		closeAll()
-		return fmt.Errorf("-addr: %w", err)
-	}
-	log.Info("listening", "addr", ln.Addr().String(), "mcp", cfg.MCP == "http", "auth", cfg.Token != "", "keys", cfg.Keys.Len(), "gateway", gw != nil)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		closeAll()
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down: finishing requests under way", "grace", cfg.Grace.String())
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.Grace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("requests still running after the grace period were cut", "error", err.Error())
-		srv.Close()
-	}
-	if err := closeAll(); err != nil {
-		return fmt.Errorf("compacting updates at shutdown: %w", err)
-	}
-	ilib = store.R.Library()
-	log.Info("stopped", "tools", ilib.Len(), "version", ilib.Version)
-	return nil
+	return front.serve(ctx, cfg, serve.New(store, scfg).Handler(), 2*cfg.Timeout+callTimeout+5*time.Second, store, info, closeAll)
 }
 
 // startGateway reads the upstream configuration, syncs the index to the library and

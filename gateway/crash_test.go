@@ -61,10 +61,12 @@ func startChild(t *testing.T, cfg toolret.ServeConfig) *child {
 	t.Cleanup(func() { c.cmd.Process.Kill(); c.cmd.Wait() })
 	deadline := time.Now().Add(time.Minute)
 	for {
-		resp, err := http.Get(c.base + "/healthz")
+		resp, err := http.Get(c.base + "/readyz")
 		if err == nil {
 			resp.Body.Close()
-			return c
+			if resp.StatusCode == http.StatusOK {
+				return c
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the server did not start:\n%s", c.logs.String())

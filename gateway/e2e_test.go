@@ -71,7 +71,7 @@ func freeAddr(t testing.TB) string {
 
 // serveGateway runs `toolret serve -library LIB -model STUB -upstreams CONFIG -mcp http`
 // (toolret.Serve, as the command calls it) over the npm reference servers everything and
-// memory, and returns its base URL once it answers /healthz.
+// memory, and returns its base URL once it is ready (/readyz).
 func serveGateway(t *testing.T) string {
 	t.Helper()
 	node := nodeBin(t)
@@ -107,10 +107,12 @@ func serveGateway(t *testing.T) string {
 	})
 	base := "http://" + addr
 	for {
-		resp, err := http.Get(base + "/healthz")
+		resp, err := http.Get(base + "/readyz")
 		if err == nil {
 			resp.Body.Close()
-			break
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
 		}
 		select {
 		case err := <-done:

@@ -39,6 +39,10 @@ type Config struct {
 	MaxBatch int           // most queries, embedding inputs or tools in one request (default 64)
 	MaxBody  int64         // request body limit in bytes (default 1 MiB)
 	Timeout  time.Duration // time limit of one request (default 10s)
+	// MaxInFlight is the most requests answered at once (bodies read first); past it a
+	// request gets a 503 with Retry-After at once. /healthz and /metrics are exempt. 0: no
+	// limit.
+	MaxInFlight int
 	// Token, when set, is the bearer token write endpoints require. It is never logged.
 	Token string
 	// Model is the model name /v1/embeddings answers with when a request names none.
@@ -91,6 +95,7 @@ type Server struct {
 	metrics *metrics
 	limits  *limiters
 	own     map[string]bool // patterns an extension registered
+	handler http.Handler    // mux behind the guard (guard.go)
 }
 
 // New returns the server of store.
@@ -123,11 +128,12 @@ func New(store *Store, cfg Config) *Server {
 	s.route("/", "other", func(w http.ResponseWriter, r *http.Request) (any, *apiError) {
 		return nil, errorf(http.StatusNotFound, "no endpoint %s %s (POST /v1/retrieve, POST /v1/embeddings, POST /v1/tools, GET|DELETE /v1/tools/{id}, GET /healthz, GET /metrics)", r.Method, r.URL.Path)
 	})
+	s.handler = s.guard(s.mux)
 	return s
 }
 
 // Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // handlerFunc answers a request with a value to send as JSON (status 200) or an error.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) (any, *apiError)

@@ -11,6 +11,7 @@
 //	bench ann [-sizes 100000,1000000] [-dim 384] [-queries 200] [-k 10] [-versions 20 -batch 100]
 //	bench http -embeddings NAME=URL ... [-search NAME=URL ...] [-concurrency 1,8,32] [-requests 1000] [-long]
 //	bench usage-data -data DIR -holdout-tools 0.2 [-used 0.5] -out DIR; bench usage-agent -addr URL -data DIR [-k 5]
+//	bench load -url http://127.0.0.1:8080 [-first 4,12,28] [-requests 20000] [-concurrency 32] [-soak 10m -sample 10s]
 //
 // encode: texts/second encoding n ToolLens queries (../shared/datasets/toollens, or -data)
 // with a randomly initialised encoder of each -arch (bert; deberta: DeBERTa-v3 with the same
@@ -49,7 +50,8 @@ import (
 // Main runs `toolret bench` with args (the words after it) and returns the exit code.
 func Main(args []string) int {
 	subs := map[string]func([]string) error{"train": trainBench, "colt": coltBench, "serve": serveBench, "retrieve": retrieveBench,
-		"rerank": rerankBench, "matmul": matmulBench, "ann": annBench, "http": httpBench, "usage-data": usageDataBench, "usage-agent": usageAgentBench}
+		"rerank": rerankBench, "matmul": matmulBench, "ann": annBench, "http": httpBench, "usage-data": usageDataBench, "usage-agent": usageAgentBench,
+		"load": loadBench}
 	if run, ok := subs[firstArg(args)]; ok {
 		if err := run(args[1:]); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
@@ -61,7 +63,7 @@ func Main(args []string) int {
 		return 0
 	}
 	if len(args) < 1 || args[0] != "encode" {
-		fmt.Fprintln(os.Stderr, "usage: bench encode|train|matmul|colt|retrieve|rerank|serve|ann|http|usage-data|usage-agent [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench encode|train|matmul|colt|retrieve|rerank|serve|ann|http|usage-data|usage-agent|load [flags]")
 		return 2
 	}
 	fs := flag.NewFlagSet("bench encode", flag.ContinueOnError)

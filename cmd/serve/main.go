@@ -4,7 +4,7 @@
 //	serve -index DIR [-addr 127.0.0.1:8080] [-backend go] [-k 5] [-reranker DIR -depth 20]
 //	      [-max-k 100] [-max-batch 64] [-max-body 1048576] [-timeout 10s] [-grace 30s]
 //	      [-compact-every 1000] [-model NAME] [-mcp stdio|http] [-hybrid rrf|minmax|zscore [-hybrid-weight W]]
-//	      [-ann auto|on|off] [-database URL]
+//	      [-ann auto|on|off] [-database URL] [-warmup 1] [-drain-delay 0s] [-max-inflight 512] [-max-conns 4096] [-header-timeout 5s]
 //	serve -library LIB.jsonl (-model REF | -index DIR) [-upstreams CONFIG.json] [-state DIR]
 //	      [-keys FILE] [-rate N -burst N] [...as above]
 //
@@ -17,7 +17,7 @@
 // lines, scopes search, call, admin. See docs/gateway.md.
 //
 // HTTP (package serve): POST /v1/retrieve, POST /v1/embeddings (OpenAI's format), POST
-// /v1/tools, GET and DELETE /v1/tools/{id}, GET /healthz, GET /metrics (Prometheus). Tool
+// /v1/tools, GET and DELETE /v1/tools/{id}, GET /healthz, GET /livez, GET /readyz, GET /metrics (Prometheus). Tool
 // updates are appended to DIR/updates.log and fsynced before they are acknowledged, and
 // compacted into the index every -compact-every updates and at shutdown. When TOOLRET_TOKEN
 // is set, POST and DELETE /v1/tools need "Authorization: Bearer $TOOLRET_TOKEN".
@@ -28,9 +28,13 @@
 // agent that starts the server itself; -mcp http adds the MCP streamable HTTP endpoint /mcp
 // to the HTTP API.
 //
-// SIGINT or SIGTERM stops the server gracefully: no new connections, requests under way
-// finish (up to -grace), pending updates are compacted. One JSON log line per request goes
-// to standard error.
+// The server listens from the start: /livez answers 200 while the process runs, /readyz 200
+// once the index is loaded and the model warmed up (-warmup) and the store takes updates;
+// until then other requests get 503 with Retry-After. SIGINT or SIGTERM drains it: /readyz
+// 503 at once, -drain-delay more of answering, then no new connections while requests under
+// way finish (up to -grace); pending updates are compacted, the log flushed, exit 0. Bodies
+// past -max-body get 413, requests past -max-inflight and connections past -max-conns 503.
+// One JSON log line per request goes to standard error.
 package servecmd
 
 import (
@@ -64,6 +68,8 @@ type options struct {
 	batching                                   toolindex.Batching
 	queryCache                                 int
 	timeout, grace                             time.Duration
+	maxInFlight, maxConns, warmup              int
+	headerTimeout, drainDelay                  time.Duration
 }
 
 // Main runs `toolret serve` with args (the words after it) and returns the exit code.
@@ -77,8 +83,12 @@ func Main(args []string) int {
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	if err := run(o, log); err != nil {
+	err = run(o, log)
+	if err != nil {
 		log.Error("serve failed", "error", err.Error())
+	}
+	os.Stderr.Sync() // the log, when standard error is a file (a pipe has nothing to flush)
+	if err != nil {
 		return 1
 	}
 	return 0
@@ -103,9 +113,14 @@ func parse(args []string) (*options, error) {
 	fs.Int64Var(&o.maxBody, "max-body", 1<<20, "request body limit in bytes")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "time limit of one request")
 	fs.DurationVar(&o.grace, "grace", 30*time.Second, "at shutdown, how long requests under way may take to finish")
-	fs.IntVar(&o.batching.MaxBatch, "embed-batch", toolindex.DefaultBatching.MaxBatch, "dynamic batching: most query texts of concurrent requests embedded in one encoder call (0: each request alone)")
-	fs.IntVar(&o.batching.MaxTokens, "embed-tokens", toolindex.DefaultBatching.MaxTokens, "dynamic batching: most tokens in one encoder call")
-	fs.DurationVar(&o.batching.MaxWait, "embed-wait", toolindex.DefaultBatching.MaxWait, "dynamic batching: longest a query waits for others to share its encoder call")
+	fs.DurationVar(&o.drainDelay, "drain-delay", 0, "at shutdown, how long to keep answering with /readyz at 503 before refusing new connections (time for a load balancer to take the server out)")
+	fs.IntVar(&o.maxInFlight, "max-inflight", 512, "most requests answered at once; past it a request gets 503 with Retry-After at once (0: no limit)")
+	fs.IntVar(&o.maxConns, "max-conns", 4096, "most open connections; past it a new connection gets 503 and is closed (0: no limit)")
+	fs.DurationVar(&o.headerTimeout, "header-timeout", 5*time.Second, "time a client has to send a request's headers")
+	fs.IntVar(&o.warmup, "warmup", toolret.DefaultWarmup, "before reporting ready, run the model on every padded length in batches of 1, 2, 4, ... up to this many queries (0: no warm-up)")
+	fs.IntVar(&o.batching.MaxBatch, "embed-batch", retriever.DefaultBatching.MaxBatch, "dynamic batching: most query texts of concurrent requests embedded in one encoder call (0: each request alone)")
+	fs.IntVar(&o.batching.MaxTokens, "embed-tokens", retriever.DefaultBatching.MaxTokens, "dynamic batching: most tokens in one encoder call")
+	fs.DurationVar(&o.batching.MaxWait, "embed-wait", retriever.DefaultBatching.MaxWait, "dynamic batching: longest a query waits for others to share its encoder call")
 	fs.IntVar(&o.queryCache, "query-cache", 10000, "query embeddings kept in an LRU cache keyed by the text (0: none)")
 	fs.StringVar(&o.database, "database", os.Getenv(toolret.EnvDatabase), "PostgreSQL `URL` (postgres://USER:PASSWORD@HOST/DB) through which several servers share the tool library, its updates and the usage log (docs/replicas.md); default $TOOLRET_DATABASE_URL; none: the index directory's files")
 	fs.IntVar(&o.compactEvery, "compact-every", 1000, "tool updates logged before they are compacted into the index (0: only at shutdown)")
@@ -143,6 +158,8 @@ func parse(args []string) (*options, error) {
 	if err := cli.First(cli.Positive("k", o.k), cli.Positive("depth", o.depth), cli.Positive("max-k", o.maxK),
 		cli.Positive("max-batch", o.maxBatch), cli.Positive("max-body", o.maxBody), cli.Positive("timeout", o.timeout.Seconds()),
 		cli.NonNegative("grace", o.grace.Seconds()), cli.NonNegative("compact-every", o.compactEvery), cli.NonNegative("embed-batch", o.batching.MaxBatch),
+		cli.NonNegative("drain-delay", o.drainDelay.Seconds()), cli.NonNegative("max-inflight", o.maxInFlight), cli.NonNegative("max-conns", o.maxConns),
+		cli.Positive("header-timeout", o.headerTimeout.Seconds()), cli.NonNegative("warmup", o.warmup),
 		cli.Positive("embed-tokens", o.batching.MaxTokens), cli.NonNegative("embed-wait", o.batching.MaxWait.Seconds()), cli.NonNegative("query-cache", o.queryCache)); err != nil {
 		return nil, err
 	}
@@ -213,5 +230,6 @@ func run(o *options, log *slog.Logger) error {
 		K: o.k, MaxK: o.maxK, Reranker: o.reranker, Depth: o.depth, RerankWeight: o.rerankWeight,
 		Hybrid: o.hybrid, HybridWeight: o.hybridWeight, NoRefiner: o.noRefiner, ANN: o.ann, Batching: o.batching, QueryCache: o.queryCache, MaxBatch: o.maxBatch,
 		MaxBody: o.maxBody, Timeout: o.timeout, Grace: o.grace, CompactEvery: o.compactEvery, Database: o.database, Model: model,
+		MaxInFlight: o.maxInFlight, MaxConns: o.maxConns, HeaderTimeout: o.headerTimeout, Warmup: o.warmup, DrainDelay: o.drainDelay,
 		Token: os.Getenv("TOOLRET_TOKEN"), Log: log})
 }

@@ -3,6 +3,7 @@ package servecmd
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParse(t *testing.T) {
@@ -15,6 +16,9 @@ func TestParse(t *testing.T) {
 	}
 	if o.addr != "127.0.0.1:8080" || o.k != 3 || o.maxK != 100 || o.maxBatch != 64 || o.maxBody != 1<<20 || o.model != "my-index" || o.mcp != "" {
 		t.Fatalf("defaults: %+v", o)
+	}
+	if o.warmup != 1 || o.maxInFlight != 512 || o.maxConns != 4096 || o.headerTimeout != 5*time.Second || o.drainDelay != 0 {
+		t.Fatalf("defaults of the start, drain and limits: %+v", o)
 	}
 	o, err = parse([]string{"-library", "lib.jsonl", "-model", "org/model", "-upstreams", "up.json", "-keys", "", "-rate", "5"})
 	if err != nil || o.library != "lib.jsonl" || o.model != "org/model" || o.upstreams != "up.json" || o.rate != 5 || o.index != "" {
@@ -40,6 +44,11 @@ func TestParse(t *testing.T) {
 		{[]string{"-library", "lib.jsonl"}, "-library needs -model"},
 		{[]string{"-index", "x", "-upstreams", "up.json"}, "-upstreams and -state apply to -library"},
 		{[]string{"-library", "lib.jsonl", "-model", "m", "-rate", "-1"}, "-rate -1: must be >= 0"},
+		{[]string{"-index", "x", "-max-inflight", "-1"}, "-max-inflight -1: must be >= 0"},
+		{[]string{"-index", "x", "-max-conns", "-1"}, "-max-conns -1: must be >= 0"},
+		{[]string{"-index", "x", "-header-timeout", "0s"}, "-header-timeout 0: must be > 0"},
+		{[]string{"-index", "x", "-warmup", "-1"}, "-warmup -1: must be >= 0"},
+		{[]string{"-index", "x", "-drain-delay", "-1s"}, "-drain-delay -1: must be >= 0"},
 	} {
 		if _, err := parse(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parse(%q): %v, want %q", tc.args, err, tc.want)
