@@ -80,7 +80,7 @@ type ServeConfig struct {
 	MaxInFlight, MaxConns int
 	HeaderTimeout         time.Duration
 	// Warmup, when > 0, runs the models on every input shape, in batches of up to Warmup
-	// queries, before the server reports ready (retriever.Warmup); 0: no warm-up.
+	// queries, before the server reports ready (toolindex.Warmup); 0: no warm-up.
 	Warmup int
 	// DrainDelay is how long the server keeps answering, with /readyz at 503, after ctx ends
 	// and before it stops taking connections (time for load balancers to see it go).

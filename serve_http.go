@@ -102,7 +102,7 @@ func (f *httpFront) serve(ctx context.Context, cfg ServeConfig, h http.Handler, 
 	return nil
 }
 
-// warmUp runs store's models on every input shape (retriever.Warmup) unless cfg.Warmup is 0,
+// warmUp runs store's models on every input shape (toolindex.Warmup) unless cfg.Warmup is 0,
 // and returns what it did for /readyz and the log.
 func warmUp(ctx context.Context, cfg ServeConfig, store *serve.Store, log *slog.Logger) (map[string]any, error) {
 	if cfg.Warmup <= 0 {

@@ -16,8 +16,8 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
-	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/serve"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // TestSoakSummary: the slopes of a flat and of a growing RSS, and the extremes.
@@ -86,7 +86,7 @@ func TestFirstRequestsAndSoak(t *testing.T) {
 	if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: dir, Data: d, DataSource: "default"}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := serve.Open(dir, 10, retriever.WithBackend(be))
+	st, err := serve.Open(dir, 10, toolindex.WithBackend(be))
 	if err != nil {
 		t.Fatal(err)
 	}

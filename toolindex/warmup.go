@@ -1,4 +1,4 @@
-package retriever
+package toolindex
 
 import (
 	"context"
@@ -41,7 +41,7 @@ const maxMapRows = 32
 // its own) texts of every length, one at a time; then one retrieval per query length runs
 // every later stage (the query batcher, exact or HNSW search, hybrid, reranker, refiner).
 // The warm-up retrievals count in Stats and their texts stay in the query cache.
-func (r *Retriever) Warmup(ctx context.Context, maxRows int) (WarmupReport, error) {
+func (r *Index) Warmup(ctx context.Context, maxRows int) (WarmupReport, error) {
 	start := time.Now()
 	rep := WarmupReport{}
 	maxRows = min(max(maxRows, 1), maxMapRows)

@@ -1,4 +1,4 @@
-package retriever_test
+package toolindex_test
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/retriever"
 	"github.com/toolret/toolret/tokenize"
+	"github.com/toolret/toolret/toolindex"
 )
 
 func TestWarmup(t *testing.T) {
@@ -16,7 +16,7 @@ func TestWarmup(t *testing.T) {
 	if _, err := tinyIndex(dir); err != nil {
 		t.Fatal(err)
 	}
-	r, err := retriever.Load(dir)
+	r, err := toolindex.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
