@@ -60,6 +60,8 @@ serve -index idx -addr 0.0.0.0:8081
 serve -library tools.jsonl -model sentence-transformers/all-MiniLM-L6-v2 -addr 0.0.0.0:8082 -database "$TOOLRET_DATABASE_URL"
 train biencoder -data tools.jsonl -synthetic 8 -init sentence-transformers/all-MiniLM-L6-v2 -run runs/cold -epochs 1 -batch 32 -lr 5e-5
 train biencoder -data tools.jsonl -usage tools.toolret/usage.jsonl -init sentence-transformers/all-MiniLM-L6-v2 -run runs/from-use -epochs 1 -batch 32 -lr 5e-5
+bench load -url http://127.0.0.1:8080 -first 4,10,16,22,32,45,70,95,140,190 -requests 0
+bench load -url http://127.0.0.1:8080 -requests 20000 -concurrency 32 -soak 10m -sample 10s
 LINES
 )
 if [ -n "${DRY:-}" ]; then
