@@ -28,14 +28,14 @@ func CheckDevices(be compute.Backend, n int) error {
 	if n <= have {
 		return nil
 	}
-	hint := ""
-	switch name := be.Name(); {
-	case name == "go" || strings.HasPrefix(name, "onnx"):
-		hint = ": the " + name + " backend runs on one device; several devices need -backend xla:cpu or xla:cuda (a binary built with -tags xla)"
-	case strings.Contains(be.Description(), "cpu"):
-		hint = ": XLA's CPU plugin makes as many host devices as its cpu_device_count option says (-backend xla:cpu,devices=N)"
+	hint := ": several devices need -backend xla:cpu or xla:cuda (a binary built with -tags xla)"
+	if desc := be.Description(); be.String() == "xla" {
+		hint = ": XLA's CUDA plugin uses every GPU the machine lets it see"
+		if strings.Contains(desc, "cpu") {
+			hint = ": ask XLA's CPU plugin for more host devices with -backend xla:cpu,devices=N"
+		}
 	}
-	return fmt.Errorf("-devices %d: backend %s has %d device(s)%s", n, be.Name(), have, hint)
+	return fmt.Errorf("-devices %d: backend %s has %d device(s)%s", n, be.String(), have, hint)
 }
 
 // stepExec runs the compiled training step fn on one device or, with n > 1, SPMD over n

@@ -92,6 +92,9 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Devices == 1 {
+		cfg.Devices = 0 // one device, as before the field existed (train_config.json omits it)
+	}
 	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
@@ -180,6 +183,9 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 	})
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Devices > 1 {
+		fmt.Fprintf(msgs, "devices: each batch split over %d of the %d devices of %s\n", cfg.Devices, be.NumDevices(), be.Description())
 	}
 	if sh, ok := task.(Shapes); ok && sh.MaxShapes() > DefaultExecMaxCacheSize {
 		exec.setMaxCache(sh.MaxShapes()) // one compiled step per input shape
