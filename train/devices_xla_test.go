@@ -16,9 +16,10 @@ import (
 	"github.com/toolret/toolret/backend"
 )
 
-// TestDevicesXLA: the toy model trained with its batch split over 2 or 4 devices of XLA's CPU
-// plugin follows the loss curve and ends with the weights of the same run on one device; so
-// does it on 3 devices, over which its batch of 16 does not split (every device gets it all).
+// TestDevicesXLA: the toy model trained with its batches split over 2 or 4 devices of XLA's
+// CPU plugin follows the loss curve and ends with the weights of the same run on one device;
+// so does it on 3 devices. A batch that does not divide by the count (3 devices: every batch
+// of 16; the short last batch of 9 of each epoch) is given whole to every device.
 func TestDevicesXLA(t *testing.T) {
 	be, err := backend.Open("xla:cpu,devices=4")
 	if err != nil {
@@ -26,7 +27,7 @@ func TestDevicesXLA(t *testing.T) {
 	}
 
 	run := func(n int) ([]float64, map[string][]float32) {
-		task := &toyTask{seed: 5, batches: 4}
+		task := &toyTask{seed: 5, batches: 4, last: 9}
 		store := newToyStore()
 		cfg := toyConfig(filepath.Join(t.TempDir(), "run"))
 		cfg.Epochs, cfg.Devices = 2, n
