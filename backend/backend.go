@@ -10,6 +10,10 @@
 //	xla:cuda  XLA's PJRT CUDA plugin; build with -tags xla and install it beforehand
 //	          (`make install-xla-cuda`, or see github.com/gomlx/go-xla).
 //
+// Options follow a comma (xla:cuda,preallocate=false). toolret adds one of its own to xla:cpu:
+// devices=N makes the CPU plugin present N host devices (its cpu_device_count client option;
+// the plugin's default is 4), for training with -devices (train.Config.Devices) on CPU.
+//
 // Nothing is downloaded at run time.
 //
 // A full GoMLX config ("go:parallelism=2", "onnx:/path/libonnxruntime.so") is passed through.
@@ -19,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -88,7 +93,16 @@ func Open(name string) (compute.Backend, error) {
 	if kind == "xla" {
 		os.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
 	}
-	b, err := compute.NewWithConfig(xlaConfig(cfg))
+	xcfg, devices, err := cpuDevices(xlaConfig(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("backend %q: %w", name, err)
+	}
+	var b compute.Backend
+	if devices > 0 {
+		b, err = newXLACPU(strings.TrimPrefix(xcfg, "xla:"), devices)
+	} else {
+		b, err = compute.NewWithConfig(xcfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("backend %q (%s): %w; %s", name, cfg, err, missingHint(kind))
 	}
@@ -159,6 +173,44 @@ func xlaConfig(cfg string) string {
 		return "xla:" + lib + "," + opts
 	}
 	return "xla:" + lib
+}
+
+// newXLACPU opens the XLA CPU plugin of cfg (the config after "xla:") with devices host
+// devices; set by xla.go in builds with -tags xla.
+var newXLACPU func(cfg string, devices int) (compute.Backend, error)
+
+// cpuDevices takes toolret's devices=N option out of an XLA config and returns the rest and N
+// (0 without the option). The option applies to the CPU plugin only.
+func cpuDevices(cfg string) (string, int, error) {
+	kind, rest, _ := strings.Cut(cfg, ":")
+	plugin, opts, _ := strings.Cut(rest, ",")
+	if kind != "xla" || opts == "" {
+		return cfg, 0, nil
+	}
+	n := 0
+	var keep []string
+	for _, o := range strings.Split(opts, ",") {
+		v, ok := strings.CutPrefix(o, "devices=")
+		if !ok {
+			keep = append(keep, o)
+			continue
+		}
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			return "", 0, fmt.Errorf("option devices=%s: want a count >= 1", v)
+		}
+	}
+	if n == 0 {
+		return cfg, 0, nil
+	}
+	if plugin != "cpu" && !strings.HasSuffix(plugin, "_cpu_plugin.so") {
+		return "", 0, fmt.Errorf("option devices=%d: only the CPU plugin (xla:cpu) makes host devices on request; a GPU plugin uses every visible GPU (choose them with visible_devices=0;1)", n)
+	}
+	out := kind + ":" + plugin
+	if len(keep) > 0 {
+		out += "," + strings.Join(keep, ",")
+	}
+	return out, n, nil
 }
 
 func registered(kind string) bool {

@@ -89,3 +89,34 @@ func TestXLAConfig(t *testing.T) {
 		t.Errorf("with PJRT_PLUGIN_LIBRARY_PATH set: xlaConfig(xla:cpu) = %q, want it unchanged", got)
 	}
 }
+
+// TestCPUDevices: toolret's devices=N option is taken out of an xla:cpu config (whatever its
+// place among the options) and refused for a GPU plugin or a bad count.
+func TestCPUDevices(t *testing.T) {
+	for _, tc := range []struct {
+		in, out string
+		n       int
+		err     string
+	}{
+		{"xla:cpu", "xla:cpu", 0, ""},
+		{"xla:cpu,devices=2", "xla:cpu", 2, ""},
+		{"xla:/c/pjrt_c_api_cpu_plugin.so,noshared_buffers,devices=8", "xla:/c/pjrt_c_api_cpu_plugin.so,noshared_buffers", 8, ""},
+		{"xla:cpu,devices=3,noshared_buffers", "xla:cpu,noshared_buffers", 3, ""},
+		{"xla:cuda,preallocate=false", "xla:cuda,preallocate=false", 0, ""},
+		{"go:ops_sequential", "go:ops_sequential", 0, ""},
+		{"xla:cpu,devices=0", "", 0, "devices=0: want a count >= 1"},
+		{"xla:cpu,devices=two", "", 0, "devices=two"},
+		{"xla:cuda,devices=2", "", 0, "only the CPU plugin"},
+	} {
+		out, n, err := cpuDevices(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("cpuDevices(%q): error %v, want one containing %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || out != tc.out || n != tc.n {
+			t.Errorf("cpuDevices(%q) = %q, %d, %v; want %q, %d", tc.in, out, n, err, tc.out, tc.n)
+		}
+	}
+}

@@ -3,8 +3,9 @@
 package backend
 
 import (
-	"github.com/gomlx/gomlx/core/graph"
 	"testing"
+
+	"github.com/gomlx/gomlx/core/graph"
 )
 
 func TestOpenONNX(t *testing.T) {

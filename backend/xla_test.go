@@ -3,6 +3,7 @@
 package backend
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -30,5 +31,21 @@ func TestOpenXLA(t *testing.T) {
 	// [[1 2] [3 4]]^2 = [[7 10] [15 22]], sum 54.
 	if got := out.Value().(float32); got != 54 {
 		t.Fatalf("sum of m·m = %v, want 54", got)
+	}
+}
+
+// TestCPUDevicesXLA: xla:cpu,devices=N opens the CPU plugin with N host devices.
+func TestCPUDevicesXLA(t *testing.T) {
+	if _, err := Open("xla"); err != nil {
+		t.Skipf("XLA CPU plugin not installed (make install-xla): %v", err)
+	}
+	for _, n := range []int{1, 2, 6} {
+		b, err := Open(fmt.Sprintf("xla:cpu,devices=%d", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.NumDevices() != n {
+			t.Errorf("xla:cpu,devices=%d: %d devices (%s)", n, b.NumDevices(), b.Description())
+		}
 	}
 }

@@ -161,6 +161,9 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 	if err != nil {
 		return nil, err
 	}
+	if err := train.CheckDevices(bk, cfg.Devices); err != nil {
+		return nil, err
+	}
 	var fbData *trainFeedback
 	fbT := 0
 	if pa.Feedback != "" {
@@ -295,7 +298,7 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 	}
 	opt.Warmup = int(t.Warmup * float64(steps))
 	tc := train.Config{RunDir: cfg.RunDir, Seed: t.Seed, Epochs: t.Epochs, MaxSteps: t.MaxSteps, EvalEvery: t.EvalEvery, Metric: t.Metric, Patience: t.Patience,
-		KeepLast: 2, Optimizer: opt, Fingerprint: d.Fingerprint(), Quiet: cfg.Quiet}
+		KeepLast: 2, Optimizer: opt, Fingerprint: d.Fingerprint(), Devices: cfg.Devices, Quiet: cfg.Quiet}
 	if reg != (biencoder.Regularization{}) {
 		fmt.Fprintf(log, "regularisation: %s\n", reg)
 	}

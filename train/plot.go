@@ -20,7 +20,7 @@ import (
 // PlotFile is the name of the training plot in a run directory.
 const PlotFile = "plot.html"
 
-// msgs receives the trainer's closing lines (the plot's path).
+// msgs receives the trainer's messages (the devices a step is split over, the plot's path).
 var msgs io.Writer = os.Stderr
 
 // point is one value of a curve at an optimizer step.

@@ -55,7 +55,11 @@ type Config struct {
 	KeepLast    int       `json:"keep_last"`           // checkpoints kept besides the best
 	Optimizer   Optimizer `json:"optimizer"`
 	Fingerprint string    `json:"data_fingerprint"`
-	Quiet       bool      `json:"-"`
+	// Devices splits each batch over this many devices of the backend (data parallelism,
+	// see stepExec); 0 or 1: one device. It does not change the result beyond float rounding,
+	// so a run may be resumed on another count.
+	Devices int  `json:"devices,omitempty"`
+	Quiet   bool `json:"-"`
 	// StopAfter stops the run after this many optimizer steps as if it had been killed (tests).
 	StopAfter int `json:"-"`
 }
@@ -87,6 +91,9 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 	start := time.Now()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Devices == 1 {
+		cfg.Devices = 0 // one device, as before the field existed (train_config.json omits it)
 	}
 	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
@@ -167,7 +174,7 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 	}
 
 	opt := cfg.Optimizer
-	exec, err := model.NewExec(be, store, func(s *model.Scope, inputs []*Node) []*Node {
+	exec, err := newStepExec(be, store, cfg.Devices, func(s *model.Scope, inputs []*Node) []*Node {
 		g := inputs[0].Graph()
 		s.SetTraining(g, true)
 		loss := task.Loss(s, inputs)
@@ -177,8 +184,11 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Devices > 1 {
+		fmt.Fprintf(msgs, "devices: each batch split over %d of the %d devices of %s\n", cfg.Devices, be.NumDevices(), be.Description())
+	}
 	if sh, ok := task.(Shapes); ok && sh.MaxShapes() > DefaultExecMaxCacheSize {
-		exec.SetMaxCache(sh.MaxShapes()) // one compiled step per input shape
+		exec.setMaxCache(sh.MaxShapes()) // one compiled step per input shape
 	}
 	mf, err := os.OpenFile(filepath.Join(cfg.RunDir, "metrics.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -212,11 +222,7 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 		if err != nil {
 			return nil, fmt.Errorf("train: epoch %d batch %d: %w", epoch, pos, err)
 		}
-		args := make([]any, len(inputs))
-		for i, t := range inputs {
-			args[i] = t
-		}
-		out, err := exec.Call(args...)
+		out, err := exec.call(inputs)
 		if err != nil {
 			return nil, fmt.Errorf("train: step %d: %w", step+1, err)
 		}
@@ -338,6 +344,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train: -eval-every %d: must be >= 0", c.EvalEvery)
 	case c.Patience < 0:
 		return fmt.Errorf("train: -patience %d: must be >= 0", c.Patience)
+	case c.Devices < 0:
+		return fmt.Errorf("train: -devices %d: must be >= 0", c.Devices)
 	case c.KeepLast < 0:
 		return fmt.Errorf("train: keep-last %d: must be >= 0", c.KeepLast)
 	}
@@ -382,7 +390,7 @@ func flatDiff(prefix string, a, b map[string]any, out *[]string) {
 		keys[k] = true
 	}
 	for k := range keys {
-		if prefix == "" && (k == "run_dir" || k == "data_fingerprint") { // the checkpoint checks the data
+		if prefix == "" && (k == "run_dir" || k == "data_fingerprint" || k == "devices") { // the checkpoint checks the data; devices do not change the result
 			continue
 		}
 		name := prefix + k

@@ -31,6 +31,7 @@ type toyTask struct {
 	nanAt   int           // epoch*batches+i at which the loss becomes NaN (0 = never)
 	delay   time.Duration // sleep per batch, so a child process can be killed mid-run
 	calls   int           // Batch calls
+	last    int           // examples of an epoch's last batch (0: 16, as the others)
 }
 
 func (t *toyTask) Loss(s *model.Scope, in []*Node) *Node {
@@ -51,8 +52,12 @@ func (t *toyTask) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 	time.Sleep(t.delay)
 	t.calls++
 	r := rand.New(rand.NewPCG(t.seed, uint64(epoch*1000+i)))
-	x := make([]float32, 16*4)
-	y := make([]float32, 16)
+	rows := 16
+	if t.last > 0 && i == t.batches-1 {
+		rows = t.last
+	}
+	x := make([]float32, rows*4)
+	y := make([]float32, rows)
 	for j := range y {
 		for k := 0; k < 4; k++ {
 			x[j*4+k] = float32(r.NormFloat64())
@@ -62,7 +67,7 @@ func (t *toyTask) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 			y[j] = float32(nan())
 		}
 	}
-	return []*tensors.Tensor{tensors.FromFlatDataAndDimensions(x, 16, 4), tensors.FromFlatDataAndDimensions(y, 16)}, 16, nil
+	return []*tensors.Tensor{tensors.FromFlatDataAndDimensions(x, rows, 4), tensors.FromFlatDataAndDimensions(y, rows)}, rows, nil
 }
 
 func nan() float64 { var z float64; return z / z }

@@ -102,6 +102,7 @@ func biencoderCmd(args []string) error {
 	patience := fs.Int("patience", 0, "stop after this many evaluations without improvement (0: never)")
 	seed := cli.Seed(fs)
 	be := cli.Backend(fs)
+	devices := cli.Devices(fs)
 	testSplit := fs.String("test", "test", "split evaluated at the end (empty: none)")
 	quiet := cli.Quiet(fs)
 	if err := cli.Parse(fs, args); err != nil {
@@ -158,7 +159,7 @@ func biencoderCmd(args []string) error {
 			ToolQueries: *toolQueries, HardNegatives: hardNegs, Negatives: *negFile, Iterations: *fb.iterations, Alpha: *fb.alpha,
 			FeedbackJoint: *fb.joint, FeedbackHardNegatives: *fb.hardNegs, PositivesPerQuery: *posPer, NegativesPerQuery: *negPer,
 			EvalEvery: *evalEvery, MaxSteps: *maxSteps, Metric: *metric, Patience: *patience, Seed: *seed},
-		RunDir: *runDir, Resume: *resume, Backend: *be, Quiet: *quiet, Args: cli.Args(fs),
+		RunDir: *runDir, Resume: *resume, Backend: *be, Devices: *devices, Quiet: *quiet, Args: cli.Args(fs),
 	}
 	_, err = recipe.BiEncoder(context.Background(), cfg)
 	return err

@@ -42,6 +42,7 @@ func coltCmd(args []string) error {
 	metric := cli.Metric(fs, def.Metric)
 	seed := fs.Uint64("seed", def.Seed, "random seed of the graph stage (negatives, order, edge dropout); the dev split is the -first-stage run's")
 	be := cli.Backend(fs)
+	devices := cli.Devices(fs)
 	quiet := cli.Quiet(fs)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -56,7 +57,7 @@ func coltCmd(args []string) error {
 		EdgeDropout: *dropout, Pairwise: *pairwise, NoContrast: *noContrast, Views: *views, FreezeQueries: *freezeQ,
 		HoldOut: *holdOut, Inductive: *inductive, AttachTemp: *attachTemp, ToolWeight: *toolW, SceneWeight: *sceneW},
 		RunDir: *runDir, Resume: *resume, Retriever: *retriever, Epochs: *epochs, Batch: *batch, LR: *lr, WeightDecay: *wd,
-		Patience: *patience, Metric: *metric, Seed: *seed, Backend: *be, Quiet: *quiet}
+		Patience: *patience, Metric: *metric, Seed: *seed, Backend: *be, Devices: *devices, Quiet: *quiet}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

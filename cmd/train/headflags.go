@@ -18,6 +18,7 @@ type headFlags struct {
 	lr, wd, warmup, clip, devFrac                                                   *float64
 	seed                                                                            *uint64
 	resume, quiet, warm                                                             *bool
+	devices                                                                         *int
 	// pool is -pooling: the head's input, cls or pooler (empty: the encoder's default).
 	pool *string
 }
@@ -51,6 +52,7 @@ func addHeadFlags(fs *flag.FlagSet, def runs.Head) *headFlags {
 		metric:    cli.Metric(fs, def.Metric),
 		patience:  fs.Int("patience", def.Patience, "stop after this many evaluations without improvement (0: never)"),
 		be:        cli.Backend(fs),
+		devices:   cli.Devices(fs),
 		testSplit: fs.String("test", def.Test, "split evaluated at the end (empty: none)"),
 		resume:    cli.Resume(fs),
 		quiet:     cli.Quiet(fs),
@@ -77,7 +79,7 @@ func (h *headFlags) config() runs.Head {
 		Arch: *h.arch, ArchGiven: set["arch"], Pooling: *h.pool, Layers: *h.layers, Hidden: *h.hidden, Heads: *h.heads,
 		Intermediate: *h.inter, MaxLen: *h.maxLen, Batch: *h.batch, Epochs: *h.epochs, LR: *h.lr, WeightDecay: *h.wd,
 		Warmup: *h.warmup, Schedule: *h.schedule, Clip: *h.clip, Accumulate: *h.accum, Dev: *h.devFrac, DevGiven: set["dev"],
-		Seed: *h.seed, EvalEvery: *h.evalEvery, Metric: *h.metric, Patience: *h.patience, Backend: *h.be, Test: *h.testSplit,
+		Seed: *h.seed, EvalEvery: *h.evalEvery, Metric: *h.metric, Patience: *h.patience, Backend: *h.be, Devices: *h.devices, Test: *h.testSplit,
 		Quiet: *h.quiet}
 }
 

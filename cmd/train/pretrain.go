@@ -44,6 +44,7 @@ func pretrainCmd(args []string) error {
 	patience := fs.Int("patience", def.Patience, "stop after this many evaluations without improvement (0: never)")
 	seed := cli.Seed(fs)
 	be := cli.Backend(fs)
+	devices := cli.Devices(fs)
 	quiet := cli.Quiet(fs)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -62,7 +63,7 @@ func pretrainCmd(args []string) error {
 		MaxLen: *maxLen, Objective: *objective, ContrastiveWeight: *conWeight, MaskRate: *maskRate, Temperature: *temp,
 		CropMin: *cropMin, CropMax: *cropMax, CropDelete: *cropDel, Views: *views, Batch: *batch, Epochs: *epochs, LR: *lr,
 		WeightDecay: *wd, Warmup: *warmup, Schedule: *schedule, Clip: *clip, Accumulate: *accum, Dev: *devFrac, DevMax: *devMax,
-		EvalEvery: *evalEvery, MaxSteps: *maxSteps, Metric: *metric, Patience: *patience, Seed: *seed, Backend: *be, Quiet: *quiet}
+		EvalEvery: *evalEvery, MaxSteps: *maxSteps, Metric: *metric, Patience: *patience, Seed: *seed, Backend: *be, Devices: *devices, Quiet: *quiet}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

@@ -61,6 +61,12 @@ func Backend(fs *flag.FlagSet) *string {
 	return fs.String("backend", "", "compute backend: go (default), onnx, xla:cpu, xla:cuda")
 }
 
+// Devices registers -devices: how many devices of the backend each batch is split over
+// (train.Config.Devices).
+func Devices(fs *flag.FlagSet) *int {
+	return fs.Int("devices", 1, "split each batch over this many devices of -backend (data parallelism, gradients summed across devices: the same result as one device; needs xla:cpu,devices=N or xla:cuda with N GPUs)")
+}
+
 // Seed registers -seed.
 func Seed(fs *flag.FlagSet) *uint64 { return fs.Uint64("seed", DefaultSeed, "random seed") }
 
@@ -136,11 +142,11 @@ func Set(fs *flag.FlagSet) map[string]bool {
 }
 
 // Operational flags may differ between a run and its resumption.
-var operational = []string{"resume", "run", "quiet", "backend"}
+var operational = []string{"resume", "run", "quiet", "backend", "devices"}
 
 // ApplyRecorded makes fs continue a run: flags given on the command line must equal the
 // run's recorded values (an error names each that differs); flags not given take the
-// recorded values. Operational flags (-resume, -run, -quiet, -backend) are exempt.
+// recorded values. Operational flags (-resume, -run, -quiet, -backend, -devices) are exempt.
 func ApplyRecorded(fs *flag.FlagSet, dir string, recorded map[string]string) error {
 	given := map[string]string{}
 	set := Set(fs)

@@ -59,6 +59,7 @@ type Head struct {
 	Metric    string // -metric: the dev metric selecting the best checkpoint
 	Patience  int    // -patience: evaluations without improvement before stopping (default 0: never)
 	Backend   string // -backend: compute backend name ("": the default, see package backend)
+	Devices   int    // -devices: split each batch over this many devices of Backend (0 or 1: one; train.Config.Devices)
 	Test      string // -test: the split evaluated at the end (default "test"; "": none)
 	Quiet     bool   // -quiet: no progress bar
 	// Stdout and Stderr receive the reports and the messages (nil: os.Stdout, os.Stderr); the
@@ -119,6 +120,9 @@ func (h *Head) Start(kind string, d *data.Dataset, args map[string]string) (*Ses
 	}
 	bk, err := backend.Open(backend.Name(h.Backend))
 	if err != nil {
+		return nil, err
+	}
+	if err := train.CheckDevices(bk, h.Devices); err != nil {
 		return nil, err
 	}
 	s := &Session{H: h, Kind: kind, Data: d, Backend: bk}
@@ -282,7 +286,7 @@ func (s *Session) TrainConfig(task train.Task) (train.Config, int) {
 	}
 	opt.Warmup = int(h.Warmup * float64(steps))
 	return train.Config{RunDir: h.RunDir, Seed: h.Seed, Epochs: h.Epochs, EvalEvery: h.EvalEvery, Metric: h.Metric,
-		Patience: h.Patience, KeepLast: 2, Optimizer: opt, Fingerprint: s.Data.Fingerprint(), Quiet: h.Quiet}, steps
+		Patience: h.Patience, KeepLast: 2, Optimizer: opt, Fingerprint: s.Data.Fingerprint(), Devices: h.Devices, Quiet: h.Quiet}, steps
 }
 
 // Dataset returns d, or the embedded default dataset when d is nil.

@@ -30,6 +30,9 @@ type TrainConfig struct {
 	Resume bool `json:"-"`
 	// Backend is the compute backend's name (-backend; "": the default, see package backend).
 	Backend string `json:"-"`
+	// Devices splits each batch over this many devices of Backend (-devices; 0 or 1: one):
+	// data parallelism with the result of one device (train.Config.Devices).
+	Devices int `json:"-"`
 	// Quiet turns the trainer's progress bar off (-quiet).
 	Quiet bool `json:"-"`
 	// Args are the command line's flags recorded in run.json beside the typed configuration
@@ -225,7 +228,7 @@ func (s TrainSchedule) Padding() (Padding, error) {
 
 // CheckResume compares c, the configuration of a resumption of the run at c.RunDir, with the
 // run's recorded configuration rec, and returns rec with c's operational fields (RunDir,
-// Backend, Quiet, Args, writers): an error names every field that differs, but for the auto
+// Backend, Devices, Quiet, Args, writers): an error names every field that differs, but for the auto
 // fields (lr, pooling, similarity, arch, dev, holdout-tools) c leaves at zero.
 func (c TrainConfig) CheckResume(rec TrainConfig) (TrainConfig, error) {
 	g := c
@@ -250,6 +253,6 @@ func (c TrainConfig) CheckResume(rec TrainConfig) (TrainConfig, error) {
 	if err := rundir.ConfigDiffError(c.RunDir, rundir.ConfigDiff(rec, g)); err != nil {
 		return c, err
 	}
-	rec.RunDir, rec.Resume, rec.Backend, rec.Quiet, rec.Args, rec.Stdout, rec.Stderr = c.RunDir, true, c.Backend, c.Quiet, c.Args, c.Stdout, c.Stderr
+	rec.RunDir, rec.Resume, rec.Backend, rec.Devices, rec.Quiet, rec.Args, rec.Stdout, rec.Stderr = c.RunDir, true, c.Backend, c.Devices, c.Quiet, c.Args, c.Stdout, c.Stderr
 	return rec, nil
 }

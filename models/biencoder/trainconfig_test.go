@@ -84,12 +84,12 @@ func TestCheckResume(t *testing.T) {
 	rec.Training.Epochs = 4
 
 	same := DefaultTrainConfig()
-	same.RunDir, same.Resume, same.Quiet, same.Backend = "runs/x", true, true, "go"
+	same.RunDir, same.Resume, same.Quiet, same.Backend, same.Devices = "runs/x", true, true, "go", 2
 	got, err := same.CheckResume(rec)
 	if err != nil {
 		t.Fatalf("auto and operational fields: %v", err)
 	}
-	if got.Training.LR != 2e-5 || got.Model.Pooling != "cls" || !got.Quiet || got.Backend != "go" || !got.Resume {
+	if got.Training.LR != 2e-5 || got.Model.Pooling != "cls" || !got.Quiet || got.Backend != "go" || got.Devices != 2 || !got.Resume {
 		t.Errorf("resumed config %+v: want the recorded one with the given operational fields", got)
 	}
 

@@ -46,6 +46,7 @@ type TrainConfig struct {
 	Metric      string  // -metric: the dev metric selecting the best checkpoint (default ndcg@5)
 	Seed        uint64  // -seed: of the graph stage (negatives, order, edge dropout; default 1)
 	Backend     string  // -backend ("": the default)
+	Devices     int     // -devices: split each batch over this many devices of Backend (0 or 1: one; train.Config.Devices)
 	Quiet       bool    // -quiet: no progress bar
 	// Data is the dataset (nil: the embedded default dataset).
 	Data *data.Dataset
@@ -128,6 +129,9 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := train.CheckDevices(bk, cfg.Devices); err != nil {
+		return nil, err
+	}
 	// The graph stage trains on the stage-1 run's training split and selects on its dev split,
 	// by the recorded query ids: its dev queries were never stage-1 training queries.
 	splitsOf := cfg.Retriever
@@ -193,7 +197,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	opt := train.DefaultOptimizer()
 	opt.LR, opt.WeightDecay, opt.Schedule, opt.ClipNorm, opt.Eps, opt.DecayAll = cfg.LR, cfg.WeightDecay, "constant", 0, 1e-8, true
 	tc := train.Config{RunDir: cfg.RunDir, Seed: cfg.Seed, Epochs: cfg.Epochs, Metric: cfg.Metric, Patience: cfg.Patience, KeepLast: 1,
-		Optimizer: opt, Fingerprint: d.Fingerprint(), Quiet: cfg.Quiet}
+		Optimizer: opt, Fingerprint: d.Fingerprint(), Devices: cfg.Devices, Quiet: cfg.Quiet}
 	if !cfg.Resume {
 		// Record the run (its dev split is the stage-1 run's) before training starts.
 		if err := rundir.Create(cfg.RunDir, &rundir.Meta{Kind: "colt", Dataset: d.Name, Fingerprint: d.Fingerprint(),

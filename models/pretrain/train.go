@@ -72,6 +72,7 @@ type TrainConfig struct {
 	Patience  int    // -patience (default 0: never stop early)
 	Seed      uint64 // -seed (default 1)
 	Backend   string // -backend ("": the default)
+	Devices   int    // -devices: split each batch over this many devices of Backend (0 or 1: one; train.Config.Devices)
 	Quiet     bool   // -quiet: no progress bar
 	// Data is the dataset (nil: the embedded default dataset).
 	Data *data.Dataset
@@ -184,6 +185,9 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := train.CheckDevices(bk, cfg.Devices); err != nil {
+		return nil, err
+	}
 	// The dev queries are those a bi-encoder with the same -dev and -seed holds out: their
 	// texts are left out of the corpus and score the dev evaluations.
 	var trainSplit, dev *data.Split
@@ -262,7 +266,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	}
 	opt.Warmup = int(cfg.Warmup * float64(steps))
 	tc := train.Config{RunDir: cfg.RunDir, Seed: cfg.Seed, Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, Metric: cfg.Metric,
-		Patience: cfg.Patience, KeepLast: 2, Optimizer: opt, Fingerprint: d.Fingerprint(), Quiet: cfg.Quiet}
+		Patience: cfg.Patience, KeepLast: 2, Optimizer: opt, Fingerprint: d.Fingerprint(), Devices: cfg.Devices, Quiet: cfg.Quiet}
 	viewNote := ""
 	if mc.Contrastive {
 		viewNote = fmt.Sprintf(", views %s (crops %g-%g, deletion %g; %d tools with name/description fields), temperature %g, weight %g",
