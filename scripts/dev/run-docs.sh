@@ -62,6 +62,8 @@ train biencoder -data tools.jsonl -synthetic 8 -init sentence-transformers/all-M
 train biencoder -data tools.jsonl -usage tools.toolret/usage.jsonl -init sentence-transformers/all-MiniLM-L6-v2 -run runs/from-use -epochs 1 -batch 32 -lr 5e-5
 bench load -url http://127.0.0.1:8080 -first 4,10,16,22,32,45,70,95,140,190 -requests 0
 bench load -url http://127.0.0.1:8080 -requests 20000 -concurrency 32 -soak 10m -sample 10s
+train biencoder -backend xla:cpu,devices=2 -devices 2 -batch 32
+train biencoder -init sentence-transformers/all-MiniLM-L6-v2 -backend xla:cuda -devices 4 -batch 128
 LINES
 )
 if [ -n "${DRY:-}" ]; then
