@@ -203,19 +203,29 @@ func blastTimed(client *http.Client, ep Endpoint, texts []string, n, conc int) (
 }
 
 func post(client *http.Client, ep Endpoint, body []byte) error {
-	resp, err := client.Post(ep.URL, "application/json", bytes.NewReader(body))
+	b, err := postOK(client, ep.URL, body)
 	if err != nil {
 		return err
+	}
+	return ep.Check(b)
+}
+
+// postOK POSTs the JSON body to url and returns the answer's body, an error unless the status
+// is 200 OK.
+func postOK(client *http.Client, url string, body []byte) ([]byte, error) {
+	resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
 	}
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST %s: status %d: %.300s", ep.URL, resp.StatusCode, b)
+		return nil, fmt.Errorf("POST %s: status %d: %.300s", url, resp.StatusCode, bytes.TrimSpace(b))
 	}
-	return ep.Check(b)
+	return b, nil
 }
 
 // Embed returns the embedding of each text from an OpenAI-style embeddings endpoint, one

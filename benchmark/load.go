@@ -2,7 +2,6 @@ package benchmark
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -54,17 +53,9 @@ func FirstRequests(client *http.Client, url string, texts []string, words []int,
 // retrieveOnce sends one retrieve request for query and decodes its answer into a.
 func retrieveOnce(client *http.Client, url, query string, k int, a *Answer) error {
 	body, _ := json.Marshal(map[string]any{"query": query, "k": k})
-	resp, err := client.Post(url+"/v1/retrieve", "application/json", bytes.NewReader(body))
+	b, err := postOK(client, url+"/v1/retrieve", body)
 	if err != nil {
 		return err
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(b))
 	}
 	if err := json.Unmarshal(b, a); err != nil {
 		return err

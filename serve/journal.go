@@ -335,17 +335,8 @@ func (s *Store) sharedUpdate(put []export.ToolRecord, emb [][]float32, del []str
 	}
 	for attempt := 1; ; attempt++ {
 		cur := s.R.Library()
-		for _, id := range del {
-			if _, ok := cur.Lookup(id); !ok {
-				return nil, nil, fmt.Errorf("%w %q in the library", ErrNotFound, id)
-			}
-		}
-		next, err = cur.With(cur.Version+1, put, emb, del)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-		}
-		if next.Len() == 0 {
-			return nil, nil, fmt.Errorf("%w: deleting the last %d tools would leave it empty", ErrLastTool, cur.Len())
+		if next, err = nextLibrary(cur, put, emb, del); err != nil {
+			return nil, nil, err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
 		err = sh.j.Commit(ctx, &Update{Version: next.Version, Put: put, Emb: emb, Delete: del})

@@ -367,17 +367,8 @@ func (s *Store) Update(put []export.ToolRecord, del []string) (next, prev *tooli
 		return s.sharedUpdate(put, emb, del)
 	}
 	cur := s.R.Library()
-	for _, id := range del {
-		if _, ok := cur.Lookup(id); !ok {
-			return nil, nil, fmt.Errorf("%w %q in the library", ErrNotFound, id)
-		}
-	}
-	next, err = cur.With(cur.Version+1, put, emb, del)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	if next.Len() == 0 {
-		return nil, nil, fmt.Errorf("%w: deleting the last %d tools would leave it empty", ErrLastTool, cur.Len())
+	if next, err = nextLibrary(cur, put, emb, del); err != nil {
+		return nil, nil, err
 	}
 	rec := &logRecord{Seq: next.Version, Delete: del}
 	for i, t := range put {
@@ -731,4 +722,23 @@ func syncDir(dir string) error {
 		return fmt.Errorf("serve: sync %s: %w", dir, err)
 	}
 	return nil
+}
+
+// nextLibrary is cur's next version: the tools of put (embeddings emb) added or replaced and
+// those of del removed. A del id that cur lacks is ErrNotFound, an invalid tool ErrInvalid, an
+// empty result ErrLastTool.
+func nextLibrary(cur *toolindex.Library, put []export.ToolRecord, emb [][]float32, del []string) (*toolindex.Library, error) {
+	for _, id := range del {
+		if _, ok := cur.Lookup(id); !ok {
+			return nil, fmt.Errorf("%w %q in the library", ErrNotFound, id)
+		}
+	}
+	next, err := cur.With(cur.Version+1, put, emb, del)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if next.Len() == 0 {
+		return nil, fmt.Errorf("%w: deleting the last %d tools would leave it empty", ErrLastTool, cur.Len())
+	}
+	return next, nil
 }
