@@ -7,17 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/toolret/toolret/backend"
-	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/export"
-	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/serve"
-	"github.com/toolret/toolret/toolindex"
 )
 
 // TestSoakSummary: the slopes of a flat and of a growing RSS, and the extremes.
@@ -70,27 +64,7 @@ func TestFirstRequestsAndSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("exports an index and serves it")
 	}
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := data.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := exporttest.BiEncoder(exporttest.Options{Hidden: 16, Layers: 1, Heads: 2}, be, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "index")
-	if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: dir, Data: d, DataSource: "default"}); err != nil {
-		t.Fatal(err)
-	}
-	st, err := serve.Open(dir, 10, toolindex.WithBackend(be))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, d := tinyIndexStore(t)
 	srv := httptest.NewServer(serve.New(st, serve.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}).Handler())
 	defer srv.Close()
 	queries := []string{d.Queries[0].Text, d.Queries[1].Text, d.Queries[2].Text}

@@ -63,6 +63,30 @@ func TestLoadTest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("exports an index and serves it")
 	}
+	st, d := tinyIndexStore(t)
+	tok := make([]byte, 8)
+	rand.Read(tok)
+	token := hex.EncodeToString(tok)
+	srv := httptest.NewServer(serve.New(st, serve.Config{DefaultK: 3, Token: token, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}).Handler())
+	defer srv.Close()
+	queries := []string{d.Queries[0].Text, d.Queries[1].Text, d.Queries[2].Text}
+	var out strings.Builder
+	err := LoadTest(Server{Client: &http.Client{Timeout: time.Minute}, URL: srv.URL, Token: token, Library: st.R.Library, Compactions: st.Compactions},
+		queries, LoadOptions{Requests: 60, Concurrency: 3, K: 3, WriteInterval: time.Millisecond}, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{"reads only      60 requests, 0 errors", "reads + writer  60 requests, 0 errors", " 0 inconsistent"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// tinyIndexStore exports a tiny random bi-encoder's index of the embedded default dataset and
+// opens it as a served store, closed when t ends; it returns the dataset too.
+func tinyIndexStore(t *testing.T) (*serve.Store, *data.Dataset) {
+	t.Helper()
 	be, err := backend.Open("go")
 	if err != nil {
 		t.Fatal(err)
@@ -83,22 +107,6 @@ func TestLoadTest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	tok := make([]byte, 8)
-	rand.Read(tok)
-	token := hex.EncodeToString(tok)
-	srv := httptest.NewServer(serve.New(st, serve.Config{DefaultK: 3, Token: token, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}).Handler())
-	defer srv.Close()
-	queries := []string{d.Queries[0].Text, d.Queries[1].Text, d.Queries[2].Text}
-	var out strings.Builder
-	err = LoadTest(Server{Client: &http.Client{Timeout: time.Minute}, URL: srv.URL, Token: token, Library: st.R.Library, Compactions: st.Compactions},
-		queries, LoadOptions{Requests: 60, Concurrency: 3, K: 3, WriteInterval: time.Millisecond}, &out)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
-	for _, want := range []string{"reads only      60 requests, 0 errors", "reads + writer  60 requests, 0 errors", " 0 inconsistent"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("report lacks %q:\n%s", want, out.String())
-		}
-	}
+	t.Cleanup(func() { st.Close() })
+	return st, d
 }
