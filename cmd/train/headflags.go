@@ -12,13 +12,13 @@ import (
 // headFlags are the flags shared by the cross-encoder, classifier and refiner commands: the
 // fields of runs.Head.
 type headFlags struct {
-	fs                                                                              *flag.FlagSet
-	dataDir, runDir, retriever, initDir, be, metric, schedule, testSplit, arch      *string
-	layers, hidden, heads, inter, maxLen, batch, epochs, evalEvery, patience, accum *int
-	lr, wd, warmup, clip, devFrac                                                   *float64
-	seed                                                                            *uint64
-	resume, quiet, warm                                                             *bool
-	devices                                                                         *int
+	fs                                                                                        *flag.FlagSet
+	dataDir, runDir, retriever, initDir, be, metric, schedule, testSplit, arch                *string
+	layers, hidden, heads, inter, maxLen, batch, epochs, maxSteps, evalEvery, patience, accum *int
+	lr, wd, warmup, clip, devFrac                                                             *float64
+	seed                                                                                      *uint64
+	resume, quiet, warm                                                                       *bool
+	devices                                                                                   *int
 	// pool is -pooling: the head's input, cls or pooler (empty: the encoder's default).
 	pool *string
 }
@@ -40,6 +40,7 @@ func addHeadFlags(fs *flag.FlagSet, def runs.Head) *headFlags {
 		maxLen:    fs.Int("max-len", def.MaxLen, "max tokens per input (specials included)"),
 		batch:     fs.Int("batch", def.Batch, "examples per batch"),
 		epochs:    fs.Int("epochs", def.Epochs, "epochs"),
+		maxSteps:  fs.Int("max-steps", def.MaxSteps, "stop after this many optimizer steps, the learning-rate schedule fitted to them (0: all of -epochs)"),
 		lr:        fs.Float64("lr", def.LR, "peak learning rate (5e-4 from scratch; ~2e-5 with -init)"),
 		wd:        fs.Float64("weight-decay", def.WeightDecay, "AdamW weight decay"),
 		warmup:    fs.Float64("warmup", def.Warmup, "warmup fraction of the steps"),
@@ -77,7 +78,7 @@ func (h *headFlags) config() runs.Head {
 	set := cli.Set(h.fs)
 	return runs.Head{RunDir: *h.runDir, Resume: *h.resume, Retriever: *h.retriever, Init: *h.initDir, WarmStart: *h.warm,
 		Arch: *h.arch, ArchGiven: set["arch"], Pooling: *h.pool, Layers: *h.layers, Hidden: *h.hidden, Heads: *h.heads,
-		Intermediate: *h.inter, MaxLen: *h.maxLen, Batch: *h.batch, Epochs: *h.epochs, LR: *h.lr, WeightDecay: *h.wd,
+		Intermediate: *h.inter, MaxLen: *h.maxLen, Batch: *h.batch, Epochs: *h.epochs, MaxSteps: *h.maxSteps, LR: *h.lr, WeightDecay: *h.wd,
 		Warmup: *h.warmup, Schedule: *h.schedule, Clip: *h.clip, Accumulate: *h.accum, Dev: *h.devFrac, DevGiven: set["dev"],
 		Seed: *h.seed, EvalEvery: *h.evalEvery, Metric: *h.metric, Patience: *h.patience, Backend: *h.be, Devices: *h.devices, Test: *h.testSplit,
 		Quiet: *h.quiet}

@@ -36,19 +36,22 @@ type Head struct {
 	// Pooling is -pooling, the head's input: cls or pooler ("": the encoder's default, pooler
 	// for DeBERTa, cls for BERT).
 	Pooling      string
-	Layers       int     // -layers: from scratch (default 2)
-	Hidden       int     // -hidden: from scratch (default 128)
-	Heads        int     // -heads: from scratch (default 4)
-	Intermediate int     // -intermediate: from scratch (default 0: 4*Hidden)
-	MaxLen       int     // -max-len: tokens per input, specials included
-	Batch        int     // -batch: examples per batch
-	Epochs       int     // -epochs
-	LR           float64 // -lr: peak learning rate (default 5e-4; ~2e-5 with pre-trained weights)
-	WeightDecay  float64 // -weight-decay: AdamW weight decay (default 0.01)
-	Warmup       float64 // -warmup: warmup fraction of the steps (default 0.1)
-	Schedule     string  // -schedule: linear (default), cosine or constant
-	Clip         float64 // -clip: global gradient-norm clipping (default 1; 0: off)
-	Accumulate   int     // -accumulate: micro-batches per optimizer step (default 1)
+	Layers       int // -layers: from scratch (default 2)
+	Hidden       int // -hidden: from scratch (default 128)
+	Heads        int // -heads: from scratch (default 4)
+	Intermediate int // -intermediate: from scratch (default 0: 4*Hidden)
+	MaxLen       int // -max-len: tokens per input, specials included
+	Batch        int // -batch: examples per batch
+	Epochs       int // -epochs
+	// MaxSteps is -max-steps: stop after this many optimizer steps, the schedule fitted to
+	// them (default 0: all of Epochs).
+	MaxSteps    int
+	LR          float64 // -lr: peak learning rate (default 5e-4; ~2e-5 with pre-trained weights)
+	WeightDecay float64 // -weight-decay: AdamW weight decay (default 0.01)
+	Warmup      float64 // -warmup: warmup fraction of the steps (default 0.1)
+	Schedule    string  // -schedule: linear (default), cosine or constant
+	Clip        float64 // -clip: global gradient-norm clipping (default 1; 0: off)
+	Accumulate  int     // -accumulate: micro-batches per optimizer step (default 1)
 	// Dev is -dev: without Retriever, the fraction of the training queries carved as dev
 	// (default 0.1); with one, its recorded dev split is taken.
 	Dev float64
@@ -78,7 +81,7 @@ func DefaultHead(maxLen, batch, epochs int, metric string) Head {
 // Check validates the shared knobs (the sizes only for an encoder from scratch).
 func (h *Head) Check() error {
 	if err := cli.First(cli.Positive("batch", h.Batch), cli.Positive("epochs", h.Epochs), cli.Positive("lr", h.LR),
-		cli.Positive("accumulate", h.Accumulate), cli.Positive("max-len", h.MaxLen), cli.Fraction("dev", h.Dev),
+		cli.Positive("accumulate", h.Accumulate), cli.NonNegative("max-steps", h.MaxSteps), cli.Positive("max-len", h.MaxLen), cli.Fraction("dev", h.Dev),
 		cli.NonNegative("weight-decay", h.WeightDecay), cli.NonNegative("clip", h.Clip), cli.NonNegative("eval-every", h.EvalEvery),
 		cli.NonNegative("patience", h.Patience), CheckWarmup(h.Warmup), CheckArch(h.Arch)); err != nil {
 		return err
@@ -284,8 +287,11 @@ func (s *Session) TrainConfig(task train.Task) (train.Config, int) {
 	for e := 0; e < h.Epochs; e++ {
 		steps += task.Batches(e) / max(h.Accumulate, 1)
 	}
+	if h.MaxSteps > 0 && h.MaxSteps < steps {
+		steps = h.MaxSteps
+	}
 	opt.Warmup = int(h.Warmup * float64(steps))
-	return train.Config{RunDir: h.RunDir, Seed: h.Seed, Epochs: h.Epochs, EvalEvery: h.EvalEvery, Metric: h.Metric,
+	return train.Config{RunDir: h.RunDir, Seed: h.Seed, Epochs: h.Epochs, MaxSteps: h.MaxSteps, EvalEvery: h.EvalEvery, Metric: h.Metric,
 		Patience: h.Patience, KeepLast: 2, Optimizer: opt, Fingerprint: s.Data.Fingerprint(), Devices: h.Devices, Quiet: h.Quiet}, steps
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/tokenize"
+	"github.com/toolret/toolret/train"
 )
 
 func TestChecks(t *testing.T) {
@@ -153,5 +154,41 @@ func TestModel(t *testing.T) {
 		if _, ok := tok.ID(word); *c != want || built == resume || !ok {
 			t.Errorf("resume %v: config %+v (built %v), tokenizer has %q: %v; want %+v", resume, *c, built, word, ok, want)
 		}
+	}
+}
+
+// batchesTask is a train.Task of which TrainConfig reads only the batches per epoch.
+type batchesTask struct {
+	train.Task
+	n int
+}
+
+func (t batchesTask) Batches(int) int { return t.n }
+
+func TestTrainConfigMaxSteps(t *testing.T) {
+	d, err := data.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		epochs, maxSteps, steps, warmup int
+	}{
+		{3, 0, 300, 30},
+		{3, 50, 50, 5},
+		{3, 1000, 300, 30},
+		{1, 100, 100, 10},
+	} {
+		h := DefaultHead(32, 8, c.epochs, "ndcg@5")
+		h.MaxSteps = c.maxSteps
+		tc, steps := (&Session{H: &h, Data: d}).TrainConfig(batchesTask{n: 100})
+		if steps != c.steps || tc.MaxSteps != c.maxSteps || tc.Optimizer.Warmup != c.warmup {
+			t.Errorf("epochs %d max-steps %d: steps %d, MaxSteps %d, warmup %d; want %d, %d, %d",
+				c.epochs, c.maxSteps, steps, tc.MaxSteps, tc.Optimizer.Warmup, c.steps, c.maxSteps, c.warmup)
+		}
+	}
+	h := DefaultHead(32, 8, 1, "ndcg@5")
+	h.MaxSteps = -1
+	if err := h.Check(); err == nil || !strings.Contains(err.Error(), "-max-steps -1") {
+		t.Errorf("max-steps -1: %v", err)
 	}
 }

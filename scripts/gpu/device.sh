@@ -10,6 +10,9 @@
 #     the same weights, both evaluated on ToolLens test by `toolret eval` (and by ST itself);
 #  3. the training-step bench: MiniLM, bge-small and bert-base shapes, batch 32 and 64,
 #     toolret xla:cuda against sentence-transformers fp32 / tf32 / bf16 autocast.
+#  4. (stage "kinds", not in the default) every model kind fine-tuned from all-MiniLM-L6-v2 on
+#     ToolLens by scripts/pretrained/kinds.sh on xla:cuda; its eval JSONs and logs come back as
+#     kinds.tar.gz, its summary lines in summary.txt as each stage ends.
 # Usage: bash scripts/gpu/device.sh [STAGES]   (STAGES: default "smoke finetune bench")
 set -uo pipefail
 out="${OUT:-/tmp/gpu-out}"
@@ -96,5 +99,12 @@ if [[ " $stages " == *" bench "* ]]; then
   done
   cat "$out/bench-st.jsonl" >>"$out/summary.txt"
 fi
+
+if [[ " $stages " == *" kinds "* ]]; then
+  log "kinds: every model kind from all-MiniLM-L6-v2 on xla:cuda (scripts/pretrained/kinds.sh ${KINDS:-})"
+  TR=$tr DATA=$data INIT=$w/minilm BACKEND=xla:cuda RUNS=$w/runs/kinds OUT=$w/kinds-out SUMMARY="$out/summary.txt" \
+    timeout "${KINDS_TIMEOUT:-540}" bash scripts/pretrained/kinds.sh ${KINDS:-}
+  log "kinds rc=$?"
+  tar -C $w -czf "$out/kinds.tar.gz" kinds-out $(cd $w && ls runs/kinds/*/metrics.jsonl runs/kinds/*/first_stage_weight.json 2>/dev/null)
+fi
 log "done"
-cat "$out/summary.txt"

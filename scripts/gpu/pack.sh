@@ -15,7 +15,7 @@ hub="${HF_HUB_CACHE:-${HF_HOME:-$HOME/.cache/huggingface}/hub}"
 snap=$(ls -d "$hub"/models--sentence-transformers--all-MiniLM-L6-v2/snapshots/* | head -1)
 mkdir -p gpu/minilm/1_Pooling gpu/whl
 grep -qx '/gpu/' .git/info/exclude 2>/dev/null || echo /gpu/ >>.git/info/exclude
-if [ ! -f gpu/toolret.xz ] || [ -n "$(find cmd backend models train -newer gpu/toolret.xz -name '*.go' | head -1)" ]; then
+if [ ! -f gpu/toolret.xz ] || [ -n "$(find . -path ./gpu -prune -o -name '*.go' -newer gpu/toolret.xz -print | head -1)" ]; then
   go build -tags xla -trimpath -ldflags='-s -w' -o gpu/toolret ./cmd/toolret
   xz -T2 -9 -c gpu/toolret >gpu/toolret.xz.tmp && mv gpu/toolret.xz.tmp gpu/toolret.xz && rm gpu/toolret
 fi

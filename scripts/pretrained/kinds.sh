@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Fine-tunes every model kind from one pre-trained encoder (issue #27 item 5) and evaluates
+# each on the test split, in this order (each stage's first stage first):
+#   be    bi-encoder, in-batch InfoNCE            (train biencoder -init)
+#   mlc   MLC classifier, multi-positive softmax  (train classifier -kind mlc -init)
+#   ref   ToolRefiner over the MLC's candidates   (train refiner -candidates mlc -init)
+#   colt  COLT graph stage over the bi-encoder    (train colt)
+#   ce    cross-encoder reranker (ToolRerank)     (train crossencoder -init), Rerank-m at 10
+#   hn    bi-encoder again from INIT with one hard negative per example mined by `be` (train mine)
+# Every stage writes its eval JSON to $OUT/<stage>.json and a line to $OUT/summary.txt as soon
+# as it is done, so a run cut short keeps what it finished.
+# Usage: scripts/pretrained/kinds.sh [STAGES]    (default "be mlc ref colt ce hn")
+# Environment: TR (toolret binary, default bin/toolret), DATA (default ../shared/datasets/toollens),
+#   INIT (default sentence-transformers/all-MiniLM-L6-v2), BACKEND (default go; xla:cuda on a
+#   GPU), RUNS (run directories, default runs/kinds), OUT (default $RUNS/out), STEPS (0: the
+#   epochs below; N: every training stops after N steps, for a quick check of the chain),
+#   EVAL_BACKEND (default $BACKEND).
+set -uo pipefail
+tr="${TR:-bin/toolret}"
+data="${DATA:-../shared/datasets/toollens}"
+init="${INIT:-sentence-transformers/all-MiniLM-L6-v2}"
+be="${BACKEND:-go}"
+ebe="${EVAL_BACKEND:-$be}"
+runs="${RUNS:-runs/kinds}"
+out="${OUT:-$runs/out}"
+steps="${STEPS:-0}"
+stages="${1:-be mlc ref colt ce hn}"
+mkdir -p "$runs" "$out"
+# SUMMARY: another file the summary lines are appended to as well (the GPU script's).
+log() { echo "== $(date +%T) $*" | tee -a "$out/summary.txt" ${SUMMARY:+"$SUMMARY"}; }
+cap=()
+[ "$steps" != 0 ] && cap=(-max-steps "$steps")
+peak() { awk '/VmHWM/{printf "%.2f GiB", $2/1048576}' "/proc/$1/status" 2>/dev/null; }
+
+# stage NAME CMD...: runs one training command, logs its wall time, peak RSS and exit status.
+stage() {
+  local name=$1
+  shift
+  local t0=$SECONDS
+  /usr/bin/time -f "%M" -o "$out/$name.maxrss" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  log "$name train rc=$rc wall $((SECONDS - t0)) s peak RSS $(awk '{printf "%.2f GiB", $1/1048576}' "$out/$name.maxrss" 2>/dev/null)"
+  grep -E '^trained|best dev' "$out/$name.log" | tail -1 | tee -a "$out/summary.txt" ${SUMMARY:+"$SUMMARY"}
+  return $rc
+}
+# evaluate NAME ARGS...: toolret eval ARGS -json into $OUT/NAME.json, its R@1/3/5, N@5, C@3/5 logged.
+evaluate() {
+  local name=$1
+  shift
+  $tr eval -data "$data" -backend "$ebe" -json "$@" >"$out/$name.json" 2>"$out/$name.err"
+  local rc=$?
+  log "$name eval rc=$rc $(python3 -c '
+import json,sys
+try:
+    d=json.load(open(sys.argv[1]))
+except Exception as e:
+    print("no JSON:", e); sys.exit()
+def find(o):
+    if isinstance(o,dict):
+        if "R@5" in o or "recall@5" in o: return o
+        for v in o.values():
+            r=find(v)
+            if r: return r
+    if isinstance(o,list):
+        for v in o:
+            r=find(v)
+            if r: return r
+m=find(d) or {}
+print(" ".join(f"{k} {v:.2f}" for k,v in m.items() if isinstance(v,(int,float)) and k.split("@")[-1] in ("1","3","5")))
+' "$out/$name.json")"
+}
+
+if [[ " $stages " == *" be "* ]]; then
+  stage be $tr train biencoder -data "$data" -init "$init" -run "$runs/be" -batch 64 -epochs 2 -lr 5e-5 \
+    -query-len 32 -tool-len 128 -pad-multiple 32 -seed 1 -backend "$be" -quiet "${cap[@]}" &&
+    evaluate be -run "$runs/be"
+fi
+if [[ " $stages " == *" mlc "* ]]; then
+  stage mlc $tr train classifier -kind mlc -loss softmax -data "$data" -init "$init" -first-stage "$runs/be" \
+    -run "$runs/mlc" -batch 64 -epochs 10 -lr 1e-4 -max-len 48 -seed 1 -backend "$be" -quiet "${cap[@]}" &&
+    evaluate mlc -run "$runs/mlc"
+fi
+if [[ " $stages " == *" ref "* ]]; then
+  stage ref $tr train refiner -data "$data" -init "$init" -first-stage "$runs/be" -candidates mlc \
+    -candidates-run "$runs/mlc" -run "$runs/ref" -n 64 -batch 32 -epochs 3 -lr 5e-5 -seed 1 -backend "$be" \
+    -quiet "${cap[@]}" && evaluate ref -run "$runs/ref"
+fi
+if [[ " $stages " == *" colt "* ]]; then
+  ce=()
+  [ "$steps" != 0 ] && ce=(-epochs 1)
+  stage colt $tr train colt -data "$data" -first-stage "$runs/be" -run "$runs/colt" -seed 1 -quiet "${ce[@]}" &&
+    evaluate colt -run "$runs/colt"
+fi
+if [[ " $stages " == *" ce "* ]]; then
+  ms=(-max-steps 600)
+  [ "$steps" != 0 ] && ms=("${cap[@]}")
+  stage ce $tr train crossencoder -data "$data" -init "$init" -first-stage "$runs/be" -run "$runs/ce" \
+    -batch 16 -epochs 1 -lr 3e-5 -depth 30 -negatives-per-positive 7 -seed 1 -backend "$be" -quiet "${ms[@]}" &&
+    evaluate ce -method rerank-m -first-stage "$runs/be" -reranker "$runs/ce" -depth 10 -weight dev
+fi
+if [[ " $stages " == *" hn "* ]]; then
+  $tr train mine -data "$data" -run "$runs/be" -backend "$ebe" >"$out/mine.log" 2>&1 || log "mine failed: $(tail -2 "$out/mine.log")"
+  stage hn $tr train biencoder -data "$data" -init "$init" -run "$runs/hn" -negatives "$runs/be/negatives-train.jsonl" -hard-negatives 1 \
+    -batch 64 -epochs 2 -lr 5e-5 -query-len 32 -tool-len 128 -pad-multiple 32 -seed 1 -backend "$be" -quiet \
+    "${cap[@]}" && evaluate hn -run "$runs/hn"
+fi
+log "done"
