@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/gateway"
 	"github.com/toolret/toolret/library"
 	"github.com/toolret/toolret/serve"
@@ -48,6 +49,9 @@ type ServeConfig struct {
 	MCP string
 	// Backend names the compute backend (backend.Open).
 	Backend string
+	// Quantize runs the index's encoders with int8 weights (export.QuantInt8, on Backend
+	// onnx) or fp32 (export.QuantNone); "": the index's own (toolindex.WithQuantization).
+	Quantize export.Quantization
 	// K is the number of tools a request gets when it gives none; MaxK the most it may ask.
 	K, MaxK int
 	// Reranker is an exported cross-encoder reranking the top Depth tools; RerankWeight in
@@ -141,6 +145,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if err != nil {
 		return fmt.Errorf("-backend: %w", err)
 	}
+	if err := export.CheckQuantization(be, cfg.Quantize); err != nil {
+		return fmt.Errorf("-quantize: %w", err)
+	}
 	var lib *library.Library
 	if cfg.Library != "" {
 		if lib, err = library.Read(cfg.Library); err != nil {
@@ -153,6 +160,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 			return fmt.Errorf("-state: %w", err)
 		}
 		if cfg.Index == "" {
+			if cfg.Quantize.Int8() {
+				return fmt.Errorf("serve: -quantize %s with -library -model: build an int8 index first (toolret export -format index -quantize %s) and serve it with -index", cfg.Quantize, cfg.Quantize)
+			}
 			if cfg.Pretrained == "" {
 				return errors.New("serve: -library needs -model (the pre-trained model to index it with) or -index")
 			}
@@ -176,7 +186,8 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		}
 		cfg.Model = filepath.Base(abs)
 	}
-	ropts := []toolindex.Option{toolindex.WithBackend(be), toolindex.WithBatching(cfg.Batching), toolindex.WithQueryCache(cfg.QueryCache)}
+	ropts := []toolindex.Option{toolindex.WithBackend(be), toolindex.WithBatching(cfg.Batching), toolindex.WithQueryCache(cfg.QueryCache),
+		toolindex.WithQuantization(cfg.Quantize)}
 	if cfg.Reranker != "" {
 		ropts = append(ropts, toolindex.WithReranker(cfg.Reranker, cfg.Depth))
 		if cfg.RerankWeight != -1 {
