@@ -50,7 +50,9 @@ type ServeConfig struct {
 	// Backend names the compute backend (backend.Open).
 	Backend string
 	// Quantize runs the index's encoders with int8 weights (export.QuantInt8, on Backend
-	// onnx) or fp32 (export.QuantNone); "": the index's own (toolindex.WithQuantization).
+	// onnx) or fp32 (export.QuantNone); "": the index's own (toolindex.WithQuantization). With
+	// Library and Pretrained, the zero-shot index is built with it
+	// (gateway.BuildIndexQuantized).
 	Quantize export.Quantization
 	// K is the number of tools a request gets when it gives none; MaxK the most it may ask.
 	K, MaxK int
@@ -160,15 +162,12 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 			return fmt.Errorf("-state: %w", err)
 		}
 		if cfg.Index == "" {
-			if cfg.Quantize.Int8() {
-				return fmt.Errorf("serve: -quantize %s with -library -model: build an int8 index first (toolret export -format index -quantize %s) and serve it with -index", cfg.Quantize, cfg.Quantize)
-			}
 			if cfg.Pretrained == "" {
 				return errors.New("serve: -library needs -model (the pre-trained model to index it with) or -index")
 			}
 			start := time.Now()
 			front.stage("building the zero-shot index of " + cfg.Library)
-			dir, built, err := gateway.BuildIndex(ctx, lib, cfg.Library, cfg.Pretrained, cfg.State, be)
+			dir, built, err := gateway.BuildIndexQuantized(ctx, lib, cfg.Library, cfg.Pretrained, cfg.State, be, cfg.Quantize)
 			if err != nil {
 				return err
 			}

@@ -3,7 +3,10 @@
 package export_test
 
 import (
+	"fmt"
 	"math"
+	"os"
+	"time"
 	"path/filepath"
 	"testing"
 
@@ -146,5 +149,55 @@ func TestQuantizedMiniLMONNX(t *testing.T) {
 	t.Logf("%d texts: cosine int8 vs fp32 min %.4f, mean %.4f", len(texts), worst, sum/float64(len(texts)))
 	if worst < 0.98 {
 		t.Errorf("min cosine %.4f < 0.98", worst)
+	}
+}
+
+// BenchmarkEmbedInt8 embeds 256 ToolLens queries (short) and 256 tool texts (long) with
+// all-MiniLM-L6-v2 in fp32 and in int8 on the onnx backend ($TOOLRET_BENCH_BACKEND, default
+// onnx), each after a warm-up pass over the same texts (every padded shape compiled), and
+// reports texts/s (scripts/bench-int8.sh runs it).
+func BenchmarkEmbedInt8(b *testing.B) {
+	id, _ := hub.ParseID("sentence-transformers/all-MiniLM-L6-v2")
+	c := hub.NewClient()
+	c.Offline = true
+	dir, err := c.Local(id)
+	if err != nil {
+		b.Skipf("all-MiniLM-L6-v2 not in the hub cache (make models): %v", err)
+	}
+	name := os.Getenv("TOOLRET_BENCH_BACKEND")
+	if name == "" {
+		name = "onnx"
+	}
+	be, err := backend.Open(name)
+	if err != nil {
+		b.Skipf("no ONNX Runtime: %v", err)
+	}
+	m, err := export.LoadHF(dir, be)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tools, queries := parityTexts(b)
+	for _, q := range []export.Quantization{export.QuantNone, export.QuantInt8} {
+		for _, side := range []struct {
+			name, tower string
+			texts       []string
+		}{{"short", biencoder.QueryTower, queries[:256]}, {"long", biencoder.ToolTower, tools[:256]}} {
+			b.Run(fmt.Sprintf("%s/%s", q, side.name), func(b *testing.B) {
+				if err := m.Quantize(q); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := m.Embed(side.tower, side.texts); err != nil {
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				start := time.Now()
+				for b.Loop() {
+					if _, err := m.Embed(side.tower, side.texts); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N*len(side.texts))/time.Since(start).Seconds(), "texts/s")
+			})
+		}
 	}
 }
