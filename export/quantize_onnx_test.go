@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"time"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
