@@ -37,6 +37,9 @@ type EvalConfig struct {
 	Index string
 	// Backend names the compute backend (backend.Open).
 	Backend string
+	// Quantize runs Model's or Index's encoder with int8 weights (export.QuantInt8, on Backend
+	// onnx; toolindex.WithQuantization); a trained Run is refused (export it with -format hf).
+	Quantize export.Quantization
 	// Cutoffs are the K of Recall/NDCG/COMP@K (default 1, 3, 5, 10).
 	Cutoffs []int
 }
@@ -72,6 +75,12 @@ func Evaluate(ctx context.Context, cfg EvalConfig) (metrics.Report, error) {
 	if err != nil {
 		return none, err
 	}
+	if _, err := export.ParseQuantization(string(cfg.Quantize)); err != nil {
+		return none, err
+	}
+	if cfg.Quantize != export.QuantDefault && cfg.Model == "" && cfg.Index == "" {
+		return none, fmt.Errorf("evaluate: Quantize applies to a Model or an Index (export a run with -format hf first)")
+	}
 	var r rank.QueryRanker
 	switch {
 	case cfg.Run != "":
@@ -81,6 +90,9 @@ func Evaluate(ctx context.Context, cfg EvalConfig) (metrics.Report, error) {
 	case cfg.Model != "":
 		m, err := export.Open(ctx, cfg.Model, be)
 		if err != nil {
+			return none, err
+		}
+		if err := m.Quantize(cfg.Quantize); err != nil {
 			return none, err
 		}
 		tmp, err := os.MkdirTemp("", "toolret-eval-")
@@ -94,7 +106,7 @@ func Evaluate(ctx context.Context, cfg EvalConfig) (metrics.Report, error) {
 		}
 		fallthrough
 	case cfg.Index != "":
-		idx, err := toolindex.Load(cfg.Index, toolindex.WithBackend(be))
+		idx, err := toolindex.Load(cfg.Index, toolindex.WithBackend(be), toolindex.WithQuantization(cfg.Quantize))
 		if err != nil {
 			return none, fmt.Errorf("index %s: %w", cfg.Index, err)
 		}

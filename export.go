@@ -35,6 +35,9 @@ type ExportConfig struct {
 	Backend string
 	// Refiner, with FormatIndex, is a refiner run packaged with the index.
 	Refiner string
+	// Quantize adds int8 ONNX models beside the fp32 ones (hf, onnx) or embeds an index's
+	// tools with int8 weights, which needs Backend onnx (export.Options.Quantize).
+	Quantize export.Quantization
 	// Prompts override the model's query and tool prompts; they are recorded in the export.
 	Prompts export.Prompts
 	// Lengths override a pre-trained model's maximum tokens per query and per tool text; they
@@ -79,7 +82,13 @@ func Export(ctx context.Context, cfg ExportConfig) (*export.Manifest, error) {
 	if cfg.Interpolate != "" {
 		return interpolate(ctx, cfg)
 	}
-	opts := export.Options{Format: cfg.Format, Out: cfg.Out, Force: cfg.Force, Refiner: cfg.Refiner}
+	if _, err := export.ParseQuantization(string(cfg.Quantize)); err != nil {
+		return nil, fmt.Errorf("-quantize: %w", err)
+	}
+	if cfg.Quantize.Int8() && cfg.Interpolate != "" {
+		return nil, fmt.Errorf("-quantize %s: export the interpolated model with -format hf first, then quantize that", cfg.Quantize)
+	}
+	opts := export.Options{Format: cfg.Format, Out: cfg.Out, Force: cfg.Force, Refiner: cfg.Refiner, Quantize: cfg.Quantize}
 	if cfg.Data != "" {
 		d, err := data.Load(cfg.Data)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/gateway"
 	"github.com/toolret/toolret/library"
 	"github.com/toolret/toolret/serve"
@@ -48,6 +49,11 @@ type ServeConfig struct {
 	MCP string
 	// Backend names the compute backend (backend.Open).
 	Backend string
+	// Quantize runs the index's encoders with int8 weights (export.QuantInt8, on Backend
+	// onnx) or fp32 (export.QuantNone); "": the index's own (toolindex.WithQuantization). With
+	// Library and Pretrained, the zero-shot index is built with it
+	// (gateway.BuildIndexQuantized).
+	Quantize export.Quantization
 	// K is the number of tools a request gets when it gives none; MaxK the most it may ask.
 	K, MaxK int
 	// Reranker is an exported cross-encoder reranking the top Depth tools; RerankWeight in
@@ -141,6 +147,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if err != nil {
 		return fmt.Errorf("-backend: %w", err)
 	}
+	if err := export.CheckQuantization(be, cfg.Quantize); err != nil {
+		return fmt.Errorf("-quantize: %w", err)
+	}
 	var lib *library.Library
 	if cfg.Library != "" {
 		if lib, err = library.Read(cfg.Library); err != nil {
@@ -158,7 +167,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 			}
 			start := time.Now()
 			front.stage("building the zero-shot index of " + cfg.Library)
-			dir, built, err := gateway.BuildIndex(ctx, lib, cfg.Library, cfg.Pretrained, cfg.State, be)
+			dir, built, err := gateway.BuildIndexQuantized(ctx, lib, cfg.Library, cfg.Pretrained, cfg.State, be, cfg.Quantize)
 			if err != nil {
 				return err
 			}
@@ -176,7 +185,8 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		}
 		cfg.Model = filepath.Base(abs)
 	}
-	ropts := []toolindex.Option{toolindex.WithBackend(be), toolindex.WithBatching(cfg.Batching), toolindex.WithQueryCache(cfg.QueryCache)}
+	ropts := []toolindex.Option{toolindex.WithBackend(be), toolindex.WithBatching(cfg.Batching), toolindex.WithQueryCache(cfg.QueryCache),
+		toolindex.WithQuantization(cfg.Quantize)}
 	if cfg.Reranker != "" {
 		ropts = append(ropts, toolindex.WithReranker(cfg.Reranker, cfg.Depth))
 		if cfg.RerankWeight != -1 {

@@ -2,4 +2,15 @@
 
 package backend
 
-import _ "github.com/gomlx/compute-onnx" // registers the "onnx" backend.
+import (
+	"bytes"
+
+	"github.com/gomlx/compute"
+	onnxbackend "github.com/gomlx/compute-onnx" // registers the "onnx" backend.
+)
+
+func init() {
+	loadONNX = func(be compute.Backend, model []byte) (compute.Executable, error) {
+		return onnxbackend.LoadModel(be, bytes.NewReader(model))
+	}
+}

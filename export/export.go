@@ -80,6 +80,13 @@ type Options struct {
 	// (IndexRefinerDir, Manifest.Refiner): a ToolRefiner over this run's candidates, trained
 	// on Data.
 	Refiner string
+	// Quantize, when int8 (QuantInt8, QuantInt8Tensor), adds the quantized ONNX model
+	// (QuantizeONNX) beside each fp32 one: onnx/model_int8.onnx in an hf export (where
+	// transformers.js looks for dtype "int8"), model_int8.onnx (query_int8.onnx,
+	// tool_int8.onnx) in an onnx one. An index embeds its tools with the int8 model (on the onnx
+	// backend: Model.Quantize) and records it (Manifest.Quantization), so that it is served
+	// with the same weights. QuantDefault: the model's own (Model.Quantization).
+	Quantize Quantization
 }
 
 // Manifest describes an export; it is written as manifest.json.
@@ -120,6 +127,9 @@ type Manifest struct {
 	// Refiner describes the ToolRefiner packaged with an index (IndexRefinerDir); nil when
 	// it has none.
 	Refiner *RefinerManifest `json:"refiner,omitempty"`
+	// Quantization is the int8 quantization of the export's extra ONNX files and, for an
+	// index, of the weights its tools were embedded with (Options.Quantize); "" for fp32.
+	Quantization Quantization `json:"quantization,omitempty"`
 	// Notes are one-line remarks on what the export could not include (an encoder without
 	// an ONNX graph); cmd/export prints them.
 	Notes []string `json:"notes,omitempty"`
@@ -174,6 +184,21 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 	if opts.Format == FormatIndex && m.Kind != KindBiEncoder && m.Kind != KindClassifier {
 		return nil, fmt.Errorf("export: -format index needs a bi-encoder or an mlc classifier, %s is a %s", m.Source, m.Kind)
 	}
+	q := opts.Quantize
+	if q == QuantDefault {
+		q = m.Quantization()
+	}
+	if _, err := ParseQuantization(string(q)); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	if !q.Int8() {
+		q = QuantDefault
+	}
+	if opts.Format == FormatIndex {
+		if err := m.Quantize(q); err != nil {
+			return nil, fmt.Errorf("export: index: %w", err)
+		}
+	}
 	out, err := checkOut(opts.Out, opts.Force)
 	if err != nil {
 		return nil, err
@@ -196,7 +221,7 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 	defer os.RemoveAll(tmp) // a no-op after the final rename
 	man := &Manifest{Toolret: Version(), Format: opts.Format, Kind: m.Kind, Source: opts.Source,
 		DataFingerprint: m.Fingerprint, Similarity: m.Similarity, Marker: m.Marker, Towers: map[string]string{},
-		QueryPrompt: m.QueryPrompt, ToolPrompt: m.ToolPrompt}
+		QueryPrompt: m.QueryPrompt, ToolPrompt: m.ToolPrompt, Quantization: q}
 	if man.Source == "" {
 		man.Source = m.Source
 	}

@@ -64,6 +64,8 @@ type Model struct {
 
 	mu      sync.Mutex
 	runners map[string]*encoder.Runner
+	quant   Quantization            // Quantize
+	qcalls  map[string]encoder.Call // quantized calls by tower base and pooling
 }
 
 // Tower is one encoder of a model.
@@ -232,6 +234,13 @@ func (m *Model) runner(base string, cfg encoder.Config, p encoder.Pooling) (*enc
 // run encodes sequences (ids, types; maxLen and Map's batching) with the tower's encoder and
 // pooling p.
 func (m *Model) run(t *Tower, p encoder.Pooling, ids, types [][]int32, maxLen int) ([][]float32, error) {
+	if m.Quantization().Int8() {
+		c, err := m.quantCall(t, p)
+		if err != nil {
+			return nil, err
+		}
+		return encoder.Map(m.Tok, ids, types, maxLen, 32, c)
+	}
 	r, err := m.runner(t.Base, t.Encoder, p)
 	if err != nil {
 		return nil, err

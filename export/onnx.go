@@ -2,6 +2,7 @@ package export
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/gomlx/compute-onnx/support/protos"
 	"github.com/toolret/toolret/models/encoder"
@@ -46,6 +47,9 @@ func writeONNX(m *Model, root string, man *Manifest) error {
 		if err := writeFile(root, name, b); err != nil {
 			return err
 		}
+		if err := writeQuantized(root, name, b, man.Quantization); err != nil {
+			return err
+		}
 		man.Towers[key] = name
 	}
 	if err := m.Tok.Save(root); err != nil {
@@ -71,7 +75,23 @@ func writeTowerONNX(m *Model, t *Tower, dir string, man *Manifest) error {
 	if err != nil {
 		return err
 	}
-	return writeFile(dir, ONNXFile, b)
+	if err := writeFile(dir, ONNXFile, b); err != nil {
+		return err
+	}
+	return writeQuantized(dir, ONNXFile, b, man.Quantization)
+}
+
+// writeQuantized writes the fp32 ONNX model b, written as name in dir, quantized as q beside
+// it (name with q.Suffix() before .onnx); nothing for fp32.
+func writeQuantized(dir, name string, b []byte, q Quantization) error {
+	if !q.Int8() {
+		return nil
+	}
+	qb, _, err := QuantizeONNX(b, q)
+	if err != nil {
+		return fmt.Errorf("export: %s: %w", name, err)
+	}
+	return writeFile(dir, strings.TrimSuffix(name, ".onnx")+q.Suffix()+".onnx", qb)
 }
 
 // ONNX returns the serialized ONNX model of tower t of m, as HF optimum exports the

@@ -53,7 +53,7 @@ type stRow struct {
 }
 
 // parityTexts are ToolLens's tool texts and its first 500 test queries.
-func parityTexts(t *testing.T) (tools, queries []string) {
+func parityTexts(t testing.TB) (tools, queries []string) {
 	t.Helper()
 	dir := filepath.Join("..", "..", "shared", "datasets", "toollens")
 	if _, err := os.Stat(dir); err != nil {

@@ -46,7 +46,22 @@ func IndexDir(state, ref string) string {
 // it is built (export.Export FormatIndex; written beside and renamed into place, so a crash
 // leaves none). built reports which.
 func BuildIndex(ctx context.Context, l *library.Library, name, ref, state string, be compute.Backend) (dir string, built bool, err error) {
-	dir = IndexDir(state, ref)
+	return BuildIndexQuantized(ctx, l, name, ref, state, be, export.QuantDefault)
+}
+
+// BuildIndexQuantized is BuildIndex with the model's weights quantized as q
+// (export.Model.Quantize; int8 needs the onnx backend): an int8 index has its own directory
+// (IndexDir of ref plus "|" and q) and records q, so that it embeds queries and new tools in
+// int8 too.
+func BuildIndexQuantized(ctx context.Context, l *library.Library, name, ref, state string, be compute.Backend, q export.Quantization) (dir string, built bool, err error) {
+	if err := export.CheckQuantization(be, q); err != nil {
+		return "", false, err
+	}
+	if q.Int8() {
+		dir = IndexDir(state, ref+"|"+string(q))
+	} else {
+		dir = IndexDir(state, ref)
+	}
 	if _, err := os.Stat(filepath.Join(dir, export.ManifestFile)); err == nil {
 		return dir, false, nil
 	}
@@ -60,6 +75,11 @@ func BuildIndex(ctx context.Context, l *library.Library, name, ref, state string
 	m, err := export.Open(ctx, ref, be)
 	if err != nil {
 		return "", false, fmt.Errorf("-model %s: %w", ref, err)
+	}
+	if q.Int8() {
+		if err := m.Quantize(q); err != nil {
+			return "", false, fmt.Errorf("-model %s: %w", ref, err)
+		}
 	}
 	if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: dir, Data: d, DataSource: name, Force: true}); err != nil {
 		return "", false, fmt.Errorf("indexing %s with %s: %w", name, ref, err)

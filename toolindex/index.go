@@ -112,6 +112,8 @@ type options struct {
 	// batching and cacheSize: WithBatching, WithQueryCache.
 	batching  Batching
 	cacheSize int
+	// quant: WithQuantization ("": the index's own).
+	quant export.Quantization
 }
 
 // Option configures Load.
@@ -144,6 +146,12 @@ func WithInterpolation(w float32) Option {
 // (Library.Embedding, always text) into tools.safetensors, after which the usage vectors no
 // longer align with the index and Load refuses them.
 func WithToolVectors(kind string) Option { return func(o *options) { o.vectors = kind } }
+
+// WithQuantization runs the query and tool towers with weights quantized as q
+// (export.Model.Quantize): export.QuantInt8 needs the onnx backend, export.QuantNone serves an
+// int8 index's queries in fp32. Without it the index's own (export.Manifest.Quantization)
+// applies: an index whose tools were embedded in int8 embeds its queries in int8.
+func WithQuantization(q export.Quantization) Option { return func(o *options) { o.quant = q } }
 
 // WithoutVerify skips checking the index files against the manifest's sha256 sums.
 func WithoutVerify() Option { return func(o *options) { o.verify = false } }
@@ -372,6 +380,13 @@ func Load(dir string, opts ...Option) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
+	quant := o.quant
+	if quant == export.QuantDefault {
+		quant = man.Quantization
+	}
+	if err := q.Quantize(quant); err != nil {
+		return nil, fmt.Errorf("retriever: index %s: %w", dir, err)
+	}
 	if q.Head != nil {
 		return nil, fmt.Errorf("retriever: query model %s has a classification head, want a bi-encoder tower", qdir)
 	}
@@ -430,6 +445,9 @@ func Load(dir string, opts ...Option) (*Index, error) {
 		if r.tool = q; tdir != qdir {
 			if r.tool, err = export.LoadHF(tdir, o.be); err != nil {
 				return nil, err
+			}
+			if err := r.tool.Quantize(quant); err != nil {
+				return nil, fmt.Errorf("retriever: index %s: %w", dir, err)
 			}
 			if h := r.tool.Towers[0].Encoder.Hidden(); h != dim || r.tool.Head != nil {
 				return nil, fmt.Errorf("retriever: tool model %s: hidden size %d (index %d) or a classification head", tdir, h, dim)
@@ -540,6 +558,10 @@ func (r *Index) UsageNote() string {
 
 // Dim is the embedding dimension.
 func (r *Index) Dim() int { return r.dim }
+
+// Quantization returns the quantization of the query tower's weights ("" for fp32;
+// WithQuantization).
+func (r *Index) Quantization() export.Quantization { return r.query.Quantization() }
 
 // Library returns the current tool library.
 func (r *Index) Library() *Library { return r.lib.Load() }

@@ -1,7 +1,7 @@
 // Package encodecmd is the `toolret encode` command; it embeds texts with an encoder model (any registered model_type: bert,
 // deberta-v2).
 //
-//	encode -model DIR -in FILE [-pooling cls|mean|pooler|none] [-max-len N] [-backend go|onnx] [-out FILE.jsonl]
+//	encode -model DIR -in FILE [-pooling cls|mean|pooler|none] [-max-len N] [-backend go|onnx] [-quantize int8] [-out FILE.jsonl]
 //
 // DIR is a HuggingFace-layout model directory (or a hub id org/name[@revision], resolved in
 // the Hugging Face hub cache and downloaded when missing; see package hub): config.json with its model_type,
@@ -11,6 +11,7 @@
 // tokens), not fewer. FILE holds one text per
 // line, or JSONL objects with a "text" field. Each output line is {"ids": [...],
 // "embedding": [...]}, or with -pooling none {"ids": [...], "hidden": [[...] per token]}.
+// -quantize int8 (with -backend onnx) runs the encoder with int8 weights (export.QuantizeONNX).
 package encodecmd
 
 import (
@@ -28,6 +29,7 @@ import (
 
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/tokenize"
@@ -43,6 +45,7 @@ func Main(args []string) int {
 	maxLen := fs.Int("max-len", 128, "maximum tokens per text, [CLS] and [SEP] included")
 	batch := fs.Int("batch", 32, "texts per batch")
 	be := fs.String("backend", "", "compute backend: go (default), onnx, xla:cpu, xla:cuda")
+	quant := cli.Quantize(fs, "the encoder's weights")
 	if err := cli.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -54,7 +57,12 @@ func Main(args []string) int {
 		fmt.Fprintf(os.Stderr, "encode: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	if err := run(*dir, *in, *out, *pooling, *maxLen, *batch, *be); err != nil {
+	q, err := export.ParseQuantization(*quant)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "encode: -%v\n", err)
+		return 2
+	}
+	if err := encode(*dir, *in, *out, *pooling, *maxLen, *batch, *be, q); err != nil {
 		fmt.Fprintln(os.Stderr, "encode:", err)
 		return 1
 	}
@@ -104,7 +112,12 @@ func readTexts(path string) ([]string, error) {
 	return texts, nil
 }
 
+// run is encode in fp32.
 func run(dir, in, out, pooling string, maxLen, batch int, beName string) error {
+	return encode(dir, in, out, pooling, maxLen, batch, beName, export.QuantDefault)
+}
+
+func encode(dir, in, out, pooling string, maxLen, batch int, beName string, q export.Quantization) error {
 	if dir == "" || in == "" {
 		return fmt.Errorf("-model and -in are required")
 	}
@@ -130,6 +143,9 @@ func run(dir, in, out, pooling string, maxLen, batch int, beName string) error {
 	if err != nil {
 		return err
 	}
+	if err := export.CheckQuantization(be, q); err != nil {
+		return fmt.Errorf("-%w", err)
+	}
 	tok, err := tokenize.Load(dir)
 	if err != nil {
 		return err
@@ -145,7 +161,16 @@ func run(dir, in, out, pooling string, maxLen, batch int, beName string) error {
 	if maxLen > cfg.MaxPositions() {
 		maxLen = cfg.MaxPositions()
 	}
-	r, err := encoder.NewRunner(be, store, "", cfg, p)
+	var call encoder.Call
+	if q.Int8() {
+		call, err = export.NewQuantizedCall(be, store, "", cfg, p, q)
+	} else {
+		var r *encoder.Runner
+		r, err = encoder.NewRunner(be, store, "", cfg, p)
+		if r != nil {
+			call = r.Call
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -154,7 +179,7 @@ func run(dir, in, out, pooling string, maxLen, batch int, beName string) error {
 	for i, s := range texts {
 		ids[i] = tok.Single(s, maxLen)
 	}
-	rows, err := encoder.Map(tok, ids, nil, maxLen, batch, r.Call)
+	rows, err := encoder.Map(tok, ids, nil, maxLen, batch, call)
 	if err != nil {
 		return err
 	}

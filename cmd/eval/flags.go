@@ -50,6 +50,8 @@ type options struct {
 	compare        string
 	compareSamples int
 	seed           uint64
+	// quantize: -quantize of -model and -index.
+	quantize export.Quantization
 }
 
 // rerankOptions are the flags of the rerank methods.
@@ -83,6 +85,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	runDir := cli.Run(fs, "evaluate a trained run (bi-encoder or mlc classifier), or one of its checkpoints, instead of -method")
 	retriever := cli.FirstStage(fs)
 	be := cli.Backend(fs)
+	quant := cli.Quantize(fs, "-model and -index: the encoder's weights (-index default: the index's own)")
 	cutoffs := cli.Cutoffs(fs)
 	fs.StringVar(&o.split, "split", "test", "split to evaluate; dev: the dev split a trained run recorded (-run, else -first-stage, else the first run:RUN of -runs), when the dataset has no split named dev")
 	fs.StringVar(&o.method, "method", "bm25", "retrieval method: "+methodNames())
@@ -146,6 +149,12 @@ func parse(args []string, out io.Writer) (*options, error) {
 	o.data, o.run, r.retriever, o.backend = *dataDir, *runDir, *retriever, *be
 	if err := o.setModel(*modelRef); err != nil {
 		return nil, err
+	}
+	if o.quantize, err = export.ParseQuantization(*quant); err != nil {
+		return nil, fmt.Errorf("-%w", err)
+	}
+	if o.quantize != export.QuantDefault && o.model == "" && o.index == "" {
+		return nil, fmt.Errorf("-quantize applies to -model and -index (export a run with -format hf, then evaluate it with -model)")
 	}
 	if o.ks, err = cli.ParseCutoffs(*cutoffs); err != nil {
 		return nil, err

@@ -18,7 +18,7 @@ func buildIndex(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("-backend: %w", err)
 	}
-	opts := []toolindex.Option{toolindex.WithBackend(be)}
+	opts := []toolindex.Option{toolindex.WithBackend(be), toolindex.WithQuantization(o.quantize)}
 	if o.noRefiner {
 		opts = append(opts, toolindex.WithoutRefiner())
 	}
@@ -34,6 +34,9 @@ func buildIndex(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
 		return nil, "", fmt.Errorf("-index: %w", err)
 	}
 	desc := fmt.Sprintf("index %s (%s first stage", o.index, r.FirstStage())
+	if q := r.Quantization(); q != "" {
+		desc += ", " + string(q) + " weights"
+	}
 	if dir, cands, n := r.Refiner(); dir != "" {
 		desc += fmt.Sprintf(", refiner N %d over %s candidates", n, cands)
 	}

@@ -44,6 +44,11 @@
 // -query-prompt and -tool-prompt set the prefixes put before queries and tool texts (default:
 // the model's "query" and "document" prompts); they are recorded in the index.
 //
+// -quantize int8 adds int8 weights (export.QuantizeONNX: onnxruntime's dynamic quantization,
+// per output channel; int8-tensor: per matrix): hf and onnx write onnx/model_int8.onnx (and
+// model_int8.onnx) beside the fp32 model; index embeds the tools with them (needs -backend
+// onnx) and records it, so serve embeds the queries the same way (docs/export.md).
+//
 // Every export has a manifest.json (toolret version, source, kind, data fingerprint, sha256 of
 // every file). DIR must be absent or empty unless -force; missing parents are created (0755,
 // as mkdir -p); the export is written beside it and renamed into place, so a failure leaves
@@ -75,6 +80,7 @@ func Main(args []string) int {
 	refinerRun := fs.String("refiner", "", "with -format index: a refiner run (or checkpoint) over this -run's candidates (bi-encoder, usage, or mlc for an MLC -run), packaged into the index (refiner/) and served by toolindex.Load")
 	update := fs.Bool("update", false, "with -format index: update the index in -out to the tools of -data (new and changed tools embedded with its tool tower, missing ones deleted) instead of exporting; no -run")
 	ref := fs.String("model", "", "model to export: a run, a HuggingFace or sentence-transformers directory, or a hub id org/name[@revision] (instead of -run)")
+	quant := cli.Quantize(fs, "also write the ONNX model quantized (model_int8.onnx beside model.onnx); -format index: embed the tools with int8 weights (-backend onnx) and record it")
 	interp := fs.String("interpolate", "", "a second model (run, HF directory or hub id) of the same architecture: the export's weights are (1-W)·MODEL + W·this (WiSE-FT)")
 	interpW := fs.Float64("interpolate-weight", 0.5, "W of -interpolate, in [0, 1]")
 	var lengths export.Lengths
@@ -114,8 +120,14 @@ func Main(args []string) int {
 		fmt.Fprintln(os.Stderr, msg)
 		return 0
 	}
+	q, err := export.ParseQuantization(*quant)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "export: -%v\n", err)
+		return 2
+	}
 	man, err := toolret.Export(context.Background(), toolret.ExportConfig{Model: *run, Format: *format, Out: *out, Force: *force,
-		Data: *dataDir, Backend: *be, Refiner: *refinerRun, Prompts: prompts, Interpolate: *interp, InterpolateWeight: *interpW, Lengths: lengths, Log: os.Stderr})
+		Data: *dataDir, Backend: *be, Refiner: *refinerRun, Prompts: prompts, Interpolate: *interp, InterpolateWeight: *interpW, Lengths: lengths,
+		Quantize: q, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "export:", cli.Unprefixed("export", err))
 		return 1

@@ -5,6 +5,7 @@
 //	      [-max-k 100] [-max-batch 64] [-max-body 1048576] [-timeout 10s] [-grace 30s]
 //	      [-compact-every 1000] [-model NAME] [-mcp stdio|http] [-hybrid rrf|minmax|zscore [-hybrid-weight W]]
 //	      [-ann auto|on|off] [-database URL] [-warmup 1] [-drain-delay 0s] [-max-inflight 512] [-max-conns 4096] [-header-timeout 5s]
+//	      [-quantize int8|int8-tensor|none (with -backend onnx)]
 //	serve -library LIB.jsonl (-model REF | -index DIR) [-upstreams CONFIG.json] [-state DIR]
 //	      [-keys FILE] [-rate N -burst N] [...as above]
 //
@@ -50,6 +51,7 @@ import (
 	"time"
 
 	"github.com/toolret/toolret"
+	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/serve"
 	"github.com/toolret/toolret/toolindex"
@@ -64,6 +66,7 @@ type options struct {
 	maxBody                                    int64
 	rerankWeight, hybridWeight                 float64
 	hybrid, ann                                string
+	quantize                                   export.Quantization
 	noRefiner                                  bool
 	batching                                   toolindex.Batching
 	queryCache                                 int
@@ -100,6 +103,7 @@ func parse(args []string) (*options, error) {
 	fs.StringVar(&o.index, "index", "", "exported index directory (cmd/export -format index; required); tool updates are written into it")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "HTTP listen address")
 	be := cli.Backend(fs)
+	quant := cli.Quantize(fs, "the encoder's weights (default: the index's own, int8 for an index exported with -quantize int8)")
 	fs.IntVar(&o.k, "k", 5, "tools returned per query when a request gives no k")
 	fs.StringVar(&o.reranker, "reranker", "", "exported cross-encoder (cmd/export -format hf) reranking the top -depth tools")
 	fs.IntVar(&o.depth, "depth", 20, "tools the -reranker rescores per query")
@@ -132,10 +136,14 @@ func parse(args []string) (*options, error) {
 	fs.Float64Var(&o.rate, "rate", 0, "requests a second each caller (API key, else address) may make (0: no limit)")
 	fs.IntVar(&o.burst, "burst", 0, "with -rate: requests a caller may make at once (default: -rate)")
 	fs.StringVar(&o.mcp, "mcp", "", "serve MCP: stdio (find_tools on stdin/stdout, no HTTP) or http (adds /mcp to the HTTP API)")
-	if err := cli.Parse(fs, args); err != nil {
+	err := cli.Parse(fs, args)
+	if err != nil {
 		return nil, err
 	}
 	o.backend = *be
+	if o.quantize, err = export.ParseQuantization(*quant); err != nil {
+		return nil, fmt.Errorf("-%w", err)
+	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
@@ -227,7 +235,7 @@ func run(o *options, log *slog.Logger) error {
 	}
 	return toolret.Serve(ctx, toolret.ServeConfig{Index: o.index, Library: o.library, Pretrained: pretrained, State: o.state,
 		Upstreams: o.upstreams, Keys: keys, Rate: o.rate, Burst: o.burst, Addr: o.addr, MCP: o.mcp, Backend: o.backend,
-		K: o.k, MaxK: o.maxK, Reranker: o.reranker, Depth: o.depth, RerankWeight: o.rerankWeight,
+		Quantize: o.quantize, K: o.k, MaxK: o.maxK, Reranker: o.reranker, Depth: o.depth, RerankWeight: o.rerankWeight,
 		Hybrid: o.hybrid, HybridWeight: o.hybridWeight, NoRefiner: o.noRefiner, ANN: o.ann, Batching: o.batching, QueryCache: o.queryCache, MaxBatch: o.maxBatch,
 		MaxBody: o.maxBody, Timeout: o.timeout, Grace: o.grace, CompactEvery: o.compactEvery, Database: o.database, Model: model,
 		MaxInFlight: o.maxInFlight, MaxConns: o.maxConns, HeaderTimeout: o.headerTimeout, Warmup: o.warmup, DrainDelay: o.drainDelay,

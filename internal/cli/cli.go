@@ -8,6 +8,8 @@
 //	-run DIR           the run directory a command trains into or reads
 //	-first-stage DIR     the stage-1 bi-encoder run a later stage builds on
 //	-backend NAME      compute backend: go (default), onnx, xla:cpu, xla:cuda
+//	-quantize Q        the encoder's weights: int8, int8-tensor or none (fp32); int8 runs on
+//	                   -backend onnx (export.Quantization)
 //	-seed N            random seed (default 1)
 //	-dev F             dev fraction carved from the training queries (default 0.1); later
 //	                   stages take their retriever's recorded dev split
@@ -59,6 +61,11 @@ func FirstStage(fs *flag.FlagSet) *string {
 // Backend registers -backend.
 func Backend(fs *flag.FlagSet) *string {
 	return fs.String("backend", "", "compute backend: go (default), onnx, xla:cpu, xla:cuda")
+}
+
+// Quantize registers -quantize (export.ParseQuantization reads it).
+func Quantize(fs *flag.FlagSet, what string) *string {
+	return fs.String("quantize", "", what+": int8 (int8 weights per output channel, activations quantized per batch; needs -backend onnx), int8-tensor (one scale per matrix) or none (fp32)")
 }
 
 // Devices registers -devices: how many devices of the backend each batch is split over
