@@ -103,7 +103,7 @@ fi
 if [[ " $stages " == *" kinds "* ]]; then
   log "kinds: every model kind from all-MiniLM-L6-v2 on xla:cuda (scripts/pretrained/kinds.sh ${KINDS:-})"
   TR=$tr DATA=$data INIT=$w/minilm BACKEND=xla:cuda RUNS=$w/runs/kinds OUT=$w/kinds-out SUMMARY="$out/summary.txt" \
-    timeout "${KINDS_TIMEOUT:-540}" bash scripts/pretrained/kinds.sh ${KINDS:-}
+    timeout "${KINDS_TIMEOUT:-540}" bash scripts/pretrained/kinds.sh ${KINDS:+"$KINDS"}
   log "kinds rc=$?"
   tar -C $w -czf "$out/kinds.tar.gz" kinds-out $(cd $w && ls runs/kinds/*/metrics.jsonl runs/kinds/*/first_stage_weight.json 2>/dev/null)
 fi

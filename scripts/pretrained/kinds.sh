@@ -6,6 +6,8 @@
 #   ref   ToolRefiner over the MLC's candidates   (train refiner -candidates mlc -init)
 #   colt  COLT graph stage over the bi-encoder    (train colt)
 #   ce    cross-encoder reranker (ToolRerank)     (train crossencoder -init), Rerank-m at 10
+#   ho    item 7: the `be` recipe on the held-out-tool views (seeds HO_SEEDS, default 1 2 3),
+#         alone and fused with BM25 (not in the default stages)
 #   hn    bi-encoder again from INIT with one hard negative per example mined by `be` (train mine)
 # Every stage writes its eval JSON to $OUT/<stage>.json and a line to $OUT/summary.txt as soon
 # as it is done, so a run cut short keeps what it finished.
@@ -14,7 +16,7 @@
 #   INIT (default sentence-transformers/all-MiniLM-L6-v2), BACKEND (default go; xla:cuda on a
 #   GPU), RUNS (run directories, default runs/kinds), OUT (default $RUNS/out), STEPS (0: the
 #   epochs below; N: every training stops after N steps, for a quick check of the chain),
-#   EVAL_BACKEND (default $BACKEND).
+#   EVAL_BACKEND (default $BACKEND), BE_EPOCHS (the bi-encoders' epochs, default 2), HO_SEEDS, HO_EPOCHS.
 set -uo pipefail
 tr="${TR:-bin/toolret}"
 data="${DATA:-../shared/datasets/toollens}"
@@ -43,53 +45,64 @@ stage() {
   grep -E '^trained|best dev' "$out/$name.log" | tail -1 | tee -a "$out/summary.txt" ${SUMMARY:+"$SUMMARY"}
   return $rc
 }
-# evaluate NAME ARGS...: toolret eval ARGS -json into $OUT/NAME.json, its R@1/3/5, N@5, C@3/5 logged.
+# metrics NAME FILE: logs R@1/3/5, N@5 and C@3/5 of a metrics JSON (the first object holding them).
+metrics() {
+  python3 - "$2" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("no metrics:", e); sys.exit()
+def find(o):
+    if isinstance(o, dict):
+        if "recall@5" in o: return o
+        for v in o.values():
+            if (r := find(v)): return r
+    if isinstance(o, list):
+        for v in o:
+            if (r := find(v)): return r
+m = find(d) or {}
+print(" ".join(f"{k} {m[k]:.2f}" for k in ("recall@1", "recall@3", "recall@5", "ndcg@5", "comp@3", "comp@5") if k in m))
+PY
+}
+# evaluate NAME ARGS...: toolret eval ARGS -json into $OUT/NAME.json, its figures logged.
 evaluate() {
   local name=$1
   shift
   $tr eval -data "$data" -backend "$ebe" -json "$@" >"$out/$name.json" 2>"$out/$name.err"
-  local rc=$?
-  log "$name eval rc=$rc $(python3 -c '
-import json,sys
-try:
-    d=json.load(open(sys.argv[1]))
-except Exception as e:
-    print("no JSON:", e); sys.exit()
-def find(o):
-    if isinstance(o,dict):
-        if "R@5" in o or "recall@5" in o: return o
-        for v in o.values():
-            r=find(v)
-            if r: return r
-    if isinstance(o,list):
-        for v in o:
-            r=find(v)
-            if r: return r
-m=find(d) or {}
-print(" ".join(f"{k} {v:.2f}" for k,v in m.items() if isinstance(v,(int,float)) and k.split("@")[-1] in ("1","3","5")))
-' "$out/$name.json")"
+  log "$name eval rc=$? $(metrics "$name" "$out/$name.json")"
+}
+# tested NAME RUN: the test metrics the training command wrote (RUN/test_metrics.json), logged
+# and copied to $OUT/NAME.json; evaluated with `eval -run` when the run has none.
+tested() {
+  if [ -s "$2/test_metrics.json" ]; then
+    cp "$2/test_metrics.json" "$out/$1.json"
+    log "$1 test $(metrics "$1" "$out/$1.json")"
+  else
+    evaluate "$1" -run "$2"
+  fi
 }
 
 if [[ " $stages " == *" be "* ]]; then
-  stage be $tr train biencoder -data "$data" -init "$init" -run "$runs/be" -batch 64 -epochs 2 -lr 5e-5 \
+  stage be $tr train biencoder -data "$data" -init "$init" -run "$runs/be" -batch 64 -epochs "${BE_EPOCHS:-2}" -lr 5e-5 \
     -query-len 32 -tool-len 128 -pad-multiple 32 -seed 1 -backend "$be" -quiet "${cap[@]}" &&
-    evaluate be -run "$runs/be"
+    tested be "$runs/be"
 fi
 if [[ " $stages " == *" mlc "* ]]; then
   stage mlc $tr train classifier -kind mlc -loss softmax -data "$data" -init "$init" -first-stage "$runs/be" \
     -run "$runs/mlc" -batch 64 -epochs 10 -lr 1e-4 -max-len 48 -seed 1 -backend "$be" -quiet "${cap[@]}" &&
-    evaluate mlc -run "$runs/mlc"
+    tested mlc "$runs/mlc"
 fi
 if [[ " $stages " == *" ref "* ]]; then
   stage ref $tr train refiner -data "$data" -init "$init" -first-stage "$runs/be" -candidates mlc \
     -candidates-run "$runs/mlc" -run "$runs/ref" -n 64 -batch 32 -epochs 3 -lr 5e-5 -seed 1 -backend "$be" \
-    -quiet "${cap[@]}" && evaluate ref -run "$runs/ref"
+    -quiet "${cap[@]}" && tested ref "$runs/ref"
 fi
 if [[ " $stages " == *" colt "* ]]; then
   ce=()
   [ "$steps" != 0 ] && ce=(-epochs 1)
   stage colt $tr train colt -data "$data" -first-stage "$runs/be" -run "$runs/colt" -seed 1 -quiet "${ce[@]}" &&
-    evaluate colt -run "$runs/colt"
+    tested colt "$runs/colt"
 fi
 if [[ " $stages " == *" ce "* ]]; then
   ms=(-max-steps 600)
@@ -101,7 +114,18 @@ fi
 if [[ " $stages " == *" hn "* ]]; then
   $tr train mine -data "$data" -run "$runs/be" -backend "$ebe" >"$out/mine.log" 2>&1 || log "mine failed: $(tail -2 "$out/mine.log")"
   stage hn $tr train biencoder -data "$data" -init "$init" -run "$runs/hn" -negatives "$runs/be/negatives-train.jsonl" -hard-negatives 1 \
-    -batch 64 -epochs 2 -lr 5e-5 -query-len 32 -tool-len 128 -pad-multiple 32 -seed 1 -backend "$be" -quiet \
-    "${cap[@]}" && evaluate hn -run "$runs/hn"
+    -batch 64 -epochs "${BE_EPOCHS:-2}" -lr 5e-5 -query-len 32 -tool-len 128 -pad-multiple 32 -seed 1 -backend "$be" -quiet \
+    "${cap[@]}" && tested hn "$runs/hn"
+fi
+if [[ " $stages " == *" ho "* ]]; then
+  # Item 7: held-out tools (-holdout-tools 0.2, seeds 1-3), the bi-encoder recipe of `be` for
+  # HO_EPOCHS (default 1) on each view, alone and fused with BM25 (zscore, weight on dev).
+  for s in ${HO_SEEDS:-1 2 3}; do
+    v=(-holdout-tools 0.2 -holdout-seed "$s")
+    stage "ho$s" $tr train biencoder -data "$data" "${v[@]}" -init "$init" -run "$runs/ho$s" -batch 64 \
+      -epochs "${HO_EPOCHS:-1}" -lr 5e-5 -query-len 32 -tool-len 128 -pad-multiple 32 -seed 1 -backend "$be" -quiet \
+      "${cap[@]}" && tested "ho$s" "$runs/ho$s" &&
+      evaluate "ho$s-bm25" -method fusion -runs "run:$runs/ho$s,bm25" "${v[@]}"
+  done
 fi
 log "done"
