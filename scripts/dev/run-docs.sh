@@ -64,6 +64,11 @@ bench load -url http://127.0.0.1:8080 -first 4,10,16,22,32,45,70,95,140,190 -req
 bench load -url http://127.0.0.1:8080 -requests 20000 -concurrency 32 -soak 10m -sample 10s
 train biencoder -backend xla:cpu,devices=2 -devices 2 -batch 32
 train biencoder -init sentence-transformers/all-MiniLM-L6-v2 -backend xla:cuda -devices 4 -batch 128
+encode -model M -in FILE -backend onnx -quantize int8
+export -model M -format index -data DIR -backend onnx -quantize int8 -out IDX
+export -model sentence-transformers/all-MiniLM-L6-v2 -format hf -quantize int8 -out DIR
+serve -index IDX -backend onnx
+serve -library LIB.jsonl -model M -backend onnx -quantize int8
 LINES
 )
 if [ -n "${DRY:-}" ]; then
