@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/checkpoints"
 	"github.com/toolret/toolret/kinds"
 	"github.com/toolret/toolret/models/biencoder"
@@ -231,10 +232,22 @@ func (m *Model) runner(base string, cfg encoder.Config, p encoder.Pooling) (*enc
 	return r, nil
 }
 
+// sessionONNX says whether tower t runs as one ONNX Runtime session (NewONNXCall) rather than
+// GoMLX graphs: on the onnx backend, for an encoder that writes itself as ONNX, unless
+// $TOOLRET_ONNX_GRAPHS=gomlx asks for the graphs (one compiled per batch shape, each holding
+// its own copy of the weights; kept for comparisons).
+func (m *Model) sessionONNX(t *Tower) bool {
+	if m.EmbedFn != nil || !backend.RunsONNX(m.Backend) || os.Getenv("TOOLRET_ONNX_GRAPHS") == "gomlx" {
+		return false
+	}
+	_, ok := t.Encoder.(encoder.ONNX)
+	return ok
+}
+
 // run encodes sequences (ids, types; maxLen and Map's batching) with the tower's encoder and
 // pooling p.
 func (m *Model) run(t *Tower, p encoder.Pooling, ids, types [][]int32, maxLen int) ([][]float32, error) {
-	if m.Quantization().Int8() {
+	if m.Quantization().Int8() || m.sessionONNX(t) {
 		c, err := m.quantCall(t, p)
 		if err != nil {
 			return nil, err

@@ -80,7 +80,7 @@ func TestQuantizedEmbeddingsONNX(t *testing.T) {
 			t.Errorf("%s: min cosine %.5f (want >= %v), max difference %g (want > 0: the int8 graph ran)", q, worst, int8MinCos, diff)
 		}
 		tw, _ := m.Tower(biencoder.ToolTower)
-		states, err := export.NewQuantizedCall(m.Backend, m.Store, tw.Base, tw.Encoder, encoder.PoolNone, q)
+		states, err := export.NewONNXCall(m.Backend, m.Store, tw.Base, tw.Encoder, encoder.PoolNone, q)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,8 +30,8 @@ func CheckQuantization(be compute.Backend, q Quantization) error {
 }
 
 // Quantize makes m embed with weights quantized as q (QuantDefault and QuantNone: fp32, the
-// encoder graph on m's backend; QuantInt8: the tower's ONNX graph, QuantizeONNX, on the onnx
-// backend). Embed, Pooled and Score then use it. A trained run's model (EmbedFn set) is
+// encoder graph on m's backend, which on the onnx backend is one ONNX Runtime session of the
+// tower's ONNX graph; QuantInt8: that graph quantized, QuantizeONNX, on the onnx backend). Embed, Pooled and Score then use it. A trained run's model (EmbedFn set) is
 // refused: export it with FormatHF first.
 func (m *Model) Quantize(q Quantization) error {
 	if err := CheckQuantization(m.Backend, q); err != nil {
@@ -65,7 +65,8 @@ func (m *Model) Quantization() Quantization {
 	return m.quant
 }
 
-// quantCall returns the quantized call of tower t with pooling p, built once.
+// quantCall returns tower t's ONNX Runtime session call (NewONNXCall, quantized as m says)
+// with pooling p, built once.
 func (m *Model) quantCall(t *Tower, p encoder.Pooling) (encoder.Call, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -73,7 +74,7 @@ func (m *Model) quantCall(t *Tower, p encoder.Pooling) (encoder.Call, error) {
 	if c := m.qcalls[key]; c != nil {
 		return c, nil
 	}
-	c, err := NewQuantizedCall(m.Backend, m.Store, t.Base, t.Encoder, p, m.quant)
+	c, err := NewONNXCall(m.Backend, m.Store, t.Base, t.Encoder, p, m.quant)
 	if err != nil {
 		return nil, err
 	}
@@ -84,13 +85,15 @@ func (m *Model) quantCall(t *Tower, p encoder.Pooling) (encoder.Call, error) {
 	return c, nil
 }
 
-// NewQuantizedCall is encoder.NewRunner's Call with weights quantized as q: the encoder cfg
+// NewONNXCall is encoder.NewRunner's Call run as one ONNX Runtime session: the encoder cfg
 // over the variables under base in store, with pooling p (unnormalised; PoolNone: the last
-// hidden states), written as ONNX (ONNX), quantized (QuantizeONNX) and compiled on be, which
-// must be the onnx backend (CheckQuantization).
-func NewQuantizedCall(be compute.Backend, store *model.Store, base string, cfg encoder.Config, p encoder.Pooling, q Quantization) (encoder.Call, error) {
-	if !q.Int8() {
-		return nil, fmt.Errorf("quantize %q: not an int8 quantization (want %s)", q, Quantizations)
+// hidden states), written as ONNX (ONNX), quantized as q says (QuantizeONNX; QuantDefault and
+// QuantNone: fp32 as written) and compiled once on be, which must be the onnx backend. One
+// session takes every batch shape, where GoMLX compiles (and keeps the weights for) a graph
+// per shape.
+func NewONNXCall(be compute.Backend, store *model.Store, base string, cfg encoder.Config, p encoder.Pooling, q Quantization) (encoder.Call, error) {
+	if _, err := ParseQuantization(string(q)); err != nil {
+		return nil, err
 	}
 	if err := CheckQuantization(be, q); err != nil {
 		return nil, err
@@ -103,13 +106,15 @@ func NewQuantizedCall(be compute.Backend, store *model.Store, base string, cfg e
 	if err != nil {
 		return nil, err
 	}
-	b, _, err := QuantizeONNX(fp32, q)
-	if err != nil {
-		return nil, err
+	b := fp32
+	if q.Int8() {
+		if b, _, err = QuantizeONNX(fp32, q); err != nil {
+			return nil, err
+		}
 	}
 	exec, err := backend.LoadONNX(be, b)
 	if err != nil {
-		return nil, fmt.Errorf("quantize %s: %w", q, err)
+		return nil, fmt.Errorf("encoder as an ONNX Runtime session (quantize %q): %w", q, err)
 	}
 	names, _ := exec.Inputs()
 	return func(ids, types, mask *tensors.Tensor) (*tensors.Tensor, error) {
@@ -125,23 +130,23 @@ func NewQuantizedCall(be compute.Backend, store *model.Store, base string, cfg e
 		for i, n := range names {
 			t := byName[n]
 			if t == nil {
-				return nil, fmt.Errorf("quantized encoder: unknown input %q", n)
+				return nil, fmt.Errorf("onnx encoder: unknown input %q", n)
 			}
 			v, err := tensors.CopyFlatData[int32](t)
 			if err != nil {
-				return nil, fmt.Errorf("quantized encoder: input %s: %w", n, err)
+				return nil, fmt.Errorf("onnx encoder: input %s: %w", n, err)
 			}
 			w := make([]int64, len(v))
 			for k, x := range v {
 				w[k] = int64(x)
 			}
 			if in[i], err = be.BufferFromFlatData(0, w, shapes.Make(dtypes.Int64, t.Shape().Dimensions...)); err != nil {
-				return nil, fmt.Errorf("quantized encoder: input %s: %w", n, err)
+				return nil, fmt.Errorf("onnx encoder: input %s: %w", n, err)
 			}
 		}
 		res, err := exec.Execute(in, nil, 0)
 		if err != nil {
-			return nil, fmt.Errorf("quantized encoder: %w", err)
+			return nil, fmt.Errorf("onnx encoder: %w", err)
 		}
 		defer func() {
 			for _, b := range res {
@@ -149,15 +154,15 @@ func NewQuantizedCall(be compute.Backend, store *model.Store, base string, cfg e
 			}
 		}()
 		if len(res) <= out {
-			return nil, fmt.Errorf("quantized encoder: %d outputs, want %d", len(res), out+1)
+			return nil, fmt.Errorf("onnx encoder: %d outputs, want %d", len(res), out+1)
 		}
 		sh, err := res[out].Shape()
 		if err != nil {
-			return nil, fmt.Errorf("quantized encoder: %w", err)
+			return nil, fmt.Errorf("onnx encoder: %w", err)
 		}
 		flat := make([]float32, sh.Size())
 		if err := res[out].ToFlatData(flat); err != nil {
-			return nil, fmt.Errorf("quantized encoder: %w", err)
+			return nil, fmt.Errorf("onnx encoder: %w", err)
 		}
 		return tensors.FromFlatDataAndDimensions(flat, sh.Dimensions...), nil
 	}, nil

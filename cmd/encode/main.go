@@ -21,11 +21,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/toolret/toolret/internal/cli"
 	"io"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/toolret/toolret/internal/cli"
 
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
@@ -162,8 +163,8 @@ func encode(dir, in, out, pooling string, maxLen, batch int, beName string, q ex
 		maxLen = cfg.MaxPositions()
 	}
 	var call encoder.Call
-	if q.Int8() {
-		call, err = export.NewQuantizedCall(be, store, "", cfg, p, q)
+	if _, isONNX := cfg.(encoder.ONNX); q.Int8() || isONNX && backend.RunsONNX(be) && os.Getenv("TOOLRET_ONNX_GRAPHS") != "gomlx" {
+		call, err = export.NewONNXCall(be, store, "", cfg, p, q)
 	} else {
 		var r *encoder.Runner
 		r, err = encoder.NewRunner(be, store, "", cfg, p)
