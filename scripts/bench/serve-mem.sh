@@ -18,6 +18,7 @@ REQUESTS=${REQUESTS:-4000}
 ROUNDS=${ROUNDS:-2}
 PORT=${PORT:-18191}
 OUT=${OUT:-runs/serve-mem}
+export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.4}" GOEXPERIMENT="${GOEXPERIMENT:-simd}" GOFLAGS="${GOFLAGS:--buildvcs=false}"
 mkdir -p "$OUT" bin
 go build -o bin/toolret ./cmd/toolret
 if [ ! -f "$INDEX/manifest.json" ]; then
