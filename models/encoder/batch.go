@@ -127,14 +127,14 @@ func NewRunner(be compute.Backend, store *model.Store, base string, cfg Config, 
 	if p == PoolPooler && !cfg.HasPooler() {
 		return nil, fmt.Errorf("encoder: pooling %q needs the pooler weights, which this model does not have", p)
 	}
-	exec, err := model.NewExec(be, store, func(root *model.Scope, ids, types, mask *Node) *Node {
+	exec, err := NewSharedExec(be, store, func(root *model.Scope, ids, types, mask *Node) *Node {
 		s := In(root, base)
 		return cfg.Pool(s, cfg.Encode(s, ids, types, mask), mask, p)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{exec: Guard(exec)}, nil
+	return &Runner{exec: exec}, nil
 }
 
 // Call runs one padded batch (a Call): pooled vectors [rows, hidden], or the last hidden

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 )
@@ -20,6 +21,9 @@ type SafeExec struct {
 	exec *model.Exec
 	mu   sync.Mutex
 	seen map[string]bool
+	// store and be are set by NewSharedExec: the variables are graph parameters on be.
+	store *model.Store
+	be    compute.Backend
 }
 
 // Guard wraps e, lifting GoMLX's default limit of 32 compiled graphs per Exec (an error on
@@ -44,11 +48,29 @@ func (e *SafeExec) Call1(args ...*tensors.Tensor) (*tensors.Tensor, error) {
 	known := e.seen[key]
 	e.mu.Unlock()
 	if known {
+		if e.store != nil {
+			if err := e.adopt(); err != nil {
+				return nil, err
+			}
+		}
 		return e.exec.Call1(in...)
 	}
 	build.Lock()
 	defer build.Unlock()
+	if e.store != nil {
+		if err := e.adopt(); err != nil {
+			return nil, err
+		}
+	}
 	out, err := e.exec.Call1(in...)
+	if err != nil && e.store != nil {
+		// The first call initialised missing variables (GoMLX's initialisers run on the
+		// plain backend): take them over and run again.
+		if aerr := e.adopt(); aerr != nil {
+			return nil, aerr
+		}
+		out, err = e.exec.Call1(in...)
+	}
 	if err == nil {
 		e.mu.Lock()
 		e.seen[key] = true
