@@ -252,7 +252,7 @@ func (m *Model) run(t *Tower, p encoder.Pooling, ids, types [][]int32, maxLen in
 		if err != nil {
 			return nil, err
 		}
-		return encoder.MapAnyShape(m.Tok, ids, types, maxLen, 32, c)
+		return encoder.Map(m.Tok, ids, types, maxLen, 32, c)
 	}
 	r, err := m.runner(t.Base, t.Encoder, p)
 	if err != nil {

@@ -163,10 +163,8 @@ func encode(dir, in, out, pooling string, maxLen, batch int, beName string, q ex
 		maxLen = cfg.MaxPositions()
 	}
 	var call encoder.Call
-	batches := encoder.Map
 	if _, isONNX := cfg.(encoder.ONNX); q.Int8() || isONNX && backend.RunsONNX(be) && os.Getenv("TOOLRET_ONNX_GRAPHS") != "gomlx" {
 		call, err = export.NewONNXCall(be, store, "", cfg, p, q)
-		batches = encoder.MapAnyShape
 	} else {
 		var r *encoder.Runner
 		r, err = encoder.NewRunner(be, store, "", cfg, p)
@@ -182,7 +180,7 @@ func encode(dir, in, out, pooling string, maxLen, batch int, beName string, q ex
 	for i, s := range texts {
 		ids[i] = tok.Single(s, maxLen)
 	}
-	rows, err := batches(tok, ids, nil, maxLen, batch, call)
+	rows, err := encoder.Map(tok, ids, nil, maxLen, batch, call)
 	if err != nil {
 		return err
 	}

@@ -41,18 +41,6 @@ type Call func(ids, types, mask *tensors.Tensor) (*tensors.Tensor, error)
 // result, [len*hidden] (len the batch's padded length) for token states. Sequences longer than
 // maxLen are cut (maxLen <= 0: no limit).
 func Map(tok *tokenize.Tokenizer, seqs, types [][]int32, maxLen, batch int, call Call) ([][]float32, error) {
-	return mapBatches(tok, seqs, types, maxLen, batch, call, false)
-}
-
-// MapAnyShape is Map for a call that takes any batch shape (an ONNX Runtime session with
-// dynamic axes, NewONNXCall in package export): each batch is padded to its own longest
-// sequence, not to a length bucket, and gets no extra rows, so no compute goes to padding that
-// only bounds the number of compiled graphs.
-func MapAnyShape(tok *tokenize.Tokenizer, seqs, types [][]int32, maxLen, batch int, call Call) ([][]float32, error) {
-	return mapBatches(tok, seqs, types, maxLen, batch, call, true)
-}
-
-func mapBatches(tok *tokenize.Tokenizer, seqs, types [][]int32, maxLen, batch int, call Call, anyShape bool) ([][]float32, error) {
 	if types != nil && len(types) != len(seqs) {
 		return nil, fmt.Errorf("encoder: %d token type rows for %d sequences", len(types), len(seqs))
 	}
@@ -68,7 +56,7 @@ func mapBatches(tok *tokenize.Tokenizer, seqs, types [][]int32, maxLen, batch in
 		// them (17 left: 16, then 1), so that no batch pads rows (Rows) and each takes the
 		// length bucket of its own longest sequence.
 		size = min(batch, len(order)-start)
-		if size < batch && !anyShape {
+		if size < batch {
 			size = 1 << (bits.Len(uint(size)) - 1)
 		}
 		idx := order[start : start+size]
@@ -86,19 +74,13 @@ func mapBatches(tok *tokenize.Tokenizer, seqs, types [][]int32, maxLen, batch in
 		// Rows too come in buckets (powers of two up to batch; the extra rows repeat the
 		// last sequence and are dropped), so that a long-lived caller embedding batches of
 		// every size compiles a bounded number of graphs.
-		for rows := Rows(len(idx), batch); !anyShape && len(sub) < rows; {
+		for rows := Rows(len(idx), batch); len(sub) < rows; {
 			sub = append(sub, sub[len(sub)-1])
 			if subT != nil {
 				subT = append(subT, subT[len(subT)-1])
 			}
 		}
-		var padded tokenize.Batch
-		if anyShape {
-			padded = tok.PadBuckets(sub, subT, maxLen, nil)
-		} else {
-			padded = tok.Pad(sub, subT, maxLen)
-		}
-		res, err := call(Tensors(padded))
+		res, err := call(Tensors(tok.Pad(sub, subT, maxLen)))
 		if err != nil {
 			return nil, err
 		}
