@@ -26,7 +26,7 @@ func CheckQuantization(be compute.Backend, q Quantization) error {
 	if be != nil {
 		name = be.Name()
 	}
-	return fmt.Errorf("quantize %s: int8 weights run on the onnx backend only (-backend onnx, a binary built with -tags onnx); the %s backend runs fp32 weights (-quantize none)", q, name)
+	return fmt.Errorf("quantize %s: int8 weights run on the onnx backend only (-backend onnx, a binary built with -tags onnx); backend %q runs fp32 weights (-quantize none)", q, name)
 }
 
 // Quantize makes m embed with weights quantized as q (QuantDefault and QuantNone: fp32, the
