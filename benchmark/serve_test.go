@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
@@ -87,14 +86,7 @@ func TestLoadTest(t *testing.T) {
 // opens it as a served store, closed when t ends; it returns the dataset too.
 func tinyIndexStore(t *testing.T) (*serve.Store, *data.Dataset) {
 	t.Helper()
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := data.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	be, d := exporttest.GoDefault(t)
 	m, err := exporttest.BiEncoder(exporttest.Options{Hidden: 16, Layers: 1, Heads: 2}, be, 1)
 	if err != nil {
 		t.Fatal(err)

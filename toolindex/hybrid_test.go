@@ -47,14 +47,7 @@ func denseScores(t *testing.T, r *toolindex.Index, queries []string) [][]float32
 // texts (each cut at m), for rrf and interpolation at several weights and depths, with both
 // sides' scores carried; and they differ from the dense ranking alone.
 func TestHybridFusion(t *testing.T) {
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := data.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	be, d := exporttest.GoDefault(t)
 	tmp := t.TempDir()
 	bi := filepath.Join(tmp, "bi")
 	if _, err := tinyIndex(bi); err != nil {

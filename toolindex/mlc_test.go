@@ -14,7 +14,6 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
@@ -99,14 +98,7 @@ func exportMLC(t *testing.T, dir string, o exporttest.ClassifierOptions, be comp
 // as indexes: toolindex.Load returns the classifier's own logits for every tool (within
 // 1e-5) and its own top-k order, which the bias changes (ranking without it differs).
 func TestMLCIndex(t *testing.T) {
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := data.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	be, d := exporttest.GoDefault(t)
 	queries := testQueries(t, d, 12)
 	ctx := context.Background()
 	for i, c := range []struct {
@@ -201,14 +193,7 @@ func TestMLCIndex(t *testing.T) {
 // CanEmbedTools), removing them keeps every other tool's score (its bias moves with its row),
 // and usage vectors are refused.
 func TestMLCLibrary(t *testing.T) {
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := data.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	be, d := exporttest.GoDefault(t)
 	_, index, _ := exportMLC(t, t.TempDir(), exporttest.ClassifierOptions{}, be, 31)
 	r, err := toolindex.Load(index, toolindex.WithBackend(be))
 	if err != nil {
@@ -285,14 +270,7 @@ func TestMLCLibrary(t *testing.T) {
 // data that is not a label, or a label not in the data, is named), of an mlc classifier only,
 // with a pooling its query tower can express. A failed export leaves nothing.
 func TestMLCIndexRefusals(t *testing.T) {
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := data.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	be, d := exporttest.GoDefault(t)
 	tmp := t.TempDir()
 	write := func(name string, o exporttest.ClassifierOptions) *export.Model {
 		t.Helper()
@@ -347,14 +325,7 @@ func TestMLCRefinerStage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains refiners")
 	}
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := data.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	be, d := exporttest.GoDefault(t)
 	tmp := t.TempDir()
 	beRun := filepath.Join(tmp, "be")
 	if err := exporttest.WriteRecordedRun(beRun, exporttest.Options{}, be, 3); err != nil {

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/gomlx/compute"
-	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
@@ -58,14 +57,7 @@ func newRefinerFixture(t *testing.T) *refinerFixture {
 	if testing.Short() {
 		t.Skip("trains refiners")
 	}
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := data.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	be, d := exporttest.GoDefault(t)
 	tmp := t.TempDir()
 	f := &refinerFixture{be: be, d: d, beRun: filepath.Join(tmp, "be"), text: filepath.Join(tmp, "ref-text"), usage: filepath.Join(tmp, "ref-usage"),
 		index: filepath.Join(tmp, "index"), usageIndex: filepath.Join(tmp, "index-usage"), plain: filepath.Join(tmp, "index-plain")}

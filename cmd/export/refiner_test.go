@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolret/toolret/backend"
-	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/models/refiner"
@@ -27,14 +25,7 @@ func TestIndexRefiner(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains refiners")
 	}
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := data.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	be, d := exporttest.GoDefault(t)
 	tmp := t.TempDir()
 	run, ref := filepath.Join(tmp, "be"), filepath.Join(tmp, "ref")
 	if err := exporttest.WriteRecordedRun(run, exporttest.Options{}, be, 3); err != nil {

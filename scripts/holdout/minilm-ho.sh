@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Issue #27 item 7: a pre-trained encoder fine-tuned on ToolLens's held-out-tool views
+# (-holdout-tools 0.2, one run per seed), alone and fused with BM25 (zscore, the dense weight
+# chosen on the view's dev split, which is carved by tools). Each seed writes OUT/hSEED (the
+# run, its test_metrics.json with seen/unseen tool recall), OUT/hSEED.log (training, with
+# /usr/bin/time -v's peak memory) and OUT/hSEED-bm25.json, and prints one line per system:
+# SEED SYSTEM R@1 R@3 R@5 N@5 C@5.
+# Usage: scripts/holdout/minilm-ho.sh [SEEDS]          (default "1 2 3"; needs `make models`)
+# Environment: MODEL (default sentence-transformers/all-MiniLM-L6-v2), STEPS (optimizer steps,
+#   default 300), DEV (the dev split's fraction of the training tools, default 0.03), OUT
+#   (default runs/ho7), TL (default ../shared/datasets/toollens).
+set -euo pipefail
+source "$(dirname "$0")/../pretrained/build.sh"
+seeds="${1:-1 2 3}"
+model="${MODEL:-sentence-transformers/all-MiniLM-L6-v2}"
+steps="${STEPS:-300}"
+dev="${DEV:-0.03}"
+out="${OUT:-runs/ho7}"
+tl="${TL:-../shared/datasets/toollens}"
+mkdir -p "$out"
+row() { # SEED SYSTEM JSON-FILE
+  python3 - "$@" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[3]))
+def find(o):
+    if isinstance(o, dict):
+        if "recall@5" in o: return o
+        for v in o.values():
+            if (r := find(v)): return r
+m = find(d) or {}
+print(sys.argv[1], sys.argv[2], *("%.2f" % m.get(k, float("nan")) for k in ("recall@1", "recall@3", "recall@5", "ndcg@5", "comp@5")))
+PY
+}
+for s in $seeds; do
+  v=(-holdout-tools 0.2 -holdout-seed "$s")
+  run="$out/h$s"
+  if [ ! -s "$run/test_metrics.json" ]; then
+    rm -rf "$run"
+    /usr/bin/time -v bin/toolret train biencoder -data "$tl" "${v[@]}" -init "$model" -run "$run" -dev "$dev" \
+      -batch 64 -epochs 20 -max-steps "$steps" -eval-every 100 -lr 5e-5 -query-len 32 -tool-len 64 -seed 1 \
+      -backend "$be" -quiet >"$out/h$s.log" 2>&1
+  fi
+  row "$s" fine-tuned "$run/test_metrics.json"
+  bin/toolret eval -data "$tl" "${v[@]}" -method fusion -runs "run:$run,bm25" -fusion zscore -weight dev \
+    -backend "$be" -json -save-run "$out/h$s-bm25.trec" >"$out/h$s-bm25.json" 2>"$out/h$s-bm25.err"
+  row "$s" fine-tuned+bm25 "$out/h$s-bm25.json"
+done
