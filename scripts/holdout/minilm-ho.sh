@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Issue #27 item 7: a pre-trained encoder fine-tuned on ToolLens's held-out-tool views
 # (-holdout-tools 0.2, one run per seed), alone and fused with BM25 (zscore, the dense weight
-# chosen on the view's dev split, which is carved by tools). Each seed writes OUT/hSEED (the
-# run, its test_metrics.json with seen/unseen tool recall), OUT/hSEED.log (training, with
-# /usr/bin/time -v's peak memory) and OUT/hSEED-bm25.json, and prints one line per system:
-# SEED SYSTEM R@1 R@3 R@5 N@5 C@5.
+# chosen on the view's dev split, which is carved by tools); then its weights averaged with the
+# pre-trained ones (WiSE-FT at 0.5), alone and fused with BM25 (zscore, 0.5). Each seed writes
+# OUT/hSEED (the run; its test_metrics.json has seen/unseen tool recall), OUT/hSEED.log
+# (training, with /usr/bin/time -v's peak memory), OUT/hSEED-wise (the WiSE-FT index), a JSON
+# and a TREC file per evaluated system, and prints one line per system:
+# SEED SYSTEM R@1 R@3 R@5 N@5 C@5. scripts/holdout/bound.py splits a TREC file's R@5 into
+# its seen- and held-out-tool parts.
 # Usage: scripts/holdout/minilm-ho.sh [SEEDS]          (default "1 2 3"; needs `make models`)
 # Environment: MODEL (default sentence-transformers/all-MiniLM-L6-v2), STEPS (optimizer steps,
 #   default 300), DEV (the dev split's fraction of the training tools, default 0.03), OUT
@@ -44,4 +47,16 @@ for s in $seeds; do
   bin/toolret eval -data "$tl" "${v[@]}" -method fusion -runs "run:$run,bm25" -fusion zscore -weight dev \
     -backend "$be" -json -save-run "$out/h$s-bm25.trec" >"$out/h$s-bm25.json" 2>"$out/h$s-bm25.err"
   row "$s" fine-tuned+bm25 "$out/h$s-bm25.json"
+  # WiSE-FT (Wortsman et al. 2022): the fine-tuned weights averaged with the pre-trained ones at
+  # 0.5 (the paper's default, fixed beforehand), exported as an index at the training lengths.
+  if [ ! -s "$out/h$s-wise/manifest.json" ]; then
+    bin/toolret export -model "$run" -interpolate "$model" -interpolate-weight 0.5 -data "$tl" \
+      -format index -out "$out/h$s-wise" -backend "$be" >"$out/h$s-wise.log" 2>&1
+  fi
+  bin/toolret eval -data "$tl" "${v[@]}" -index "$out/h$s-wise" -backend "$be" -json \
+    -save-run "$out/h$s-wise.trec" >"$out/h$s-wise.json" 2>"$out/h$s-wise.err"
+  row "$s" wise-ft "$out/h$s-wise.json"
+  bin/toolret eval -data "$tl" "${v[@]}" -index "$out/h$s-wise" -hybrid zscore -backend "$be" -json \
+    -save-run "$out/h$s-wise-bm25.trec" >"$out/h$s-wise-bm25.json" 2>"$out/h$s-wise-bm25.err"
+  row "$s" wise-ft+bm25 "$out/h$s-wise-bm25.json"
 done
