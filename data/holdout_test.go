@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/toolret/toolret/internal/sharedtest"
 )
 
 // needs reports whether any tool of rel is in set.
@@ -274,7 +276,7 @@ func TestHoldoutWriteLoad(t *testing.T) {
 
 // TestHoldoutToolLens checks the view of ToolLens when ../shared/datasets/toollens exists.
 func TestHoldoutToolLens(t *testing.T) {
-	d, err := Load(sharedDir(t, "datasets/toollens"))
+	d, err := Load(sharedtest.Dir(t, "datasets/toollens"))
 	if err != nil {
 		t.Fatal(err)
 	}

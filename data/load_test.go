@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/toolret/toolret/internal/sharedtest"
 )
 
 // goodFiles is a small valid BEIR dataset; cases below override single files.
@@ -238,29 +240,8 @@ func TestCarveDev(t *testing.T) {
 	}
 }
 
-// sharedDir returns ../shared/<rel> beside the repository, skipping the test when absent.
-func sharedDir(t testing.TB, rel string) string {
-	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root not found")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", rel)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("%s absent: skipping ToolLens test", p)
-	}
-	return p
-}
-
 func TestToolLens(t *testing.T) {
-	dir := sharedDir(t, "datasets/toollens")
+	dir := sharedtest.Dir(t, "datasets/toollens")
 	start, cpu0 := time.Now(), cpuTime()
 	d, err := Load(dir)
 	if err != nil {

@@ -1,10 +1,11 @@
 package graph
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolret/toolret/internal/sharedtest"
 
 	"github.com/toolret/toolret/data"
 )
@@ -13,24 +14,7 @@ import (
 // test when it is absent.
 func toolLens(t *testing.T) *data.Dataset {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root (go.mod) not found")
-		}
-		dir = parent
-	}
-	path := filepath.Join(dir, "..", "shared", "datasets", "toollens")
-	if _, err := os.Stat(filepath.Join(path, "corpus.jsonl")); err != nil {
-		t.Skipf("ToolLens not available at %s", path)
-	}
+	path := sharedtest.Dir(t, filepath.Join("datasets", "toollens"))
 	d, err := data.Load(path)
 	if err != nil {
 		t.Fatal(err)

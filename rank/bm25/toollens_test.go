@@ -3,10 +3,10 @@ package bm25_test
 import (
 	"context"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/toolret/toolret/internal/sharedtest"
 
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/metrics"
@@ -16,7 +16,7 @@ import (
 // TestToolLensBM25 reproduces the COLT paper's BM25 row on ToolLens test within 3 points on
 // every metric, in under 5 s. Skipped when ../shared is absent.
 func TestToolLensBM25(t *testing.T) {
-	dir := sharedDir(t, "datasets/toollens")
+	dir := sharedtest.Dir(t, "datasets/toollens")
 	d, err := data.Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -43,29 +43,4 @@ func TestToolLensBM25(t *testing.T) {
 	if took > 5*time.Second {
 		t.Errorf("BM25 took %v, limit 5s", took)
 	}
-}
-
-// sharedDir returns rel under the shared data directory, ../shared next to the repository root
-// (the directory holding go.mod), skipping the test when it is absent.
-func sharedDir(t *testing.T, rel string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Skip("repository root (go.mod) not found")
-		}
-		dir = up
-	}
-	p := filepath.Join(dir, "..", "shared", rel)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("%s absent: skipping", p)
-	}
-	return p
 }
