@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Issue #27 item 5, the ToolRefiner from a pre-trained encoder on a CPU: the refiner's encoder
+# initialised from MODEL, re-ordering the top N of a fine-tuned bi-encoder (stage 1, the
+# README's 150-step MiniLM recipe by default) ranked by its Tool2Vec usage vectors (or
+# CANDIDATES=bi-encoder: its text vectors), the first-stage weight chosen on dev; then stage 1
+# and the refiner compared on the test split (eval -compare, paired). Writes RUN_REF (the run;
+# its log beside it with /usr/bin/time -v's peak memory), OUT/{stage1,ref}.trec and
+# OUT/compare.txt.
+# Usage: scripts/pretrained/refiner.sh       (needs `make models` and the stage-1 run)
+# Environment: MODEL (default sentence-transformers/all-MiniLM-L6-v2), STAGE1 (default
+#   runs/tl-minilm), RUN_REF (default runs/tl-minilm-ref), CANDIDATES (default usage), STEPS
+#   (default 300), OUT (default runs/refiner), TL (default ../shared/datasets/toollens).
+set -euo pipefail
+source "$(dirname "$0")/build.sh"
+model="${MODEL:-sentence-transformers/all-MiniLM-L6-v2}"
+stage1="${STAGE1:-runs/tl-minilm}"
+run="${RUN_REF:-runs/tl-minilm-ref}"
+cand="${CANDIDATES:-usage}"
+out="${OUT:-runs/refiner}"
+tl="${TL:-../shared/datasets/toollens}"
+mkdir -p "$out"
+if [ ! -s "$run/test_metrics.json" ]; then
+  rm -rf "$run"
+  /usr/bin/time -v bin/toolret train refiner -data "$tl" -init "$model" -first-stage "$stage1" -candidates "$cand" \
+    -run "$run" -n 64 -batch 32 -epochs 3 -max-steps "${STEPS:-300}" -lr 5e-5 -seed 1 -backend "$be" -quiet >"$run.log" 2>&1
+fi
+vec=text
+[ "$cand" = usage ] && vec=usage
+bin/toolret eval -data "$tl" -run "$stage1" -tool-vectors "$vec" -backend "$be" -save-run "$out/stage1.trec" >"$out/stage1.txt"
+bin/toolret eval -data "$tl" -run "$run" -backend "$be" -save-run "$out/ref.trec" >"$out/ref.txt"
+bin/toolret eval -data "$tl" -compare "$out/stage1.trec,$out/ref.trec" | tee "$out/compare.txt"
