@@ -52,4 +52,7 @@ def main(view, runs):
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2:])
+    try:
+        main(sys.argv[1], sys.argv[2:])
+    except (OSError, ValueError, KeyError) as e:
+        sys.exit(f"bound.py: {type(e).__name__}: {e}")
