@@ -7,6 +7,10 @@ Per test query of a view (every query that needs a held-out tool), R@5 is hits /
 system that ranks every seen relevant tool first and no held-out one ("seen-only bound"), and,
 for each TREC run given, its R@5 split into the seen and the held-out relevant pairs, with
 R@5 = seen share x seen-pair R@5 + new share x new-pair R@5 (each query weighted by 1/relevant).
+`eval -run`'s report has a related figure (metrics.Report.ToolRecall: recall over the pairs of
+each group, a tool seen when the run trained on it, so dev-split tools count as unseen); this
+script splits by the view's held-out list, weights pairs so that the parts add up to R@5, and
+reads any TREC file (fusions and indexes included, whose reports have no such split).
 Usage:
   toolret convert -from TL -holdout-tools 0.2 -holdout-seed S -format beir -to /tmp/hoS
   python3 scripts/holdout/bound.py /tmp/hoS [RUN.trec ...]
