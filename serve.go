@@ -100,6 +100,10 @@ type ServeConfig struct {
 	// replica acknowledges is committed there first and applied by the others. "" keeps the
 	// library in the index directory's files (updates.log), for one server.
 	Database string
+	// DatabaseLogKeep is how many of the newest versions the shared update log keeps
+	// (serve.PGOptions.LogKeep): a replica further behind reloads the library instead of
+	// replaying the log. 0 keeps every version.
+	DatabaseLogKeep int
 	// Model is the model name reported by /v1/embeddings (default: the index directory's name).
 	Model string
 	// Token, when set, is the bearer token that tool updates need (the command reads

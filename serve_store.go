@@ -22,7 +22,7 @@ func openStore(ctx context.Context, cfg ServeConfig, log *slog.Logger, ropts []t
 		return store, nil, err
 	}
 	host, _ := os.Hostname()
-	pg, err = serve.OpenPG(ctx, cfg.Database, serve.PGOptions{Name: fmt.Sprintf("%s:%d %s", host, os.Getpid(), cfg.Addr), Log: log})
+	pg, err = serve.OpenPG(ctx, cfg.Database, serve.PGOptions{Name: fmt.Sprintf("%s:%d %s", host, os.Getpid(), cfg.Addr), Log: log, LogKeep: cfg.DatabaseLogKeep})
 	if err != nil {
 		return nil, nil, fmt.Errorf("-database: %w", err)
 	}

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -34,13 +35,19 @@ type replica struct {
 // not nil, wraps the journal the store sees.
 func openReplica(t testing.TB, dir, url, name string, wrap func(Journal) Journal) *replica {
 	t.Helper()
+	return openReplicaKeep(t, dir, url, name, wrap, 0)
+}
+
+// openReplicaKeep is openReplica whose commits keep the newest keep versions of the log.
+func openReplicaKeep(t testing.TB, dir, url, name string, wrap func(Journal) Journal, keep int) *replica {
+	t.Helper()
 	be, err := backend.Open("go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &replica{name: name, logs: &syncBuffer{}}
 	log := slog.New(slog.NewJSONHandler(r.logs, nil))
-	r.pg, err = OpenPG(context.Background(), url, PGOptions{Name: name, Poll: 500 * time.Millisecond, Log: log})
+	r.pg, err = OpenPG(context.Background(), url, PGOptions{Name: name, Poll: 500 * time.Millisecond, Log: log, LogKeep: keep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,6 +264,54 @@ func TestPGCatchUp(t *testing.T) {
 	}
 	if d, ok := waitFor(time.Second, func() bool { return a.has("late/new", "N") }); !ok {
 		t.Fatalf("a does not serve the late replica's update after %v", d)
+	}
+}
+
+// TestPGLogKeep: with LogKeep 10 the log holds the newest 10 versions after 40 updates; a
+// replica that missed them all finds the gap and reloads the library from library_tools,
+// ending on the same library as the replica that wrote them, and then applies new updates
+// from the log again.
+func TestPGLogKeep(t *testing.T) {
+	_, url := pgDB(t)
+	dir := newIndex(t)
+	a := openReplicaKeep(t, dir, url, "a", nil, 10)
+	var mb *muted
+	b := openReplica(t, dir, url, "b", func(j Journal) Journal { mb = &muted{Journal: j, ch: make(chan struct{})}; return mb })
+	for i := range 40 {
+		if _, _, err := a.st.Update([]export.ToolRecord{tool(fmt.Sprintf("kept/%d", i%15), fmt.Sprintf("K%d", i))}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n, lo, hi int64
+	if err := a.pg.pool.QueryRow(context.Background(), "SELECT count(*), min(version), max(version) FROM library_log").Scan(&n, &lo, &hi); err != nil {
+		t.Fatal(err)
+	}
+	if n != 10 || lo != 31 || hi != 40 {
+		t.Fatalf("library_log holds %d rows, versions %d to %d; want 10, 31 to 40", n, lo, hi)
+	}
+	if _, err := a.pg.Since(context.Background(), 5); !errors.Is(err, ErrGap) {
+		t.Fatalf("Since(5) with versions 6 to 30 pruned: %v, want ErrGap", err)
+	}
+	want := snap(a.st.R.Library())
+	mb.unmute()
+	if d, ok := waitFor(2*time.Second, func() bool { return b.st.R.Library().Version == 40 }); !ok {
+		t.Fatalf("replica behind the kept log at version %d %v after the signal, want 40", b.st.R.Library().Version, d)
+	}
+	if err := sameSnapshot(snap(b.st.R.Library()), want); err != nil {
+		t.Fatalf("replica reloaded past the kept log: %v", err)
+	}
+	if k := b.st.Applied(); k != 0 {
+		t.Fatalf("replica applied %d logged updates, want 0 (a reload)", k)
+	}
+	if _, _, err := a.st.Update([]export.ToolRecord{tool("kept/new", "N")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	mb.unmute()
+	if d, ok := waitFor(2*time.Second, func() bool { return b.has("kept/new", "N") }); !ok {
+		t.Fatalf("b does not serve the update after the reload (%v)", d)
+	}
+	if k := b.st.Applied(); k != 1 {
+		t.Fatalf("replica applied %d logged updates after the reload, want 1", k)
 	}
 }
 

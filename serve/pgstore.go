@@ -48,6 +48,7 @@ type PGStore struct {
 	cancel   context.CancelFunc
 	done     chan struct{}
 	migrated []int
+	keep     int
 	closeMu  sync.Once
 }
 
@@ -61,6 +62,11 @@ type PGOptions struct {
 	Poll time.Duration
 	// Log receives connection losses and recoveries; nil: slog.Default().
 	Log *slog.Logger
+	// LogKeep is how many of the newest versions library_log keeps: the commit of version v
+	// deletes the rows up to v-LogKeep, so the table stops growing. A replica further behind
+	// than that finds versions missing and reloads the library from library_tools (ErrGap).
+	// 0 keeps every version.
+	LogKeep int
 }
 
 // PGChannel is the channel a commit notifies, with the version as payload.
@@ -124,6 +130,9 @@ func OpenPG(ctx context.Context, url string, o PGOptions) (*PGStore, error) {
 	if o.Poll <= 0 {
 		o.Poll = 2 * time.Second
 	}
+	if o.LogKeep < 0 {
+		return nil, fmt.Errorf("serve: log keep %d: want 0 (every version) or more", o.LogKeep)
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -139,7 +148,7 @@ func OpenPG(ctx context.Context, url string, o PGOptions) (*PGStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: database: %w", err)
 	}
-	p := &PGStore{pool: pool, lcfg: lcfg, name: o.Name, log: o.Log, poll: o.Poll, changed: make(chan struct{}, 1), done: make(chan struct{})}
+	p := &PGStore{pool: pool, lcfg: lcfg, name: o.Name, log: o.Log, poll: o.Poll, keep: o.LogKeep, changed: make(chan struct{}, 1), done: make(chan struct{})}
 	if p.migrated, err = p.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -353,8 +362,9 @@ func (p *PGStore) Since(ctx context.Context, after uint64) ([]*Update, error) {
 	return out, nil
 }
 
-// Commit writes u as the next version: the head moved from u.Version-1, the log row, the
-// tools, and a notification, in one transaction.
+// Commit writes u as the next version: the head moved from u.Version-1, the log row (and,
+// with PGOptions.LogKeep, the rows older than the kept versions deleted), the tools, and a
+// notification, in one transaction.
 func (p *PGStore) Commit(ctx context.Context, u *Update) error {
 	if err := p.Err(); err != nil {
 		return err
@@ -386,6 +396,11 @@ func (p *PGStore) Commit(ctx context.Context, u *Update) error {
 	if _, err := tx.Exec(ctx, "INSERT INTO library_log (version, put, embeddings, deleted, committed_by) VALUES ($1, $2, $3, $4, $5)",
 		int64(u.Version), json.RawMessage(put), encodeEmbeddings(u.Emb, dim), del, p.name); err != nil {
 		return p.wrap("commit", err)
+	}
+	if p.keep > 0 && u.Version > uint64(p.keep) {
+		if _, err := tx.Exec(ctx, "DELETE FROM library_log WHERE version <= $1", int64(u.Version)-int64(p.keep)); err != nil {
+			return p.wrap("commit", err)
+		}
 	}
 	if len(u.Delete) > 0 {
 		if _, err := tx.Exec(ctx, "DELETE FROM library_tools WHERE id = ANY($1)", u.Delete); err != nil {

@@ -23,7 +23,8 @@
 // compacted into the index every -compact-every updates and at shutdown. When TOOLRET_TOKEN
 // is set, POST and DELETE /v1/tools need "Authorization: Bearer $TOOLRET_TOKEN".
 // -database URL (default $TOOLRET_DATABASE_URL) shares the library, its updates and the
-// usage log through PostgreSQL among several servers instead (docs/replicas.md).
+// usage log through PostgreSQL among several servers instead (docs/replicas.md); the shared
+// update log keeps the newest -database-log-keep versions.
 //
 // -mcp stdio serves the MCP tool find_tools on standard input and output (no HTTP), for an
 // agent that starts the server itself; -mcp http adds the MCP streamable HTTP endpoint /mcp
@@ -58,21 +59,21 @@ import (
 )
 
 type options struct {
-	index, addr, backend, reranker, model, mcp string
-	library, upstreams, state, keys, database  string
-	rate                                       float64
-	burst                                      int
-	k, depth, maxK, maxBatch, compactEvery     int
-	maxBody                                    int64
-	rerankWeight, hybridWeight                 float64
-	hybrid, ann                                string
-	quantize                                   export.Quantization
-	noRefiner                                  bool
-	batching                                   toolindex.Batching
-	queryCache                                 int
-	timeout, grace                             time.Duration
-	maxInFlight, maxConns, warmup              int
-	headerTimeout, drainDelay                  time.Duration
+	index, addr, backend, reranker, model, mcp      string
+	library, upstreams, state, keys, database       string
+	rate                                            float64
+	burst                                           int
+	k, depth, maxK, maxBatch, compactEvery, logKeep int
+	maxBody                                         int64
+	rerankWeight, hybridWeight                      float64
+	hybrid, ann                                     string
+	quantize                                        export.Quantization
+	noRefiner                                       bool
+	batching                                        toolindex.Batching
+	queryCache                                      int
+	timeout, grace                                  time.Duration
+	maxInFlight, maxConns, warmup                   int
+	headerTimeout, drainDelay                       time.Duration
 }
 
 // Main runs `toolret serve` with args (the words after it) and returns the exit code.
@@ -127,6 +128,7 @@ func parse(args []string) (*options, error) {
 	fs.DurationVar(&o.batching.MaxWait, "embed-wait", toolindex.DefaultBatching.MaxWait, "dynamic batching: longest a query waits for others to share its encoder call")
 	fs.IntVar(&o.queryCache, "query-cache", 10000, "query embeddings kept in an LRU cache keyed by the text (0: none)")
 	fs.StringVar(&o.database, "database", os.Getenv(toolret.EnvDatabase), "PostgreSQL `URL` (postgres://USER:PASSWORD@HOST/DB) through which several servers share the tool library, its updates and the usage log (docs/replicas.md); default $TOOLRET_DATABASE_URL; none: the index directory's files")
+	fs.IntVar(&o.logKeep, "database-log-keep", 10000, "with -database: the newest versions the shared update log keeps; a replica further behind reloads the library (0: every version)")
 	fs.IntVar(&o.compactEvery, "compact-every", 1000, "tool updates logged before they are compacted into the index (0: only at shutdown)")
 	fs.StringVar(&o.model, "model", "", "with -library: the pre-trained model (run, checkpoint, HuggingFace directory or hub id) its zero-shot index is built with; with -index: the model name /v1/embeddings reports when a request names none (default: the index directory's name)")
 	fs.StringVar(&o.library, "library", "", "tool library `LIB.jsonl` (toolret import) to serve as a tool gateway: search_tools, call_tool, /v1/search, /v1/call")
@@ -165,7 +167,7 @@ func parse(args []string) (*options, error) {
 	}
 	if err := cli.First(cli.Positive("k", o.k), cli.Positive("depth", o.depth), cli.Positive("max-k", o.maxK),
 		cli.Positive("max-batch", o.maxBatch), cli.Positive("max-body", o.maxBody), cli.Positive("timeout", o.timeout.Seconds()),
-		cli.NonNegative("grace", o.grace.Seconds()), cli.NonNegative("compact-every", o.compactEvery), cli.NonNegative("embed-batch", o.batching.MaxBatch),
+		cli.NonNegative("grace", o.grace.Seconds()), cli.NonNegative("compact-every", o.compactEvery), cli.NonNegative("database-log-keep", o.logKeep), cli.NonNegative("embed-batch", o.batching.MaxBatch),
 		cli.NonNegative("drain-delay", o.drainDelay.Seconds()), cli.NonNegative("max-inflight", o.maxInFlight), cli.NonNegative("max-conns", o.maxConns),
 		cli.Positive("header-timeout", o.headerTimeout.Seconds()), cli.NonNegative("warmup", o.warmup),
 		cli.Positive("embed-tokens", o.batching.MaxTokens), cli.NonNegative("embed-wait", o.batching.MaxWait.Seconds()), cli.NonNegative("query-cache", o.queryCache)); err != nil {
@@ -237,7 +239,7 @@ func run(o *options, log *slog.Logger) error {
 		Upstreams: o.upstreams, Keys: keys, Rate: o.rate, Burst: o.burst, Addr: o.addr, MCP: o.mcp, Backend: o.backend,
 		Quantize: o.quantize, K: o.k, MaxK: o.maxK, Reranker: o.reranker, Depth: o.depth, RerankWeight: o.rerankWeight,
 		Hybrid: o.hybrid, HybridWeight: o.hybridWeight, NoRefiner: o.noRefiner, ANN: o.ann, Batching: o.batching, QueryCache: o.queryCache, MaxBatch: o.maxBatch,
-		MaxBody: o.maxBody, Timeout: o.timeout, Grace: o.grace, CompactEvery: o.compactEvery, Database: o.database, Model: model,
+		MaxBody: o.maxBody, Timeout: o.timeout, Grace: o.grace, CompactEvery: o.compactEvery, Database: o.database, DatabaseLogKeep: o.logKeep, Model: model,
 		MaxInFlight: o.maxInFlight, MaxConns: o.maxConns, HeaderTimeout: o.headerTimeout, Warmup: o.warmup, DrainDelay: o.drainDelay,
 		Token: os.Getenv("TOOLRET_TOKEN"), Log: log})
 }

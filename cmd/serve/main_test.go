@@ -37,6 +37,7 @@ func TestParse(t *testing.T) {
 		{[]string{"-index", "x", "-max-body", "0"}, "-max-body 0: must be > 0"},
 		{[]string{"-index", "x", "-timeout", "0s"}, "-timeout 0: must be > 0"},
 		{[]string{"-index", "x", "-compact-every", "-5"}, "-compact-every -5: must be >= 0"},
+		{[]string{"-index", "x", "-database-log-keep", "-1"}, "-database-log-keep -1: must be >= 0"},
 		{[]string{"-index", "x", "-bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"-index", "x", "-rerank-weight", "0.5"}, "-rerank-weight needs -reranker"},
 		{[]string{"-index", "x", "-reranker", "ce", "-rerank-weight", "1.5"}, "-rerank-weight 1.5: want a weight in [0, 1]"},
