@@ -273,6 +273,7 @@ func startGateway(ctx context.Context, cfg ServeConfig, lib *library.Library, st
 		UsageLog: filepath.Join(cfg.State, gateway.UsageFile), K: cfg.K, MaxK: cfg.MaxK, Log: log}
 	if pg != nil {
 		opts.UsageLog, opts.UsageDB, opts.LibraryDB = "", pg, pg
+		opts.UsageSpool = filepath.Join(cfg.State, gateway.UsageSpoolFile)
 	}
 	gw, err := gateway.New(opts)
 	if err != nil {

@@ -325,6 +325,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	}
 	var usageDB gateway.UsageDB
 	var libraryDB gateway.LibraryDB
+	var spool string
 	if o.database != "" {
 		pg, err := serve.OpenPG(ctx, o.database, serve.PGOptions{Name: f.dir, Poll: 500 * time.Millisecond, Log: slog.New(slog.NewJSONHandler(f.logs, nil))})
 		if err != nil {
@@ -333,7 +334,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 		if f.store, err = serve.OpenShared(idx, pg, toolindex.WithBackend(be)); err != nil {
 			t.Fatal(err)
 		}
-		usageDB, libraryDB = pg, pg
+		usageDB, libraryDB, spool = pg, pg, filepath.Join(f.state, gateway.UsageSpoolFile)
 	} else if f.store, err = serve.Open(idx, 0, toolindex.WithBackend(be)); err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +344,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	}
 	log := slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f.gw, err = gateway.New(gateway.Options{Library: lib, LibraryPath: f.libPath, Store: f.store, Upstreams: up,
-		UsageLog: filepath.Join(f.state, gateway.UsageFile), UsageDB: usageDB, LibraryDB: libraryDB, Log: log})
+		UsageLog: filepath.Join(f.state, gateway.UsageFile), UsageDB: usageDB, UsageSpool: spool, LibraryDB: libraryDB, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

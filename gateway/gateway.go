@@ -52,6 +52,11 @@ type Options struct {
 	// UsageDB, when set, is the database table the usage records go to instead
 	// (serve.PGStore: replicas sharing a library share its usage log).
 	UsageDB UsageDB
+	// UsageSpool, with UsageDB, is the file where the searches and calls the database could
+	// not take (it was unreachable) wait, fsynced, until they are written to it (every 2 s
+	// and at start; at least once). "": they are lost, each logged as an error. Feedback is
+	// never spooled: it fails with ErrUsageUnavailable so that the client knows.
+	UsageSpool string
 	// LibraryDB, when set, is the database the library is shared through by replicas
 	// (serve.PGStore): its library is served, Library only seeds it (LibraryDB).
 	LibraryDB LibraryDB
@@ -137,7 +142,12 @@ func New(opts Options) (*Gateway, error) {
 		}
 	}
 	if opts.UsageDB != nil {
-		g.usage = &dbUsage{db: opts.UsageDB}
+		du := &dbUsage{db: opts.UsageDB, spool: opts.UsageSpool}
+		if du.spool != "" {
+			du.stop, du.done = make(chan struct{}), make(chan struct{})
+			go g.drainLoop(du)
+		}
+		g.usage = du
 	} else if opts.UsageLog != "" {
 		u, err := openUsage(opts.UsageLog)
 		if err != nil {

@@ -3,6 +3,8 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +46,11 @@ func TestUsageLogPG(t *testing.T) {
 	if s, body := a.do(t, "POST", "/v1/search", "", map[string]any{"query": "echo a message", "k": 3}, &sr); s != 200 {
 		t.Fatalf("search with PostgreSQL down: %d %s", s, body)
 	}
+	spooled := sr.SearchID
+	spool := filepath.Join(a.state, gateway.UsageSpoolFile)
+	if b, err := os.ReadFile(spool); err != nil || !strings.Contains(string(b), spooled) {
+		t.Fatalf("search with PostgreSQL down: spool %s holds %q (%v), want its search %s", spool, b, err, spooled)
+	}
 	s, body := a.do(t, "POST", "/v1/feedback", "", map[string]any{"name": "fake.echo", "success": false}, nil)
 	if s != 503 || !strings.Contains(body, "unreachable") {
 		t.Fatalf("feedback with PostgreSQL down: %d %s; want 503 saying the store is unreachable", s, body)
@@ -59,6 +66,24 @@ func TestUsageLogPG(t *testing.T) {
 	}
 	if s != 200 {
 		t.Fatalf("feedback after PostgreSQL restarted: %d %s", s, body)
+	}
+	// The search spooled while it was down reaches usage_log, once, and the spool is removed.
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		n := 0
+		for _, r := range usageRows(t, url) {
+			if r == "a search "+spooled {
+				n++
+			}
+		}
+		_, err := os.Stat(spool)
+		if n == 1 && os.IsNotExist(err) {
+			break
+		}
+		if n > 1 || time.Now().After(deadline) {
+			t.Fatalf("spooled search %s in usage_log %d times (want 1), spool file: %v", spooled, n, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -81,9 +81,19 @@ func (g *Gateway) record(rec *UsageRecord) {
 		return
 	}
 	rec.Time = time.Now().UTC()
-	if err := g.usage.append(rec); err != nil {
-		g.log.Error("usage log: record lost", "kind", rec.Kind, "error", err.Error())
+	err := g.usage.append(rec)
+	if err == nil {
+		return
 	}
+	if du, ok := g.usage.(*dbUsage); ok && du.spool != "" {
+		serr := du.hold(rec)
+		if serr == nil {
+			g.log.Warn("usage log: database unreachable; record spooled until it is back", "kind", rec.Kind, "spool", du.spool, "error", err.Error())
+			return
+		}
+		err = fmt.Errorf("%w (and the spool: %v)", err, serr)
+	}
+	g.log.Error("usage log: record lost", "kind", rec.Kind, "error", err.Error())
 }
 
 func newSearchID() string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -25,8 +26,17 @@ type usageSink interface {
 const usageTimeout = 2 * time.Second
 
 // dbUsage writes usage records to a UsageDB, one insert each, before the request is
-// answered.
-type dbUsage struct{ db UsageDB }
+// answered. With a spool file, the searches and calls the database could not take wait there
+// (hold) until drainLoop writes them to it.
+type dbUsage struct {
+	db    UsageDB
+	spool string // "": none
+
+	mu   sync.Mutex // the spool file
+	sp   *usageLog  // open for appends; nil: closed
+	stop chan struct{}
+	done chan struct{}
+}
 
 func (u *dbUsage) append(rec *UsageRecord) error {
 	b, err := json.Marshal(rec)
@@ -38,7 +48,22 @@ func (u *dbUsage) append(rec *UsageRecord) error {
 	return u.db.AppendUsage(ctx, rec.Time, rec.Kind, b)
 }
 
-func (u *dbUsage) close() error { return nil } // the database is the store's, closed with it
+// close stops the spool's drain (the database is the store's, closed with it).
+func (u *dbUsage) close() error {
+	if u.stop == nil {
+		return nil
+	}
+	close(u.stop)
+	<-u.done
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.sp != nil {
+		err := u.sp.close()
+		u.sp = nil
+		return err
+	}
+	return nil
+}
 
 // ErrUsageUnavailable is feedback that the usage database could not record (HTTP 503).
 var ErrUsageUnavailable = errors.New("the usage log's database could not record it")
