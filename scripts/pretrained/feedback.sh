@@ -6,9 +6,11 @@
 #      top K, that MLC judging the retrieved tools, on the train and test queries;
 #   3. the iteration-aware bi-encoder (`train biencoder -feedback`) from MODEL with stage 1's
 #      recipe and step budget (150 steps of 64), on q^0..q^ITER of each training query;
-#   4. stage 1 and the feedback-trained model compared on the test split (eval -compare, paired).
+#   4. stage 1 and the feedback-trained model compared on the test split (eval -compare, paired),
+#      on the users' instructions (round 0) and replaying the test loops (round 1: the
+#      instructions the feedback refined), against each other, round 0, and the MLC judge.
 # Writes RUN_MLC, RUN_FB (logs beside them with /usr/bin/time -v's peak memory), OUT/fb.jsonl,
-# OUT/{stage1,mlc,fb}.{trec,txt} and OUT/compare.txt.
+# OUT/{stage1,mlc,fb}.{trec,txt}, OUT/{stage1,fb}-it.{txt,roundT.trec} and OUT/compare*.txt.
 # Usage: scripts/pretrained/feedback.sh       (needs `make models` and the stage-1 run)
 # Environment: MODEL (default sentence-transformers/all-MiniLM-L6-v2), STAGE1 (default
 #   runs/tl-minilm), RUN_MLC (default runs/tl-minilm-mlc), EPOCHS (default 3), RUN_FB (default
@@ -46,3 +48,9 @@ bin/toolret eval -data "$tl" -run "$stage1" -backend "$be" -save-run "$out/stage
 bin/toolret eval -data "$tl" -run "$mlc" -backend "$be" -save-run "$out/mlc.trec" >"$out/mlc.txt"
 bin/toolret eval -data "$tl" -run "$fb" -backend "$be" -save-run "$out/fb.trec" >"$out/fb.txt"
 bin/toolret eval -data "$tl" -compare "$out/stage1.trec,$out/fb.trec" | tee "$out/compare.txt"
+bin/toolret eval -data "$tl" -run "$stage1" -feedback "$out/fb.jsonl" -split test -backend "$be" -save-run "$out/stage1-it.trec" >"$out/stage1-it.txt"
+bin/toolret eval -data "$tl" -run "$fb" -feedback "$out/fb.jsonl" -split test -backend "$be" -save-run "$out/fb-it.trec" >"$out/fb-it.txt"
+bin/toolret eval -data "$tl" -compare "$out/stage1-it.round1.trec,$out/fb-it.round1.trec" >"$out/compare-round1.txt"
+bin/toolret eval -data "$tl" -compare "$out/stage1-it.round0.trec,$out/stage1-it.round1.trec" >"$out/compare-stage1-rounds.txt"
+bin/toolret eval -data "$tl" -compare "$out/fb-it.round0.trec,$out/fb-it.round1.trec" >"$out/compare-fb-rounds.txt"
+bin/toolret eval -data "$tl" -compare "$out/mlc.trec,$out/fb-it.round1.trec" >"$out/compare-mlc.txt"
