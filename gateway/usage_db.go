@@ -32,8 +32,7 @@ type dbUsage struct {
 	db    UsageDB
 	spool string // "": none
 
-	mu   sync.Mutex // the spool file
-	sp   *usageLog  // open for appends; nil: closed
+	mu   sync.Mutex // the spool file, with lockSpool across processes
 	stop chan struct{}
 	done chan struct{}
 }
@@ -55,13 +54,6 @@ func (u *dbUsage) close() error {
 	}
 	close(u.stop)
 	<-u.done
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.sp != nil {
-		err := u.sp.close()
-		u.sp = nil
-		return err
-	}
 	return nil
 }
 

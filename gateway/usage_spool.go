@@ -22,34 +22,43 @@ const spoolEvery = 2 * time.Second
 func (u *dbUsage) hold(rec *UsageRecord) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.sp == nil {
-		sp, err := openUsage(u.spool)
-		if err != nil {
-			return fmt.Errorf("usage spool: %w", err)
-		}
-		u.sp = sp
+	unlock, err := lockSpool(u.spool)
+	if err != nil {
+		return err
 	}
-	return u.sp.append(rec)
+	defer unlock()
+	// Opened for each record: another replica's drain may have replaced the file since.
+	sp, err := openUsage(u.spool)
+	if err != nil {
+		return fmt.Errorf("usage spool: %w", err)
+	}
+	if err := sp.append(rec); err != nil {
+		sp.close()
+		return fmt.Errorf("usage spool: %w", err)
+	}
+	return sp.close()
 }
 
 // drain writes the spooled records to the database in the order they were spooled, then
 // removes the spool. When the database fails part way, the spool is replaced (atomically)
 // by the records not yet written, and drain returns how many were written with the error.
 // A crash between a database insert and that replacement writes those records again at the
-// next drain: delivery is at least once.
+// next drain: delivery is at least once. hold and drain take the spool's file lock, so
+// replicas sharing a state directory share one spool safely.
 func (u *dbUsage) drain(ctx context.Context) (int, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	unlock, err := lockSpool(u.spool)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
 	b, err := os.ReadFile(u.spool)
 	if errors.Is(err, os.ErrNotExist) || (err == nil && len(b) == 0) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, fmt.Errorf("usage spool: %w", err)
-	}
-	if u.sp != nil {
-		u.sp.close()
-		u.sp = nil
 	}
 	lines := bytes.SplitAfter(b, []byte{'\n'})
 	n := 0

@@ -49,7 +49,12 @@ func TestSpoolDrain(t *testing.T) {
 				}
 			}
 			if tc.torn {
-				u.sp.f.Write([]byte(`{"kind":"search","search_id":"s4"`))
+				f, err := os.OpenFile(u.spool, os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.Write([]byte(`{"kind":"search","search_id":"s4"`))
+				f.Close()
 			}
 			n, err := u.drain(context.Background())
 			if n != tc.wantN || (err != nil) != tc.wantError {
@@ -84,5 +89,26 @@ func TestSpoolDrain(t *testing.T) {
 				t.Fatalf("spool after one more record:\n%s", b)
 			}
 		})
+	}
+}
+
+// TestSpoolShared: two replicas sharing a state directory share the spool; a record one holds
+// after the other drained (and removed) the file is kept, not written into the removed file.
+func TestSpoolShared(t *testing.T) {
+	path := filepath.Join(t.TempDir(), UsageSpoolFile)
+	db := &flakyDB{ok: 10}
+	a, b := &dbUsage{db: db, spool: path}, &dbUsage{db: db, spool: path}
+	for i, step := range []func() error{
+		func() error { return a.hold(&UsageRecord{Kind: "search", SearchID: "s1"}) },
+		func() error { _, err := b.drain(context.Background()); return err },
+		func() error { return a.hold(&UsageRecord{Kind: "call", SearchID: "s2"}) },
+		func() error { _, err := b.drain(context.Background()); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	if len(db.took) != 2 || !strings.Contains(db.took[0], `"s1"`) || !strings.Contains(db.took[1], `"s2"`) {
+		t.Fatalf("database took %q, want s1 then s2", db.took)
 	}
 }
