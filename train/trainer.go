@@ -45,16 +45,21 @@ type Shapes interface {
 
 // Config configures a training run.
 type Config struct {
-	RunDir      string    `json:"run_dir"`
-	Seed        uint64    `json:"seed"`
-	Epochs      int       `json:"epochs"`
-	MaxSteps    int       `json:"max_steps,omitempty"` // stop after this many optimizer steps (0: all the epochs' steps)
-	EvalEvery   int       `json:"eval_every"`          // optimizer steps between evaluations/checkpoints (0: once per epoch)
-	Metric      string    `json:"metric"`              // dev metric to maximise for the best checkpoint ("" = last)
-	Patience    int       `json:"patience"`            // evaluations without improvement before stopping (0 = never)
-	KeepLast    int       `json:"keep_last"`           // checkpoints kept besides the best
-	Optimizer   Optimizer `json:"optimizer"`
-	Fingerprint string    `json:"data_fingerprint"`
+	RunDir   string `json:"run_dir"`
+	Seed     uint64 `json:"seed"`
+	Epochs   int    `json:"epochs"`
+	MaxSteps int    `json:"max_steps,omitempty"` // stop after this many optimizer steps (0: all the epochs' steps)
+	// MaxTime stops the run at the first optimizer step that ends this long after Run began
+	// (set-up and compilation included), evaluating and checkpointing there as at the last
+	// step; the learning-rate schedule keeps its full length (0: no limit). Like Lightning's
+	// max_time, for a run that must end inside a lease.
+	MaxTime     time.Duration `json:"max_time,omitempty"`
+	EvalEvery   int           `json:"eval_every"` // optimizer steps between evaluations/checkpoints (0: once per epoch)
+	Metric      string        `json:"metric"`     // dev metric to maximise for the best checkpoint ("" = last)
+	Patience    int           `json:"patience"`   // evaluations without improvement before stopping (0 = never)
+	KeepLast    int           `json:"keep_last"`  // checkpoints kept besides the best
+	Optimizer   Optimizer     `json:"optimizer"`
+	Fingerprint string        `json:"data_fingerprint"`
 	// Devices splits each batch over this many devices of the backend (data parallelism,
 	// see stepExec); 0 or 1: one device. It does not change the result beyond float rounding,
 	// so a run may be resumed on another count.
@@ -243,7 +248,8 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 		rec := map[string]any{"step": step, "epoch": epoch, "loss": lossSum / float64(lossN), "lr": lr,
 			"examples_per_sec": float64(examples) / time.Since(tick).Seconds()}
 		lossSum, lossN, examples, tick = 0, 0, 0, time.Now()
-		evalNow := step%evalEvery == 0 || step == total
+		timeUp := cfg.MaxTime > 0 && time.Since(start) >= cfg.MaxTime
+		evalNow := step%evalEvery == 0 || step == total || timeUp
 		if evalNow {
 			metrics, err := task.Evaluate(store)
 			if err != nil {
@@ -284,6 +290,10 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 			}
 			if cfg.Patience > 0 && b.Bad >= cfg.Patience {
 				stopped = fmt.Sprintf("early stopping: %d evaluations without improvement", b.Bad)
+				break
+			}
+			if timeUp && step < total {
+				stopped = fmt.Sprintf("time limit: -max-time %v reached at step %d of %d", cfg.MaxTime, step, total)
 				break
 			}
 		}
@@ -340,6 +350,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train: -epochs %d: must be >= 1", c.Epochs)
 	case c.MaxSteps < 0:
 		return fmt.Errorf("train: -max-steps %d: must be >= 0", c.MaxSteps)
+	case c.MaxTime < 0:
+		return fmt.Errorf("train: -max-time %v: must be >= 0", c.MaxTime)
 	case c.EvalEvery < 0:
 		return fmt.Errorf("train: -eval-every %d: must be >= 0", c.EvalEvery)
 	case c.Patience < 0:

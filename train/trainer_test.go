@@ -432,3 +432,37 @@ func TestMaxSteps(t *testing.T) {
 		t.Errorf("MaxSteps -1: %v", err)
 	}
 }
+
+// TestMaxTime: a run past its MaxTime stops at that step, evaluated and checkpointed there, and
+// says why in its summary; a negative limit is refused.
+func TestMaxTime(t *testing.T) {
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	cfg := toyConfig(dir)
+	cfg.MaxTime = time.Nanosecond // over by the end of the first step
+	sum, err := Run(be, newToyStore(), &toyTask{seed: 3, batches: 10}, cfg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Steps != 1 || !strings.HasPrefix(sum.Stopped, "time limit") || sum.BestStep != 1 {
+		t.Fatalf("summary: %d steps, best %d, stopped %q; want 1 step stopped by the time limit", sum.Steps, sum.BestStep, sum.Stopped)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "dev_neg_norm") {
+		t.Fatalf("metrics.jsonl: %q; want one record with a dev evaluation", lines)
+	}
+	if steps, err := checkpoints.List(dir); err != nil || len(steps) != 1 || steps[0] != 1 {
+		t.Fatalf("checkpoints %v (%v); want step 1", steps, err)
+	}
+	cfg = toyConfig(filepath.Join(t.TempDir(), "bad"))
+	cfg.MaxTime = -time.Second
+	if _, err := Run(be, newToyStore(), &toyTask{seed: 3, batches: 10}, cfg, false); err == nil || !strings.Contains(err.Error(), "-max-time") {
+		t.Errorf("MaxTime -1s: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/internal/runs"
@@ -19,6 +20,7 @@ type headFlags struct {
 	seed                                                                                      *uint64
 	resume, quiet, warm                                                                       *bool
 	devices                                                                                   *int
+	maxTime                                                                                   *time.Duration
 	// pool is -pooling: the head's input, cls or pooler (empty: the encoder's default).
 	pool *string
 }
@@ -41,6 +43,7 @@ func addHeadFlags(fs *flag.FlagSet, def runs.Head) *headFlags {
 		batch:     fs.Int("batch", def.Batch, "examples per batch"),
 		epochs:    fs.Int("epochs", def.Epochs, "epochs"),
 		maxSteps:  fs.Int("max-steps", def.MaxSteps, "stop after this many optimizer steps, the learning-rate schedule fitted to them (0: all of -epochs)"),
+		maxTime:   fs.Duration("max-time", def.MaxTime, "stop at the first optimizer step past this wall-clock time since the run began, e.g. 4m (evaluated and checkpointed there; the schedule keeps its length; 0: no limit)"),
 		lr:        fs.Float64("lr", def.LR, "peak learning rate (5e-4 from scratch; ~2e-5 with -init)"),
 		wd:        fs.Float64("weight-decay", def.WeightDecay, "AdamW weight decay"),
 		warmup:    fs.Float64("warmup", def.Warmup, "warmup fraction of the steps"),
@@ -78,7 +81,7 @@ func (h *headFlags) config() runs.Head {
 	set := cli.Set(h.fs)
 	return runs.Head{RunDir: *h.runDir, Resume: *h.resume, Retriever: *h.retriever, Init: *h.initDir, WarmStart: *h.warm,
 		Arch: *h.arch, ArchGiven: set["arch"], Pooling: *h.pool, Layers: *h.layers, Hidden: *h.hidden, Heads: *h.heads,
-		Intermediate: *h.inter, MaxLen: *h.maxLen, Batch: *h.batch, Epochs: *h.epochs, MaxSteps: *h.maxSteps, LR: *h.lr, WeightDecay: *h.wd,
+		Intermediate: *h.inter, MaxLen: *h.maxLen, Batch: *h.batch, Epochs: *h.epochs, MaxSteps: *h.maxSteps, MaxTime: *h.maxTime, LR: *h.lr, WeightDecay: *h.wd,
 		Warmup: *h.warmup, Schedule: *h.schedule, Clip: *h.clip, Accumulate: *h.accum, Dev: *h.devFrac, DevGiven: set["dev"],
 		Seed: *h.seed, EvalEvery: *h.evalEvery, Metric: *h.metric, Patience: *h.patience, Backend: *h.be, Devices: *h.devices, Test: *h.testSplit,
 		Quiet: *h.quiet}

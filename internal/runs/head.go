@@ -3,6 +3,7 @@ package runs
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
@@ -45,7 +46,9 @@ type Head struct {
 	Epochs       int // -epochs
 	// MaxSteps is -max-steps: stop after this many optimizer steps, the schedule fitted to
 	// them (default 0: all of Epochs).
-	MaxSteps    int
+	MaxSteps int
+	// MaxTime is -max-time: stop at the first step past this wall-clock time (train.Config.MaxTime).
+	MaxTime     time.Duration
 	LR          float64 // -lr: peak learning rate (default 5e-4; ~2e-5 with pre-trained weights)
 	WeightDecay float64 // -weight-decay: AdamW weight decay (default 0.01)
 	Warmup      float64 // -warmup: warmup fraction of the steps (default 0.1)
@@ -81,7 +84,7 @@ func DefaultHead(maxLen, batch, epochs int, metric string) Head {
 // Check validates the shared knobs (the sizes only for an encoder from scratch).
 func (h *Head) Check() error {
 	if err := cli.First(cli.Positive("batch", h.Batch), cli.Positive("epochs", h.Epochs), cli.Positive("lr", h.LR),
-		cli.Positive("accumulate", h.Accumulate), cli.NonNegative("max-steps", h.MaxSteps), cli.Positive("max-len", h.MaxLen), cli.Fraction("dev", h.Dev),
+		cli.Positive("accumulate", h.Accumulate), cli.NonNegative("max-steps", h.MaxSteps), cli.NonNegative("max-time", int64(h.MaxTime)), cli.Positive("max-len", h.MaxLen), cli.Fraction("dev", h.Dev),
 		cli.NonNegative("weight-decay", h.WeightDecay), cli.NonNegative("clip", h.Clip), cli.NonNegative("eval-every", h.EvalEvery),
 		cli.NonNegative("patience", h.Patience), CheckWarmup(h.Warmup), CheckArch(h.Arch)); err != nil {
 		return err
@@ -291,7 +294,7 @@ func (s *Session) TrainConfig(task train.Task) (train.Config, int) {
 		steps = h.MaxSteps
 	}
 	opt.Warmup = int(h.Warmup * float64(steps))
-	return train.Config{RunDir: h.RunDir, Seed: h.Seed, Epochs: h.Epochs, MaxSteps: h.MaxSteps, EvalEvery: h.EvalEvery, Metric: h.Metric,
+	return train.Config{RunDir: h.RunDir, Seed: h.Seed, Epochs: h.Epochs, MaxSteps: h.MaxSteps, MaxTime: h.MaxTime, EvalEvery: h.EvalEvery, Metric: h.Metric,
 		Patience: h.Patience, KeepLast: 2, Optimizer: opt, Fingerprint: s.Data.Fingerprint(), Devices: h.Devices, Quiet: h.Quiet}, steps
 }
 

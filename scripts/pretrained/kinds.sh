@@ -16,7 +16,14 @@
 #   INIT (default sentence-transformers/all-MiniLM-L6-v2), BACKEND (default go; xla:cuda on a
 #   GPU), RUNS (run directories, default runs/kinds), OUT (default $RUNS/out), STEPS (0: the
 #   epochs below; N: every training stops after N steps, for a quick check of the chain),
-#   EVAL_BACKEND (default $BACKEND), BE_EPOCHS (the bi-encoders' epochs, default 2), HO_SEEDS, HO_EPOCHS.
+#   EVAL_BACKEND (default $BACKEND), BE_EPOCHS (the bi-encoders' epochs, default 2), HO_SEEDS, HO_EPOCHS,
+#   BE_ARGS (more flags for the `be` stage, e.g. "-max-steps 150 -test="), BE_EVAL (0: no test
+#   evaluation of `be`, for a run that only feeds later stages), MLC_EPOCHS (default 10), REF_EPOCHS (default 3), REF_LR (default 5e-5), REF_MAX_TIME (the
+#   refiner's -max-time, e.g. 4m: it stops at that wall-clock time, evaluated there; default none),
+#   REF_DEADLINE (Unix seconds by which the refiner's training should end: its -max-time is what
+#   is left then, at least 60s; for a lease that ends at a known time).
+# Stages after `be` take its run as -first-stage (its dev split) when it is there; without it
+# (e.g. "mlc ref" alone) they split dev themselves with the same -seed.
 set -uo pipefail
 tr="${TR:-bin/toolret}"
 data="${DATA:-../shared/datasets/toollens}"
@@ -85,17 +92,22 @@ tested() {
 
 if [[ " $stages " == *" be "* ]]; then
   stage be $tr train biencoder -data "$data" -init "$init" -run "$runs/be" -batch 64 -epochs "${BE_EPOCHS:-2}" -lr 5e-5 \
-    -query-len 32 -tool-len 128 -pad-multiple 32 -seed 1 -backend "$be" -quiet "${cap[@]}" &&
-    tested be "$runs/be"
+    -query-len 32 -tool-len 128 -pad-multiple 32 -seed 1 -backend "$be" -quiet "${cap[@]}" ${BE_ARGS:-} &&
+    { [ "${BE_EVAL:-1}" = 0 ] || tested be "$runs/be"; }
 fi
+fs=()
+[ -f "$runs/be/run.json" ] && fs=(-first-stage "$runs/be")
 if [[ " $stages " == *" mlc "* ]]; then
-  stage mlc $tr train classifier -kind mlc -loss softmax -data "$data" -init "$init" -first-stage "$runs/be" \
-    -run "$runs/mlc" -batch 64 -epochs 10 -lr 1e-4 -max-len 48 -seed 1 -backend "$be" -quiet "${cap[@]}" &&
+  stage mlc $tr train classifier -kind mlc -loss softmax -data "$data" -init "$init" "${fs[@]}" \
+    -run "$runs/mlc" -batch 64 -epochs "${MLC_EPOCHS:-10}" -lr 1e-4 -max-len 48 -seed 1 -backend "$be" -quiet "${cap[@]}" &&
     tested mlc "$runs/mlc"
 fi
 if [[ " $stages " == *" ref "* ]]; then
-  stage ref $tr train refiner -data "$data" -init "$init" -first-stage "$runs/be" -candidates mlc \
-    -candidates-run "$runs/mlc" -run "$runs/ref" -n 64 -batch 32 -epochs 3 -lr 5e-5 -seed 1 -backend "$be" \
+  [ -n "${REF_DEADLINE:-}" ] && REF_MAX_TIME="$(( REF_DEADLINE - $(date +%s) > 60 ? REF_DEADLINE - $(date +%s) : 60 ))s" &&
+    log "ref: -max-time $REF_MAX_TIME (REF_DEADLINE)"
+  stage ref $tr train refiner -data "$data" -init "$init" "${fs[@]}" -candidates mlc \
+    -candidates-run "$runs/mlc" -run "$runs/ref" -n 64 -batch 32 -epochs "${REF_EPOCHS:-3}" -lr "${REF_LR:-5e-5}" \
+    ${REF_MAX_TIME:+-max-time "$REF_MAX_TIME"} -seed 1 -backend "$be" \
     -quiet "${cap[@]}" && tested ref "$runs/ref"
 fi
 if [[ " $stages " == *" colt "* ]]; then
