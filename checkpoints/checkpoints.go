@@ -33,7 +33,6 @@ import (
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/toolret/toolret/internal/atomicfile"
 	"github.com/toolret/toolret/safetensors"
 )
@@ -269,9 +268,8 @@ func (c *Checkpoint) Names() []string {
 }
 
 // Restore creates every variable of the checkpoint in store (which must not have them yet:
-// restore into a fresh store, before building any Exec) and materialises them on backend.
-// Variables are created through an initialisation graph, so training graphs treat them as
-// parameters. A variable that already exists with another shape is an error naming it.
+// restore into a fresh store, before building any Exec), each holding the checkpoint's tensor;
+// variables store declared beside them are initialised on backend. A variable that already exists with another shape is an error naming it.
 func (c *Checkpoint) Restore(store *model.Store, backend compute.Backend) error {
 	for _, name := range c.Names() {
 		t := c.values[name]
@@ -287,11 +285,19 @@ func (c *Checkpoint) Restore(store *model.Store, backend compute.Backend) error 
 			}
 			continue
 		}
-		v := store.VariableWithShape(name, t.Shape(), initializer.BroadcastTensorToShape(t))
+		// The tensor becomes the variable's value as is, as hfweights loads pre-trained
+		// weights: no initialisation graph, which on XLA would compile every value in as a
+		// constant (minutes for a MiniLM checkpoint with its optimizer state on a GPU).
+		v, err := store.CreateVariable(name, t)
+		if err != nil {
+			return fmt.Errorf("checkpoint %s: variable %s: %w", c.Dir, name, err)
+		}
 		if strings.Contains(name, "#") || strings.HasPrefix(name, "/optimizer/") {
 			v.Trainable = false
 		}
 	}
+	// Variables the store declared beside the checkpoint's (a new head, say) get their own
+	// initialisers run; none: no graph at all.
 	return store.InitializeVariables(backend, nil)
 }
 

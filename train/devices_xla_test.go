@@ -4,7 +4,9 @@ package train
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
 )
 
@@ -84,4 +87,39 @@ func losses(t *testing.T, dir string) []float64 {
 		out = append(out, r.Loss)
 	}
 	return out
+}
+
+// TestResumeXLA: on XLA's CPU plugin (one device and two), a run stopped after 7 steps and
+// resumed from its checkpoint (variables restored with their saved tensors as values, no
+// initialisation graph) ends with the weights of the uninterrupted run.
+func TestResumeXLA(t *testing.T) {
+	be, err := backend.Open("xla:cpu,devices=2")
+	if err != nil {
+		t.Skipf("XLA CPU plugin not installed (make install-xla): %v", err)
+	}
+	for _, n := range []int{1, 2} {
+		task := &toyTask{seed: 3, batches: 10}
+		cfg := toyConfig(filepath.Join(t.TempDir(), "ref"))
+		cfg.Devices = n
+		ref := newToyStore()
+		if _, err := Run(be, ref, task, cfg, false); err != nil {
+			t.Fatal(err)
+		}
+		cfg.RunDir = filepath.Join(t.TempDir(), "run")
+		cfg.StopAfter = 7
+		if _, err := Run(be, newToyStore(), task, cfg, false); !errors.Is(err, ErrStopped) {
+			t.Fatalf("-devices %d: %v", n, err)
+		}
+		cfg.StopAfter = 0
+		resumed := model.NewStore()
+		if _, err := Run(be, resumed, task, cfg, true); err != nil {
+			t.Fatalf("-devices %d: resume: %v", n, err)
+		}
+		got, want := weightsBytes(t, resumed), weightsBytes(t, ref)
+		for p, w := range want {
+			if !bytes.Equal(got[p], w) {
+				t.Errorf("-devices %d: variable %s differs after stop at 7 and resume", n, p)
+			}
+		}
+	}
 }

@@ -29,7 +29,6 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/gomlx/gomlx/support/exceptions"
 	tgraph "github.com/toolret/toolret/graph"
 	"github.com/toolret/toolret/losses"
@@ -106,8 +105,8 @@ const (
 	SceneVar = "/colt/scene"
 )
 
-// InitVariables creates the node embedding variables from stage-1 embeddings, through an
-// initialisation graph run on backend (so training graphs see them as parameters).
+// InitVariables creates the node embedding variables from stage-1 embeddings, holding them
+// as they are (other variables the store declared are initialised on be).
 func InitVariables(store *model.Store, be compute.Backend, queries, tools, scenes [][]float32) error {
 	for _, v := range []struct {
 		path string
@@ -118,8 +117,10 @@ func InitVariables(store *model.Store, be compute.Backend, queries, tools, scene
 		for _, r := range v.rows {
 			flat = append(flat, r...)
 		}
-		t := tensors.FromFlatDataAndDimensions(flat, len(v.rows), d)
-		store.VariableWithShape(v.path, t.Shape(), initializer.BroadcastTensorToShape(t))
+		// The value as is (no initialisation graph, which XLA would compile the vectors into).
+		if _, err := store.CreateVariable(v.path, tensors.FromFlatDataAndDimensions(flat, len(v.rows), d)); err != nil {
+			return fmt.Errorf("colt: %s: %w", v.path, err)
+		}
 	}
 	return store.InitializeVariables(be, nil)
 }
