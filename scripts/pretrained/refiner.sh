@@ -11,7 +11,8 @@
 # Environment: MODEL (default sentence-transformers/all-MiniLM-L6-v2), STAGE1 (default
 #   runs/tl-minilm), RUN_REF (default runs/tl-minilm-ref), CANDIDATES (default usage), STEPS
 #   (default 300), OUT (default runs/refiner), TL (default ../shared/datasets/toollens),
-#   CANDIDATES_RUN (the MLC run, with CANDIDATES=mlc).
+#   CANDIDATES_RUN (the MLC run, with CANDIDATES=mlc), MAX_TIME (-max-time: the training stops at
+#   that wall-clock time, e.g. 75m, evaluated there). STEPS=0: all 3 epochs.
 set -euo pipefail
 source "$(dirname "$0")/build.sh"
 model="${MODEL:-sentence-transformers/all-MiniLM-L6-v2}"
@@ -29,7 +30,7 @@ mkdir -p "$out"
 if [ ! -s "$run/test_metrics.json" ]; then
   rm -rf "$run"
   /usr/bin/time -v bin/toolret train refiner -data "$tl" -init "$model" -first-stage "$stage1" -candidates "$cand" "${crun[@]}" \
-    -run "$run" -n 64 -batch 32 -epochs 3 -max-steps "${STEPS:-300}" -lr 5e-5 -seed 1 -backend "$be" -quiet >"$run.log" 2>&1
+    -run "$run" -n 64 -batch 32 -epochs 3 -max-steps "${STEPS:-300}" ${MAX_TIME:+-max-time "$MAX_TIME"} -lr 5e-5 -seed 1 -backend "$be" -quiet >"$run.log" 2>&1
 fi
 if [ "$cand" = mlc ]; then
   bin/toolret eval -data "$tl" -run "$CANDIDATES_RUN" -backend "$be" -save-run "$out/stage1.trec" >"$out/stage1.txt"
