@@ -112,6 +112,12 @@ func (l Lists) Ranker() rank.QueryRanker {
 // Compute ranks the queries (indices into d.Queries) with r and keeps each one's top depth
 // tools, in batches of 256 queries.
 func Compute(ctx context.Context, r rank.Ranker, d *data.Dataset, queries []int, depth int) (Lists, error) {
+	return ComputeProgress(ctx, r, d, queries, depth, nil)
+}
+
+// ComputeProgress is Compute reporting the queries done of all after each batch to progress
+// (when not nil).
+func ComputeProgress(ctx context.Context, r rank.Ranker, d *data.Dataset, queries []int, depth int, progress func(done, total int)) (Lists, error) {
 	if depth < 1 {
 		return nil, fmt.Errorf("candidates: depth %d must be positive", depth)
 	}
@@ -131,6 +137,9 @@ func Compute(ctx context.Context, r rank.Ranker, d *data.Dataset, queries []int,
 				return nil, fmt.Errorf("candidates: query %q: %d tools, %d scores", d.Queries[q].ID, len(rk[i].Tools), len(rk[i].Scores))
 			}
 			out[q] = rk[i]
+		}
+		if progress != nil {
+			progress(hi, len(queries))
 		}
 	}
 	return out, nil
@@ -215,8 +224,9 @@ func Load(path string, src Source, depth int, d *data.Dataset) (Lists, error) {
 
 // Cached returns the lists of queries from the cache at path when it holds them all (same
 // data, source and at least depth), else computes every query with r and rewrites the cache
-// with the union. It reports whether it computed.
-func Cached(ctx context.Context, path string, src Source, r func() (rank.Ranker, error), d *data.Dataset, queries []int, depth int) (Lists, bool, error) {
+// with the union, reporting the queries computed to progress (when not nil). It reports whether
+// it computed.
+func Cached(ctx context.Context, path string, src Source, r func() (rank.Ranker, error), d *data.Dataset, queries []int, depth int, progress func(done, total int)) (Lists, bool, error) {
 	have, err := Load(path, src, depth, d)
 	switch {
 	case err == nil:
@@ -245,7 +255,7 @@ func Cached(ctx context.Context, path string, src Source, r func() (rank.Ranker,
 			todo = append(todo, q)
 		}
 	}
-	got, err := Compute(ctx, rk, d, todo, depth)
+	got, err := ComputeProgress(ctx, rk, d, todo, depth, progress)
 	if err != nil {
 		return nil, false, err
 	}

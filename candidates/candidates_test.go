@@ -43,18 +43,23 @@ func TestCache(t *testing.T) {
 	open := func() (rank.Ranker, error) { return c, nil }
 	path := filepath.Join(t.TempDir(), "candidates.json")
 	src := Source{Kind: "bm25"}
-	l, computed, err := Cached(ctx, path, src, open, d, []int{0, 1}, 2)
+	var reports [][2]int
+	report := func(done, total int) { reports = append(reports, [2]int{done, total}) }
+	l, computed, err := Cached(ctx, path, src, open, d, []int{0, 1}, 2, report)
 	if err != nil || !computed {
 		t.Fatalf("first call: computed %v, %v", computed, err)
+	}
+	if !reflect.DeepEqual(reports, [][2]int{{2, 2}}) {
+		t.Fatalf("progress reports %v, want [[2 2]]", reports)
 	}
 	if l[0].Tools[0] != 0 || l[1].Tools[0] != 1 || len(l[0].Tools) != 2 || len(l[0].Scores) != 2 || l[0].Scores[0] < l[0].Scores[1] {
 		t.Fatalf("lists %v", l)
 	}
 	// Cached queries are not recomputed; a new one is, and the cache holds the union.
-	if _, computed, err := Cached(ctx, path, src, open, d, []int{1, 0}, 2); err != nil || computed {
-		t.Fatalf("cached call: computed %v, %v", computed, err)
+	if _, computed, err := Cached(ctx, path, src, open, d, []int{1, 0}, 2, report); err != nil || computed || len(reports) != 1 {
+		t.Fatalf("cached call: computed %v, progress %v, %v", computed, reports, err)
 	}
-	l2, computed, err := Cached(ctx, path, src, open, d, []int{2}, 2)
+	l2, computed, err := Cached(ctx, path, src, open, d, []int{2}, 2, nil)
 	if err != nil || !computed || c.calls != 2 {
 		t.Fatalf("new query: computed %v calls %d, %v", computed, c.calls, err)
 	}

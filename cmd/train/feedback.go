@@ -17,6 +17,7 @@ import (
 	"github.com/toolret/toolret/candidates"
 	"github.com/toolret/toolret/feedback"
 	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/internal/progress"
 	"github.com/toolret/toolret/llm"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/rundir"
@@ -172,13 +173,13 @@ func feedbackCmd(args []string) error {
 			return fmt.Sprintf("requests %d, cached %d", st.Requests, st.CacheHits)
 		}
 	}
-	bar := newCountBar("queries", *quiet, extra)
+	bar := progress.New("queries", *quiet, extra)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
 	sum, err := feedback.Run(ctx, feedback.Config{Data: d, Ranker: rk, Rewriter: ref, Splits: names, K: *k, Iterations: *iterations, Out: *out,
-		Settings: settings, Prompts: p, Info: info, Concurrency: conc1, Chunk: chunk, Progress: bar.update})
-	bar.finish()
+		Settings: settings, Prompts: p, Info: info, Concurrency: conc1, Chunk: chunk, Progress: bar.Update})
+	bar.Finish()
 	if *refiner == "prf" {
 		if err != nil {
 			return fmt.Errorf("%w (rerun the same command to resume)", err)
@@ -204,54 +205,4 @@ func feedbackCmd(args []string) error {
 		sum.Reasons[feedback.ReasonNA], sum.Reasons[feedback.ReasonUnchanged], sum.Reasons[feedback.ReasonError], sum.Reasons[feedback.ReasonIterations],
 		st.Requests, st.Retries, st.JSONFallbacks, st.CacheHits, took.Round(time.Millisecond), per, *out)
 	return nil
-}
-
-// countBar is a progress bar over a count (queries): on a terminal it redraws one line,
-// otherwise it prints a line every 10 seconds, as the trainer's.
-type countBar struct {
-	what       string
-	quiet, tty bool
-	start      time.Time
-	last       time.Time
-	first      int
-	started    bool
-	extra      func() string
-}
-
-func newCountBar(what string, quiet bool, extra func() string) *countBar {
-	fi, err := os.Stderr.Stat()
-	return &countBar{what: what, quiet: quiet, tty: err == nil && fi.Mode()&os.ModeCharDevice != 0, start: time.Now(), extra: extra}
-}
-
-func (b *countBar) update(done, total int) {
-	if b.quiet {
-		return
-	}
-	if !b.started {
-		b.started, b.first = true, done
-	}
-	now := time.Now()
-	if !b.tty && now.Sub(b.last) < 10*time.Second && done != total {
-		return
-	}
-	b.last = now
-	frac := float64(done) / float64(max(total, 1))
-	eta := "?"
-	if n := done - b.first; n > 0 {
-		eta = time.Duration(float64(now.Sub(b.start)) / float64(n) * float64(total-done)).Round(time.Second).String()
-	}
-	const width = 30
-	bar := strings.Repeat("=", int(frac*width)) + strings.Repeat(" ", width-int(frac*width))
-	line := fmt.Sprintf("[%s] %3.0f%% %s %d/%d %s ETA %s", bar, frac*100, b.what, done, total, b.extra(), eta)
-	if b.tty {
-		fmt.Fprintf(os.Stderr, "\r%s\033[K", line)
-	} else {
-		fmt.Fprintln(os.Stderr, line)
-	}
-}
-
-func (b *countBar) finish() {
-	if !b.quiet && b.tty && b.started {
-		fmt.Fprintln(os.Stderr)
-	}
 }

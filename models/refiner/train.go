@@ -15,6 +15,7 @@ import (
 	"github.com/toolret/toolret/candidates"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/internal/progress"
 	"github.com/toolret/toolret/internal/runs"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
@@ -175,7 +176,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	}
 	queries := append(tr.Judged(), dev.Judged()...)
 	start := time.Now()
-	lists, computed, err := cachedLists(ctx, cfg.RunDir, source, d, tr, bk, queries, cfg.Depth)
+	lists, computed, err := cachedLists(ctx, cfg.RunDir, source, d, tr, bk, queries, cfg.Depth, cfg.Quiet)
 	if err != nil {
 		return nil, err
 	}
@@ -215,12 +216,15 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 }
 
 // cachedLists returns the first stage's top depth of queries, cached in the run's
-// CandidatesFile (computed reports whether any were computed).
-func cachedLists(ctx context.Context, runDir string, source candidates.Source, d *data.Dataset, tr *data.Split, bk compute.Backend, queries []int, depth int) (Lists, bool, error) {
+// CandidatesFile (computed reports whether any were computed), with a progress bar over the
+// queries it computes unless quiet.
+func cachedLists(ctx context.Context, runDir string, source candidates.Source, d *data.Dataset, tr *data.Split, bk compute.Backend, queries []int, depth int, quiet bool) (Lists, bool, error) {
+	bar := progress.New("candidates: "+source.Kind+" queries", quiet, nil)
+	defer bar.Finish()
 	return candidates.Cached(ctx, filepath.Join(runDir, CandidatesFile), source, func() (rank.Ranker, error) {
 		r, _, err := candidates.Open(source, d, tr, bk)
 		return r, err
-	}, d, queries, depth)
+	}, d, queries, depth, bar.Update)
 }
 
 // chooseWeight records the first-stage weight of the run's best refiner (WeightFile): w as
@@ -256,7 +260,7 @@ func evaluateTest(ctx context.Context, s *runs.Session, source candidates.Source
 	if err != nil {
 		return nil, err
 	}
-	lists, _, err := cachedLists(ctx, runDir, source, d, s.Train, s.Backend, ts.Judged(), depth)
+	lists, _, err := cachedLists(ctx, runDir, source, d, s.Train, s.Backend, ts.Judged(), depth, s.H.Quiet)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,58 @@
+package progress
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBar: a log bar prints the first report only when it is the end, then at most one line per
+// interval, always the last; the line has the count, the rate, the extra field and the ETA; a
+// quiet bar and a nil one print nothing.
+func TestBar(t *testing.T) {
+	tests := []struct {
+		name    string
+		quiet   bool
+		updates [][2]int
+		want    []string // substrings, one per printed line
+	}{
+		{"start, middle, end", false, [][2]int{{0, 10}, {5, 10}, {10, 10}}, []string{"lists 5/10", "100% lists 10/10"}},
+		{"resumed", false, [][2]int{{4, 10}, {10, 10}}, []string{"lists 10/10"}},
+		{"all at once", false, [][2]int{{3, 3}}, []string{"lists 3/3"}},
+		{"quiet", true, [][2]int{{0, 10}, {10, 10}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var sb strings.Builder
+			b := To(&sb, "lists", tt.quiet, func() string { return "extra x" })
+			b.every = 0
+			for _, u := range tt.updates {
+				time.Sleep(time.Millisecond)
+				b.Update(u[0], u[1])
+			}
+			b.Finish()
+			lines := strings.Split(strings.TrimSpace(sb.String()), "\n")
+			if len(tt.want) == 0 {
+				if sb.Len() != 0 {
+					t.Fatalf("printed %q", sb.String())
+				}
+				return
+			}
+			if len(lines) != len(tt.want) {
+				t.Fatalf("%d lines %q, want %d", len(lines), lines, len(tt.want))
+			}
+			for i, w := range tt.want {
+				if !strings.Contains(lines[i], w) || !strings.Contains(lines[i], "extra x") || !strings.Contains(lines[i], "ETA") {
+					t.Errorf("line %d %q: want %q, the extra field and an ETA", i, lines[i], w)
+				}
+			}
+			last := lines[len(lines)-1]
+			if tt.updates[0][0] != tt.updates[len(tt.updates)-1][0] && (!strings.Contains(last, "/s") || !strings.HasSuffix(last, "ETA 0s")) {
+				t.Errorf("last line %q: want a rate and ETA 0s", last)
+			}
+		})
+	}
+	var nilBar *Bar
+	nilBar.Update(1, 2)
+	nilBar.Finish()
+}
