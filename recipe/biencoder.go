@@ -94,7 +94,7 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 		cli.Positive("temperature", m.Temperature), cli.Positive("accumulate", t.Accumulate), checkDev(sp.Dev),
 		cli.NonNegative("weight-decay", t.WeightDecay), cli.NonNegative("clip", t.Clip), cli.NonNegative("hard-negatives", t.HardNegatives),
 		cli.NonNegative("eval-every", t.EvalEvery), cli.NonNegative("patience", t.Patience), cli.CheckMetric(t.Metric),
-		cli.NonNegative("max-steps", t.MaxSteps), checkWarmup(t.Warmup), checkArch(m.Arch)); err != nil {
+		cli.NonNegative("max-steps", t.MaxSteps), cli.NonNegative("max-time", int64(t.MaxTime)), checkWarmup(t.Warmup), checkArch(m.Arch)); err != nil {
 		return nil, err
 	}
 	if pa.Init == "" {
@@ -297,7 +297,7 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 		steps = t.MaxSteps
 	}
 	opt.Warmup = int(t.Warmup * float64(steps))
-	tc := train.Config{RunDir: cfg.RunDir, Seed: t.Seed, Epochs: t.Epochs, MaxSteps: t.MaxSteps, EvalEvery: t.EvalEvery, Metric: t.Metric, Patience: t.Patience,
+	tc := train.Config{RunDir: cfg.RunDir, Seed: t.Seed, Epochs: t.Epochs, MaxSteps: t.MaxSteps, MaxTime: t.MaxTime, EvalEvery: t.EvalEvery, Metric: t.Metric, Patience: t.Patience,
 		KeepLast: 2, Optimizer: opt, Fingerprint: d.Fingerprint(), Devices: cfg.Devices, Quiet: cfg.Quiet}
 	if reg != (biencoder.Regularization{}) {
 		fmt.Fprintf(log, "regularisation: %s\n", reg)

@@ -98,6 +98,7 @@ func biencoderCmd(args []string) error {
 	devFrac := cli.Dev(fs)
 	evalEvery := fs.Int("eval-every", 0, "optimizer steps between dev evaluations (0: each epoch)")
 	maxSteps := fs.Int("max-steps", 0, "stop after this many optimizer steps, the learning-rate schedule fitted to them (0: all of -epochs)")
+	maxTime := fs.Duration("max-time", 0, "stop at the first optimizer step past this wall-clock time since training began, e.g. 4m (evaluated and checkpointed there; the schedule keeps its length; 0: no limit)")
 	metric := cli.Metric(fs, "ndcg@5")
 	patience := fs.Int("patience", 0, "stop after this many evaluations without improvement (0: never)")
 	seed := cli.Seed(fs)
@@ -158,7 +159,7 @@ func biencoderCmd(args []string) error {
 			WeightDecay: *wd, Warmup: *warmup, Schedule: *schedule, Clip: *clip, Accumulate: *accum, FreezeEmbeddings: *freezeEmb, ToolDropout: *toolDrop,
 			ToolQueries: *toolQueries, HardNegatives: hardNegs, Negatives: *negFile, Iterations: *fb.iterations, Alpha: *fb.alpha,
 			FeedbackJoint: *fb.joint, FeedbackHardNegatives: *fb.hardNegs, PositivesPerQuery: *posPer, NegativesPerQuery: *negPer,
-			EvalEvery: *evalEvery, MaxSteps: *maxSteps, Metric: *metric, Patience: *patience, Seed: *seed},
+			EvalEvery: *evalEvery, MaxSteps: *maxSteps, MaxTime: *maxTime, Metric: *metric, Patience: *patience, Seed: *seed},
 		RunDir: *runDir, Resume: *resume, Backend: *be, Devices: *devices, Quiet: *quiet, Args: cli.Args(fs),
 	}
 	_, err = recipe.BiEncoder(context.Background(), cfg)

@@ -3,6 +3,7 @@ package biencoder
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/toolret/toolret/rundir"
 )
@@ -158,10 +159,13 @@ type TrainSchedule struct {
 	EvalEvery         int `json:"eval-every"` // -eval-every: steps between dev evaluations (0: each epoch)
 	// MaxSteps stops after this many optimizer steps, the schedule fitted to them
 	// (-max-steps; 0: all of Epochs).
-	MaxSteps int    `json:"max-steps"`
-	Metric   string `json:"metric"`   // -metric: dev metric selecting the best checkpoint (default ndcg@5)
-	Patience int    `json:"patience"` // -patience: evaluations without improvement (0: never stop)
-	Seed     uint64 `json:"seed"`     // -seed: the dev split's and the training's (default 1)
+	MaxSteps int `json:"max-steps"`
+	// MaxTime stops at the first optimizer step past this wall-clock time since training
+	// began, evaluated and checkpointed there (-max-time; 0: no limit; train.Config.MaxTime).
+	MaxTime  time.Duration `json:"-"`
+	Metric   string        `json:"metric"`   // -metric: dev metric selecting the best checkpoint (default ndcg@5)
+	Patience int           `json:"patience"` // -patience: evaluations without improvement (0: never stop)
+	Seed     uint64        `json:"seed"`     // -seed: the dev split's and the training's (default 1)
 }
 
 // DefaultTrainConfig returns the defaults of train biencoder's flags: a small BERT from
