@@ -8,13 +8,15 @@ import (
 	"testing"
 )
 
-// TestMaxTimeFlag: -max-time stops `train biencoder` and a head command (`train classifier`) at
+// TestMaxTimeFlag: -max-time stops `train biencoder`, a head command (`train classifier`) and
+// `train pretrain` at
 // the first step past the limit, the summary saying so; a negative limit is refused.
 func TestMaxTimeFlag(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a model")
 	}
 	tiny := []string{"-layers", "1", "-hidden", "16", "-heads", "2", "-batch", "8", "-epochs", "1", "-test", "", "-quiet"}
+	pre := append([]string{"-epochs", "1", "-quiet"}, pretrainTiny...)
 	tests := []struct {
 		name string
 		cmd  func([]string) error
@@ -22,11 +24,15 @@ func TestMaxTimeFlag(t *testing.T) {
 	}{
 		{"biencoder", biencoderCmd, []string{"-vocab-size", "500"}},
 		{"classifier", classifierCmd, []string{"-kind", "mlc"}},
+		{"pretrain", pretrainCmd, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			run := filepath.Join(t.TempDir(), "run")
 			args := append(append([]string{"-run", run}, tiny...), tt.args...)
+			if tt.name == "pretrain" {
+				args = append([]string{"-run", run}, pre...)
+			}
 			if err := tt.cmd(append(args, "-max-time", "-1s")); err == nil || !strings.Contains(err.Error(), "-max-time") {
 				t.Fatalf("-max-time -1s: %v", err)
 			}

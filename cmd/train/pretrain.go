@@ -40,6 +40,7 @@ func pretrainCmd(args []string) error {
 	devMax := fs.Int("dev-max", def.DevMax, "evaluate on at most this many dev query texts (0: all)")
 	evalEvery := fs.Int("eval-every", def.EvalEvery, "optimizer steps between dev evaluations (0: each epoch)")
 	maxSteps := fs.Int("max-steps", def.MaxSteps, "stop after this many optimizer steps, the learning-rate schedule fitted to them (0: all of -epochs)")
+	maxTime := fs.Duration("max-time", def.MaxTime, "stop at the first optimizer step past this wall-clock time since training began, e.g. 4m (evaluated and checkpointed there; 0: no limit)")
 	metric := fs.String("metric", def.Metric, "dev metric selecting the best checkpoint: contrastive_acc (default) or mlm_acc (the default without the contrastive objective)")
 	patience := fs.Int("patience", def.Patience, "stop after this many evaluations without improvement (0: never)")
 	seed := cli.Seed(fs)
@@ -63,7 +64,7 @@ func pretrainCmd(args []string) error {
 		MaxLen: *maxLen, Objective: *objective, ContrastiveWeight: *conWeight, MaskRate: *maskRate, Temperature: *temp,
 		CropMin: *cropMin, CropMax: *cropMax, CropDelete: *cropDel, Views: *views, Batch: *batch, Epochs: *epochs, LR: *lr,
 		WeightDecay: *wd, Warmup: *warmup, Schedule: *schedule, Clip: *clip, Accumulate: *accum, Dev: *devFrac, DevMax: *devMax,
-		EvalEvery: *evalEvery, MaxSteps: *maxSteps, Metric: *metric, Patience: *patience, Seed: *seed, Backend: *be, Devices: *devices, Quiet: *quiet}
+		EvalEvery: *evalEvery, MaxSteps: *maxSteps, MaxTime: *maxTime, Metric: *metric, Patience: *patience, Seed: *seed, Backend: *be, Devices: *devices, Quiet: *quiet}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
@@ -65,15 +66,16 @@ type TrainConfig struct {
 	// bi-encoder with the same Dev and Seed holds them out: their texts are left out of the
 	// corpus and score the dev evaluations.
 	Dev       float64
-	DevMax    int    // -dev-max: evaluate on at most this many dev query texts (default 1024; 0: all)
-	EvalEvery int    // -eval-every: optimizer steps between dev evaluations (default 0: each epoch)
-	MaxSteps  int    // -max-steps: stop after this many optimizer steps, the schedule fitted to them (default 0: all)
-	Metric    string // -metric: contrastive_acc or mlm_acc ("": DefaultMetric(Objective))
-	Patience  int    // -patience (default 0: never stop early)
-	Seed      uint64 // -seed (default 1)
-	Backend   string // -backend ("": the default)
-	Devices   int    // -devices: split each batch over this many devices of Backend (0 or 1: one; train.Config.Devices)
-	Quiet     bool   // -quiet: no progress bar
+	DevMax    int           // -dev-max: evaluate on at most this many dev query texts (default 1024; 0: all)
+	EvalEvery int           // -eval-every: optimizer steps between dev evaluations (default 0: each epoch)
+	MaxSteps  int           // -max-steps: stop after this many optimizer steps, the schedule fitted to them (default 0: all)
+	MaxTime   time.Duration // -max-time: stop at the first step past this wall-clock time (train.Config.MaxTime; 0: none)
+	Metric    string        // -metric: contrastive_acc or mlm_acc ("": DefaultMetric(Objective))
+	Patience  int           // -patience (default 0: never stop early)
+	Seed      uint64        // -seed (default 1)
+	Backend   string        // -backend ("": the default)
+	Devices   int           // -devices: split each batch over this many devices of Backend (0 or 1: one; train.Config.Devices)
+	Quiet     bool          // -quiet: no progress bar
 	// Data is the dataset (nil: the embedded default dataset).
 	Data *data.Dataset
 	// Args is provenance only: the command's flags as recorded in a new run's run.json.
@@ -130,7 +132,7 @@ func (c *TrainConfig) Validate() error {
 		cli.Positive("accumulate", c.Accumulate), cli.Fraction("dev", c.Dev), cli.Fraction("mask-rate", c.MaskRate),
 		cli.Positive("temperature", c.Temperature), cli.Positive("contrastive-weight", c.ContrastiveWeight),
 		cli.NonNegative("weight-decay", c.WeightDecay), cli.NonNegative("clip", c.Clip), cli.NonNegative("eval-every", c.EvalEvery),
-		cli.NonNegative("dev-max", c.DevMax), cli.NonNegative("patience", c.Patience), cli.NonNegative("max-steps", c.MaxSteps),
+		cli.NonNegative("dev-max", c.DevMax), cli.NonNegative("patience", c.Patience), cli.NonNegative("max-steps", c.MaxSteps), cli.NonNegative("max-time", int64(c.MaxTime)),
 		runs.CheckWarmup(c.Warmup), runs.CheckArch(c.Arch), runs.CheckMaxLen(c.MaxLen, 3, "[CLS], a token, [SEP]")); err != nil {
 		return err
 	}
@@ -265,7 +267,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 		steps = cfg.MaxSteps
 	}
 	opt.Warmup = int(cfg.Warmup * float64(steps))
-	tc := train.Config{RunDir: cfg.RunDir, Seed: cfg.Seed, Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, Metric: cfg.Metric,
+	tc := train.Config{RunDir: cfg.RunDir, Seed: cfg.Seed, Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, MaxTime: cfg.MaxTime, EvalEvery: cfg.EvalEvery, Metric: cfg.Metric,
 		Patience: cfg.Patience, KeepLast: 2, Optimizer: opt, Fingerprint: d.Fingerprint(), Devices: cfg.Devices, Quiet: cfg.Quiet}
 	viewNote := ""
 	if mc.Contrastive {
