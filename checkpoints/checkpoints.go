@@ -269,7 +269,8 @@ func (c *Checkpoint) Names() []string {
 
 // Restore creates every variable of the checkpoint in store (which must not have them yet:
 // restore into a fresh store, before building any Exec), each holding the checkpoint's tensor;
-// variables store declared beside them are initialised on backend. A variable that already exists with another shape is an error naming it.
+// variables store declared beside them are initialised on backend. A variable that already
+// exists with another shape is an error naming it.
 func (c *Checkpoint) Restore(store *model.Store, backend compute.Backend) error {
 	for _, name := range c.Names() {
 		t := c.values[name]

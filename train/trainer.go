@@ -52,8 +52,9 @@ type Config struct {
 	// MaxTime stops the run at the first optimizer step that ends this long after Run began
 	// (set-up and compilation included), evaluating and checkpointing there as at the last
 	// step; the learning-rate schedule keeps its full length (0: no limit). Like Lightning's
-	// max_time, for a run that must end inside a lease.
-	MaxTime     time.Duration `json:"max_time,omitempty"`
+	// max_time, for a run that must end inside a lease. Not recorded in ConfigFile: a resumed
+	// run may be given another limit.
+	MaxTime     time.Duration `json:"-"`
 	EvalEvery   int           `json:"eval_every"` // optimizer steps between evaluations/checkpoints (0: once per epoch)
 	Metric      string        `json:"metric"`     // dev metric to maximise for the best checkpoint ("" = last)
 	Patience    int           `json:"patience"`   // evaluations without improvement before stopping (0 = never)

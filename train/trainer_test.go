@@ -460,6 +460,16 @@ func TestMaxTime(t *testing.T) {
 	if steps, err := checkpoints.List(dir); err != nil || len(steps) != 1 || steps[0] != 1 {
 		t.Fatalf("checkpoints %v (%v); want step 1", steps, err)
 	}
+	// The limit is not part of the recorded configuration: the run resumes under another one
+	// (none) and finishes its steps.
+	cfg.MaxTime = 0
+	sum, err = Run(be, model.NewStore(), &toyTask{seed: 3, batches: 10}, cfg, true)
+	if err != nil {
+		t.Fatalf("resume without the limit: %v", err)
+	}
+	if sum.Steps <= 1 || sum.Stopped != "completed" {
+		t.Errorf("resumed: %d steps, stopped %q; want the remaining steps completed", sum.Steps, sum.Stopped)
+	}
 	cfg = toyConfig(filepath.Join(t.TempDir(), "bad"))
 	cfg.MaxTime = -time.Second
 	if _, err := Run(be, newToyStore(), &toyTask{seed: 3, batches: 10}, cfg, false); err == nil || !strings.Contains(err.Error(), "-max-time") {
