@@ -23,7 +23,8 @@
 #   REF_DEADLINE (Unix seconds by which the refiner's training should end: its -max-time is what
 #   is left then, at least 60s; for a lease that ends at a known time).
 # Stages after `be` take its run as -first-stage (its dev split) when it is there; without it
-# (e.g. "mlc ref" alone) they split dev themselves with the same -seed.
+# the MLC splits dev itself with the same -seed, but `ref` needs `be` (its Tool2Vec vectors fill
+# the refiner's slots): for the refiner alone, `be` with BE_ARGS="-max-steps 150 -test=" BE_EVAL=0.
 set -uo pipefail
 tr="${TR:-bin/toolret}"
 data="${DATA:-../shared/datasets/toollens}"
