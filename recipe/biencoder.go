@@ -113,9 +113,15 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 	if err != nil {
 		return nil, err
 	}
-	reg := biencoder.Regularization{FreezeEmbeddings: t.FreezeEmbeddings, ToolDropout: t.ToolDropout}
+	reg := biencoder.Regularization{FreezeEmbeddings: t.FreezeEmbeddings, ToolDropout: t.ToolDropout, FreezeTower: t.FreezeTower}
 	if !(reg.ToolDropout >= 0 && reg.ToolDropout < 1) {
 		return nil, fmt.Errorf("-tool-dropout %v: a probability, must be in [0, 1)", reg.ToolDropout)
+	}
+	switch {
+	case reg.FreezeTower != "" && reg.FreezeTower != biencoder.QueryTower && reg.FreezeTower != biencoder.ToolTower:
+		return nil, fmt.Errorf("-freeze-tower %q: want %s or %s", reg.FreezeTower, biencoder.QueryTower, biencoder.ToolTower)
+	case reg.FreezeTower != "" && !m.SeparateTowers:
+		return nil, fmt.Errorf("-freeze-tower %s needs -separate-towers (with one shared tower it would freeze the whole model)", reg.FreezeTower)
 	}
 	obj, err := biencoder.ParseObjective(m.Objective)
 	if err != nil {
@@ -133,7 +139,7 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 		case m.SeparateTowers:
 			return nil, fmt.Errorf("-objective %s trains one shared tower: -separate-towers does not apply", obj)
 		case reg != (biencoder.Regularization{}):
-			return nil, fmt.Errorf("-freeze-embeddings and -tool-dropout apply to -objective %s (and -feedback) only", biencoder.ObjectiveQuery2Tool)
+			return nil, fmt.Errorf("-freeze-embeddings, -freeze-tower and -tool-dropout apply to -objective %s (and -feedback) only", biencoder.ObjectiveQuery2Tool)
 		}
 	} else if pa.Retriever != "" && pa.Feedback == "" {
 		return nil, fmt.Errorf("-first-stage is used by -objective %s only (it mines the query triplets), or with -feedback (the collection's retriever, when it moved)", biencoder.ObjectiveQuery2Query)

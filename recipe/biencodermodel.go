@@ -47,17 +47,20 @@ func newModel(cfg *biencoder.TrainConfig, d *data.Dataset, tr *data.Split, bk co
 			return nil, nil, err
 		}
 	case init != "":
-		if bc, err = encoder.LoadHF(store.RootScope(), init); err != nil {
-			return nil, nil, err
+		bases := []string{""}
+		if m.SeparateTowers { // each tower starts from the checkpoint's weights
+			bases = []string{"/" + biencoder.QueryTower, "/" + biencoder.ToolTower}
+		}
+		for _, b := range bases {
+			if bc, err = encoder.LoadHF(encoder.In(store.RootScope(), b), init); err != nil {
+				return nil, nil, err
+			}
 		}
 		if err := encoder.CheckArchOf(m.Arch, bc, init); err != nil {
 			return nil, nil, err
 		}
 		if tok, err = tokenize.Load(init); err != nil {
 			return nil, nil, err
-		}
-		if m.SeparateTowers {
-			return nil, nil, fmt.Errorf("-separate-towers with -init is not supported yet: the checkpoint initialises one shared tower")
 		}
 	default:
 		if m.Vocab != "" {

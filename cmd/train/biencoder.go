@@ -33,23 +33,26 @@ func trainPadding(fs *flag.FlagSet, meta *rundir.Meta, n int) (biencoder.Padding
 	return biencoder.PadMultiple(n)
 }
 
-// trainRegularization returns the -freeze-embeddings and -tool-dropout options. A resumed
+// trainRegularization returns the -freeze-embeddings, -tool-dropout and -freeze-tower options. A resumed
 // run made before these flags existed (its recorded flags lack them) trained without them:
 // giving it one with another value than its default is refused, as the run would change
 // what it trains on halfway.
-func trainRegularization(fs *flag.FlagSet, meta *rundir.Meta, freeze bool, dropout float64) (biencoder.Regularization, error) {
+func trainRegularization(fs *flag.FlagSet, meta *rundir.Meta, freeze bool, dropout float64, tower string) (biencoder.Regularization, error) {
 	if meta != nil {
 		set := cli.Set(fs)
-		for _, n := range []string{"freeze-embeddings", "tool-dropout"} {
+		for _, n := range []string{"freeze-embeddings", "tool-dropout", "freeze-tower"} {
 			f := fs.Lookup(n)
 			if _, ok := meta.Args[n]; !ok && set[n] && f.Value.String() != f.DefValue {
 				return biencoder.Regularization{}, fmt.Errorf("-%s %s: run %s was trained before -%s existed (as -%s %s) and resumes so: omit -%s", n, f.Value, fs.Lookup("run").Value, n, n, f.DefValue, n)
 			}
 		}
 	}
-	r := biencoder.Regularization{FreezeEmbeddings: freeze, ToolDropout: dropout}
+	r := biencoder.Regularization{FreezeEmbeddings: freeze, ToolDropout: dropout, FreezeTower: tower}
 	if !(dropout >= 0 && dropout < 1) {
 		return r, fmt.Errorf("-tool-dropout %v: a probability, must be in [0, 1)", dropout)
+	}
+	if err := r.Validate(); err != nil {
+		return r, fmt.Errorf("-freeze-tower: %w", err)
 	}
 	return r, nil
 }
@@ -81,6 +84,7 @@ func biencoderCmd(args []string) error {
 	symmetric := fs.Bool("symmetric", false, "add the tool->query InfoNCE term")
 	noMask := fs.Bool("no-fn-mask", false, "ablation: no false-negative masking")
 	freezeEmb := fs.Bool("freeze-embeddings", false, "query2tool/feedback: do not train the encoder's word (token) embedding table, in every tower (no gradient, optimizer state or weight decay; left out of the clipped gradient norm); position and token-type embeddings still train")
+	freezeTower := fs.String("freeze-tower", "", "query2tool/feedback with -separate-towers: lock the query or the tool tower at its initial weights (no training, no dropout, no gradient through it; LiT's locked tower). -freeze-tower tool keeps tools embedded as the -init model embeds them, so a tool added after training is embedded like the trained ones")
 	toolDrop := fs.Float64("tool-dropout", 0, "query2tool/feedback, training only: drop each white-space-separated word of a tool text (positives and hard negatives) with this probability before tokenisation, at least one word kept, drawn anew per (seed, epoch, batch, example); dev/test evaluation and encoding see whole texts")
 	toolQueries := fs.Int("tool-queries", 0, toolQueriesUsage)
 	hardNeg := fs.Int("hard-negatives", 0, "mined hard negatives per example (needs -negatives)")
@@ -121,7 +125,7 @@ func biencoderCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := trainRegularization(fs, meta, *freezeEmb, *toolDrop); err != nil {
+	if _, err := trainRegularization(fs, meta, *freezeEmb, *toolDrop, *freezeTower); err != nil {
 		return err
 	}
 	if err := checkToolQueries(fs, meta, *toolQueries, *objective == biencoder.ObjectiveQuery2Query, *fb.file != ""); err != nil {
@@ -156,7 +160,7 @@ func biencoderCmd(args []string) error {
 			Similarity: auto("similarity", *sim, "").(string), Temperature: *temp, Symmetric: *symmetric, NoFNMask: *noMask, Objective: *objective,
 			Margin: *margin, Marker: *fb.marker},
 		Training: biencoder.TrainSchedule{Batch: *batch, StrictBatches: *strict, PadMultiple: pad, Epochs: *epochs, LR: auto("lr", *lr, 0.0).(float64),
-			WeightDecay: *wd, Warmup: *warmup, Schedule: *schedule, Clip: *clip, Accumulate: *accum, FreezeEmbeddings: *freezeEmb, ToolDropout: *toolDrop,
+			WeightDecay: *wd, Warmup: *warmup, Schedule: *schedule, Clip: *clip, Accumulate: *accum, FreezeEmbeddings: *freezeEmb, ToolDropout: *toolDrop, FreezeTower: *freezeTower,
 			ToolQueries: *toolQueries, HardNegatives: hardNegs, Negatives: *negFile, Iterations: *fb.iterations, Alpha: *fb.alpha,
 			FeedbackJoint: *fb.joint, FeedbackHardNegatives: *fb.hardNegs, PositivesPerQuery: *posPer, NegativesPerQuery: *negPer,
 			EvalEvery: *evalEvery, MaxSteps: *maxSteps, MaxTime: *maxTime, Metric: *metric, Patience: *patience, Seed: *seed},

@@ -38,15 +38,20 @@ func TestTrainRegularization(t *testing.T) {
 		{"old run given -freeze-embeddings", old, []string{"-freeze-embeddings"}, biencoder.Regularization{}, "trained before -freeze-embeddings existed"},
 		{"old run given -tool-dropout", old, []string{"-tool-dropout", "0.1"}, biencoder.Regularization{}, "trained before -tool-dropout existed"},
 		{"recorded run", recorded, []string{"-freeze-embeddings", "-tool-dropout", "0.2"}, biencoder.Regularization{FreezeEmbeddings: true, ToolDropout: 0.2}, ""},
+		{"tool tower", nil, []string{"-freeze-tower", "tool"}, biencoder.Regularization{FreezeTower: "tool"}, ""},
+		{"query tower", nil, []string{"-freeze-tower", "query"}, biencoder.Regularization{FreezeTower: "query"}, ""},
+		{"unknown tower", nil, []string{"-freeze-tower", "tools"}, biencoder.Regularization{}, `freeze tower "tools": want query or tool`},
+		{"old run given -freeze-tower", old, []string{"-freeze-tower", "tool"}, biencoder.Regularization{}, "trained before -freeze-tower existed"},
 	} {
 		fs := flag.NewFlagSet("train x", flag.ContinueOnError)
 		fs.String("run", "R", "")
 		freeze := fs.Bool("freeze-embeddings", false, "")
 		drop := fs.Float64("tool-dropout", 0, "")
+		tower := fs.String("freeze-tower", "", "")
 		if err := cli.Parse(fs, c.args); err != nil {
 			t.Fatal(err)
 		}
-		r, err := trainRegularization(fs, c.meta, *freeze, *drop)
+		r, err := trainRegularization(fs, c.meta, *freeze, *drop, *tower)
 		switch {
 		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
 			t.Errorf("%s: %v, %v; want an error containing %q", c.name, r, err, c.err)
@@ -65,6 +70,10 @@ func TestTrainRegularization(t *testing.T) {
 	q2q := filepath.Join(t.TempDir(), "q2q")
 	if err := biencoderCmd([]string{"-run", q2q, "-objective", "query2query", "-freeze-embeddings", "-quiet"}); err == nil || !strings.Contains(err.Error(), "apply to -objective query2tool") {
 		t.Errorf("query2query with -freeze-embeddings: %v", err)
+	}
+	shared := filepath.Join(t.TempDir(), "shared")
+	if err := biencoderCmd([]string{"-run", shared, "-freeze-tower", "tool", "-quiet"}); err == nil || !strings.Contains(err.Error(), "needs -separate-towers") {
+		t.Errorf("-freeze-tower with one shared tower: %v", err)
 	}
 }
 
@@ -125,5 +134,69 @@ func TestTrainRegularizationRun(t *testing.T) {
 	}
 	if err := biencoderCmd([]string{"-run", run, "-resume", "-tool-dropout", "0.3", "-quiet"}); err == nil || !strings.Contains(err.Error(), `-tool-dropout: run has "0.2", given "0.3"`) {
 		t.Errorf("resume with another -tool-dropout: %v", err)
+	}
+}
+
+// TestFreezeTowerRun trains two steps of a tiny bi-encoder with separate towers and the tool
+// tower locked: run.json records it, every tool-tower variable of the two checkpoints is
+// equal while the query tower moved.
+func TestFreezeTowerRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model")
+	}
+	run := filepath.Join(t.TempDir(), "run")
+	args := []string{"-run", run, "-layers", "1", "-hidden", "16", "-heads", "2", "-batch", "8", "-vocab-size", "500",
+		"-epochs", "1", "-max-steps", "2", "-eval-every", "1", "-lr", "1e-2", "-schedule", "constant", "-test", "", "-quiet",
+		"-separate-towers", "-freeze-tower", "tool"}
+	if err := biencoderCmd(args); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := rundir.Read(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.Args["freeze-tower"] != "tool" {
+		t.Errorf("run.json args: freeze-tower %q", meta.Args["freeze-tower"])
+	}
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	towers := map[string][2]map[string][]byte{}
+	for i, step := range []int{1, 2} {
+		c, err := checkpoints.Load(checkpoints.Dir(run, step))
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := model.NewStore()
+		if err := c.Restore(store, be); err != nil {
+			t.Fatal(err)
+		}
+		for _, tower := range []string{biencoder.QueryTower, biencoder.ToolTower} {
+			vals := towers[tower]
+			vals[i] = map[string][]byte{}
+			for v := range encoder.In(store.RootScope(), "/"+tower).IterVariables() {
+				var b []byte
+				v.MustValue().ConstBytes(func(x []byte) { b = append(b, x...) })
+				vals[i][v.Path()] = b
+			}
+			towers[tower] = vals
+		}
+	}
+	moved := func(tower string) (n, total int) {
+		v := towers[tower]
+		for p, b := range v[0] {
+			total++
+			if !bytes.Equal(b, v[1][p]) {
+				n++
+			}
+		}
+		return n, total
+	}
+	if n, total := moved(biencoder.ToolTower); total == 0 || n != 0 {
+		t.Errorf("tool tower: %d of %d variables changed between steps 1 and 2 with -freeze-tower tool", n, total)
+	}
+	if n, total := moved(biencoder.QueryTower); total == 0 || n == 0 {
+		t.Errorf("query tower: %d of %d variables changed between steps 1 and 2", n, total)
 	}
 }

@@ -122,14 +122,19 @@ func (c *Config) Embed(root *model.Scope, tower string, ids, mask *Node) *Node {
 // ids and mask [B, St], the false-negative mask [B, B(+B*k)] and, with k hard negatives per
 // query, their ids and mask [B*k, St].
 func (c *Config) Loss(root *model.Scope, in []*Node) *Node {
+	return c.loss(root, in, Regularization{})
+}
+
+// loss is Loss with the towers embedded as reg says (a locked tower at inference).
+func (c *Config) loss(root *model.Scope, in []*Node, reg Regularization) *Node {
 	if c.Objective == ObjectiveQuery2Query {
 		return c.tripletLoss(root, in)
 	}
-	q := c.Embed(root, QueryTower, in[0], in[1])
-	t := c.Embed(root, ToolTower, in[2], in[3])
+	q := reg.embed(c, root, QueryTower, in[0], in[1])
+	t := reg.embed(c, root, ToolTower, in[2], in[3])
 	var neg *Node
 	if len(in) == 7 {
-		n := c.Embed(root, ToolTower, in[5], in[6])
+		n := reg.embed(c, root, ToolTower, in[5], in[6])
 		b := q.Shape().Dimensions[0]
 		neg = Reshape(n, b, -1, n.Shape().Dimensions[1])
 	}

@@ -158,7 +158,7 @@ func (t *FeedbackTask) Prepare() error {
 	case !(t.Alpha > 0) || math.IsInf(t.Alpha, 0):
 		return fmt.Errorf("biencoder: feedback alpha %v: must be > 0", t.Alpha)
 	}
-	if err := t.Reg.Validate(); err != nil {
+	if err := t.Reg.Check(t.Cfg); err != nil {
 		return err
 	}
 	t.rel = losses.RelevanceFromMap(t.Train.Relevant)
@@ -358,12 +358,12 @@ func (t *FeedbackTask) Weights() []float64 {
 // Loss implements train.Task: Σ_r w_r · InfoNCE(row r) over the inputs of Batch (with
 // Reg.FreezeEmbeddings, the word embeddings are marked non-trainable).
 func (t *FeedbackTask) Loss(s *model.Scope, in []*Node) *Node {
-	qAll := t.Cfg.Embed(s, QueryTower, in[0], in[1])
-	pos := t.Cfg.Embed(s, ToolTower, in[2], in[3])
+	qAll := t.Reg.embed(t.Cfg, s, QueryTower, in[0], in[1])
+	pos := t.Reg.embed(t.Cfg, s, ToolTower, in[2], in[3])
 	nb, dim := pos.Shape().Dim(0), pos.Shape().Dim(1)
 	var negAll *Node
 	if len(in) == 7 {
-		negAll = t.Cfg.Embed(s, ToolTower, in[5], in[6])
+		negAll = t.Reg.embed(t.Cfg, s, ToolTower, in[5], in[6])
 	}
 	sim, _ := losses.ParseSimilarity(t.Cfg.Similarity)
 	cfg := losses.InfoNCEConfig{Temperature: t.Cfg.Temperature, Similarity: sim, Symmetric: t.Cfg.Symmetric, NoMasking: t.Cfg.NoMasking}

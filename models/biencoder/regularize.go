@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/support/exceptions"
 	"github.com/toolret/toolret/data"
@@ -29,12 +30,35 @@ type Regularization struct {
 	// ToolDropout is the probability that each word of a training tool text (positives and
 	// hard negatives) is dropped before tokenisation; see DropWords.
 	ToolDropout float64
+	// FreezeTower locks one tower of a bi-encoder with separate towers at its initial
+	// weights (QueryTower or ToolTower; "": none), as LiT (Zhai et al. 2022) locks its image
+	// tower: none of the tower's variables trains, and the tower runs as at inference (no
+	// dropout, no gradient through it). With the tool tower locked, a tool never seen in
+	// training is embedded exactly as the seen ones, and only the queries' side learns.
+	FreezeTower string
 }
 
 // Validate checks the options.
 func (r Regularization) Validate() error {
 	if !(r.ToolDropout >= 0 && r.ToolDropout < 1) {
 		return fmt.Errorf("biencoder: tool dropout %v: must be in [0, 1)", r.ToolDropout)
+	}
+	switch r.FreezeTower {
+	case "", QueryTower, ToolTower:
+	default:
+		return fmt.Errorf("biencoder: freeze tower %q: want %s or %s", r.FreezeTower, QueryTower, ToolTower)
+	}
+	return nil
+}
+
+// Check reports the options that do not fit the model c: a locked tower needs separate
+// towers (with one shared tower it would lock the whole model).
+func (r Regularization) Check(c *Config) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	if r.FreezeTower != "" && c.Shared {
+		return fmt.Errorf("biencoder: freezing the %s tower needs separate towers (one shared tower would freeze the whole model)", r.FreezeTower)
 	}
 	return nil
 }
@@ -48,6 +72,9 @@ func (r Regularization) String() string {
 	if r.ToolDropout > 0 {
 		parts = append(parts, fmt.Sprintf("tool-text word dropout %g", r.ToolDropout))
 	}
+	if r.FreezeTower != "" {
+		parts = append(parts, r.FreezeTower+" tower locked")
+	}
 	if len(parts) == 0 {
 		return "none"
 	}
@@ -60,6 +87,16 @@ func (r Regularization) String() string {
 // and before the optimizer lists them; a store restored from a checkpoint is marked again
 // by each graph built. It panics (model.Exec returns the error) when a tower has no table.
 func (r Regularization) freeze(c *Config, s *model.Scope) {
+	if r.FreezeTower != "" {
+		n := 0
+		for v := range encoder.In(s.Store().RootScope(), c.TowerBase(r.FreezeTower)).IterVariables() {
+			v.SetTrainable(false)
+			n++
+		}
+		if n == 0 || c.Shared {
+			exceptions.Panicf("biencoder: freeze tower %s: no separate %s tower (scope %q)", r.FreezeTower, r.FreezeTower, c.TowerBase(r.FreezeTower))
+		}
+	}
 	if !r.FreezeEmbeddings {
 		return
 	}
@@ -70,6 +107,20 @@ func (r Regularization) freeze(c *Config, s *model.Scope) {
 		}
 		v.SetTrainable(false)
 	}
+}
+
+// embed is c.Embed for the training graph: a tower locked by FreezeTower runs in inference
+// mode (no dropout) and passes no gradient back.
+func (r Regularization) embed(c *Config, s *model.Scope, tower string, ids, mask *Node) *Node {
+	if tower != r.FreezeTower || r.FreezeTower == "" {
+		return c.Embed(s, tower, ids, mask)
+	}
+	g := ids.Graph()
+	was := s.IsTraining(g)
+	s.SetTraining(g, false)
+	e := c.Embed(s, tower, ids, mask)
+	s.SetTraining(g, was)
+	return StopGradient(e)
 }
 
 // DropWords returns words with each one dropped independently with probability p, in their

@@ -58,7 +58,7 @@ func (t *Task) Prepare() error {
 	if t.BatchSize < 2 {
 		return fmt.Errorf("biencoder: batch size %d: in-batch negatives need >= 2", t.BatchSize)
 	}
-	if err := t.Reg.Validate(); err != nil {
+	if err := t.Reg.Check(t.Cfg); err != nil {
 		return err
 	}
 	if t.HardNegatives > 0 && len(t.Negatives) == 0 {
@@ -100,9 +100,9 @@ func (t *Task) batches(epoch int) [][]train.Pair {
 func (t *Task) Batches(epoch int) int { return len(t.batches(epoch)) }
 
 // Loss implements train.Task (with Reg.FreezeEmbeddings, the word embeddings are marked
-// non-trainable once the towers are built).
+// non-trainable once the towers are built; with Reg.FreezeTower, that tower's variables).
 func (t *Task) Loss(s *model.Scope, in []*Node) *Node {
-	l := t.Cfg.Loss(s, in)
+	l := t.Cfg.loss(s, in, t.Reg)
 	t.Reg.freeze(t.Cfg, s)
 	return l
 }

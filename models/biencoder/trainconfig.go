@@ -138,6 +138,9 @@ type TrainSchedule struct {
 	// (-freeze-embeddings, -tool-dropout; see Regularization).
 	FreezeEmbeddings bool    `json:"freeze-embeddings"`
 	ToolDropout      float64 `json:"tool-dropout"`
+	// FreezeTower locks one of the separate towers (-freeze-tower query or tool; "": none;
+	// Regularization.FreezeTower).
+	FreezeTower string `json:"freeze-tower"`
 	// ToolQueries is pseudo (query, tool) pairs per tool and epoch (-tool-queries; 0: none).
 	ToolQueries int `json:"tool-queries"`
 	// HardNegatives is mined hard negatives per example from the Negatives file

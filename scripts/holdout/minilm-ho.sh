@@ -11,7 +11,9 @@
 # Usage: scripts/holdout/minilm-ho.sh [SEEDS]          (default "1 2 3"; needs `make models`)
 # Environment: MODEL (default sentence-transformers/all-MiniLM-L6-v2), STEPS (optimizer steps,
 #   default 300), DEV (the dev split's fraction of the training tools, default 0.03), OUT
-#   (default runs/ho7), TL (default ../shared/datasets/toollens).
+#   (default runs/ho7), TL (default ../shared/datasets/toollens), ARGS (more `train biencoder`
+#   flags, e.g. "-separate-towers -freeze-tower tool": the tool tower locked, LiT), WISE (1; 0
+#   skips the WiSE-FT rows).
 set -euo pipefail
 source "$(dirname "$0")/../pretrained/build.sh"
 seeds="${1:-1 2 3}"
@@ -20,6 +22,8 @@ steps="${STEPS:-300}"
 dev="${DEV:-0.03}"
 out="${OUT:-runs/ho7}"
 tl="${TL:-../shared/datasets/toollens}"
+read -r -a args <<<"${ARGS:-}"
+wise="${WISE:-1}"
 mkdir -p "$out"
 row() { # SEED SYSTEM JSON-FILE
   python3 - "$@" <<'PY'
@@ -41,12 +45,13 @@ for s in $seeds; do
     rm -rf "$run"
     /usr/bin/time -v bin/toolret train biencoder -data "$tl" "${v[@]}" -init "$model" -run "$run" -dev "$dev" \
       -batch 64 -epochs 20 -max-steps "$steps" -eval-every 100 -lr 5e-5 -query-len 32 -tool-len 64 -seed 1 \
-      -backend "$be" -quiet >"$out/h$s.log" 2>&1
+      -backend "$be" -quiet "${args[@]}" >"$out/h$s.log" 2>&1
   fi
   row "$s" fine-tuned "$run/test_metrics.json"
   bin/toolret eval -data "$tl" "${v[@]}" -method fusion -runs "run:$run,bm25" -fusion zscore -weight dev \
     -backend "$be" -json -save-run "$out/h$s-bm25.trec" >"$out/h$s-bm25.json" 2>"$out/h$s-bm25.err"
   row "$s" fine-tuned+bm25 "$out/h$s-bm25.json"
+  [ "$wise" = 1 ] || continue
   # WiSE-FT (Wortsman et al. 2022): the fine-tuned weights averaged with the pre-trained ones at
   # 0.5 (the paper's default, fixed beforehand), exported as an index at the training lengths.
   if [ ! -s "$out/h$s-wise/manifest.json" ]; then
