@@ -10,7 +10,7 @@
 # its seen- and held-out-tool parts.
 # Usage: scripts/holdout/minilm-ho.sh [SEEDS]          (default "1 2 3"; needs `make models`)
 # Environment: MODEL (default sentence-transformers/all-MiniLM-L6-v2), STEPS (optimizer steps,
-#   default 300), DEV (the dev split's fraction of the training tools, default 0.03), OUT
+#   default 300), LR (default 5e-5), DEV (the dev split's fraction of the training tools, default 0.03), OUT
 #   (default runs/ho7), TL (default ../shared/datasets/toollens), ARGS (more `train biencoder`
 #   flags, e.g. "-separate-towers -freeze-tower tool": the tool tower locked, LiT), WISE (1; 0
 #   skips the WiSE-FT rows).
@@ -19,6 +19,7 @@ source "$(dirname "$0")/../pretrained/build.sh"
 seeds="${1:-1 2 3}"
 model="${MODEL:-sentence-transformers/all-MiniLM-L6-v2}"
 steps="${STEPS:-300}"
+lr="${LR:-5e-5}"
 dev="${DEV:-0.03}"
 out="${OUT:-runs/ho7}"
 tl="${TL:-../shared/datasets/toollens}"
@@ -44,7 +45,7 @@ for s in $seeds; do
   if [ ! -s "$run/test_metrics.json" ]; then
     rm -rf "$run"
     /usr/bin/time -v bin/toolret train biencoder -data "$tl" "${v[@]}" -init "$model" -run "$run" -dev "$dev" \
-      -batch 64 -epochs 20 -max-steps "$steps" -eval-every 100 -lr 5e-5 -query-len 32 -tool-len 64 -seed 1 \
+      -batch 64 -epochs 20 -max-steps "$steps" -eval-every 100 -lr "$lr" -query-len 32 -tool-len 64 -seed 1 \
       -backend "$be" -quiet "${args[@]}" >"$out/h$s.log" 2>&1
   fi
   row "$s" fine-tuned "$run/test_metrics.json"
