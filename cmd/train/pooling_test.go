@@ -90,28 +90,7 @@ func TestCrossEncoderInitDebertaV3(t *testing.T) {
 		t.Fatal(err)
 	}
 	hub := filepath.Join(dir, "deberta-v3")
-	spm, err := os.ReadFile("../../tokenize/testdata/unigram/spm.model")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(hub, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(hub, "spm.model"), spm, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	enc, err := encoder.New("deberta-v2", encoder.Sizes{Vocab: 2100, Hidden: 32, Layers: 1, Heads: 2, MaxPositions: 128})
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc = enc.WithPooler(false)
-	store := model.NewStore()
-	if err := enc.Init(store.RootScope(), 3); err != nil {
-		t.Fatal(err)
-	}
-	if err := enc.SaveHF(store.RootScope(), hub, true); err != nil {
-		t.Fatal(err)
-	}
+	tinyDebertaV3(t, hub)
 	run := filepath.Join(dir, "ce")
 	if err := crossencoderCmd([]string{"-init", hub, "-first-stage", be, "-run", run, "-depth", "10", "-max-len", "96", "-batch", "8",
 		"-epochs", "1", "-lr", "1e-3", "-dev-max", "10", "-test", "", "-quiet"}); err != nil {
@@ -162,4 +141,34 @@ func TestCrossEncoderInitDebertaV3(t *testing.T) {
 	if s[0] == s[1] && s[1] == s[2] {
 		t.Errorf("three tools score %v alike", s[0])
 	}
+}
+
+// tinyDebertaV3 writes into hub a tiny randomly initialised checkpoint laid out as the hub
+// ships microsoft/deberta-v3-* (spm.model alone, "deberta."-prefixed tensors, no pooler,
+// type_vocab_size 0) and returns the store it was saved from.
+func tinyDebertaV3(t *testing.T, hub string) *model.Store {
+	t.Helper()
+	spm, err := os.ReadFile("../../tokenize/testdata/unigram/spm.model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(hub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hub, "spm.model"), spm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	enc, err := encoder.New("deberta-v2", encoder.Sizes{Vocab: 2100, Hidden: 32, Layers: 1, Heads: 2, MaxPositions: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc = enc.WithPooler(false)
+	store := model.NewStore()
+	if err := enc.Init(store.RootScope(), 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.SaveHF(store.RootScope(), hub, true); err != nil {
+		t.Fatal(err)
+	}
+	return store
 }

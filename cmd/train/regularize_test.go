@@ -3,7 +3,6 @@ package traincmd
 import (
 	"bytes"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -99,20 +98,9 @@ func TestTrainRegularizationRun(t *testing.T) {
 	if meta.Args["freeze-embeddings"] != "true" || meta.Args["tool-dropout"] != "0.2" {
 		t.Errorf("run.json args: freeze-embeddings %q, tool-dropout %q", meta.Args["freeze-embeddings"], meta.Args["tool-dropout"])
 	}
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var words, layer [][]byte
 	for _, step := range []int{1, 2} {
-		c, err := checkpoints.Load(checkpoints.Dir(run, step))
-		if err != nil {
-			t.Fatal(err)
-		}
-		store := model.NewStore()
-		if err := c.Restore(store, be); err != nil {
-			t.Fatal(err)
-		}
+		store := restoreStep(t, run, step)
 		for i, name := range []string{biencoder.WordEmbeddings, "encoder.layer.0.output.dense.weight"} {
 			v := encoder.Variable(store, "", name)
 			if v == nil {
@@ -148,28 +136,7 @@ func TestFreezeTowerRun(t *testing.T) {
 	}
 	dir := t.TempDir()
 	hub := filepath.Join(dir, "hf")
-	spm, err := os.ReadFile("../../tokenize/testdata/unigram/spm.model")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(hub, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(hub, "spm.model"), spm, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	enc, err := encoder.New("deberta-v2", encoder.Sizes{Vocab: 2100, Hidden: 32, Layers: 1, Heads: 2, MaxPositions: 128})
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc = enc.WithPooler(false)
-	hf := model.NewStore()
-	if err := enc.Init(hf.RootScope(), 3); err != nil {
-		t.Fatal(err)
-	}
-	if err := enc.SaveHF(hf.RootScope(), hub, true); err != nil {
-		t.Fatal(err)
-	}
+	hf := tinyDebertaV3(t, hub)
 	bytesOf := func(v *model.Variable) []byte {
 		var b []byte
 		v.MustValue().ConstBytes(func(x []byte) { b = append(b, x...) })
@@ -192,19 +159,8 @@ func TestFreezeTowerRun(t *testing.T) {
 	if meta.Args["freeze-tower"] != "tool" {
 		t.Errorf("run.json args: freeze-tower %q", meta.Args["freeze-tower"])
 	}
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, step := range []int{1, 2} {
-		c, err := checkpoints.Load(checkpoints.Dir(run, step))
-		if err != nil {
-			t.Fatal(err)
-		}
-		store := model.NewStore()
-		if err := c.Restore(store, be); err != nil {
-			t.Fatal(err)
-		}
+		store := restoreStep(t, run, step)
 		for _, tower := range []string{biencoder.QueryTower, biencoder.ToolTower} {
 			same, total := 0, 0
 			for v := range encoder.In(store.RootScope(), "/"+tower).IterVariables() {
@@ -228,4 +184,22 @@ func TestFreezeTowerRun(t *testing.T) {
 			}
 		}
 	}
+}
+
+// restoreStep loads the checkpoint of run at step into a new store (go backend).
+func restoreStep(t *testing.T, run string, step int) *model.Store {
+	t.Helper()
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := checkpoints.Load(checkpoints.Dir(run, step))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := model.NewStore()
+	if err := c.Restore(store, be); err != nil {
+		t.Fatal(err)
+	}
+	return store
 }
