@@ -7,6 +7,8 @@
 # Usage: scripts/bench/recipe-walltime.sh        (B=bin RUNS=runs/walltime SEEDS="1 2")
 # Needs a -tags onnx build of cmd/toolret in $B (go build -tags onnx -o bin/toolret ./cmd/toolret).
 set -euo pipefail
+# The Makefile's Go (this machine's own is older): go build below needs it.
+export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.4} GOEXPERIMENT=${GOEXPERIMENT:-simd} GOFLAGS=${GOFLAGS:--buildvcs=false}
 TL=${TL:-../shared/datasets/toollens}
 B=${B:-bin}
 R=${RUNS:-runs/walltime}

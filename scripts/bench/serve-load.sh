@@ -12,6 +12,8 @@
 # DATA (../shared/datasets/toollens), BACKEND (go), REQUESTS (20000), CONC (32), SOAK (10m),
 # SAMPLE (10s), PHASES ("first load"; add soak), PORT (18181), OUT (runs/serve-load).
 set -euo pipefail
+# The Makefile's Go (this machine's own is older): go build below needs it.
+export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.4} GOEXPERIMENT=${GOEXPERIMENT:-simd} GOFLAGS=${GOFLAGS:--buildvcs=false}
 cd "$(dirname "$0")/../.."
 INDEX=${INDEX:-exports/minilm-toollens}
 MODEL=${MODEL:-sentence-transformers/all-MiniLM-L6-v2}

@@ -8,6 +8,8 @@
 # word-bag bi-encoder, -arch wordbag, lr 1e-4 chosen on seed 1's dev split, and its hybrids)
 # Needs a -tags onnx build of cmd/toolret in $B (go build -tags onnx -o bin/toolret ./cmd/toolret).
 set -euo pipefail
+# The Makefile's Go (this machine's own is older): go build below needs it.
+export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.4} GOEXPERIMENT=${GOEXPERIMENT:-simd} GOFLAGS=${GOFLAGS:--buildvcs=false}
 S=${1:?usage: $0 SEED [tq]}
 TL=${TL:-../shared/datasets/toollens}
 B=${B:-bin}

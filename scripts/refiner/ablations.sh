@@ -11,6 +11,8 @@
 # a row whose OUT_DIR/NAME/test_metrics.json exists is kept (a run made elsewhere with the same
 # flags can be linked in, e.g. ln -s ../ref-mlc OUT_DIR/n64).
 set -euo pipefail
+# The Makefile's Go (this machine's own is older): go build below needs it.
+export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.4} GOEXPERIMENT=${GOEXPERIMENT:-simd} GOFLAGS=${GOFLAGS:--buildvcs=false}
 ret=${1:?retriever run}; out=${2:?output dir}; shift 2
 train=${TRAIN:-go run ./cmd/toolret train}
 mkdir -p "$out"

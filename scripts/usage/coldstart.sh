@@ -7,6 +7,8 @@
 #
 # Usage: flock /work/heavy.lock scripts/usage/coldstart.sh [SEED]   (N=8 queries per tool; OUT=runs/coldstart-hSEED)
 set -euo pipefail
+# The Makefile's Go (this machine's own is older): go build below needs it.
+export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.4} GOEXPERIMENT=${GOEXPERIMENT:-simd} GOFLAGS=${GOFLAGS:--buildvcs=false}
 S=${1:-1}
 N=${N:-8}
 TL=${TL:-../shared/datasets/toollens}

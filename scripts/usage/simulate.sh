@@ -15,6 +15,8 @@
 #
 # Usage: flock /work/heavy.lock scripts/usage/simulate.sh [SEED]   (OUT=runs/usage-sim-hSEED)
 set -euo pipefail
+# The Makefile's Go (this machine's own is older): go build below needs it.
+export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.4} GOEXPERIMENT=${GOEXPERIMENT:-simd} GOFLAGS=${GOFLAGS:--buildvcs=false}
 S=${1:-1}
 TL=${TL:-../shared/datasets/toollens}
 MODEL=${MODEL:-sentence-transformers/all-MiniLM-L6-v2}
