@@ -125,7 +125,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.Var(depthFlag{&o.k}, "k", "how many tools each query's ranking keeps: the depth -save-run writes and each -runs list fuses (metric cutoffs are -cutoffs)")
 	fs.StringVar(&o.saveRun, "save-run", "", "write the rankings of the evaluated queries (the top -k) to this file in TREC run format (qid Q0 docid rank score tag; written atomically)")
 	fs.StringVar(&o.runTag, "run-tag", "", "-save-run: the run's tag (default toolret-<method>)")
-	fs.StringVar(&o.fu.runs, "runs", "", "fusion: the rankings to fuse, comma-separated: a method (bm25), run:RUN (a trained run, as -run RUN ranks), or a TREC run file (-save-run; a query of the split missing from it is an error); a file named like a method: ./bm25")
+	fs.StringVar(&o.fu.runs, "runs", "", "fusion: the rankings to fuse, comma-separated: a method (bm25), run:RUN (a trained run, as -run RUN ranks), model:REF (a pre-trained model zero-shot, as -model REF ranks: a directory or hub id), or a TREC run file (-save-run; a query of the split missing from it is an error); a file named like a method: ./bm25")
 	fs.StringVar(&o.fu.method, "fusion", "", "fusion: zscore or minmax (interpolation of per-query normalised scores, -weight), or rrf (reciprocal rank fusion, -rrf-k); default: zscore with -weight dev, the weights picked on the dev split a run:RUN (or -first-stage) recorded; with neither a run nor -weight W, rrf")
 	fs.Float64Var(&o.fu.rrfK, "rrf-k", fusion.DefaultK, "fusion: the RRF constant k in 1/(k + rank)")
 	fs.IntVar(&o.fu.steps, "fusion-steps", 10, "fusion -weight dev: try the weights in steps of 1/N (10: 0, 0.1, ..., 1)")

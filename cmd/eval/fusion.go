@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/fusion"
+	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rerank"
@@ -165,6 +167,13 @@ func fusionInput(o *options, d *data.Dataset, flag, list, it string, dev *rundir
 		}
 		return &fusion.Input{Name: label, Live: r}, nil
 	}
+	if ref, ok := strings.CutPrefix(it, "model:"); ok {
+		r, err := fusionModel(o, d, ref)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", label, err)
+		}
+		return &fusion.Input{Name: label, Live: r}, nil
+	}
 	switch it {
 	case "bm25":
 		r, _, err := buildBM25(o, d)
@@ -184,4 +193,23 @@ func fusionInput(o *options, d *data.Dataset, flag, list, it string, dev *rundir
 	}
 	in.Name = label
 	return in, nil
+}
+
+// fusionModel ranks with a pre-trained model zero-shot (model:REF in -runs: a HF or
+// sentence-transformers directory or hub id), as -model REF ranks, its default prompts.
+func fusionModel(o *options, d *data.Dataset, ref string) (rank.QueryRanker, error) {
+	if ref == "" {
+		return nil, fmt.Errorf("model: needs a model directory or hub id")
+	}
+	dir, err := hub.Resolve(context.Background(), ref)
+	if err != nil {
+		return nil, err
+	}
+	if !export.IsHFDir(dir) {
+		return nil, fmt.Errorf("%s is not a pre-trained model directory (a trained run is run:RUN)", dir)
+	}
+	mo := &options{data: o.data, backend: o.backend, quantize: o.quantize, model: dir, hybridWeight: -1}
+	r, _, err := buildModel(mo, d)
+	o.tmp = append(o.tmp, mo.tmp...)
+	return r, err
 }

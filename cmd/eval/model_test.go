@@ -56,10 +56,21 @@ func TestModel(t *testing.T) {
 	if reflect.DeepEqual(prompted, want) {
 		t.Errorf("-query-prompt changed nothing")
 	}
+	// model:REF in -runs ranks as -model REF: fused alone at weight 1 it is the same ranking;
+	// at 0.5 with bm25 it is neither's.
+	fused := runJSON(t, map[string]string{"method": "fusion", "runs": "model:toolret-test/tiny,bm25", "weight": "1", "backend": "go"})
+	if !reflect.DeepEqual(fused, want) {
+		t.Errorf("-runs model:toolret-test/tiny,bm25 -weight 1 %v\n-model %v", fused, want)
+	}
+	if half := runJSON(t, map[string]string{"method": "fusion", "runs": "model:" + hf + ",bm25", "weight": "0.5", "backend": "go"}); reflect.DeepEqual(half, want) {
+		t.Errorf("-runs model:%s,bm25 -weight 0.5 equals the model alone", hf)
+	}
 	for _, c := range []struct {
 		kv   map[string]string
 		want string
 	}{
+		{map[string]string{"method": "fusion", "runs": "model:,bm25", "weight": "0.5"}, "model: needs a model directory"},
+		{map[string]string{"method": "fusion", "runs": "model:toolret-test/absent,bm25", "weight": "0.5"}, "make models"},
 		{map[string]string{"model": hf, "run": hf}, "not with -run"},
 		{map[string]string{"model": hf, "index": index}, "not with -run or -index"},
 		{map[string]string{"query-prompt": "q: "}, "apply to -model"},
