@@ -4,7 +4,8 @@
 # chosen on the view's dev split, which is carved by tools); then its weights averaged with the
 # pre-trained ones (WiSE-FT at 0.5), alone and fused with BM25 (zscore, 0.5). Each seed writes
 # OUT/hSEED (the run; its test_metrics.json has seen/unseen tool recall), OUT/hSEED.log
-# (training, with /usr/bin/time -v's peak memory), OUT/hSEED-wise (the WiSE-FT index), a JSON
+# (training, with /usr/bin/time -v's peak memory), the fine-tuned model fused with BM25 and with
+# BM25 and the pre-trained model zero-shot, OUT/hSEED-wise (the WiSE-FT index), a JSON
 # and a TREC file per evaluated system, and prints one line per system:
 # SEED SYSTEM R@1 R@3 R@5 N@5 C@5. scripts/holdout/bound.py splits a TREC file's R@5 into
 # its seen- and held-out-tool parts.
@@ -52,6 +53,11 @@ for s in $seeds; do
   bin/toolret eval -data "$tl" "${v[@]}" -method fusion -runs "run:$run,bm25" -fusion zscore -weight dev \
     -backend "$be" -json -save-run "$out/h$s-bm25.trec" >"$out/h$s-bm25.json" 2>"$out/h$s-bm25.err"
   row "$s" fine-tuned+bm25 "$out/h$s-bm25.json"
+  # The fine-tuned model finds the seen tools, the pre-trained one zero-shot the held-out ones
+  # best: the three fused (zscore, the weights on dev).
+  bin/toolret eval -data "$tl" "${v[@]}" -method fusion -runs "run:$run,model:$model,bm25" -fusion zscore -weight dev \
+    -backend "$be" -json -save-run "$out/h$s-zs-bm25.trec" >"$out/h$s-zs-bm25.json" 2>"$out/h$s-zs-bm25.err"
+  row "$s" fine-tuned+zero-shot+bm25 "$out/h$s-zs-bm25.json"
   [ "$wise" = 1 ] || continue
   # WiSE-FT (Wortsman et al. 2022): the fine-tuned weights averaged with the pre-trained ones at
   # 0.5 (the paper's default, fixed beforehand), exported as an index at the training lengths.
