@@ -33,10 +33,10 @@ func trainPadding(fs *flag.FlagSet, meta *rundir.Meta, n int) (biencoder.Padding
 	return biencoder.PadMultiple(n)
 }
 
-// trainRegularization returns the -freeze-embeddings, -tool-dropout and -freeze-tower options. A resumed
-// run made before these flags existed (its recorded flags lack them) trained without them:
-// giving it one with another value than its default is refused, as the run would change
-// what it trains on halfway.
+// trainRegularization returns the -freeze-embeddings, -tool-dropout and -freeze-tower
+// options. A resumed run made before these flags existed (its recorded flags lack them)
+// trained without them: giving it one with another value than its default is refused, as the
+// run would change what it trains on halfway.
 func trainRegularization(fs *flag.FlagSet, meta *rundir.Meta, freeze bool, dropout float64, tower string) (biencoder.Regularization, error) {
 	if meta != nil {
 		set := cli.Set(fs)
