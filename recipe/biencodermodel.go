@@ -37,9 +37,6 @@ func newModel(cfg *biencoder.TrainConfig, d *data.Dataset, tr *data.Split, bk co
 	)
 	switch {
 	case init != "" && biencoder.IsRun(init):
-		if m.SeparateTowers {
-			return nil, nil, fmt.Errorf("-separate-towers with -init is not supported yet: the run initialises one shared tower")
-		}
 		if bc, tok, err = initFromRun(cfg, bk, store, log); err != nil {
 			return nil, nil, err
 		}
@@ -118,9 +115,9 @@ func newModel(cfg *biencoder.TrainConfig, d *data.Dataset, tr *data.Split, bk co
 }
 
 // initFromRun warm-starts a bi-encoder from the trained bi-encoder run Parent.Init: its
-// shared encoder and tokenizer (as WarmStart loads them, positions extended to the longer
-// of QueryLen and ToolLen), its pooling and similarity (Model.Pooling and Similarity, when
-// given, must agree).
+// shared encoder (into both towers with SeparateTowers) and tokenizer (as WarmStart loads
+// them, positions extended to the longer of QueryLen and ToolLen), its pooling and
+// similarity (Model.Pooling and Similarity, when given, must agree).
 func initFromRun(cfg *biencoder.TrainConfig, bk compute.Backend, store *model.Store, log io.Writer) (encoder.Config, *tokenize.Tokenizer, error) {
 	m, path := &cfg.Model, cfg.Parent.Init
 	_, cb, _, err := rundir.LoadCheckpoint(path, biencoder.ConfigFile)
@@ -144,7 +141,12 @@ func initFromRun(cfg *biencoder.TrainConfig, bk compute.Backend, store *model.St
 		return nil, nil, fmt.Errorf("-similarity %s: -init %s scores by %s", m.Similarity, path, rc.Similarity)
 	}
 	m.Pooling, m.Similarity = string(rc.Pooling), rc.Similarity
-	return biencoder.WarmStart(path, bk, store, max(m.QueryLen, m.ToolLen), cfg.Training.Seed, log)
+	// One shared tower at the root, or each of the separate towers from the run's encoder.
+	var bases []string
+	if m.SeparateTowers {
+		bases = []string{"/" + biencoder.QueryTower, "/" + biencoder.ToolTower}
+	}
+	return biencoder.WarmStart(path, bk, store, max(m.QueryLen, m.ToolLen), cfg.Training.Seed, log, bases...)
 }
 
 // queryTriplets returns the query2query neighbours of the training queries: read back from

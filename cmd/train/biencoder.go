@@ -62,7 +62,7 @@ func biencoderCmd(args []string) error {
 	cli.Data(fs)
 	runDir := cli.Run(fs, "run directory (default runs/biencoder-<time>)")
 	resume := cli.Resume(fs)
-	initDir := fs.String("init", "", "initialise from a HuggingFace or sentence-transformers BERT or DeBERTa-v2/v3 directory or hub id org/name[@revision] (lr 2e-5 and the model's pooling unless given), or from a trained bi-encoder run (its shared encoder, tokenizer, pooling and similarity; else from scratch)")
+	initDir := fs.String("init", "", "initialise from a HuggingFace or sentence-transformers BERT or DeBERTa-v2/v3 directory or hub id org/name[@revision] (lr 2e-5 and the model's pooling unless given), or from a trained bi-encoder run (its shared encoder, tokenizer, pooling and similarity; else from scratch); with -separate-towers both towers start from it")
 	sc := scratchFlags(fs, "the training texts")
 	vocabPath, vocabSize, layers, hidden, heads, inter, arch := sc.vocab, sc.vocabSize, sc.layers, sc.hidden, sc.heads, sc.inter, sc.arch
 	pooling := fs.String("pooling", "mean", "cls, mean or pooler")

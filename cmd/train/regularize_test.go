@@ -137,14 +137,9 @@ func TestFreezeTowerRun(t *testing.T) {
 	dir := t.TempDir()
 	hub := filepath.Join(dir, "hf")
 	hf := tinyDebertaV3(t, hub)
-	bytesOf := func(v *model.Variable) []byte {
-		var b []byte
-		v.MustValue().ConstBytes(func(x []byte) { b = append(b, x...) })
-		return b
-	}
 	initial := map[string][]byte{}
 	for v := range hf.RootScope().IterVariables() {
-		initial[v.Path()] = bytesOf(v)
+		initial[v.Path()] = variableBytes(v)
 	}
 	run := filepath.Join(dir, "run")
 	args := []string{"-run", run, "-init", hub, "-batch", "8", "-epochs", "1", "-max-steps", "2", "-eval-every", "1", "-lr", "1e-2",
@@ -170,7 +165,7 @@ func TestFreezeTowerRun(t *testing.T) {
 					continue
 				}
 				total++
-				if bytes.Equal(bytesOf(v), want) {
+				if bytes.Equal(variableBytes(v), want) {
 					same++
 				}
 			}
@@ -202,4 +197,60 @@ func restoreStep(t *testing.T, run string, step int) *model.Store {
 		t.Fatal(err)
 	}
 	return store
+}
+
+// TestFreezeTowerFromRun starts separate towers from a trained bi-encoder run (-init RUN, its
+// shared encoder into both towers) with the tool tower locked: after two steps the tool tower
+// holds the source run's encoder bit for bit and the query tower moved.
+func TestFreezeTowerFromRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains models")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := biencoderCmd([]string{"-run", src, "-layers", "1", "-hidden", "16", "-heads", "2", "-batch", "8", "-vocab-size", "500",
+		"-epochs", "1", "-max-steps", "2", "-eval-every", "2", "-test", "", "-quiet"}); err != nil {
+		t.Fatal(err)
+	}
+	source := map[string][]byte{}
+	for v := range restoreStep(t, src, 2).RootScope().IterVariables() {
+		if strings.HasPrefix(v.Path(), "/optimizer") || strings.HasPrefix(v.Path(), "/global") {
+			continue
+		}
+		source[v.Path()] = variableBytes(v)
+	}
+	run := filepath.Join(dir, "run")
+	if err := biencoderCmd([]string{"-run", run, "-init", src, "-batch", "8", "-epochs", "1", "-max-steps", "2", "-eval-every", "1",
+		"-lr", "1e-2", "-schedule", "constant", "-test", "", "-quiet", "-separate-towers", "-freeze-tower", "tool"}); err != nil {
+		t.Fatal(err)
+	}
+	store := restoreStep(t, run, 2)
+	for _, tower := range []string{biencoder.QueryTower, biencoder.ToolTower} {
+		same, total := 0, 0
+		for v := range encoder.In(store.RootScope(), "/"+tower).IterVariables() {
+			want, ok := source[strings.TrimPrefix(v.Path(), "/"+tower)]
+			if !ok {
+				continue // a variable the source run does not have (none expected: checked by count)
+			}
+			total++
+			if bytes.Equal(variableBytes(v), want) {
+				same++
+			}
+		}
+		switch {
+		case total == 0:
+			t.Errorf("the %s tower has none of the source run's variables", tower)
+		case tower == biencoder.ToolTower && same != total:
+			t.Errorf("%d of the locked tool tower's %d variables differ from the source run's", total-same, total)
+		case tower == biencoder.QueryTower && same == total:
+			t.Errorf("the query tower did not train (all %d variables as the source run's)", total)
+		}
+	}
+}
+
+// variableBytes returns the raw bytes of v's value.
+func variableBytes(v *model.Variable) []byte {
+	var b []byte
+	v.MustValue().ConstBytes(func(x []byte) { b = append(b, x...) })
+	return b
 }

@@ -35,11 +35,12 @@ func IsRun(path string) bool {
 }
 
 // WarmStart loads the encoder weights of the bi-encoder run at run (its query tower) into
-// store, at the root in HF layout, and returns its encoder config and tokenizer. A BERT
+// store in HF layout, under each of bases (scope paths such as "/query"; none: the root), and
+// returns its encoder config and tokenizer. A BERT
 // encoder with fewer than maxLen absolute positions gets its position table extended to
 // maxLen rows (see ExtendPositions, seeded by seed; reported on log); other encoders keep
 // theirs.
-func WarmStart(run string, bk compute.Backend, store *model.Store, maxLen int, seed uint64, log io.Writer) (encoder.Config, *tokenize.Tokenizer, error) {
+func WarmStart(run string, bk compute.Backend, store *model.Store, maxLen int, seed uint64, log io.Writer, bases ...string) (encoder.Config, *tokenize.Tokenizer, error) {
 	emb, err := LoadRun(run, bk)
 	if err != nil {
 		return nil, nil, err
@@ -60,9 +61,14 @@ func WarmStart(run string, bk compute.Backend, store *model.Store, maxLen int, s
 		fmt.Fprintf(log, "warm start: position table extended from the retriever's %d rows to -max-len %d (rows %d.. initialised N(0, %g))\n",
 			bc.MaxPositions(), maxLen, bc.MaxPositions(), bc.InitRange())
 	}
-	loaded, err := encoder.LoadHF(store.RootScope(), tmp)
-	if err != nil {
-		return nil, nil, fmt.Errorf("warm start: %w", err)
+	if len(bases) == 0 {
+		bases = []string{""}
+	}
+	var loaded encoder.Config
+	for _, b := range bases {
+		if loaded, err = encoder.LoadHF(encoder.In(store.RootScope(), b), tmp); err != nil {
+			return nil, nil, fmt.Errorf("warm start: %w", err)
+		}
 	}
 	return loaded, emb.Tok, nil
 }
