@@ -2,6 +2,7 @@ package train
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/checkpoints"
+	"github.com/toolret/toolret/internal/progress"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -202,8 +204,9 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 	}
 	defer mf.Close()
 	mw := bufio.NewWriter(mf)
-	bar := newProgress(total, cfg.Quiet)
-	bar.done = step
+	var barLoss, barRate float64 // the last step's, shown after the count
+	bar := progress.New("step", cfg.Quiet, func() string { return fmt.Sprintf("loss %.4f %.1f ex/s", barLoss, barRate) })
+	bar.Update(step, total) // a resumed run's steps done before do not count in the ETA
 
 	save := func(metrics map[string]float64) error {
 		m := checkpoints.Manifest{Step: step, Epoch: epoch, Position: pos, Seed: cfg.Seed, Fingerprint: cfg.Fingerprint,
@@ -245,7 +248,8 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 			continue
 		}
 		step++
-		bar.update(step, lossSum/float64(lossN), float64(examples)/time.Since(tick).Seconds())
+		barLoss, barRate = lossSum/float64(lossN), float64(examples)/time.Since(tick).Seconds()
+		bar.Update(step, total)
 		rec := map[string]any{"step": step, "epoch": epoch, "loss": lossSum / float64(lossN), "lr": lr,
 			"examples_per_sec": float64(examples) / time.Since(tick).Seconds()}
 		lossSum, lossN, examples, tick = 0, 0, 0, time.Now()
@@ -268,7 +272,7 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 			} else {
 				b.Bad++
 			}
-			bar.note(fmt.Sprintf("step %d dev %s %.2f (best %.2f at %d)", step, cfg.Metric, metrics[cfg.Metric], b.Metrics[cfg.Metric], b.Step))
+			bar.Note(fmt.Sprintf("step %d dev %s %.2f (best %.2f at %d)", step, cfg.Metric, metrics[cfg.Metric], b.Metrics[cfg.Metric], b.Step))
 		}
 		line, err := json.Marshal(rec)
 		if err != nil {
@@ -299,11 +303,11 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 			}
 		}
 		if cfg.StopAfter > 0 && step >= cfg.StopAfter {
-			bar.finish()
+			bar.Finish()
 			return nil, ErrStopped
 		}
 	}
-	bar.finish()
+	bar.Finish()
 	sum := &Summary{Steps: step, Epochs: epoch + 1, BestStep: b.Step, BestMetrics: b.Metrics, Final: last,
 		Seconds: time.Since(start).Seconds(), Stopped: stopped}
 	if err := rundir.WriteJSON(cfg.RunDir, "summary.json", sum); err != nil {
@@ -326,7 +330,7 @@ func truncateMetrics(path string, step int) error {
 		return err
 	}
 	var keep []byte
-	sc := bufio.NewScanner(bytesReader(b))
+	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
 	for sc.Scan() {
 		var rec struct {

@@ -80,6 +80,19 @@ func (b *Bar) Update(done, total int) {
 	}
 }
 
+// Note prints s on a line of its own (on a terminal, over the bar, which the next Update
+// redraws).
+func (b *Bar) Note(s string) {
+	if b == nil || b.quiet {
+		return
+	}
+	if b.tty {
+		fmt.Fprintf(b.w, "\r\033[K%s\n", s)
+	} else {
+		fmt.Fprintln(b.w, s)
+	}
+}
+
 // Finish ends a terminal bar's line.
 func (b *Bar) Finish() {
 	if b != nil && !b.quiet && b.tty && b.started {

@@ -56,3 +56,27 @@ func TestBar(t *testing.T) {
 	nilBar.Update(1, 2)
 	nilBar.Finish()
 }
+
+// TestNote: a note is a line of its own between a log bar's lines; a quiet bar and a nil one
+// print nothing.
+func TestNote(t *testing.T) {
+	var sb strings.Builder
+	b := To(&sb, "step", false, nil)
+	b.every = 0
+	b.Update(0, 2)
+	time.Sleep(time.Millisecond)
+	b.Update(1, 2)
+	b.Note("step 1 dev ndcg@5 10.00")
+	b.Update(2, 2)
+	lines := strings.Split(strings.TrimSpace(sb.String()), "\n")
+	if len(lines) != 3 || lines[1] != "step 1 dev ndcg@5 10.00" || !strings.Contains(lines[2], "step 2/2") {
+		t.Errorf("lines %q: want the bar, the note, the bar", lines)
+	}
+	var q strings.Builder
+	To(&q, "step", true, nil).Note("x")
+	var nilBar *Bar
+	nilBar.Note("x")
+	if q.Len() != 0 {
+		t.Errorf("a quiet bar printed %q", q.String())
+	}
+}
