@@ -58,7 +58,7 @@ test: vet
 ## test-xla: the XLA-backend tests (build tag xla: cgo, go-xla) on XLA's CPU plugin, against
 ## the go backend, and training split over several of its host devices (-devices) against one;
 ## they skip when the plugin is absent (`make install-xla` installs it).
-XLA_TEST_PKGS := ./backend/ ./losses/ ./models/bert/ ./models/deberta/ ./models/biencoder/ ./train/ ./cmd/train/
+XLA_TEST_PKGS := ./backend/ ./losses/ ./models/bert/ ./models/deberta/ ./models/biencoder/ ./train/ ./commands/train/
 test-xla:
 	$(GO) test -count=1 -timeout 20m -short -tags xla -run 'XLA' $(XLA_TEST_PKGS)
 

@@ -71,7 +71,8 @@ func checkSynopsis(t *testing.T, file string, c docCommand) {
 }
 
 var (
-	prefix  = regexp.MustCompile(`^(?:\$ )?(?:[A-Z_]+=\S* )*(?:go run (?:-tags \w+ )?\./cmd/toolret|(?:\./)?bin/toolret|\$B/toolret|toolret)\s+(.*)$`)
+	// A command's own main (go run ./cmd/eval ...) is the toolret command of its name.
+	prefix  = regexp.MustCompile(`^(?:\$ )?(?:[A-Z_]+=\S* )*(?:go run (?:-tags \w+ )?\./cmd/(?:toolret|(bench|convert|encode|eval|export|hub|import|serve|train))|(?:\./)?bin/toolret|\$B/toolret|toolret)\s+(.*)$`)
 	varRef  = regexp.MustCompile(`\$\{?[A-Za-z_][A-Za-z0-9_]*\}?`)
 	noCheck = map[string]bool{"hub download": true, "hub path": true, "version": false}
 )
@@ -107,6 +108,10 @@ func docCommands(t *testing.T, path string) []docCommand {
 		if m == nil || strings.Contains(l, "$(") {
 			continue
 		}
+		if m[1] != "" {
+			m[2] = m[1] + " " + m[2]
+		}
+		m = []string{m[0], m[2]}
 		syn := strings.Contains(m[1], "[") || strings.Contains(l, "...") || strings.Contains(l, "…")
 		args := words(varRef.ReplaceAllString(m[1], "x"))
 		if syn {

@@ -125,23 +125,23 @@ sub $(ls $D/*.go serve/*.go 2>/dev/null || true)
 echo "rename.sh: flags"
 # -retriever RUN -> -first-stage RUN: the definitions, then every mention (messages, docs).
 S='s/(fs\.\w+\((?:&[\w.]+, )?)"retriever",/$1"first-stage",/g'
-sub $(gofiles | grep -E '^(cmd|internal/cli)/')
+sub $(gofiles | grep -E '^(cmd|commands|internal/cli)/')
 S='s/Lookup\("retriever"\)/Lookup("first-stage")/g; s/Set\(fs\)\["retriever"\]/Set(fs)["first-stage"]/g'
-sub $(gofiles | grep -E '^(cmd|internal/cli)/' | grep -v _test.go)
+sub $(gofiles | grep -E '^(cmd|commands|internal/cli)/' | grep -v _test.go)
 S='s/(?<![\w-])-retriever(?![\w-])/-first-stage/g'
 sub $(gofiles | grep -v '^internal/cli/renamed') $(docfiles)
 # The flag maps of the command tests ({"retriever": RUN} is -retriever RUN) and the flags a
 # run recorded (Args).
 S='1 while s/(map\[string\]string\{[^\n]*?)"retriever": /$1"first-stage": /; s/Args\["retriever"\]/Args["first-stage"]/g'
-sub $(gofiles | grep -E '^cmd/.*_test.go$')
+sub $(gofiles | grep -E '^(cmd|commands)/.*_test.go$')
 # -refiner llm|prf (train feedback, eval: the query rewriter) -> -rewriter; export's and bench
 # retrieve's -refiner RUN (the ToolRefiner model) stay.
-RW=$(ls cmd/train/feedback*.go cmd/train/prf.go cmd/eval/feedback*.go cmd/eval/main.go docs/llm-feedback.md scripts/feedback/*.sh 2>/dev/null || true)
+RW=$(ls commands/train/feedback*.go commands/train/prf.go commands/eval/feedback*.go commands/eval/main.go docs/llm-feedback.md scripts/feedback/*.sh 2>/dev/null || true)
 S='s/(fs\.\w+\((?:&[\w.]+, )?)"refiner(-k)?",/$1"rewriter$2",/g; s/(?<![\w-])-refiner(-k)?(?![\w-])/-rewriter$1/g; s/tools shown to the refiner/tools shown to the rewriter/g'
 sub $RW
 # (Settings maps are what a collection records: their "refiner" key stays.)
 S='1 while s/^((?:(?!Settings)[^\n])*map\[string\]string\{[^\n]*?)"refiner(-k)?": /$1"rewriter$2": /m'
-sub $(ls cmd/train/feedback*_test.go cmd/eval/feedback*_test.go 2>/dev/null || true)
+sub $(ls commands/train/feedback*_test.go commands/eval/feedback*_test.go 2>/dev/null || true)
 # Docs lines of other pages that run the rewriter.
 S='s/^(.*(?:train feedback|eval .*-prf-model).*?)(?<![\w-])-refiner (llm|prf)/$1-rewriter $2/mg'
 sub $(docfiles)

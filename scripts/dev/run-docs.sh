@@ -40,6 +40,7 @@ train biencoder -data ../shared/datasets/toollens -holdout-tools 0.2 -holdout-se
 export -model sentence-transformers/all-MiniLM-L6-v2 -data DIR -format index -out OUT
 serve -index OUT
 train biencoder -data DIR -init sentence-transformers/all-MiniLM-L6-v2 -run RUN
+eval -data DIR -model sentence-transformers/all-MiniLM-L6-v2 -json
 encode -model sentence-transformers/all-MiniLM-L6-v2 -pooling mean -in texts.txt
 train biencoder -data ../shared/datasets/toollens -init sentence-transformers/all-MiniLM-L6-v2 -run runs/tl-minilm -batch 64 -max-steps 150 -lr 5e-5 -query-len 32 -tool-len 64 -backend onnx
 eval -method rerank -first-stage BE_RUN -reranker CE_RUN -classifier QT_RUN -ablations

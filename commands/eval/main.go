@@ -1,0 +1,208 @@
+// Package evalcmd is the `toolret eval` command; it evaluates a tool-retrieval method on a dataset split and prints Recall@K,
+// NDCG@K and COMP@K (percent), overall and per subset.
+//
+//	eval [-data DIR] [-split test] [-method bm25 | -run RUN [-tool-vectors text|usage]] [-cutoffs 1,3,5,10] [-json] [-subsets]
+//	eval -method rerank -first-stage RUN -reranker RUN -classifier RUN [-grid] [-m-seen 10 -m-unseen 30 -tau-s 0.8 -tau-m 0.8 -per-component 2]
+//	     [-interpolate minmax|zscore|off] [-weight dev|W]
+//	eval -method rerank-m -first-stage RUN -reranker RUN -depth 30 [-interpolate minmax|zscore|off] [-weight dev|W]
+//	eval -method fusion -runs bm25,run:RUN[,FILE...] [-fusion zscore|minmax|rrf] [-rrf-k 60] [-weight dev|W|W1,W2,...] [-fusion-steps 10]
+//	eval ... [-save-run FILE [-run-tag TAG]] [-k 100] [-holdout-tools F -holdout-seed N] [-split dev]
+//	eval -model REF [-query-prompt P] [-tool-prompt P]   (a pre-trained model zero-shot, or a run)
+//	eval -index DIR [-no-refiner]     (an exported index as toolindex.Load serves it)
+//	eval -index DIR -hybrid rrf|minmax|zscore [-hybrid-weight W]   (as serve -hybrid serves it)
+//	eval -run RUN -feedback FILE [-iterations T]     (replay a collection's refinements: metrics per round)
+//	eval -run RUN -rewriter prf -prf-model RUN [-prf-threshold 0.5] [-iterations 3] [-rewriter-k 10]   (live)
+//	eval -compare A,B [-compare-samples 10000] [-seed 1]   (two rankings query by query: B − A, 95% interval, p)
+//
+// -save-run writes the rankings of every evaluated query (the top -k) as a TREC run file
+// (with -feedback or -rewriter, one per round: FILE.round<t>);
+// -method fusion fuses such files and live methods (fusion.go). -holdout-tools evaluates on
+// tools never seen in training (data.Dataset.HoldoutTools); a -run or -first-stage trained on a
+// held-out-tool view selects that view itself. -split dev is the dev split a trained run
+// recorded (-run, else -first-stage, else the first run:RUN of -runs).
+//
+// -run accepts bi-encoder runs and mlc classifier runs (the kind is read from the run's files).
+// The rerank methods tune and evaluate with the dev split the -first-stage run recorded
+// (run.json): the grid search never sees a query any stage trained on.
+//
+// -model REF evaluates a model reference: a run (as -run), or a pre-trained HuggingFace or
+// sentence-transformers directory or hub id org/name[@revision] (resolved in the Hugging
+// Face hub cache, downloaded when missing) zero-shot: its index over the dataset's tools is
+// built as cmd/export -model REF -format index builds it and evaluated as -index evaluates
+// one, with the model's "query"/"document" prompts unless -query-prompt/-tool-prompt.
+//
+// Without -data it uses the embedded default dataset.
+package evalcmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/evaluate"
+	"github.com/toolret/toolret/metrics"
+	"github.com/toolret/toolret/rank"
+	"github.com/toolret/toolret/rank/bm25"
+	"github.com/toolret/toolret/rundir"
+)
+
+// method builds a ranker for a dataset from the options and describes it.
+type method struct {
+	help  string
+	build func(o *options, d *data.Dataset) (rank.QueryRanker, string, error)
+}
+
+var methods = map[string]method{
+	"bm25":     {"Okapi BM25 over tool texts", buildBM25},
+	"rerank":   {"ToolRerank (needs -first-stage, -reranker, -classifier)", buildRerank},
+	"rerank-m": {"cross-encoder reranking of the retriever's top -depth (needs -first-stage, -reranker)", buildRerank},
+	"fusion":   {"fusion of rankings (needs -runs; -fusion rrf|minmax|zscore)", buildFusion},
+}
+
+func buildBM25(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
+	docs := make([]string, len(d.Tools))
+	for i, t := range d.Tools {
+		docs[i] = t.Text
+	}
+	return rank.Texts(bm25.New(docs, o.bm25)), "bm25", nil
+}
+
+func methodNames() string {
+	var n []string
+	for k := range methods {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return strings.Join(n, ", ")
+}
+
+// Main runs `toolret eval` with args (the words after it) and returns the exit code.
+func Main(args []string) int {
+	o, err := parse(args, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err == nil {
+		err = run(o, os.Stdout)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "eval:", err)
+		return 2
+	}
+	return 0
+}
+
+// run evaluates with the options and writes the result to w.
+func run(o *options, w io.Writer) error {
+	if o.compare != "" {
+		return runCompare(o, w)
+	}
+	if o.fb.active() {
+		return runFeedback(o, w)
+	}
+	m, ok := methods[o.method]
+	if o.model != "" {
+		if o.method == "fusion" {
+			return fmt.Errorf("-model evaluates one model: -method fusion fuses -runs")
+		}
+		m, ok = method{"pre-trained model, zero-shot", buildModel}, true
+		defer o.cleanup()
+	} else if o.index != "" {
+		if o.run != "" || o.method == "fusion" {
+			return fmt.Errorf("-index evaluates an exported index: not with -run or -method fusion")
+		}
+		m, ok = method{"exported index", buildIndex}, true
+	} else if o.noRefiner {
+		return fmt.Errorf("-no-refiner applies to -index")
+	} else if o.hybrid != "" || o.hybridWeight != -1 {
+		return fmt.Errorf("-hybrid and -hybrid-weight apply to -index (-method fusion -runs run:RUN,bm25 fuses a trained run)")
+	}
+	if o.run != "" {
+		if o.method == "fusion" {
+			return fmt.Errorf("-method fusion fuses -runs: give the trained run as run:%s there, not -run", o.run)
+		}
+		m, ok = method{"trained run", buildRun}, true
+	}
+	if !ok {
+		return fmt.Errorf("unknown -method %q (have %s)", o.method, methodNames())
+	}
+	if o.saveRun != "" && o.ablations {
+		return fmt.Errorf("-save-run writes one method's rankings: not with -ablations")
+	}
+	start := time.Now()
+	d, err := loadData(o)
+	if err != nil {
+		return err
+	}
+	loaded := time.Since(start)
+	if o.ablations {
+		return runAblations(o, w, d)
+	}
+	s, err := evalSplit(o, d)
+	if err != nil {
+		return err
+	}
+	r, desc, err := m.build(o, d)
+	if err != nil {
+		return err
+	}
+	var rec *evaluate.Recorder
+	if o.saveRun != "" {
+		rec = &evaluate.Recorder{QueryRanker: r, K: o.k}
+		r = rec
+	}
+	start = time.Now()
+	rep, err := metrics.EvaluateSplit(context.Background(), d, s, r, o.ks)
+	if err != nil {
+		return err
+	}
+	ranked := time.Since(start)
+	if rec != nil {
+		if err := rec.Save(d, o.saveRun, runTag(o), os.Stderr); err != nil {
+			return fmt.Errorf("-save-run: %w", err)
+		}
+	}
+	if !o.subsets {
+		rep.Subsets, rep.ToolRecall = nil, nil
+	}
+	if o.asJSON {
+		return json.NewEncoder(w).Encode(rep)
+	}
+	fmt.Fprintf(w, "method %s; loaded in %v, ranked+evaluated %d queries in %v\n", desc, loaded.Round(time.Millisecond), rep.Overall.N, ranked.Round(time.Millisecond))
+	fmt.Fprint(w, rep)
+	return nil
+}
+
+// buildRun loads the trained run -run (any kind evaluate.LoadRun knows) as a ranker.
+// With usage vectors a bi-encoder's tools are the mean of every train-split query using them:
+// nothing is tuned here, so the run's dev queries may contribute; on -split dev only the
+// run's recorded training part does.
+func buildRun(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
+	var train *data.Split
+	if isDevSplit(o, d) {
+		var err error
+		if train, _, _, err = rundir.Splits(rundir.RunOf(o.run), d); err != nil {
+			return nil, "", fmt.Errorf("-run: %w", err)
+		}
+	}
+	return buildRunAt(o, d, o.run, train)
+}
+
+// buildRunAt loads the trained run at dir as a ranker; a bi-encoder's usage vectors come from
+// the queries of train (nil: the dataset's train split).
+func buildRunAt(o *options, d *data.Dataset, dir string, train *data.Split) (rank.QueryRanker, string, error) {
+	be, err := backend.Open(backend.Name(o.backend))
+	if err != nil {
+		return nil, "", err
+	}
+	return evaluate.LoadRun(dir, d, evaluate.RunOptions{Backend: be, Vectors: o.vectors, Train: train, Log: os.Stderr})
+}
