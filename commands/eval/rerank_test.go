@@ -182,8 +182,8 @@ func TestDefaultsFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	toolret := filepath.Join(dir, "toolret")
-	if out, err := exec.Command("go", "build", "-o", toolret, "../toolret").CombinedOutput(); err != nil {
-		t.Fatalf("go build ../toolret: %v\n%s", err, out)
+	if out, err := exec.Command("go", "build", "-o", toolret, "github.com/toolret/toolret/cmd/toolret").CombinedOutput(); err != nil {
+		t.Fatalf("go build cmd/toolret: %v\n%s", err, out)
 	}
 	be, ce, qt := filepath.Join(dir, "be"), filepath.Join(dir, "ce"), filepath.Join(dir, "qt")
 	for _, args := range [][]string{

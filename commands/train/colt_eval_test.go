@@ -21,8 +21,8 @@ func TestColtEvalRun(t *testing.T) {
 	}
 	dir := t.TempDir()
 	toolret := filepath.Join(dir, "toolret")
-	if out, err := exec.Command("go", "build", "-o", toolret, "../toolret").CombinedOutput(); err != nil {
-		t.Fatalf("go build ../toolret: %v\n%s", err, out)
+	if out, err := exec.Command("go", "build", "-o", toolret, "github.com/toolret/toolret/cmd/toolret").CombinedOutput(); err != nil {
+		t.Fatalf("go build cmd/toolret: %v\n%s", err, out)
 	}
 	be := filepath.Join(dir, "be")
 	if err := biencoderCmd([]string{"-run", be, "-layers", "1", "-hidden", "32", "-heads", "2", "-batch", "32", "-epochs", "1",
