@@ -69,8 +69,13 @@ def find(o):
     if isinstance(o, list):
         for v in o:
             if (r := find(v)): return r
-m = find(d) or {}
-print(" ".join(f"{k} {m[k]:.2f}" for k in ("recall@1", "recall@3", "recall@5", "ndcg@5", "comp@3", "comp@5") if k in m))
+line = lambda m: " ".join(f"{k} {m[k]:.2f}" for k in ("recall@1", "recall@3", "recall@5", "ndcg@5", "comp@3", "comp@5") if k in m)
+# A second stage's test metrics hold one section per system (first stage, alone, weighted): each on its own.
+parts = {k: find(v) for k, v in d.items()} if isinstance(d, dict) and "recall@5" not in d else {}
+if len(parts) > 1 and all(parts.values()):
+    print(" | ".join(f"{k}: {line(m)}" for k, m in sorted(parts.items())))
+else:
+    print(line(find(d) or {}))
 PY
 }
 # evaluate NAME ARGS...: toolret eval ARGS -json into $OUT/NAME.json, its figures logged.
