@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 const pretrainedTol = 1e-5
 
 // pretrainedModels are the models `make models` installs; the parity runs on each one cached.
-var pretrainedModels = []string{"sentence-transformers/all-MiniLM-L6-v2"}
+var pretrainedModels = []string{"sentence-transformers/all-MiniLM-L6-v2", "sentence-transformers/all-mpnet-base-v2"}
 
 // stPython returns a python with sentence-transformers ($TOOLRET_PYTHON, then the toolret
 // cache's venv, then python3), or skips.
@@ -72,8 +73,28 @@ func parityTexts(t testing.TB) (tools, queries []string) {
 	return tools, queries
 }
 
-// stReference embeds the texts with sentence-transformers (scripts/pretrained/st_embed.py).
+// stCache keeps each model's sentence-transformers reference for the process: the go and
+// ONNX Runtime parity tests compare against one run (all-mpnet-base-v2 takes minutes on 2 cores).
+var (
+	stMu    sync.Mutex
+	stCache = map[string][2][]stRow{}
+)
+
+// stReference embeds the texts with sentence-transformers (scripts/pretrained/st_embed.py),
+// once per model and process.
 func stReference(t *testing.T, py, ref string, tools, queries []string) (tr, qr []stRow) {
+	t.Helper()
+	stMu.Lock()
+	defer stMu.Unlock()
+	if r, ok := stCache[ref]; ok && len(r[0]) == len(tools) && len(r[1]) == len(queries) {
+		return r[0], r[1]
+	}
+	tr, qr = stEmbed(t, py, ref, tools, queries)
+	stCache[ref] = [2][]stRow{tr, qr}
+	return tr, qr
+}
+
+func stEmbed(t *testing.T, py, ref string, tools, queries []string) (tr, qr []stRow) {
 	t.Helper()
 	tmp := t.TempDir()
 	in := filepath.Join(tmp, "in.jsonl")

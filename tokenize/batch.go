@@ -21,10 +21,21 @@ func (t *Tokenizer) Single(text string, maxLen int) []int32 {
 // one token at a time from the longer sequence, from the second one on ties (maxLen <= 0
 // means no limit, and maxLen < 3 is treated as 3).
 func (t *Tokenizer) Pair(a, b string, maxLen int) (ids, types []int32) {
-	x, y := t.Encode(a), t.Encode(b)
+	return t.PairOf(t.Encode(a), t.Encode(b), maxLen)
+}
+
+// PairOf joins the ids of two texts (no specials) as Pair does: [CLS] a [SEP] b [SEP], or
+// with RoBERTa's two separators between them when DoubleSep (<s> a </s></s> b </s>), types 1
+// from b on; truncated longest-first to maxLen tokens (specials included) when maxLen > 0.
+func (t *Tokenizer) PairOf(a, b []int32, maxLen int) (ids, types []int32) {
+	x, y := a, b
+	specials := 3
+	if t.doubleSep {
+		specials = 4
+	}
 	if maxLen > 0 {
-		maxLen = max(maxLen, 3)
-		for len(x)+len(y) > maxLen-3 {
+		maxLen = max(maxLen, specials)
+		for len(x)+len(y) > maxLen-specials {
 			if len(x) > len(y) {
 				x = x[:len(x)-1]
 			} else {
@@ -32,8 +43,11 @@ func (t *Tokenizer) Pair(a, b string, maxLen int) (ids, types []int32) {
 			}
 		}
 	}
-	ids = make([]int32, 0, len(x)+len(y)+3)
+	ids = make([]int32, 0, len(x)+len(y)+specials)
 	ids = append(append(append(ids, t.cls), x...), t.sep)
+	if t.doubleSep {
+		ids = append(ids, t.sep)
+	}
 	n := len(ids)
 	ids = append(append(ids, y...), t.sep)
 	types = make([]int32, len(ids))

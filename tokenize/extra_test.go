@@ -196,7 +196,7 @@ func TestLoadJSON(t *testing.T) {
 		{name: "normalizer", edit: func(m map[string]any) { m["normalizer"] = map[string]any{"type": "NFC"} }, err: `normalizer "NFC"`},
 		{name: "pretokenizer", edit: func(m map[string]any) { m["pre_tokenizer"] = map[string]any{"type": "Whitespace"} }, err: `pre_tokenizer "Whitespace"`},
 		{name: "no post", edit: func(m map[string]any) { m["post_processor"] = nil }, err: "post_processor: missing"},
-		{name: "roberta", edit: func(m map[string]any) { m["post_processor"] = map[string]any{"type": "RobertaProcessing"} }, err: `type "RobertaProcessing"`},
+		{name: "roberta", edit: func(m map[string]any) { m["post_processor"] = map[string]any{"type": "RobertaProcessing"} }, err: `RobertaProcessing cls: want [token, id]`},
 		{name: "bad cls id", edit: func(m map[string]any) {
 			m["post_processor"] = map[string]any{"type": "BertProcessing", "sep": []any{SEP, 3}, "cls": []any{CLS, 7}}
 		}, err: `token "[CLS]" has id 7, vocab id 2`},

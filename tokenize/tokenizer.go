@@ -27,6 +27,7 @@ type Tokenizer struct {
 	maxInputChars int
 	unk, cls, sep int32
 	pad, mask     int32
+	doubleSep     bool     // RoBERTa's pair template, <s> A </s></s> B </s> (RobertaProcessing)
 	specials      []string // added tokens matched literally in raw text (longest first on ties)
 
 	uni    *unigram // Unigram segmentation (nil: WordPiece)
@@ -294,11 +295,22 @@ func parseJSON(path string, b []byte) (*Tokenizer, error) {
 	if err := t.postProcessor(j.PostProcessor); err != nil {
 		return nil, fmt.Errorf("%s: post_processor: %w", path, err)
 	}
+	// The padding token, when the file names one (MPNet pads with <pad>, not [PAD]).
+	if pd, ok := j.Padding.(map[string]any); ok {
+		if tok, _ := pd["pad_token"].(string); tok != "" {
+			id, ok := t.vocab[tok]
+			if !ok {
+				return nil, fmt.Errorf("%s: padding pad_token %q not in the vocabulary", path, tok)
+			}
+			t.pad = id
+		}
+	}
 	return t, nil
 }
 
 // postProcessor checks that p adds BERT's [CLS] A [SEP] (B [SEP]) and takes its special ids:
-// BertProcessing, or TemplateProcessing with that template.
+// BertProcessing, or TemplateProcessing with that template; or RoBERTa's <s> A </s> (</s> B
+// </s>), RobertaProcessing (MPNet's tokenizer).
 func (t *Tokenizer) postProcessor(p map[string]any) error {
 	typ, _ := p["type"].(string)
 	lookup := func(tok string, id float64, hasID bool) (int32, error) {
@@ -312,12 +324,12 @@ func (t *Tokenizer) postProcessor(p map[string]any) error {
 		return v, nil
 	}
 	switch typ {
-	case "BertProcessing":
+	case "BertProcessing", "RobertaProcessing":
 		var ids [2]int32
 		for i, k := range []string{"cls", "sep"} {
 			pair, _ := p[k].([]any)
 			if len(pair) != 2 {
-				return fmt.Errorf("BertProcessing %s: want [token, id], got %v", k, p[k])
+				return fmt.Errorf("%s %s: want [token, id], got %v", typ, k, p[k])
 			}
 			tok, _ := pair[0].(string)
 			id, ok := pair[1].(float64)
@@ -328,6 +340,7 @@ func (t *Tokenizer) postProcessor(p map[string]any) error {
 			ids[i] = v
 		}
 		t.cls, t.sep = ids[0], ids[1]
+		t.doubleSep = typ == "RobertaProcessing"
 		return nil
 	case "TemplateProcessing":
 		piece := func(x any) (kind, id string, typeID float64) {
@@ -448,6 +461,12 @@ func (t *Tokenizer) Save(dir string) error {
 		Model: jsonModel{Type: "WordPiece", UnkToken: t.inv[t.unk], ContinuingSubwordPrefix: t.prefix,
 			MaxInputCharsPerWord: t.maxInputChars, Vocab: vocab},
 	}
+	if t.doubleSep {
+		j.PostProcessor = map[string]any{"type": "RobertaProcessing", "cls": []any{t.inv[t.cls], t.cls},
+			"sep": []any{t.inv[t.sep], t.sep}, "trim_offsets": true, "add_prefix_space": false}
+		j.Padding = map[string]any{"strategy": "BatchLongest", "direction": "Right", "pad_id": t.pad,
+			"pad_type_id": 0, "pad_token": t.inv[t.pad]}
+	}
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {
 		return err
@@ -506,6 +525,10 @@ func (t *Tokenizer) CLSID() int32 { return t.cls }
 
 // SEPID is the id of [SEP].
 func (t *Tokenizer) SEPID() int32 { return t.sep }
+
+// DoubleSep reports whether a pair is joined RoBERTa's way, two separators between its texts
+// (<s> A </s></s> B </s>, MPNet's tokenizer) instead of BERT's one.
+func (t *Tokenizer) DoubleSep() bool { return t.doubleSep }
 
 // UNKID is the id of [UNK].
 func (t *Tokenizer) UNKID() int32 { return t.unk }

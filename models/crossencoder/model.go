@@ -14,29 +14,11 @@ import (
 	"github.com/toolret/toolret/tokenize"
 )
 
-// PairIDs builds "[CLS] a [SEP] b [SEP]" from the wordpiece ids of a and b (no specials),
-// truncated to maxLen longest-first exactly as tokenize.Tokenizer.Pair does.
+// PairIDs builds "[CLS] a [SEP] b [SEP]" (RoBERTa's "<s> a </s></s> b </s>" for an MPNet
+// tokenizer) from the ids of a and b (no specials), truncated to maxLen longest-first exactly
+// as tokenize.Tokenizer.Pair does (Tokenizer.PairOf).
 func PairIDs(tok *tokenize.Tokenizer, a, b []int32, maxLen int) (ids, types []int32) {
-	x, y := a, b
-	if maxLen > 0 {
-		maxLen = max(maxLen, 3)
-		for len(x)+len(y) > maxLen-3 {
-			if len(x) > len(y) {
-				x = x[:len(x)-1]
-			} else {
-				y = y[:len(y)-1]
-			}
-		}
-	}
-	ids = make([]int32, 0, len(x)+len(y)+3)
-	ids = append(append(append(ids, tok.CLSID()), x...), tok.SEPID())
-	n := len(ids)
-	ids = append(append(ids, y...), tok.SEPID())
-	types = make([]int32, len(ids))
-	for i := n; i < len(types); i++ {
-		types[i] = 1
-	}
-	return ids, types
+	return tok.PairOf(a, b, maxLen)
 }
 
 // Model scores (query, tool) pairs with a trained cross-encoder; it implements rerank.Scorer.
