@@ -119,7 +119,12 @@ func hfConfig(cfg encoder.Config, head *Head) (map[string]any, error) {
 // sentence-transformers modules.
 func writeTowerHF(m *Model, t *Tower, dir string, maxLen int) error {
 	head := m.Head
-	if mt := t.Encoder.ModelType(); mt != "bert" {
+	if mt := t.Encoder.ModelType(); mt == "mpnet" && head != nil {
+		// MPNetForSequenceClassification's head is its own classifier.dense (tanh) and
+		// out_proj over <s>, not the encoder's pooler with one linear layer.
+		return fmt.Errorf("export: hf: a classification head over an mpnet encoder cannot be written in HF layout (MPNetForSequenceClassification has a two-layer head of its own); use -format onnx or index")
+	} else if mt != "bert" && mt != "mpnet" {
+		// MPNet's pooler is BERT's (dense + tanh over the first token).
 		// The [CLS] head's scaled identity pooler and the sentence-transformers Dense module
 		// stand for BERT's tanh pooler; other encoders' poolers (DeBERTa: dense + GELU, which
 		// cannot stand for the identity) differ. A head over the pooler is the encoder's own

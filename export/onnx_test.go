@@ -170,7 +170,7 @@ func rowsOf(t *testing.T, o ortOutput, name string, rows, k int) [][]float32 {
 }
 
 // TestONNXParity exports bi-encoders (mean/cosine, pooler, cls/dot with separate towers, an
-// encoder without token types, a word bag) and cross-encoder and classifier heads in HF layout and runs
+// encoder without token types, a word bag, MPNet) and cross-encoder and classifier heads in HF layout and runs
 // their onnx/model.onnx in ONNX Runtime (GoMLX's onnx backend) on 50 ToolLens queries (the embedded default dataset's texts
 // without ../shared), in two batches of different sizes and padded lengths. Inputs and
 // outputs must have optimum's names; sentence_embedding must equal toolret's embeddings,
@@ -191,6 +191,8 @@ func TestONNXParity(t *testing.T) {
 		{"cls-dot-separate", exporttest.Options{Pooling: encoder.PoolCLS, Similarity: "dot", Separate: true, Act: "relu"}, false},
 		{"mean-cosine-no-token-types", exporttest.Options{}, true},
 		{"wordbag-mean-cosine", exporttest.Options{Arch: "wordbag", Hidden: 48}, true},
+		{"mpnet-mean-cosine", exporttest.Options{Arch: "mpnet"}, true},
+		{"mpnet-pooler-dot-separate", exporttest.Options{Arch: "mpnet", Pooling: encoder.PoolPooler, Similarity: "dot", Separate: true}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := exporttest.BiEncoder(tc.o, be, 21)

@@ -60,8 +60,8 @@ func TestRobertaProcessing(t *testing.T) {
 		if ids, _ := tk.Pair("find tools", "a tool", 6); !slices.Equal(ids, []int32{0, 8, 2, 2, 9, 2}) {
 			t.Errorf("%s: Pair(maxLen 6) = %v", name, ids)
 		}
-		if tk.PadID() != 1 || tk.UNKID() != 5 || !tk.DoubleSep() {
-			t.Errorf("%s: pad %d unk %d double separator %v: want 1, 5, true", name, tk.PadID(), tk.UNKID(), tk.DoubleSep())
+		if tk.PadID() != 1 || tk.UNKID() != 5 || tk.MaskID() != 12 || !tk.DoubleSep() {
+			t.Errorf("%s: pad %d unk %d mask %d double separator %v: want 1, 5, 12, true", name, tk.PadID(), tk.UNKID(), tk.MaskID(), tk.DoubleSep())
 		}
 	}
 }

@@ -340,7 +340,11 @@ func (t *Tokenizer) postProcessor(p map[string]any) error {
 			ids[i] = v
 		}
 		t.cls, t.sep = ids[0], ids[1]
-		t.doubleSep = typ == "RobertaProcessing"
+		if t.doubleSep = typ == "RobertaProcessing"; t.doubleSep {
+			if id, ok := t.vocab["<mask>"]; ok {
+				t.mask = id // RoBERTa's specials throughout
+			}
+		}
 		return nil
 	case "TemplateProcessing":
 		piece := func(x any) (kind, id string, typeID float64) {
@@ -483,6 +487,9 @@ func (t *Tokenizer) Save(dir string) error {
 	}
 	cfg := map[string]any{"do_lower_case": t.lower, "strip_accents": stripPtr, "tokenize_chinese_chars": t.chineseChars,
 		"tokenizer_class": "BertTokenizer", "model_max_length": 512}
+	if t.doubleSep {
+		cfg["tokenizer_class"] = "MPNetTokenizer" // WordPiece with RoBERTa's specials
+	}
 	for k, v := range sp {
 		cfg[k] = v
 	}

@@ -3,17 +3,13 @@ package bert
 import (
 	"math"
 
-	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/layers/attention"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/gomlx/gomlx/ml/model/initializer"
-	"github.com/gomlx/gomlx/ml/nn"
 	"github.com/gomlx/gomlx/support/exceptions"
+	"github.com/toolret/toolret/models/hflayers"
 	"github.com/toolret/toolret/models/pooling"
 )
 
@@ -28,56 +24,23 @@ const (
 	PoolNone   = pooling.None   // no pooling: all token states
 )
 
-// variable returns the variable name in scope, created with the given shape and an
-// initializer following HF's _init_weights: normal(0, initializer_range) for matrices, zeros
-// for biases, ones for LayerNorm scales (lazily, from the store's seed, when a graph first uses
-// a variable that Init or LoadHF did not create).
+// spec is what the shared HF blocks need of cfg.
+func spec(cfg *Config) hflayers.Spec {
+	return hflayers.Spec{DType: cfg.dtype(), InitRange: cfg.InitializerRange, LayerNormEps: cfg.LayerNormEps}
+}
+
 func variable(scope *model.Scope, cfg *Config, g *Graph, name string, dims ...int) *Node {
-	var init model.VariableInitializer
-	switch {
-	case name == "bias":
-		init = initializer.Zero
-	case name == "weight" && len(dims) == 1:
-		init = initializer.One
-	default:
-		init = initializer.RandomNormalFn(scope, cfg.InitializerRange)
-	}
-	v := scope.WithInitializer(init).VariableWithShape(name, shapes.Make(cfg.dtype(), dims...))
-	return v.NodeValue(g)
+	return spec(cfg).Variable(scope, g, name, dims...)
 }
 
-// dense is an HF Linear (weight [out, in]) with an optional fused activation.
 func dense(scope *model.Scope, cfg *Config, x *Node, out int, act ...activation.Type) *Node {
-	in := x.Shape().Dimensions[x.Rank()-1]
-	w := variable(scope, cfg, x.Graph(), "weight", out, in)
-	b := variable(scope, cfg, x.Graph(), "bias", out)
-	return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput, act...)
+	return spec(cfg).Dense(scope, x, out, act...)
 }
 
-func layerNorm(scope *model.Scope, cfg *Config, x *Node) *Node {
-	h := x.Shape().Dimensions[x.Rank()-1]
-	gamma := variable(scope, cfg, x.Graph(), "weight", h)
-	beta := variable(scope, cfg, x.Graph(), "bias", h)
-	return nn.LayerNorm(x, []int{x.Rank() - 1}, cfg.LayerNormEps, gamma, beta, nil)
-}
+func layerNorm(scope *model.Scope, cfg *Config, x *Node) *Node { return spec(cfg).LayerNorm(scope, x) }
 
 func dropout(scope *model.Scope, x *Node, rate float64) *Node {
-	if rate <= 0 || !scope.IsTraining(x.Graph()) {
-		return x
-	}
-	return layers.Dropout(scope, x, Scalar(x.Graph(), x.DType(), rate))
-}
-
-// act maps hidden_act to GoMLX's activation: "gelu" is the exact erf GELU (HF's default),
-// "gelu_new"/"gelu_pytorch_tanh" the tanh approximation. Config.Validate rejects others.
-func act(cfg *Config) activation.Type {
-	switch cfg.HiddenAct {
-	case "relu":
-		return activation.TypeRelu
-	case "gelu_new", "gelu_pytorch_tanh":
-		return activation.TypeGeluApprox
-	}
-	return activation.TypeGelu
+	return hflayers.Dropout(scope, x, rate)
 }
 
 // Encode runs BERT over a batch: ids and types are int32 [batch, seq] (types may be nil for
@@ -124,7 +87,7 @@ func Layers(scope *model.Scope, cfg *Config, x, mask *Node) *Node {
 	// Additive attention mask as in HF: (1 - mask) * finfo(dtype).min, broadcast to
 	// [B, S(query), S(key)], the shape the go backend's fused attention accepts.
 	dt := cfg.dtype()
-	addMask := MulScalar(OneMinus(ConvertDType(mask, dt)), lowest(dt))
+	addMask := MulScalar(OneMinus(ConvertDType(mask, dt)), hflayers.Lowest(dt))
 	addMask = BroadcastToDims(Reshape(addMask, batch, 1, seq), batch, seq, seq)
 
 	enc := scope.At("encoder").In("layer")
@@ -132,14 +95,6 @@ func Layers(scope *model.Scope, cfg *Config, x, mask *Node) *Node {
 		x = layer(enc.In("%d", l), cfg, x, addMask)
 	}
 	return x
-}
-
-// lowest is torch.finfo(dtype).min.
-func lowest(dt dtypes.DType) float64 {
-	if dt == dtypes.Float64 {
-		return -math.MaxFloat64
-	}
-	return -math.MaxFloat32
 }
 
 func layer(scope *model.Scope, cfg *Config, x, addMask *Node) *Node {
@@ -172,7 +127,7 @@ func layer(scope *model.Scope, cfg *Config, x, addMask *Node) *Node {
 	a = dropout(scope, a, cfg.HiddenDropoutProb)
 	x = layerNorm(out.In("LayerNorm"), cfg, Add(a, x))
 
-	inter := dense(scope.In("intermediate").In("dense"), cfg, x, cfg.IntermediateSize, act(cfg))
+	inter := dense(scope.In("intermediate").In("dense"), cfg, x, cfg.IntermediateSize, hflayers.Activation(cfg.HiddenAct))
 	output := scope.In("output")
 	o := dense(output.In("dense"), cfg, inter, hidden)
 	o = dropout(scope, o, cfg.HiddenDropoutProb)

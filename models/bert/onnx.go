@@ -2,9 +2,10 @@ package bert
 
 import (
 	"fmt"
-	"math"
-
 	"github.com/toolret/toolret/models/encoder/onnxgraph"
+	"github.com/toolret/toolret/models/hflayers"
+	"math"
+	"strconv"
 )
 
 // ONNX adds the encoder to an ONNX graph and returns the name of its last hidden states
@@ -15,11 +16,7 @@ import (
 func ONNX(g *onnxgraph.Builder, cfg *Config, param func(name string) []float32, ids, types, mask string) string {
 	h, heads := cfg.HiddenSize, cfg.NumAttentionHeads
 	dh := h / heads
-	layerNorm := func(x, name string) string {
-		gamma := g.F32(name+".weight", param(name+".weight"), h)
-		beta := g.F32(name+".bias", param(name+".bias"), h)
-		return g.Op("LayerNormalization", []string{x, gamma, beta}, onnxgraph.AttrInt("axis", -1), onnxgraph.AttrFloat("epsilon", float32(cfg.LayerNormEps)))
-	}
+	layerNorm := func(x, name string) string { return hflayers.ONNXLayerNorm(g, param, x, name, h, cfg.LayerNormEps) }
 
 	// Embeddings.
 	words := g.F32("embeddings.word_embeddings.weight", param("embeddings.word_embeddings.weight"), cfg.VocabSize, h)
@@ -56,7 +53,7 @@ func ONNX(g *onnxgraph.Builder, cfg *Config, param func(name string) []float32, 
 		a := onnxLinear(g, param, ctx, p+"attention.output.dense", h, h)
 		x = layerNorm(g.Op("Add", []string{a, x}), p+"attention.output.LayerNorm")
 		inter := onnxLinear(g, param, x, p+"intermediate.dense", h, cfg.IntermediateSize)
-		inter = onnxActivation(g, cfg.HiddenAct, inter, l)
+		inter = hflayers.ONNXActivation(g, cfg.HiddenAct, inter, strconv.Itoa(l))
 		o := onnxLinear(g, param, inter, p+"output.dense", cfg.IntermediateSize, h)
 		x = layerNorm(g.Op("Add", []string{o, x}), p+"output.LayerNorm")
 	}
@@ -69,38 +66,6 @@ func ONNXPooler(g *onnxgraph.Builder, cfg *Config, param func(name string) []flo
 	return g.Op("Tanh", []string{onnxLinear(g, param, cls, "pooler.dense", cfg.HiddenSize, cfg.HiddenSize)})
 }
 
-// onnxLinear adds x·Wᵀ + b for the HF Linear name (weight [out, in], stored transposed).
 func onnxLinear(g *onnxgraph.Builder, param func(string) []float32, x, name string, in, out int) string {
-	w := param(name + ".weight")
-	bias := param(name + ".bias")
-	if w == nil || bias == nil {
-		return ""
-	}
-	wt := make([]float32, in*out)
-	for o := 0; o < out; o++ {
-		for i := 0; i < in; i++ {
-			wt[i*out+o] = w[o*in+i]
-		}
-	}
-	y := g.Op("MatMul", []string{x, g.F32(name+".weight_t", wt, in, out)})
-	return g.Op("Add", []string{y, g.F32(name+".bias", bias, out)})
-}
-
-// onnxActivation applies hidden_act: exact erf GELU ("gelu"), the tanh approximation
-// ("gelu_new", "gelu_pytorch_tanh") or relu.
-func onnxActivation(g *onnxgraph.Builder, act, x string, layer int) string {
-	c := func(name string, v float32) string { return g.ScalarF(fmt.Sprintf("%s_%d", name, layer), v) }
-	switch act {
-	case "relu":
-		return g.Op("Relu", []string{x})
-	case "gelu_new", "gelu_pytorch_tanh":
-		// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-		x3 := g.Op("Mul", []string{g.Op("Mul", []string{x, x}), x})
-		inner := g.Op("Mul", []string{g.Op("Add", []string{x, g.Op("Mul", []string{x3, c("gelu_c", 0.044715)})}), c("gelu_s", float32(math.Sqrt(2/math.Pi)))})
-		t := g.Op("Add", []string{g.Op("Tanh", []string{inner}), c("gelu_one", 1)})
-		return g.Op("Mul", []string{g.Op("Mul", []string{x, t}), c("gelu_half", 0.5)})
-	}
-	// 0.5 x (1 + erf(x / sqrt 2))
-	e := g.Op("Erf", []string{g.Op("Div", []string{x, c("gelu_sqrt2", float32(math.Sqrt2))})})
-	return g.Op("Mul", []string{g.Op("Mul", []string{x, g.Op("Add", []string{e, c("gelu_one", 1)})}), c("gelu_half", 0.5)})
+	return hflayers.ONNXLinear(g, param, x, name, in, out)
 }

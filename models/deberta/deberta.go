@@ -5,15 +5,13 @@ import (
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/gomlx/gomlx/ml/model/initializer"
 	"github.com/gomlx/gomlx/ml/nn"
 	"github.com/gomlx/gomlx/support/exceptions"
+	"github.com/toolret/toolret/models/hflayers"
 	"github.com/toolret/toolret/models/pooling"
 )
 
@@ -68,20 +66,8 @@ func relIndex(cfg *Config, seq int) []int {
 	return idx
 }
 
-// variable returns the variable name in scope, created with the given shape and an
-// initializer following HF's _init_weights (normal(0, initializer_range) for matrices, zeros
-// for biases, ones for LayerNorm scales) when neither Init nor LoadHF created it.
 func variable(scope *model.Scope, cfg *Config, g *Graph, name string, dims ...int) *Node {
-	var init model.VariableInitializer
-	switch {
-	case name == "bias":
-		init = initializer.Zero
-	case name == "weight" && len(dims) == 1:
-		init = initializer.One
-	default:
-		init = initializer.RandomNormalFn(scope, cfg.InitializerRange)
-	}
-	return scope.WithInitializer(init).VariableWithShape(name, shapes.Make(cfg.dtype(), dims...)).NodeValue(g)
+	return hflayers.Spec{DType: cfg.dtype(), InitRange: cfg.InitializerRange}.Variable(scope, g, name, dims...)
 }
 
 // linear is an HF Linear's weight [out, in] and bias [out] (nil without bias).
@@ -100,40 +86,19 @@ func (l linear) apply(x *Node, act ...activation.Type) *Node {
 }
 
 func layerNorm(scope *model.Scope, cfg *Config, x *Node) *Node {
-	h := x.Shape().Dimensions[x.Rank()-1]
-	gamma := variable(scope, cfg, x.Graph(), "weight", h)
-	beta := variable(scope, cfg, x.Graph(), "bias", h)
-	return nn.LayerNorm(x, []int{x.Rank() - 1}, cfg.LayerNormEps, gamma, beta, nil)
+	return hflayers.Spec{DType: cfg.dtype(), InitRange: cfg.InitializerRange, LayerNormEps: cfg.LayerNormEps}.LayerNorm(scope, x)
 }
 
 func dropout(scope *model.Scope, x *Node, rate float64) *Node {
-	if rate <= 0 || !scope.IsTraining(x.Graph()) {
-		return x
-	}
-	return layers.Dropout(scope, x, Scalar(x.Graph(), x.DType(), rate))
+	return hflayers.Dropout(scope, x, rate)
 }
 
 // actType maps an HF activation name (Config.Validate admits gelu, gelu_new,
-// gelu_pytorch_tanh, relu, tanh) to GoMLX's: "gelu" is the exact erf GELU.
-func actType(name string) activation.Type {
-	switch name {
-	case "relu":
-		return activation.TypeRelu
-	case "tanh":
-		return activation.TypeTanh
-	case "gelu_new", "gelu_pytorch_tanh":
-		return activation.TypeGeluApprox
-	}
-	return activation.TypeGelu
-}
+// gelu_pytorch_tanh, relu, tanh) to GoMLX's.
+func actType(name string) activation.Type { return hflayers.Activation(name) }
 
 // lowest is torch.finfo(dtype).min, what XSoftmax writes into masked scores.
-func lowest(dt dtypes.DType) float64 {
-	if dt == dtypes.Float64 {
-		return -math.MaxFloat64
-	}
-	return -math.MaxFloat32
-}
+func lowest(dt dtypes.DType) float64 { return hflayers.Lowest(dt) }
 
 // Encode runs DeBERTa over a batch: ids and types are int32 [batch, seq] (types may be nil for
 // all zeros; they are ignored when type_vocab_size is 0), mask is [batch, seq] with 1 for

@@ -2,9 +2,9 @@ package mpnet
 
 import (
 	"fmt"
-	"math"
-
 	"github.com/toolret/toolret/models/encoder/onnxgraph"
+	"github.com/toolret/toolret/models/hflayers"
+	"math"
 )
 
 // bucketTable is Bucket of every relative position rel = key - query of sequences up to
@@ -27,24 +27,8 @@ func ONNX(g *onnxgraph.Builder, cfg *Config, param func(name string) []float32, 
 	h, heads := cfg.HiddenSize, cfg.NumAttentionHeads
 	dh := h / heads
 	axis0 := onnxgraph.AttrInt("axis", 0)
-	layerNorm := func(x, name string) string {
-		gamma := g.F32(name+".weight", param(name+".weight"), h)
-		beta := g.F32(name+".bias", param(name+".bias"), h)
-		return g.Op("LayerNormalization", []string{x, gamma, beta}, onnxgraph.AttrInt("axis", -1), onnxgraph.AttrFloat("epsilon", float32(cfg.LayerNormEps)))
-	}
-	linear := func(x, name string, in, out int) string {
-		w, bias := param(name+".weight"), param(name+".bias")
-		if w == nil || bias == nil {
-			return ""
-		}
-		wt := make([]float32, in*out)
-		for o := 0; o < out; o++ {
-			for i := 0; i < in; i++ {
-				wt[i*out+o] = w[o*in+i]
-			}
-		}
-		return g.Op("Add", []string{g.Op("MatMul", []string{x, g.F32(name+".weight_t", wt, in, out)}), g.F32(name+".bias", bias, out)})
-	}
+	layerNorm := func(x, name string) string { return hflayers.ONNXLayerNorm(g, param, x, name, h, cfg.LayerNormEps) }
+	linear := func(x, name string, in, out int) string { return hflayers.ONNXLinear(g, param, x, name, in, out) }
 
 	// Embeddings: positions pad_token_id+1 .. pad_token_id+S.
 	seq := g.Op("Gather", []string{g.Op("Shape", []string{ids}), g.I64("mpnet.index1", []int64{1})}, axis0)
@@ -88,7 +72,7 @@ func ONNX(g *onnxgraph.Builder, cfg *Config, param func(name string) []float32, 
 		a := linear(ctx, p+"attention.attn.o", h, h)
 		x = layerNorm(g.Op("Add", []string{a, x}), p+"attention.LayerNorm")
 		inter := linear(x, p+"intermediate.dense", h, cfg.IntermediateSize)
-		inter = onnxActivation(g, cfg.HiddenAct, inter, l)
+		inter = hflayers.ONNXActivation(g, cfg.HiddenAct, inter, fmt.Sprintf("mpnet_%d", l))
 		o := linear(inter, p+"output.dense", cfg.IntermediateSize, h)
 		x = layerNorm(g.Op("Add", []string{o, x}), p+"output.LayerNorm")
 	}
@@ -98,33 +82,5 @@ func ONNX(g *onnxgraph.Builder, cfg *Config, param func(name string) []float32, 
 // ONNXPooler adds the pooler (dense + tanh) over the first tokens' states cls [batch,
 // hidden] and returns the name of its output.
 func ONNXPooler(g *onnxgraph.Builder, cfg *Config, param func(name string) []float32, cls string) string {
-	h := cfg.HiddenSize
-	w, bias := param("pooler.dense.weight"), param("pooler.dense.bias")
-	if w == nil || bias == nil {
-		return ""
-	}
-	wt := make([]float32, h*h)
-	for o := 0; o < h; o++ {
-		for i := 0; i < h; i++ {
-			wt[i*h+o] = w[o*h+i]
-		}
-	}
-	y := g.Op("Add", []string{g.Op("MatMul", []string{cls, g.F32("pooler.dense.weight_t", wt, h, h)}), g.F32("pooler.dense.bias", bias, h)})
-	return g.Op("Tanh", []string{y})
-}
-
-// onnxActivation applies hidden_act: exact erf GELU ("gelu"), the tanh approximation or relu.
-func onnxActivation(g *onnxgraph.Builder, act, x string, layer int) string {
-	c := func(name string, v float32) string { return g.ScalarF(fmt.Sprintf("mpnet.%s_%d", name, layer), v) }
-	switch act {
-	case "relu":
-		return g.Op("Relu", []string{x})
-	case "gelu_new", "gelu_pytorch_tanh":
-		x3 := g.Op("Mul", []string{g.Op("Mul", []string{x, x}), x})
-		inner := g.Op("Mul", []string{g.Op("Add", []string{x, g.Op("Mul", []string{x3, c("gelu_c", 0.044715)})}), c("gelu_s", float32(math.Sqrt(2/math.Pi)))})
-		t := g.Op("Add", []string{g.Op("Tanh", []string{inner}), c("gelu_one", 1)})
-		return g.Op("Mul", []string{g.Op("Mul", []string{x, t}), c("gelu_half", 0.5)})
-	}
-	e := g.Op("Erf", []string{g.Op("Div", []string{x, c("gelu_sqrt2", float32(math.Sqrt2))})})
-	return g.Op("Mul", []string{g.Op("Mul", []string{x, g.Op("Add", []string{e, c("gelu_one", 1)})}), c("gelu_half", 0.5)})
+	return g.Op("Tanh", []string{hflayers.ONNXLinear(g, param, cls, "pooler.dense", cfg.HiddenSize, cfg.HiddenSize)})
 }
