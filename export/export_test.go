@@ -277,6 +277,30 @@ func headModel(t *testing.T, be compute.Backend, labels []string, pool encoder.P
 	return m
 }
 
+// TestHFHeadMPNet: a head over an MPNet encoder is refused in HF layout (naming why), and an
+// MPNet bi-encoder over its pooler (BERT's dense + tanh) is written.
+func TestHFHeadMPNet(t *testing.T) {
+	be := goBackend(t)
+	m, err := exporttest.BiEncoder(exporttest.Options{Arch: "mpnet", Pooling: encoder.PoolPooler}, be, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := export.Export(m, export.Options{Format: export.FormatHF, Out: filepath.Join(t.TempDir(), "bi")}); err != nil {
+		t.Fatalf("MPNet bi-encoder over its pooler: %v", err)
+	}
+	h := m.Towers[0].Encoder.Hidden()
+	m.Kind, m.EmbedFn, m.Similarity = export.KindCrossEncoder, nil, ""
+	m.Head = &export.Head{Labels: []string{"relevant"}, Weight: make([]float32, h), Bias: make([]float32, 1), Pooling: encoder.PoolPooler}
+	out := filepath.Join(t.TempDir(), "ce")
+	_, err = export.Export(m, export.Options{Format: export.FormatHF, Out: out})
+	if err == nil || !strings.Contains(err.Error(), "MPNetForSequenceClassification") {
+		t.Fatalf("Export = %v, want the refusal naming MPNetForSequenceClassification", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a refused export left %s behind (%v)", out, err)
+	}
+}
+
 // TestHFHead exports heads as BertForSequenceClassification and loads them back: over the
 // pooler or over [CLS] (the cross-encoder's head; HF applies a scaled identity pooler), one
 // logit (a reranker) or several labels.
