@@ -1,12 +1,13 @@
 package export_test
 
 import (
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -73,24 +74,38 @@ func parityTexts(t testing.TB) (tools, queries []string) {
 	return tools, queries
 }
 
-// stCache keeps each model's sentence-transformers reference for the process: the go and
-// ONNX Runtime parity tests compare against one run (all-mpnet-base-v2 takes minutes on 2 cores).
-var (
-	stMu    sync.Mutex
-	stCache = map[string][2][]stRow{}
-)
-
-// stReference embeds the texts with sentence-transformers (scripts/pretrained/st_embed.py),
-// once per model and process.
-func stReference(t *testing.T, py, ref string, tools, queries []string) (tr, qr []stRow) {
+// stReference embeds the texts with sentence-transformers (scripts/pretrained/st_embed.py).
+// The result is kept on disk under $TOOLRET_CACHE/st-reference, keyed by the model's snapshot
+// directory (its hub commit), the python and the texts, so that the go and ONNX Runtime parity
+// runs (two test processes) and later runs compare against one reference: all-mpnet-base-v2
+// takes minutes on 2 cores. The file is written atomically; TOOLRET_ST_FRESH=1 recomputes it.
+func stReference(t *testing.T, py, ref, dir string, tools, queries []string) (tr, qr []stRow) {
 	t.Helper()
-	stMu.Lock()
-	defer stMu.Unlock()
-	if r, ok := stCache[ref]; ok && len(r[0]) == len(tools) && len(r[1]) == len(queries) {
-		return r[0], r[1]
+	h := sha256.New()
+	for _, s := range append([]string{dir, py, "tools"}, append(append(tools, "queries"), queries...)...) {
+		fmt.Fprintf(h, "%d:%s\n", len(s), s)
+	}
+	cache := os.Getenv("TOOLRET_CACHE")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache", "toolret")
+	}
+	path := filepath.Join(cache, "st-reference", fmt.Sprintf("%x.json", h.Sum(nil)[:12]))
+	var saved struct{ Tools, Queries []stRow }
+	if os.Getenv("TOOLRET_ST_FRESH") == "" {
+		if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &saved) == nil && len(saved.Tools) == len(tools) && len(saved.Queries) == len(queries) {
+			t.Logf("sentence-transformers reference of %s from %s", ref, path)
+			return saved.Tools, saved.Queries
+		}
 	}
 	tr, qr = stEmbed(t, py, ref, tools, queries)
-	stCache[ref] = [2][]stRow{tr, qr}
+	saved.Tools, saved.Queries = tr, qr
+	if b, err := json.Marshal(saved); err == nil && os.MkdirAll(filepath.Dir(path), 0o755) == nil {
+		tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+		if os.WriteFile(tmp, b, 0o644) == nil {
+			os.Rename(tmp, path)
+		}
+	}
 	return tr, qr
 }
 
@@ -187,7 +202,7 @@ func pretrainedParity(t *testing.T, beName string) {
 		}
 		ran = true
 		t.Run(id.Repo, func(t *testing.T) {
-			tr, qr := stReference(t, py, ref, tools, queries)
+			tr, qr := stReference(t, py, ref, dir, tools, queries)
 			be, err := backend.Open(backend.Name(beName))
 			if err != nil {
 				t.Fatal(err)
