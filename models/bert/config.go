@@ -63,20 +63,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("bert config: max_position_embeddings %d must be > 0", c.MaxPositionEmbeddings)
 	case c.TypeVocabSize <= 0:
 		return fmt.Errorf("bert config: type_vocab_size %d must be > 0", c.TypeVocabSize)
-	case c.LayerNormEps <= 0:
-		return fmt.Errorf("bert config: layer_norm_eps %v must be > 0", c.LayerNormEps)
-	case c.HiddenDropoutProb < 0 || c.HiddenDropoutProb >= 1 || c.AttentionProbsDropoutProb < 0 || c.AttentionProbsDropoutProb >= 1:
-		return fmt.Errorf("bert config: dropout probabilities must be in [0, 1)")
 	}
-	if dt := c.dtype(); dt != dtypes.Float32 && dt != dtypes.Float64 {
-		return fmt.Errorf("bert config: dtype %s not supported (Float32, Float64)", dt)
-	}
-	switch c.HiddenAct {
-	case "gelu", "gelu_new", "gelu_pytorch_tanh", "relu":
-	default:
-		return fmt.Errorf("bert config: unsupported hidden_act %q (gelu, gelu_new, relu)", c.HiddenAct)
-	}
-	return nil
+	return c.CheckLayers("bert config", c.dtype())
 }
 
 // LoadConfig reads an HF config.json.
@@ -100,10 +88,4 @@ func LoadConfig(path string) (*Config, error) {
 }
 
 // Save writes the configuration as an HF config.json.
-func (c *Config) Save(path string) error {
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
+func (c *Config) Save(path string) error { return hfweights.SaveJSON(path, c) }

@@ -81,38 +81,25 @@ func LoadHF(scope *model.Scope, dir string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	weights, err := hfweights.Open(dir, "bert", normalize)
+	pooler, err := hfweights.Load(scope, dir, "bert", normalize, func(pooler bool) []hfweights.Param {
+		cfg.Pooler = &pooler
+		return hfParams(cfg)
+	})
 	if err != nil {
 		return nil, err
 	}
-	_, hasPooler := weights["pooler.dense.weight"]
-	cfg.Pooler = &hasPooler
-	params := hfParams(cfg)
-	values, err := hfweights.Read(dir, "bert", weights, params)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range params {
-		if err := hfweights.Set(scope, p.Name, values[p.Name]); err != nil {
-			return nil, fmt.Errorf("bert checkpoint %s: %w", dir, err)
-		}
-	}
+	cfg.Pooler = &pooler
 	return cfg, nil
 }
 
 // SaveHF writes cfg and the encoder variables under scope as an HF directory: config.json and
 // model.safetensors (F32, HF names, with the "bert." prefix when prefix is true).
 func SaveHF(scope *model.Scope, cfg *Config, dir string, prefix bool) error {
-	rename := func(name string) string {
-		if prefix {
-			return "bert." + name
-		}
-		return name
+	p := ""
+	if prefix {
+		p = "bert"
 	}
-	if err := hfweights.Write(scope, hfParams(cfg), dir, rename); err != nil {
-		return err
-	}
-	return cfg.Save(filepath.Join(dir, "config.json"))
+	return hfweights.Save(scope, hfParams(cfg), dir, p, cfg)
 }
 
 // Init creates (or overwrites) the encoder variables under scope with a from-scratch

@@ -1,9 +1,15 @@
 package hfweights
 
-import "fmt"
+import (
+	"encoding/json"
+	"fmt"
+	"os"
 
-// Config holds the fields of an HF config.json that BERT's and DeBERTa-v2's configurations
-// share (bert.Config and deberta.Config embed it; JSON reads and writes them at the top
+	"github.com/gomlx/compute/dtypes"
+)
+
+// Config holds the fields of an HF config.json that BERT's, DeBERTa-v2's and MPNet's
+// configurations share (bert.Config, deberta.Config and mpnet.Config embed it; JSON reads and writes them at the top
 // level, in this order).
 type Config struct {
 	VocabSize                 int     `json:"vocab_size"`
@@ -34,4 +40,32 @@ func (c *Config) CheckSizes(what string) error {
 		return fmt.Errorf("%s: hidden_size %d is not a multiple of num_attention_heads %d", what, c.HiddenSize, c.NumAttentionHeads)
 	}
 	return nil
+}
+
+// CheckLayers reports an error, prefixed with what, unless layer_norm_eps is positive, the
+// dropout probabilities are in [0, 1), dt (the computation's dtype) is Float32 or Float64 and
+// hidden_act is one the BERT-style layers apply (gelu, gelu_new, gelu_pytorch_tanh, relu).
+func (c *Config) CheckLayers(what string, dt dtypes.DType) error {
+	switch {
+	case c.LayerNormEps <= 0:
+		return fmt.Errorf("%s: layer_norm_eps %v must be > 0", what, c.LayerNormEps)
+	case c.HiddenDropoutProb < 0 || c.HiddenDropoutProb >= 1 || c.AttentionProbsDropoutProb < 0 || c.AttentionProbsDropoutProb >= 1:
+		return fmt.Errorf("%s: dropout probabilities must be in [0, 1)", what)
+	case dt != dtypes.Float32 && dt != dtypes.Float64:
+		return fmt.Errorf("%s: dtype %s not supported (Float32, Float64)", what, dt)
+	}
+	switch c.HiddenAct {
+	case "gelu", "gelu_new", "gelu_pytorch_tanh", "relu":
+		return nil
+	}
+	return fmt.Errorf("%s: unsupported hidden_act %q (gelu, gelu_new, relu)", what, c.HiddenAct)
+}
+
+// SaveJSON writes v (a configuration) as indented JSON to path: an HF config.json.
+func SaveJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }

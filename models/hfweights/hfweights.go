@@ -220,3 +220,42 @@ func Init(scope *model.Scope, params []Param, rng *rand.Rand, std float64, pad i
 	}
 	return nil
 }
+
+// Load reads dir's checkpoint (tensors renamed by rename, as Open) into the variables of
+// params(pooler) under scope, pooler telling whether the checkpoint has "pooler.dense.weight".
+// Every tensor is read and checked before any variable is touched, so a bad checkpoint never
+// half-loads. kind ("bert") names the checkpoint in errors.
+func Load(scope *model.Scope, dir, kind string, rename func(string) (string, bool), params func(pooler bool) []Param) (pooler bool, err error) {
+	weights, err := Open(dir, kind, rename)
+	if err != nil {
+		return false, err
+	}
+	_, pooler = weights["pooler.dense.weight"]
+	ps := params(pooler)
+	values, err := Read(dir, kind, weights, ps)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range ps {
+		if err := Set(scope, p.Name, values[p.Name]); err != nil {
+			return false, fmt.Errorf("%s checkpoint %s: %w", kind, dir, err)
+		}
+	}
+	return pooler, nil
+}
+
+// Save writes the variables of params under scope as an HF directory: model.safetensors (F32;
+// each tensor named prefix + "." + its name when prefix is not empty, as task models name the
+// encoder's tensors) and cfg as config.json.
+func Save(scope *model.Scope, params []Param, dir, prefix string, cfg any) error {
+	rename := func(name string) string {
+		if prefix != "" {
+			return prefix + "." + name
+		}
+		return name
+	}
+	if err := Write(scope, params, dir, rename); err != nil {
+		return err
+	}
+	return SaveJSON(filepath.Join(dir, "config.json"), cfg)
+}

@@ -61,38 +61,25 @@ func LoadHF(scope *model.Scope, dir string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	weights, err := hfweights.Open(dir, ModelType, normalize)
+	pooler, err := hfweights.Load(scope, dir, ModelType, normalize, func(pooler bool) []hfweights.Param {
+		cfg.Pooler = &pooler
+		return Params(cfg)
+	})
 	if err != nil {
 		return nil, err
 	}
-	_, hasPooler := weights["pooler.dense.weight"]
-	cfg.Pooler = &hasPooler
-	params := Params(cfg)
-	values, err := hfweights.Read(dir, ModelType, weights, params)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range params {
-		if err := hfweights.Set(scope, p.Name, values[p.Name]); err != nil {
-			return nil, fmt.Errorf("mpnet checkpoint %s: %w", dir, err)
-		}
-	}
+	cfg.Pooler = &pooler
 	return cfg, nil
 }
 
 // SaveHF writes cfg and the variables under scope as an HF directory (config.json,
 // model.safetensors in F32; tensor names with the "mpnet." prefix when prefix is true).
 func SaveHF(scope *model.Scope, cfg *Config, dir string, prefix bool) error {
-	rename := func(name string) string {
-		if prefix {
-			return Prefix + "." + name
-		}
-		return name
+	p := ""
+	if prefix {
+		p = Prefix
 	}
-	if err := hfweights.Write(scope, Params(cfg), dir, rename); err != nil {
-		return err
-	}
-	return cfg.Save(filepath.Join(dir, "config.json"))
+	return hfweights.Save(scope, Params(cfg), dir, p, cfg)
 }
 
 // Init creates (or overwrites) the variables under scope with HF's MPNetPreTrainedModel
