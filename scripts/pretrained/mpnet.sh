@@ -56,8 +56,12 @@ for seed in $seeds; do
   if [ -f "$ho/h$seed/run.json" ]; then
     ev "h$seed-ft-mpnet-bm25" -data $tl "${v[@]}" -method fusion -runs "run:$ho/h$seed,$out/all-zs.trec,bm25" -save-run "$out/h$seed-ft-mpnet-bm25.trec"
     row "holdout$seed" "fine-tuned+mpnet+bm25" "$out/h$seed-ft-mpnet-bm25.json"
+    # Against the MiniLM three-way (h$seed-compare.txt) and its own first stage, fine-tuned + BM25
+    # (h$seed-compare-first.txt), both written by scripts/holdout/minilm-ho.sh.
     [ -f "$ho/h$seed-zs-bm25.trec" ] &&
       bin/toolret eval -data $tl "${v[@]}" -compare "$ho/h$seed-zs-bm25.trec,$out/h$seed-ft-mpnet-bm25.trec" >"$out/h$seed-compare.txt" 2>&1
+    [ -f "$ho/h$seed-bm25.trec" ] &&
+      bin/toolret eval -data $tl "${v[@]}" -compare "$ho/h$seed-bm25.trec,$out/h$seed-ft-mpnet-bm25.trec" >"$out/h$seed-compare-first.txt" 2>&1
   fi
 done
 ev bfcl-bm25 -data $bf -method bm25 -save-run "$out/bfcl-bm25.trec"
