@@ -76,13 +76,21 @@ func parityTexts(t testing.TB) (tools, queries []string) {
 
 // stReference embeds the texts with sentence-transformers (scripts/pretrained/st_embed.py).
 // The result is kept on disk under $TOOLRET_CACHE/st-reference, keyed by the model's snapshot
-// directory (its hub commit), the python and the texts, so that the go and ONNX Runtime parity
+// directory (its hub commit), the python, its sentence-transformers, transformers and torch
+// versions and the texts, so that the go and ONNX Runtime parity
 // runs (two test processes) and later runs compare against one reference: all-mpnet-base-v2
 // takes minutes on 2 cores. The file is written atomically; TOOLRET_ST_FRESH=1 recomputes it.
 func stReference(t *testing.T, py, ref, dir string, tools, queries []string) (tr, qr []stRow) {
 	t.Helper()
+	// The reference's versions belong to the key: an upgraded venv recomputes it.
+	cmd := exec.Command(py, "-c", "import importlib.metadata as m; print(*(m.version(p) for p in ('sentence-transformers', 'transformers', 'torch')))")
+	cmd.Env = pythonEnv()
+	versions, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: versions of sentence-transformers, transformers, torch: %v", py, err)
+	}
 	h := sha256.New()
-	for _, s := range append([]string{dir, py, "tools"}, append(append(tools, "queries"), queries...)...) {
+	for _, s := range append([]string{dir, py, string(versions), "tools"}, append(append(tools, "queries"), queries...)...) {
 		fmt.Fprintf(h, "%d:%s\n", len(s), s)
 	}
 	cache := os.Getenv("TOOLRET_CACHE")
