@@ -10,46 +10,33 @@ import (
 	"github.com/toolret/toolret/models/hfweights"
 )
 
-// Param is one HF parameter of the encoder.
-type Param struct {
-	Name  string // HF name without the "bert." prefix
-	Shape []int
-}
-
-// hfParams lists the encoder's parameters for cfg as hfweights reads and writes them.
-func hfParams(cfg *Config) []hfweights.Param {
-	ps := Params(cfg)
-	out := make([]hfweights.Param, len(ps))
-	for i, p := range ps {
-		out[i] = hfweights.Param(p)
-	}
-	return out
-}
+// Param is one HF parameter of the encoder (name without the "bert." prefix, shape).
+type Param = hfweights.Param
 
 // Params lists the encoder's parameters in HF naming for cfg (pooler included when
 // cfg.HasPooler()).
 func Params(cfg *Config) []Param {
 	h, i := cfg.HiddenSize, cfg.IntermediateSize
 	ps := []Param{
-		{"embeddings.word_embeddings.weight", []int{cfg.VocabSize, h}},
-		{"embeddings.position_embeddings.weight", []int{cfg.MaxPositionEmbeddings, h}},
-		{"embeddings.token_type_embeddings.weight", []int{cfg.TypeVocabSize, h}},
-		{"embeddings.LayerNorm.weight", []int{h}},
-		{"embeddings.LayerNorm.bias", []int{h}},
+		{Name: "embeddings.word_embeddings.weight", Shape: []int{cfg.VocabSize, h}},
+		{Name: "embeddings.position_embeddings.weight", Shape: []int{cfg.MaxPositionEmbeddings, h}},
+		{Name: "embeddings.token_type_embeddings.weight", Shape: []int{cfg.TypeVocabSize, h}},
+		{Name: "embeddings.LayerNorm.weight", Shape: []int{h}},
+		{Name: "embeddings.LayerNorm.bias", Shape: []int{h}},
 	}
 	for l := 0; l < cfg.NumHiddenLayers; l++ {
 		p := fmt.Sprintf("encoder.layer.%d.", l)
 		for _, m := range []string{"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"} {
-			ps = append(ps, Param{p + m + ".weight", []int{h, h}}, Param{p + m + ".bias", []int{h}})
+			ps = append(ps, Param{Name: p + m + ".weight", Shape: []int{h, h}}, Param{Name: p + m + ".bias", Shape: []int{h}})
 		}
 		ps = append(ps,
-			Param{p + "attention.output.LayerNorm.weight", []int{h}}, Param{p + "attention.output.LayerNorm.bias", []int{h}},
-			Param{p + "intermediate.dense.weight", []int{i, h}}, Param{p + "intermediate.dense.bias", []int{i}},
-			Param{p + "output.dense.weight", []int{h, i}}, Param{p + "output.dense.bias", []int{h}},
-			Param{p + "output.LayerNorm.weight", []int{h}}, Param{p + "output.LayerNorm.bias", []int{h}})
+			Param{Name: p + "attention.output.LayerNorm.weight", Shape: []int{h}}, Param{Name: p + "attention.output.LayerNorm.bias", Shape: []int{h}},
+			Param{Name: p + "intermediate.dense.weight", Shape: []int{i, h}}, Param{Name: p + "intermediate.dense.bias", Shape: []int{i}},
+			Param{Name: p + "output.dense.weight", Shape: []int{h, i}}, Param{Name: p + "output.dense.bias", Shape: []int{h}},
+			Param{Name: p + "output.LayerNorm.weight", Shape: []int{h}}, Param{Name: p + "output.LayerNorm.bias", Shape: []int{h}})
 	}
 	if cfg.HasPooler() {
-		ps = append(ps, Param{"pooler.dense.weight", []int{h, h}}, Param{"pooler.dense.bias", []int{h}})
+		ps = append(ps, Param{Name: "pooler.dense.weight", Shape: []int{h, h}}, Param{Name: "pooler.dense.bias", Shape: []int{h}})
 	}
 	return ps
 }
@@ -83,7 +70,7 @@ func LoadHF(scope *model.Scope, dir string) (*Config, error) {
 	}
 	pooler, err := hfweights.Load(scope, dir, "bert", normalize, func(pooler bool) []hfweights.Param {
 		cfg.Pooler = &pooler
-		return hfParams(cfg)
+		return Params(cfg)
 	})
 	if err != nil {
 		return nil, err
@@ -99,7 +86,7 @@ func SaveHF(scope *model.Scope, cfg *Config, dir string, prefix bool) error {
 	if prefix {
 		p = "bert"
 	}
-	return hfweights.Save(scope, hfParams(cfg), dir, p, cfg)
+	return hfweights.Save(scope, Params(cfg), dir, p, cfg)
 }
 
 // Init creates (or overwrites) the encoder variables under scope with a from-scratch
@@ -111,7 +98,7 @@ func Init(scope *model.Scope, cfg *Config, seed uint64) error {
 		return err
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	if err := hfweights.Init(scope, hfParams(cfg), rng, cfg.InitializerRange, cfg.PadTokenID, cfg.dtype()); err != nil {
+	if err := hfweights.Init(scope, Params(cfg), rng, cfg.InitializerRange, cfg.PadTokenID, cfg.dtype()); err != nil {
 		return fmt.Errorf("bert init: %w", err)
 	}
 	return nil

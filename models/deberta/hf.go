@@ -22,41 +22,28 @@ const Prefix = "deberta"
 // encoder does not use (pretraining heads).
 var Warnings io.Writer = os.Stderr
 
-// Param is one HF parameter of the encoder.
-type Param struct {
-	Name  string // HF name without the "deberta." prefix
-	Shape []int
-}
-
-// hfParams lists the encoder's parameters for cfg as hfweights reads and writes them.
-func hfParams(cfg *Config) []hfweights.Param {
-	ps := Params(cfg)
-	out := make([]hfweights.Param, len(ps))
-	for i, p := range ps {
-		out[i] = hfweights.Param(p)
-	}
-	return out
-}
+// Param is one HF parameter of the encoder (name without the "deberta." prefix, shape).
+type Param = hfweights.Param
 
 // Params lists the encoder's parameters in HF naming for cfg (the ContextPooler included
 // when cfg.HasPooler()).
 func Params(cfg *Config) []Param {
 	h, i, e := cfg.HiddenSize, cfg.IntermediateSize, cfg.Embedding()
-	ps := []Param{{"embeddings.word_embeddings.weight", []int{cfg.VocabSize, e}}}
+	ps := []Param{{Name: "embeddings.word_embeddings.weight", Shape: []int{cfg.VocabSize, e}}}
 	if cfg.PositionBiasedInput {
-		ps = append(ps, Param{"embeddings.position_embeddings.weight", []int{cfg.MaxPositionEmbeddings, e}})
+		ps = append(ps, Param{Name: "embeddings.position_embeddings.weight", Shape: []int{cfg.MaxPositionEmbeddings, e}})
 	}
 	if cfg.TypeVocabSize > 0 {
-		ps = append(ps, Param{"embeddings.token_type_embeddings.weight", []int{cfg.TypeVocabSize, e}})
+		ps = append(ps, Param{Name: "embeddings.token_type_embeddings.weight", Shape: []int{cfg.TypeVocabSize, e}})
 	}
 	if e != h {
-		ps = append(ps, Param{"embeddings.embed_proj.weight", []int{h, e}})
+		ps = append(ps, Param{Name: "embeddings.embed_proj.weight", Shape: []int{h, e}})
 	}
-	ps = append(ps, Param{"embeddings.LayerNorm.weight", []int{h}}, Param{"embeddings.LayerNorm.bias", []int{h}})
+	ps = append(ps, Param{Name: "embeddings.LayerNorm.weight", Shape: []int{h}}, Param{Name: "embeddings.LayerNorm.bias", Shape: []int{h}})
 	for l := 0; l < cfg.NumHiddenLayers; l++ {
 		p := fmt.Sprintf("encoder.layer.%d.", l)
 		lin := func(name string, out, in int) {
-			ps = append(ps, Param{p + name + ".weight", []int{out, in}}, Param{p + name + ".bias", []int{out}})
+			ps = append(ps, Param{Name: p + name + ".weight", Shape: []int{out, in}}, Param{Name: p + name + ".bias", Shape: []int{out}})
 		}
 		lin("attention.self.query_proj", h, h)
 		lin("attention.self.key_proj", h, h)
@@ -70,19 +57,19 @@ func Params(cfg *Config) []Param {
 			}
 		}
 		lin("attention.output.dense", h, h)
-		ps = append(ps, Param{p + "attention.output.LayerNorm.weight", []int{h}}, Param{p + "attention.output.LayerNorm.bias", []int{h}})
+		ps = append(ps, Param{Name: p + "attention.output.LayerNorm.weight", Shape: []int{h}}, Param{Name: p + "attention.output.LayerNorm.bias", Shape: []int{h}})
 		lin("intermediate.dense", i, h)
 		lin("output.dense", h, i)
-		ps = append(ps, Param{p + "output.LayerNorm.weight", []int{h}}, Param{p + "output.LayerNorm.bias", []int{h}})
+		ps = append(ps, Param{Name: p + "output.LayerNorm.weight", Shape: []int{h}}, Param{Name: p + "output.LayerNorm.bias", Shape: []int{h}})
 	}
 	if cfg.RelativeAttention {
-		ps = append(ps, Param{"encoder.rel_embeddings.weight", []int{2 * cfg.Span(), h}})
+		ps = append(ps, Param{Name: "encoder.rel_embeddings.weight", Shape: []int{2 * cfg.Span(), h}})
 		if cfg.normRel() {
-			ps = append(ps, Param{"encoder.LayerNorm.weight", []int{h}}, Param{"encoder.LayerNorm.bias", []int{h}})
+			ps = append(ps, Param{Name: "encoder.LayerNorm.weight", Shape: []int{h}}, Param{Name: "encoder.LayerNorm.bias", Shape: []int{h}})
 		}
 	}
 	if cfg.HasPooler() {
-		ps = append(ps, Param{"pooler.dense.weight", []int{h, h}}, Param{"pooler.dense.bias", []int{h}})
+		ps = append(ps, Param{Name: "pooler.dense.weight", Shape: []int{h, h}}, Param{Name: "pooler.dense.bias", Shape: []int{h}})
 	}
 	return ps
 }
@@ -133,7 +120,7 @@ func LoadHF(scope *model.Scope, dir string) (*Config, error) {
 	}
 	_, hasPooler := weights["pooler.dense.weight"]
 	cfg.Pooler = &hasPooler
-	params := hfParams(cfg)
+	params := Params(cfg)
 	values, err := hfweights.Read(dir, "deberta", weights, params)
 	if err != nil {
 		return nil, err
@@ -187,7 +174,7 @@ func SaveHF(scope *model.Scope, cfg *Config, dir string, prefix bool) error {
 		}
 		return name
 	}
-	if err := hfweights.Write(scope, hfParams(cfg), dir, rename); err != nil {
+	if err := hfweights.Write(scope, Params(cfg), dir, rename); err != nil {
 		return err
 	}
 	return cfg.Save(filepath.Join(dir, "config.json"))
@@ -202,7 +189,7 @@ func Init(scope *model.Scope, cfg *Config, seed uint64) error {
 		return err
 	}
 	rng := rand.New(rand.NewPCG(seed, 0xdeb3))
-	if err := hfweights.Init(scope, hfParams(cfg), rng, cfg.InitializerRange, cfg.PadTokenID, cfg.dtype()); err != nil {
+	if err := hfweights.Init(scope, Params(cfg), rng, cfg.InitializerRange, cfg.PadTokenID, cfg.dtype()); err != nil {
 		return fmt.Errorf("deberta init: %w", err)
 	}
 	return nil

@@ -60,7 +60,7 @@ func (b bertConfig) TypeVocab() int     { return b.c.TypeVocabSize }
 func (b bertConfig) Dropout() float64   { return b.c.HiddenDropoutProb }
 func (b bertConfig) InitRange() float64 { return b.c.InitializerRange }
 func (b bertConfig) HasPooler() bool    { return b.c.HasPooler() }
-func (b bertConfig) Params() []Param    { return params(bert.Params(b.c)) }
+func (b bertConfig) Params() []Param    { return bert.Params(b.c) }
 func (b bertConfig) HF() HFNames {
 	return HFNames{"bert", "BertModel", "BertForSequenceClassification"}
 }
@@ -114,12 +114,4 @@ func (b bertConfig) ONNX(g *onnxgraph.Builder, param func(name string) []float32
 
 func (b bertConfig) ONNXPooler(g *onnxgraph.Builder, param func(name string) []float32, cls string) string {
 	return bert.ONNXPooler(g, b.c, param, cls)
-}
-
-func params(ps []bert.Param) []Param {
-	out := make([]Param, len(ps))
-	for i, p := range ps {
-		out[i] = Param{p.Name, p.Shape}
-	}
-	return out
 }

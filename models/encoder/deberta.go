@@ -80,14 +80,7 @@ func (d debertaConfig) HF() HFNames {
 }
 func (d debertaConfig) copy() *deberta.Config { c := *d.c; return &c }
 
-func (d debertaConfig) Params() []Param {
-	ps := deberta.Params(d.c)
-	out := make([]Param, len(ps))
-	for i, p := range ps {
-		out[i] = Param{p.Name, p.Shape}
-	}
-	return out
-}
+func (d debertaConfig) Params() []Param { return deberta.Params(d.c) }
 
 func (d debertaConfig) WithPooler(has bool) Config {
 	c := d.copy()

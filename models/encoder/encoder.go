@@ -26,6 +26,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/models/encoder/onnxgraph"
+	"github.com/toolret/toolret/models/hfweights"
 	"github.com/toolret/toolret/models/pooling"
 )
 
@@ -45,10 +46,7 @@ func ParsePooling(s string) (Pooling, error) { return pooling.Parse(s) }
 
 // Param is one parameter of an encoder: its HF name (without the base-model prefix, e.g.
 // "embeddings.word_embeddings.weight") and shape.
-type Param struct {
-	Name  string
-	Shape []int
-}
+type Param = hfweights.Param
 
 // HFNames are an implementation's HuggingFace names.
 type HFNames struct {

@@ -72,14 +72,7 @@ func (m mpnetConfig) HF() HFNames {
 }
 func (m mpnetConfig) copy() *mpnet.Config { c := *m.c; return &c }
 
-func (m mpnetConfig) Params() []Param {
-	ps := mpnet.Params(m.c)
-	out := make([]Param, len(ps))
-	for i, p := range ps {
-		out[i] = Param{p.Name, p.Shape}
-	}
-	return out
-}
+func (m mpnetConfig) Params() []Param { return mpnet.Params(m.c) }
 
 func (m mpnetConfig) WithPooler(has bool) Config {
 	c := m.copy()

@@ -71,14 +71,7 @@ func (w wordbagConfig) copy() *wordbag.Config {
 	return &c
 }
 
-func (w wordbagConfig) Params() []Param {
-	ps := wordbag.Params(w.c)
-	out := make([]Param, len(ps))
-	for i, p := range ps {
-		out[i] = Param{p.Name, p.Shape}
-	}
-	return out
-}
+func (w wordbagConfig) Params() []Param { return wordbag.Params(w.c) }
 
 func (w wordbagConfig) WithPooler(has bool) Config {
 	c := w.copy()
