@@ -15,18 +15,10 @@ func init() {
 	Register("bert", Type{
 		New: func(s Sizes) (Config, error) {
 			c := bert.Default()
-			set := func(dst *int, v int) {
-				if v != 0 {
-					*dst = v
-				}
+			s.apply(&c.Config)
+			if s.MaxPositions != 0 {
+				c.MaxPositionEmbeddings = s.MaxPositions
 			}
-			set(&c.VocabSize, s.Vocab)
-			set(&c.HiddenSize, s.Hidden)
-			set(&c.NumHiddenLayers, s.Layers)
-			set(&c.NumAttentionHeads, s.Heads)
-			set(&c.MaxPositionEmbeddings, s.MaxPositions)
-			c.IntermediateSize = 4 * c.HiddenSize
-			set(&c.IntermediateSize, s.Intermediate)
 			return bertConfig{c}, nil
 		},
 		Unmarshal: func(b []byte) (Config, error) {

@@ -25,23 +25,15 @@ func init() {
 	Register(deberta.ModelType, Type{
 		New: func(s Sizes) (Config, error) {
 			c := deberta.Default()
-			set := func(dst *int, v int) {
-				if v != 0 {
-					*dst = v
-				}
+			s.apply(&c.Config)
+			if s.MaxPositions != 0 {
+				c.MaxPositionEmbeddings = s.MaxPositions
 			}
-			set(&c.VocabSize, s.Vocab)
-			set(&c.HiddenSize, s.Hidden)
-			set(&c.NumHiddenLayers, s.Layers)
-			set(&c.NumAttentionHeads, s.Heads)
-			set(&c.MaxPositionEmbeddings, s.MaxPositions)
 			// v3 has 256 buckets for 512 positions: keep that ratio for shorter models (the
 			// log buckets need more positions than half the buckets), no buckets below 4.
 			if c.PositionBuckets = min(256, c.MaxPositionEmbeddings/2); c.PositionBuckets < 2 {
 				c.PositionBuckets = -1
 			}
-			c.IntermediateSize = 4 * c.HiddenSize
-			set(&c.IntermediateSize, s.Intermediate)
 			return debertaConfig{c}, nil
 		},
 		Unmarshal: func(b []byte) (Config, error) {

@@ -130,6 +130,23 @@ type Sizes struct {
 	Vocab, Hidden, Layers, Heads, Intermediate, MaxPositions int
 }
 
+// apply sets the sizes s gives (non-zero fields) on an HF configuration: vocabulary, hidden
+// size, layers, heads, and the intermediate size (4 x hidden unless given). MaxPositions is
+// each implementation's to apply (MPNet numbers positions after the padding id).
+func (s Sizes) apply(c *hfweights.Config) {
+	set := func(dst *int, v int) {
+		if v != 0 {
+			*dst = v
+		}
+	}
+	set(&c.VocabSize, s.Vocab)
+	set(&c.HiddenSize, s.Hidden)
+	set(&c.NumHiddenLayers, s.Layers)
+	set(&c.NumAttentionHeads, s.Heads)
+	c.IntermediateSize = 4 * c.HiddenSize
+	set(&c.IntermediateSize, s.Intermediate)
+}
+
 // Type is a registered implementation.
 type Type struct {
 	// New returns the default configuration with s applied.

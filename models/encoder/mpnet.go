@@ -20,20 +20,10 @@ func init() {
 	Register(mpnet.ModelType, Type{
 		New: func(s Sizes) (Config, error) {
 			c := mpnet.Default()
-			set := func(dst *int, v int) {
-				if v != 0 {
-					*dst = v
-				}
-			}
-			set(&c.VocabSize, s.Vocab)
-			set(&c.HiddenSize, s.Hidden)
-			set(&c.NumHiddenLayers, s.Layers)
-			set(&c.NumAttentionHeads, s.Heads)
+			s.apply(&c.Config)
 			if s.MaxPositions != 0 {
 				c.MaxPositionEmbeddings = s.MaxPositions + c.PadTokenID + 1
 			}
-			c.IntermediateSize = 4 * c.HiddenSize
-			set(&c.IntermediateSize, s.Intermediate)
 			return mpnetConfig{c}, nil
 		},
 		Unmarshal: func(b []byte) (Config, error) {
