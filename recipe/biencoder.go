@@ -91,7 +91,7 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 		t.LR = 5e-4
 	}
 	if err := cli.First(cli.Positive("batch", t.Batch), cli.Positive("epochs", t.Epochs), cli.Positive("lr", t.LR),
-		cli.Positive("temperature", m.Temperature), cli.Positive("accumulate", t.Accumulate), checkDev(sp.Dev),
+		cli.Positive("temperature", m.Temperature), cli.Positive("accumulate", t.Accumulate), cli.NonNegative("mini-batch", t.MiniBatch), checkDev(sp.Dev),
 		cli.NonNegative("weight-decay", t.WeightDecay), cli.NonNegative("clip", t.Clip), cli.NonNegative("hard-negatives", t.HardNegatives),
 		cli.NonNegative("eval-every", t.EvalEvery), cli.NonNegative("patience", t.Patience), cli.CheckMetric(t.Metric),
 		cli.NonNegative("max-steps", t.MaxSteps), cli.NonNegative("max-time", int64(t.MaxTime)), checkWarmup(t.Warmup), checkArch(m.Arch)); err != nil {
@@ -140,6 +140,8 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 			return nil, fmt.Errorf("-objective %s trains one shared tower: -separate-towers does not apply", obj)
 		case reg != (biencoder.Regularization{}):
 			return nil, fmt.Errorf("-freeze-embeddings, -freeze-tower and -tool-dropout apply to -objective %s (and -feedback) only", biencoder.ObjectiveQuery2Tool)
+		case t.MiniBatch > 0:
+			return nil, fmt.Errorf("-mini-batch (GradCache) applies to -objective %s (and -feedback): %s's triplet loss is not cached", biencoder.ObjectiveQuery2Tool, obj)
 		}
 	} else if pa.Retriever != "" && pa.Feedback == "" {
 		return nil, fmt.Errorf("-first-stage is used by -objective %s only (it mines the query triplets), or with -feedback (the collection's retriever, when it moved)", biencoder.ObjectiveQuery2Query)
@@ -274,7 +276,7 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 			return nil, err
 		}
 		ft := &biencoder.FeedbackTask{Cfg: mc, Data: d, Train: trainSplit, Dev: dev, Tok: tok, Backend: bk, BatchSize: t.Batch, StrictBatches: t.StrictBatches,
-			Seed: t.Seed, Loops: loops, Iterations: fbT, Alpha: t.Alpha, Joint: t.FeedbackJoint, HardNegatives: t.FeedbackHardNegatives, Padding: padding, ExtraFiles: files, Reg: reg}
+			Seed: t.Seed, Loops: loops, Iterations: fbT, Alpha: t.Alpha, Joint: t.FeedbackJoint, HardNegatives: t.FeedbackHardNegatives, Padding: padding, ExtraFiles: files, Reg: reg, MiniBatchSize: t.MiniBatch}
 		if err := ft.Prepare(); err != nil {
 			return nil, err
 		}
@@ -284,7 +286,7 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 		task, examples = ft, ft.Describe()
 	} else {
 		bt := &biencoder.Task{Cfg: mc, Data: d, Train: trainSplit, Dev: dev, Tok: tok, Backend: bk, BatchSize: t.Batch, StrictBatches: t.StrictBatches,
-			Seed: t.Seed, HardNegatives: t.HardNegatives, Negatives: negs, Padding: padding, ExtraFiles: files, Reg: reg, ToolQueries: t.ToolQueries}
+			Seed: t.Seed, HardNegatives: t.HardNegatives, Negatives: negs, Padding: padding, ExtraFiles: files, Reg: reg, ToolQueries: t.ToolQueries, MiniBatchSize: t.MiniBatch}
 		if err := bt.Prepare(); err != nil {
 			return nil, err
 		}

@@ -129,57 +129,70 @@ const StepVar = optScope + "/micro_step"
 func (o Optimizer) Update(scope *model.Scope, loss *Node) (lr, gradNorm *Node) {
 	g := loss.Graph()
 	store := scope.Store()
+	vars, values := trainable(store, g)
+	if len(vars) == 0 {
+		panic(fmt.Errorf("optimizer: no trainable variables in the loss graph"))
+	}
+	grads := Gradient(ConvertDType(loss, dtypes.Float32), values...)
+	apply, t := o.count(store, g)
+	// Accumulate, then average.
+	if o.Accumulate > 1 {
+		for i, v := range vars {
+			av := stateVar(store, "acc", v)
+			sum := Add(av.NodeValue(g), grads[i])
+			av.SetNodeValue(Where(apply, ZerosLike(sum), sum))
+			grads[i] = DivScalar(sum, float64(o.Accumulate))
+		}
+	}
+	return o.adam(store, g, vars, values, grads, apply, t, o.Accumulate > 1)
+}
+
+// trainable returns the trainable variables g uses (the optimizer's own state excepted) and
+// their values in g, sorted by path. The graph must be marked as training (see Update).
+func trainable(store *model.Store, g *Graph) ([]*model.Variable, []*Node) {
 	if !store.IsTraining(g) {
 		panic(fmt.Errorf("optimizer: graph is not marked as training (call scope.SetTraining(g, true) before reading variables)"))
 	}
 	var vars []*model.Variable
-	var values []*Node
 	for v := range store.IterVariables() {
 		if v.Trainable && v.InUseByGraph(g) && !strings.HasPrefix(v.Path(), optScope+"/") {
 			vars = append(vars, v)
-			values = append(values, v.NodeValue(g))
 		}
-	}
-	if len(vars) == 0 {
-		panic(fmt.Errorf("optimizer: no trainable variables in the loss graph"))
 	}
 	// A fixed order (by path), not the store's creation order: a store restored from a
 	// checkpoint creates its variables in another order, and the global gradient norm summed
 	// in another order rounds differently, which would break bit-identical resume.
-	order := make([]int, len(vars))
-	for i := range order {
-		order[i] = i
+	sort.Slice(vars, func(a, b int) bool { return vars[a].Path() < vars[b].Path() })
+	values := make([]*Node, len(vars))
+	for i, v := range vars {
+		values[i] = v.NodeValue(g)
 	}
-	sort.Slice(order, func(a, b int) bool { return vars[order[a]].Path() < vars[order[b]].Path() })
-	sv, sn := make([]*model.Variable, len(vars)), make([]*Node, len(vars))
-	for i, j := range order {
-		sv[i], sn[i] = vars[j], values[j]
-	}
-	vars, values = sv, sn
-	grads := Gradient(ConvertDType(loss, dtypes.Float32), values...)
+	return vars, values
+}
 
-	stateVar := func(kind string, v *model.Variable) *model.Variable {
-		sv := store.VariableWithShape(optScope+"/"+kind+v.Path(), v.Shape(), initializer.Zero)
-		sv.Trainable = false
-		return sv
-	}
+// stateVar is the optimizer's state of kind for variable v.
+func stateVar(store *model.Store, kind string, v *model.Variable) *model.Variable {
+	sv := store.VariableWithShape(optScope+"/"+kind+v.Path(), v.Shape(), initializer.Zero)
+	sv.Trainable = false
+	return sv
+}
+
+// count counts one micro-batch: apply says it completes an optimizer step (every
+// Accumulate-th), t is that step's number (1-based when apply).
+func (o Optimizer) count(store *model.Store, g *Graph) (apply, t *Node) {
 	stepV := store.VariableWithShape(StepVar, shapes.Make(dtypes.Int64), initializer.Zero)
 	stepV.Trainable = false
 	micro := AddScalar(stepV.NodeValue(g), 1)
 	stepV.SetNodeValue(micro)
 	acc := int64(o.Accumulate)
-	apply := Equal(ModScalar(micro, float64(acc)), ScalarZero(g, dtypes.Int64))
-	t := Div(micro, Scalar(g, dtypes.Int64, acc)) // optimizer update number (1-based when apply)
+	apply = Equal(ModScalar(micro, float64(acc)), ScalarZero(g, dtypes.Int64))
+	t = Div(micro, Scalar(g, dtypes.Int64, acc)) // optimizer update number (1-based when apply)
+	return apply, t
+}
 
-	// Accumulate, then average.
-	if o.Accumulate > 1 {
-		for i, v := range vars {
-			av := stateVar("acc", v)
-			sum := Add(av.NodeValue(g), grads[i])
-			av.SetNodeValue(Where(apply, ZerosLike(sum), sum))
-			grads[i] = DivScalar(sum, float64(acc))
-		}
-	}
+// adam clips grads by their global norm and applies the AdamW update of step t to vars
+// (values: their values in g); with gated, only where apply holds.
+func (o Optimizer) adam(store *model.Store, g *Graph, vars []*model.Variable, values, grads []*Node, apply, t *Node, gated bool) (lr, gradNorm *Node) {
 	// Global norm and clipping.
 	var sq *Node
 	for _, gr := range grads {
@@ -203,7 +216,7 @@ func (o Optimizer) Update(scope *model.Scope, loss *Node) (lr, gradNorm *Node) {
 	bc1 := ConvertDType(OneMinus(Pow(Scalar(g, dtypes.Float64, o.Beta1), tf)), dtypes.Float32)
 	bc2 := ConvertDType(OneMinus(Pow(Scalar(g, dtypes.Float64, o.Beta2), tf)), dtypes.Float32)
 	for i, v := range vars {
-		mv, vv := stateVar("m", v), stateVar("v", v)
+		mv, vv := stateVar(store, "m", v), stateVar(store, "v", v)
 		m0, v0 := mv.NodeValue(g), vv.NodeValue(g)
 		m1 := Add(MulScalar(m0, o.Beta1), MulScalar(grads[i], 1-o.Beta1))
 		v1 := Add(MulScalar(v0, o.Beta2), MulScalar(Square(grads[i]), 1-o.Beta2))
@@ -214,7 +227,7 @@ func (o Optimizer) Update(scope *model.Scope, loss *Node) (lr, gradNorm *Node) {
 		}
 		stepDir := Div(Div(m1, bc1), AddScalar(Sqrt(Div(v1, bc2)), o.Eps))
 		p1 = Sub(p1, Mul(lrF, stepDir))
-		if o.Accumulate > 1 {
+		if gated {
 			m1, v1, p1 = Where(apply, m1, m0), Where(apply, v1, v0), Where(apply, p1, p0)
 		}
 		mv.SetNodeValue(m1)
@@ -223,4 +236,45 @@ func (o Optimizer) Update(scope *model.Scope, loss *Node) (lr, gradNorm *Node) {
 	}
 	lr = Where(apply, lrF, ZerosLike(lrF))
 	return lr, gradNorm
+}
+
+// accumulate adds the gradient of loss with respect to the trainable variables its graph
+// uses to their accumulators (the "acc" state Update keeps with Accumulate > 1) and returns
+// those variables' paths, without counting a micro-batch or updating anything else: one
+// part of a batch whose gradient is a sum over parts (GradCache, cacheStep).
+func accumulate(scope *model.Scope, loss *Node) []string {
+	g := loss.Graph()
+	store := scope.Store()
+	vars, values := trainable(store, g)
+	if len(vars) == 0 {
+		return nil
+	}
+	grads := Gradient(ConvertDType(loss, dtypes.Float32), values...)
+	paths := make([]string, len(vars))
+	for i, v := range vars {
+		av := stateVar(store, "acc", v)
+		av.SetNodeValue(Add(av.NodeValue(g), grads[i]))
+		paths[i] = v.Path()
+	}
+	return paths
+}
+
+// applyAccumulated counts one micro-batch whose gradient the accumulators of vars hold (see
+// accumulate) and, every Accumulate-th, applies their average as Update does and zeroes them.
+func (o Optimizer) applyAccumulated(scope *model.Scope, g *Graph, vars []*model.Variable) (lr, gradNorm *Node) {
+	store := scope.Store()
+	if !store.IsTraining(g) {
+		panic(fmt.Errorf("optimizer: graph is not marked as training"))
+	}
+	values := make([]*Node, len(vars))
+	grads := make([]*Node, len(vars))
+	apply, t := o.count(store, g)
+	for i, v := range vars {
+		values[i] = v.NodeValue(g)
+		av := stateVar(store, "acc", v)
+		sum := av.NodeValue(g)
+		av.SetNodeValue(Where(apply, ZerosLike(sum), sum))
+		grads[i] = DivScalar(sum, float64(max(o.Accumulate, 1)))
+	}
+	return o.adam(store, g, vars, values, grads, apply, t, true)
 }

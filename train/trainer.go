@@ -182,15 +182,23 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 	}
 
 	opt := cfg.Optimizer
-	exec, err := newStepExec(be, store, cfg.Devices, func(s *model.Scope, inputs []*Node) []*Node {
-		g := inputs[0].Graph()
-		s.SetTraining(g, true)
-		loss := task.Loss(s, inputs)
-		lr, norm := opt.Update(s, loss)
-		return []*Node{ConvertDType(loss, lr.DType()), lr, norm}
-	})
-	if err != nil {
-		return nil, err
+	var exec stepper
+	if ct, ok := task.(Cached); ok && ct.MiniBatch() > 0 {
+		if cfg.Devices > 1 {
+			return nil, fmt.Errorf("train: mini-batches of %d (GradCache) run on one device, not %d", ct.MiniBatch(), cfg.Devices)
+		}
+		exec = newCacheStep(be, store, ct, opt)
+	} else {
+		exec, err = newStepExec(be, store, cfg.Devices, func(s *model.Scope, inputs []*Node) []*Node {
+			g := inputs[0].Graph()
+			s.SetTraining(g, true)
+			loss := task.Loss(s, inputs)
+			lr, norm := opt.Update(s, loss)
+			return []*Node{ConvertDType(loss, lr.DType()), lr, norm}
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Devices > 1 {
 		fmt.Fprintf(msgs, "devices: each batch split over %d of the %d devices of %s\n", cfg.Devices, be.NumDevices(), be.Description())
@@ -318,6 +326,13 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 	}
 	fmt.Fprintf(msgs, "plot: %s\n", filepath.Join(cfg.RunDir, PlotFile))
 	return sum, nil
+}
+
+// stepper runs one batch's step: the loss, the learning rate (0 on accumulation-only
+// micro-batches) and the gradient norm.
+type stepper interface {
+	call(inputs []*tensors.Tensor) ([]*tensors.Tensor, error)
+	setMaxCache(n int)
 }
 
 // truncateMetrics drops records after step (they are recomputed by a resumed run).

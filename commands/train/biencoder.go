@@ -79,6 +79,7 @@ func biencoderCmd(args []string) error {
 	schedule := fs.String("schedule", "linear", "linear, cosine or constant")
 	clip := fs.Float64("clip", 1, "global gradient-norm clipping (0: off)")
 	accum := fs.Int("accumulate", 1, "micro-batches per optimizer step")
+	miniBatch := fs.Int("mini-batch", 0, "encode each batch this many rows at a time (GradCache, as sentence-transformers' CachedMultipleNegativesRankingLoss: the same step in a mini-batch's memory, one more forward pass; 0: the whole batch)")
 	temp := fs.Float64("temperature", 0.05, "InfoNCE temperature")
 	sim := fs.String("similarity", "cosine", "cosine or dot")
 	symmetric := fs.Bool("symmetric", false, "add the tool->query InfoNCE term")
@@ -160,7 +161,7 @@ func biencoderCmd(args []string) error {
 			Similarity: auto("similarity", *sim, "").(string), Temperature: *temp, Symmetric: *symmetric, NoFNMask: *noMask, Objective: *objective,
 			Margin: *margin, Marker: *fb.marker},
 		Training: biencoder.TrainSchedule{Batch: *batch, StrictBatches: *strict, PadMultiple: pad, Epochs: *epochs, LR: auto("lr", *lr, 0.0).(float64),
-			WeightDecay: *wd, Warmup: *warmup, Schedule: *schedule, Clip: *clip, Accumulate: *accum, FreezeEmbeddings: *freezeEmb, ToolDropout: *toolDrop, FreezeTower: *freezeTower,
+			WeightDecay: *wd, Warmup: *warmup, Schedule: *schedule, Clip: *clip, Accumulate: *accum, MiniBatch: *miniBatch, FreezeEmbeddings: *freezeEmb, ToolDropout: *toolDrop, FreezeTower: *freezeTower,
 			ToolQueries: *toolQueries, HardNegatives: hardNegs, Negatives: *negFile, Iterations: *fb.iterations, Alpha: *fb.alpha,
 			FeedbackJoint: *fb.joint, FeedbackHardNegatives: *fb.hardNegs, PositivesPerQuery: *posPer, NegativesPerQuery: *negPer,
 			EvalEvery: *evalEvery, MaxSteps: *maxSteps, MaxTime: *maxTime, Metric: *metric, Patience: *patience, Seed: *seed},

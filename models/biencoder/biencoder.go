@@ -132,13 +132,9 @@ func (c *Config) loss(root *model.Scope, in []*Node, reg Regularization) *Node {
 	}
 	q := reg.embed(c, root, QueryTower, in[0], in[1])
 	t := reg.embed(c, root, ToolTower, in[2], in[3])
-	var neg *Node
+	var negs *Node
 	if len(in) == 7 {
-		n := reg.embed(c, root, ToolTower, in[5], in[6])
-		b := q.Shape().Dimensions[0]
-		neg = Reshape(n, b, -1, n.Shape().Dimensions[1])
+		negs = reg.embed(c, root, ToolTower, in[5], in[6])
 	}
-	sim, _ := losses.ParseSimilarity(c.Similarity)
-	return losses.InfoNCE(q, t, neg, in[4], losses.InfoNCEConfig{
-		Temperature: c.Temperature, Similarity: sim, Symmetric: c.Symmetric, NoMasking: c.NoMasking})
+	return c.infoNCE(q, t, negs, in[4])
 }

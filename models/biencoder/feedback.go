@@ -116,6 +116,9 @@ type FeedbackTask struct {
 	// Reg: see Task (tool dropout: example j's positive by dropRand(Seed, epoch, i, j), the
 	// hard negative of row r by example index B + r·B + j).
 	Reg Regularization
+	// MiniBatchSize: see Task (the instruction rows, tools and hard negatives each encoded
+	// this many rows at a time).
+	MiniBatchSize int
 
 	pairs []train.Pair
 	rel   losses.Relevance
@@ -157,6 +160,9 @@ func (t *FeedbackTask) Prepare() error {
 		return fmt.Errorf("biencoder: feedback iterations %d: must be >= 0", t.Iterations)
 	case !(t.Alpha > 0) || math.IsInf(t.Alpha, 0):
 		return fmt.Errorf("biencoder: feedback alpha %v: must be > 0", t.Alpha)
+	}
+	if err := checkMiniBatch(t.MiniBatchSize, t.Cfg.Objective); err != nil {
+		return err
 	}
 	if err := t.Reg.Check(t.Cfg); err != nil {
 		return err
@@ -360,17 +366,26 @@ func (t *FeedbackTask) Weights() []float64 {
 func (t *FeedbackTask) Loss(s *model.Scope, in []*Node) *Node {
 	qAll := t.Reg.embed(t.Cfg, s, QueryTower, in[0], in[1])
 	pos := t.Reg.embed(t.Cfg, s, ToolTower, in[2], in[3])
-	nb, dim := pos.Shape().Dim(0), pos.Shape().Dim(1)
 	var negAll *Node
 	if len(in) == 7 {
 		negAll = t.Reg.embed(t.Cfg, s, ToolTower, in[5], in[6])
 	}
+	total := t.loss(qAll, pos, negAll, in[4])
+	t.Reg.freeze(t.Cfg, s)
+	return total
+}
+
+// loss is the weighted sum over the instruction rows of InfoNCE: qAll [Rows·B, D] (row r's
+// instructions at [r·B, (r+1)·B)), pos [B, D], negAll [Rows·B, D] (one hard negative per
+// instruction; nil: none), masks [Rows, B, ...].
+func (t *FeedbackTask) loss(qAll, pos, negAll, masks *Node) *Node {
+	nb, dim := pos.Shape().Dim(0), pos.Shape().Dim(1)
 	sim, _ := losses.ParseSimilarity(t.Cfg.Similarity)
 	cfg := losses.InfoNCEConfig{Temperature: t.Cfg.Temperature, Similarity: sim, Symmetric: t.Cfg.Symmetric, NoMasking: t.Cfg.NoMasking}
 	var total *Node
 	for r, w := range t.Weights() {
 		q := Slice(qAll, AxisRange(r*nb, (r+1)*nb))
-		mask := Reshape(Slice(in[4], AxisElem(r)), nb, -1)
+		mask := Reshape(Slice(masks, AxisElem(r)), nb, -1)
 		var neg *Node
 		if negAll != nil {
 			neg = Reshape(Slice(negAll, AxisRange(r*nb, (r+1)*nb)), nb, 1, dim)
@@ -382,7 +397,6 @@ func (t *FeedbackTask) Loss(s *model.Scope, in []*Node) *Node {
 			total = Add(total, l)
 		}
 	}
-	t.Reg.freeze(t.Cfg, s)
 	return total
 }
 

@@ -87,7 +87,16 @@ func (r Regularization) String() string {
 // and before the optimizer lists them; a store restored from a checkpoint is marked again
 // by each graph built. It panics (model.Exec returns the error) when a tower has no table.
 func (r Regularization) freeze(c *Config, s *model.Scope) {
-	if r.FreezeTower != "" {
+	for _, tower := range []string{QueryTower, ToolTower} {
+		r.freezeTower(c, s, tower)
+	}
+}
+
+// freezeTower is freeze for one tower's variables (all of them when it is the locked
+// tower, else its word embeddings with FreezeEmbeddings): what a graph that embeds with
+// that tower alone (a GradCache chunk) needs marked.
+func (r Regularization) freezeTower(c *Config, s *model.Scope, tower string) {
+	if r.FreezeTower != "" && tower == r.FreezeTower {
 		n := 0
 		for v := range encoder.In(s.Store().RootScope(), c.TowerBase(r.FreezeTower)).IterVariables() {
 			v.SetTrainable(false)
@@ -100,13 +109,11 @@ func (r Regularization) freeze(c *Config, s *model.Scope) {
 	if !r.FreezeEmbeddings {
 		return
 	}
-	for _, tower := range []string{QueryTower, ToolTower} {
-		v := encoder.Variable(s.Store(), c.TowerBase(tower), WordEmbeddings)
-		if v == nil {
-			exceptions.Panicf("biencoder: -freeze-embeddings: the %s tower (scope %q) has no %s", tower, c.TowerBase(tower), WordEmbeddings)
-		}
-		v.SetTrainable(false)
+	v := encoder.Variable(s.Store(), c.TowerBase(tower), WordEmbeddings)
+	if v == nil {
+		exceptions.Panicf("biencoder: -freeze-embeddings: the %s tower (scope %q) has no %s", tower, c.TowerBase(tower), WordEmbeddings)
 	}
+	v.SetTrainable(false)
 }
 
 // embed is c.Embed for the training graph: a tower locked by FreezeTower runs in inference

@@ -37,6 +37,10 @@ type Task struct {
 	// pseudo queries drawn from its own text (ToolQuery, per (Seed, epoch, pair)), batched
 	// with the real pairs. See toolqueries.go.
 	ToolQueries int
+	// MiniBatchSize encodes each batch this many rows at a time (GradCache, train.Cached;
+	// 0: the whole batch at once): the same step in the memory of a mini-batch, for one more
+	// forward pass of the encoder.
+	MiniBatchSize int
 
 	pseudo  toolQueries
 	pairs   []train.Pair
@@ -66,6 +70,9 @@ func (t *Task) Prepare() error {
 	}
 	if t.ToolQueries < 0 {
 		return fmt.Errorf("biencoder: %d tool queries per tool: must be >= 0", t.ToolQueries)
+	}
+	if err := checkMiniBatch(t.MiniBatchSize, t.Cfg.Objective); err != nil {
+		return err
 	}
 	t.queries = t.QuerySeqs(t.Train.Queries, t.Cfg.QueryMaxLen)
 	if t.Dev != nil {

@@ -134,6 +134,9 @@ type TrainSchedule struct {
 	Schedule    string  `json:"schedule"`     // -schedule: linear (default), cosine or constant
 	Clip        float64 `json:"clip"`         // -clip: gradient-norm clipping (default 1; 0: off)
 	Accumulate  int     `json:"accumulate"`   // -accumulate: micro-batches per step (default 1)
+	// MiniBatch encodes each batch this many rows at a time (-mini-batch; 0: whole): GradCache,
+	// the same optimizer step in the memory of a mini-batch (Task.MiniBatchSize).
+	MiniBatch int `json:"mini-batch"`
 	// FreezeEmbeddings and ToolDropout regularise query2tool and feedback training
 	// (-freeze-embeddings, -tool-dropout; see Regularization).
 	FreezeEmbeddings bool    `json:"freeze-embeddings"`
