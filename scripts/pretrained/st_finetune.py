@@ -7,7 +7,9 @@ Usage: st_finetune.py MODEL DATA_DIR TOOLRET_RUN OUT_DIR
 Reads the toolret run's run.json: its flags (batch, lr, warm-up, epochs / max steps, weight
 decay, clipping, temperature, query and tool lengths, seed) and the dev queries it
 held out of the train split), builds the same (query, relevant tool) training pairs, and trains
-with MultipleNegativesRankingLoss (scale 1/temperature) and the no-duplicates batch sampler,
+with MultipleNegativesRankingLoss (scale 1/temperature; with the run's -mini-batch M,
+CachedMultipleNegativesRankingLoss with mini_batch_size M, GradCache as toolret's) and the
+no-duplicates batch sampler,
 AdamW with linear warm-up and decay, fp32 on CPU (ST_DEVICE=cuda: on the GPU, with
 ST_PRECISION=fp32|tf32|bf16). sentence-transformers has one
 max_seq_length: the tool length (queries longer than the query length are counted and
@@ -24,7 +26,7 @@ import torch
 from datasets import Dataset
 from sentence_transformers import (SentenceTransformer, SentenceTransformerTrainer,
                                    SentenceTransformerTrainingArguments)
-from sentence_transformers.losses import MultipleNegativesRankingLoss
+from sentence_transformers.losses import CachedMultipleNegativesRankingLoss, MultipleNegativesRankingLoss
 from sentence_transformers.training_args import BatchSamplers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -52,6 +54,7 @@ def main():
     qlen = flag(flags, "query-len", 32)
     tlen = flag(flags, "tool-len", 64)
     seed = flag(flags, "seed", 1)
+    mini = flag(flags, "mini-batch", 0)
     torch.manual_seed(seed)
 
     tools, queries, qids, rel = load_beir(ddir, "train")
@@ -74,13 +77,16 @@ def main():
         batch_sampler=BatchSamplers.NO_DUPLICATES, save_strategy="no", logging_steps=20,
         report_to="none", use_cpu=device == "cpu", dataloader_drop_last=False,
         bf16=prec == "bf16")
-    loss = MultipleNegativesRankingLoss(m, scale=1 / temp)
+    if mini > 0:
+        loss = CachedMultipleNegativesRankingLoss(m, scale=1 / temp, mini_batch_size=mini)
+    else:
+        loss = MultipleNegativesRankingLoss(m, scale=1 / temp)
     start = time.time()
     SentenceTransformerTrainer(model=m, args=args, train_dataset=ds, loss=loss).train()
     wall = time.time() - start
     m.save(os.path.join(out, "model"))
     res = evaluate(m, ddir, "test", os.path.join(out, "test.trec"), "st-finetune")
-    res.update({"train_pairs": len(pairs), "queries_over_query_len": long_q, "train_seconds": round(wall, 1),
+    res.update({"loss": type(loss).__name__, "mini_batch": mini, "train_pairs": len(pairs), "queries_over_query_len": long_q, "train_seconds": round(wall, 1),
                 "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                 "threads": torch.get_num_threads(), "torch": torch.__version__, "device": device, "precision": prec})
     if device == "cuda":
