@@ -158,12 +158,15 @@ type cacheStep struct {
 }
 
 func newCacheStep(be compute.Backend, store *model.Store, task Cached, opt Optimizer) *cacheStep {
-	return &cacheStep{task: task, store: store, be: be, opt: opt,
+	return &cacheStep{task: task, store: store, be: be, opt: opt, maxCache: 2 * DefaultExecMaxCacheSize,
 		embed: map[int]*model.Exec{}, loss: map[string]*model.Exec{}, step: map[int]*model.Exec{}, nIn: map[int]int{},
 		frozen: map[int]bool{}, vars: map[string]bool{}}
 }
 
+// setMaxCache sets the compiled shapes each executable caches: twice a task's batch shapes,
+// since a batch's chunks add a shape for the rows left over at its end.
 func (c *cacheStep) setMaxCache(n int) {
+	n *= 2
 	c.maxCache = n
 	for _, m := range []map[int]*model.Exec{c.embed, c.step} {
 		for _, x := range m {
