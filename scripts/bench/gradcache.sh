@@ -12,11 +12,15 @@
 #   scripts/bench/gradcache.sh                          # batch 64 whole and in 16s, batch 256 in 32s
 #   RUNS="64:0 64:16" STEPS=4 SIDES=toolret scripts/bench/gradcache.sh
 #   LOCK=/path/to/lock scripts/bench/gradcache.sh       # each run under flock LOCK
+#   SIDES=toolret QLEN=64 ARGS="-feedback fb.jsonl" scripts/bench/gradcache.sh   # feedback training
+# QLEN (default 32) is toolret's -query-len, ARGS more train biencoder flags.
 set -euo pipefail
 source "$(dirname "$0")/../pretrained/build.sh"
 DATA=${DATA:-../shared/datasets/toollens}
 MODEL=${MODEL:-sentence-transformers/all-MiniLM-L6-v2}
 STEPS=${STEPS:-5}
+QLEN=${QLEN:-32}
+read -r -a extra <<<"${ARGS:-}"
 RUNS=${RUNS:-64:0 64:16 256:32}
 SIDES=${SIDES:-toolret st}
 OUT=${OUT:-runs/gradcache}
@@ -31,8 +35,8 @@ for r in $RUNS; do
 	if [[ " $SIDES " == *" toolret "* ]]; then
 		rm -rf "$run"
 		"${LOCKCMD[@]}" /usr/bin/time -f '%M' -o "$run.rss" bin/toolret train biencoder -data "$DATA" -init "$MODEL" -run "$run" \
-			-batch "$b" -mini-batch "$m" -max-steps "$STEPS" -eval-every "$STEPS" -lr 5e-5 -warmup 0.1 -query-len 32 -tool-len 64 \
-			-test "" -backend "$be" -quiet >"$run.log" 2>&1 || { echo "toolret batch $b mini-batch $m failed: $run.log" >&2; tail -5 "$run.log" >&2; continue; }
+			-batch "$b" -mini-batch "$m" -max-steps "$STEPS" -eval-every "$STEPS" -lr 5e-5 -warmup 0.1 -query-len "$QLEN" -tool-len 64 \
+			-test "" -backend "$be" -quiet "${extra[@]}" >"$run.log" 2>&1 || { echo "toolret batch $b mini-batch $m failed: $run.log" >&2; tail -5 "$run.log" >&2; continue; }
 		rows+=("$(python3 - "$run" "$b" "$m" <<'PY'
 import json, statistics, sys
 run, b, m = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
