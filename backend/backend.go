@@ -17,6 +17,9 @@
 // Nothing is downloaded at run time.
 //
 // A full GoMLX config ("go:parallelism=2", "onnx:/path/libonnxruntime.so") is passed through.
+//
+// Training opens its backend through Training: plain onnx runs without ONNX Runtime's CPU
+// memory arena there (cpu_mem_arena=false).
 package backend
 
 import (
@@ -57,6 +60,21 @@ func Config(name string) string {
 		return "onnx:cpu"
 	case "xla":
 		return "xla:cpu"
+	}
+	return name
+}
+
+// Training returns the backend name a training run opens for name: plain "onnx" (or
+// "onnxruntime", "onnx:cpu") becomes "onnx:cpu,cpu_mem_arena=false"; any other name, and an onnx
+// config that sets options of its own, is returned as it is. ONNX Runtime's arena keeps, for
+// every compiled graph (one per input shape), the most memory that graph ever used; a
+// training run compiles a forward-and-backward graph per batch shape and holds them all:
+// all-MiniLM-L6-v2 at batch 64 peaked at 7.2 GiB with the arena and 4.4 GiB without, at the
+// same seconds per step (docs/results/2026-11-26-gradcache.md). Encoding keeps the arena
+// (12% faster with it).
+func Training(name string) string {
+	if Config(name) == "onnx:cpu" {
+		return "onnx:cpu,cpu_mem_arena=false"
 	}
 	return name
 }

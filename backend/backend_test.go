@@ -120,3 +120,20 @@ func TestCPUDevices(t *testing.T) {
 		}
 	}
 }
+
+func TestTraining(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"onnx", "onnx:cpu,cpu_mem_arena=false"},
+		{"onnxruntime", "onnx:cpu,cpu_mem_arena=false"},
+		{"onnx:cpu", "onnx:cpu,cpu_mem_arena=false"},
+		{"onnx:cpu,cpu_mem_arena=true", "onnx:cpu,cpu_mem_arena=true"},
+		{"onnx:cpu,intra_op_num_threads=1", "onnx:cpu,intra_op_num_threads=1"},
+		{"go", "go"},
+		{"", ""},
+		{"xla:cpu", "xla:cpu"},
+	} {
+		if got := Training(c.in); got != c.want {
+			t.Errorf("Training(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -165,7 +165,7 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 			return nil, err
 		}
 	}
-	bk, err := backend.Open(backend.Name(cfg.Backend))
+	bk, err := backend.Open(backend.Training(backend.Name(cfg.Backend)))
 	if err != nil {
 		return nil, err
 	}

@@ -196,7 +196,7 @@ func encodeArch(cfg encoder.Config, tok *tokenize.Tokenizer, seqs [][]int32, bat
 		texts, cfg.ModelType(), cfg.Layers(), cfg.Hidden(), batch, tokens, benchmark.NumParams(cfg), flops/1e9)
 	const w = 16
 	fmt.Printf("%-*s %12s %10s %9s %12s %8s\n", w, "engine", "texts/s", "seconds", "GFLOP/s", "matmul peak", "of peak")
-	names, bes, skipped := openBackends(backends, w)
+	names, bes, skipped := openBackends(backends, w, false)
 	if len(names) == 0 {
 		return fmt.Errorf("no toolret backend could be opened (%s): nothing measured", strings.Join(skipped, ", "))
 	}

@@ -65,7 +65,7 @@ func matmulBench(args []string) error {
 		fmt.Printf(" %10s", d)
 	}
 	fmt.Println()
-	names, bes, skipped := openBackends(*backends, w)
+	names, bes, skipped := openBackends(*backends, w, false)
 	notMeasured := skippedError(skipped)
 	for k, name := range names {
 		fmt.Printf("%-*s", w, "toolret-"+name)

@@ -13,10 +13,15 @@ import (
 )
 
 // openBackends opens each named backend, printing a skip line (name and reason) for those
-// that cannot be opened; skipped lists them.
-func openBackends(list string, width int) (names []string, bes []compute.Backend, skipped []string) {
+// that cannot be opened; skipped lists them. With training, each opens as a training run
+// opens it (backend.Training).
+func openBackends(list string, width int, training bool) (names []string, bes []compute.Backend, skipped []string) {
 	for _, name := range splitBackends(list) {
-		be, err := backend.Open(name)
+		cfg := name
+		if training {
+			cfg = backend.Training(name)
+		}
+		be, err := backend.Open(cfg)
 		if err != nil {
 			fmt.Printf("%-*s skipped: cannot open backend %q: %v\n", width, "toolret-"+name, name, err)
 			skipped = append(skipped, name)

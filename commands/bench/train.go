@@ -187,7 +187,7 @@ func trainBench(args []string) error {
 		}
 	}
 	fmt.Println(head)
-	names, bes, skipped := openBackends(*backends, w)
+	names, bes, skipped := openBackends(*backends, w, true)
 	if len(names) == 0 {
 		return fmt.Errorf("no toolret backend could be opened (%s): nothing measured", strings.Join(skipped, ", "))
 	}

@@ -124,7 +124,7 @@ func (h *Head) Start(kind string, d *data.Dataset, args map[string]string) (*Ses
 	if err := Open(h.RunDir, h.Resume, kind, kind); err != nil {
 		return nil, err
 	}
-	bk, err := backend.Open(backend.Name(h.Backend))
+	bk, err := backend.Open(backend.Training(backend.Name(h.Backend)))
 	if err != nil {
 		return nil, err
 	}

@@ -125,7 +125,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	bk, err := backend.Open(backend.Name(cfg.Backend))
+	bk, err := backend.Open(backend.Training(backend.Name(cfg.Backend)))
 	if err != nil {
 		return nil, err
 	}
