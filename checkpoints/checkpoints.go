@@ -88,7 +88,9 @@ func Save(runDir string, store *model.Store, m Manifest, extra map[string][]byte
 		return "", err
 	}
 	defer os.RemoveAll(tmp) // no-op after the rename
-	var raws []safetensors.Raw
+	// Each variable's bytes go from its tensor to the file as the file reaches them: a
+	// checkpoint costs no copy of the weights and the optimizer's state.
+	var entries []safetensors.Entry
 	for v := range store.IterVariables() {
 		t, err := v.Value()
 		if err != nil {
@@ -98,13 +100,16 @@ func Save(runDir string, store *model.Store, m Manifest, extra map[string][]byte
 		if !ok {
 			return "", fmt.Errorf("checkpoint: variable %s: unsupported dtype %s", v.Path(), t.DType())
 		}
-		var data []byte
-		if err := t.ConstBytes(func(b []byte) { data = append([]byte(nil), b...) }); err != nil {
-			return "", fmt.Errorf("checkpoint: variable %s: %w", v.Path(), err)
-		}
-		raws = append(raws, safetensors.Raw{Name: v.Path(), DType: name, Shape: t.Shape().Dimensions, Data: data})
+		entries = append(entries, safetensors.Entry{Name: v.Path(), DType: name, Shape: t.Shape().Dimensions, Size: int(t.Shape().ByteSize()),
+			Write: func(w io.Writer) error {
+				var werr error
+				if err := t.ConstBytes(func(b []byte) { _, werr = w.Write(b) }); err != nil {
+					return fmt.Errorf("variable %s: %w", v.Path(), err)
+				}
+				return werr
+			}})
 	}
-	if err := safetensors.WriteRaw(filepath.Join(tmp, variablesFile), raws, map[string]string{"format": "toolret"}); err != nil {
+	if err := safetensors.WriteEntries(filepath.Join(tmp, variablesFile), entries, map[string]string{"format": "toolret"}); err != nil {
 		return "", err
 	}
 	m.Files = map[string]string{}

@@ -10,10 +10,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"github.com/toolret/toolret/internal/atomicfile"
+	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
+
+	"github.com/toolret/toolret/internal/atomicfile"
 )
 
 // MaxHeaderSize bounds the JSON header (the reference implementation uses 100 MB).
@@ -271,14 +274,38 @@ type Raw struct {
 
 // WriteRaw writes tensors of any supported dtype into path atomically, in name order.
 func WriteRaw(path string, tensors []Raw, metadata map[string]string) error {
-	sort.Slice(tensors, func(i, j int) bool { return tensors[i].Name < tensors[j].Name })
+	es := make([]Entry, len(tensors))
+	for i, t := range tensors {
+		es[i] = Entry{Name: t.Name, DType: t.DType, Shape: t.Shape, Size: len(t.Data),
+			Write: func(w io.Writer) error { _, err := w.Write(t.Data); return err }}
+	}
+	return WriteEntries(path, es, metadata)
+}
+
+// Entry is one tensor WriteEntries writes: Size bytes (little-endian, of DType and Shape),
+// which Write writes once, when the file reaches them.
+type Entry struct {
+	Name  string
+	DType string
+	Shape []int
+	Size  int
+	Write func(w io.Writer) error
+}
+
+// WriteEntries writes entries into path atomically, in name order, streaming each tensor's
+// bytes from its Write: nothing is copied into one buffer, so a file of every variable of a
+// model (a checkpoint) costs no memory beyond a write buffer. A Write that writes other than
+// Size bytes is an error naming the tensor, and leaves path as it was.
+func WriteEntries(path string, entries []Entry, metadata map[string]string) error {
+	entries = slices.Clone(entries)
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
 	header := map[string]any{}
 	if len(metadata) > 0 {
 		header["__metadata__"] = metadata
 	}
 	off := 0
-	for i, t := range tensors {
-		if t.Name == "" || t.Name == "__metadata__" || (i > 0 && tensors[i-1].Name == t.Name) {
+	for i, t := range entries {
+		if t.Name == "" || t.Name == "__metadata__" || (i > 0 && entries[i-1].Name == t.Name) {
 			return fmt.Errorf("safetensors %s: invalid or duplicate tensor name %q", path, t.Name)
 		}
 		es := ElemSize(t.DType)
@@ -289,15 +316,15 @@ func WriteRaw(path string, tensors []Raw, metadata map[string]string) error {
 		for _, d := range t.Shape {
 			n *= d
 		}
-		if n*es != len(t.Data) {
-			return fmt.Errorf("safetensors %s: tensor %q: %d bytes for shape %v of %s", path, t.Name, len(t.Data), t.Shape, t.DType)
+		if n*es != t.Size {
+			return fmt.Errorf("safetensors %s: tensor %q: %d bytes for shape %v of %s", path, t.Name, t.Size, t.Shape, t.DType)
 		}
 		shape := t.Shape
 		if shape == nil {
 			shape = []int{}
 		}
-		header[t.Name] = Info{DType: t.DType, Shape: shape, Offsets: [2]int{off, off + len(t.Data)}}
-		off += len(t.Data)
+		header[t.Name] = Info{DType: t.DType, Shape: shape, Offsets: [2]int{off, off + t.Size}}
+		off += t.Size
 	}
 	hb, err := json.Marshal(header)
 	if err != nil {
@@ -306,11 +333,36 @@ func WriteRaw(path string, tensors []Raw, metadata map[string]string) error {
 	for len(hb)%8 != 0 {
 		hb = append(hb, ' ')
 	}
-	buf := make([]byte, 8, 8+len(hb)+off)
-	binary.LittleEndian.PutUint64(buf, uint64(len(hb)))
-	buf = append(buf, hb...)
-	for _, t := range tensors {
-		buf = append(buf, t.Data...)
-	}
-	return writeAtomic(path, buf)
+	return atomicfile.WriteFunc(path, func(w io.Writer) error {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(hb)))
+		if _, err := w.Write(n[:]); err != nil {
+			return err
+		}
+		if _, err := w.Write(hb); err != nil {
+			return err
+		}
+		for _, t := range entries {
+			cw := &countWriter{w: w}
+			if err := t.Write(cw); err != nil {
+				return fmt.Errorf("tensor %q: %w", t.Name, err)
+			}
+			if cw.n != t.Size {
+				return fmt.Errorf("tensor %q: wrote %d bytes, want %d", t.Name, cw.n, t.Size)
+			}
+		}
+		return nil
+	})
+}
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += n
+	return n, err
 }

@@ -2,6 +2,8 @@ package safetensors
 
 import (
 	"encoding/binary"
+	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -101,5 +103,65 @@ func TestParseErrors(t *testing.T) {
 func TestOpenMissing(t *testing.T) {
 	if _, err := Open(filepath.Join(t.TempDir(), "nope")); !os.IsNotExist(err) {
 		t.Fatalf("want not-exist, got %v", err)
+	}
+}
+
+// TestWriteEntries: tensors streamed from their writers read back as written; a writer that
+// writes other than its size, or fails, is an error naming the tensor and leaves the file
+// as it was.
+func TestWriteEntries(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v.safetensors")
+	bytesOf := func(vs ...float32) []byte {
+		b := make([]byte, 4*len(vs))
+		for i, v := range vs {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+		}
+		return b
+	}
+	entry := func(name string, shape []int, data []byte) Entry {
+		n := 4
+		for _, d := range shape {
+			n *= d
+		}
+		return Entry{Name: name, DType: "F32", Shape: shape, Size: n, Write: func(w io.Writer) error { _, err := w.Write(data); return err }}
+	}
+	good := []Entry{entry("w", []int{2, 2}, bytesOf(1, 2, 3, 4)), entry("b", []int{2}, bytesOf(-1, 5))}
+	if err := WriteEntries(path, good, map[string]string{"format": "toolret"}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse(path, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, shape, err := f.Float32("w"); err != nil || len(shape) != 2 || w[3] != 4 {
+		t.Fatalf("w = %v %v %v", w, shape, err)
+	}
+	if b, _, err := f.Float32("b"); err != nil || b[0] != -1 || b[1] != 5 {
+		t.Fatalf("b = %v %v", b, err)
+	}
+	for _, c := range []struct {
+		name string
+		e    Entry
+		want string
+	}{
+		{"short", entry("short", []int{3}, bytesOf(1, 2)), `tensor "short": wrote 8 bytes, want 12`},
+		{"failing", Entry{Name: "bad", DType: "F32", Shape: []int{1}, Size: 4, Write: func(io.Writer) error { return errors.New("disk on fire") }}, `tensor "bad": disk on fire`},
+		{"size for shape", Entry{Name: "odd", DType: "F32", Shape: []int{2}, Size: 4, Write: func(io.Writer) error { return nil }}, `tensor "odd": 4 bytes for shape [2]`},
+	} {
+		err := WriteEntries(path, append([]Entry{good[0]}, c.e), nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
+		}
+		after, _ := os.ReadFile(path)
+		if string(after) != string(before) {
+			t.Errorf("%s: the file changed", c.name)
+		}
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 1 {
+		t.Errorf("%d files in the directory, want only the written one", len(ents))
 	}
 }

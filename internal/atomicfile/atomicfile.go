@@ -5,8 +5,10 @@
 package atomicfile
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -17,6 +19,16 @@ import (
 
 // Write writes b to path atomically, creating the directory if needed. Errors name path.
 func Write(path string, b []byte) error {
+	return WriteFunc(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
+// WriteFunc writes to path atomically what write writes (through a buffer, so a large file
+// need not be held in memory), creating the directory if needed. Errors name path; when
+// write fails, path is left as it was.
+func WriteFunc(path string, write func(w io.Writer) error) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -26,7 +38,11 @@ func Write(path string, b []byte) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	tmp := f.Name()
-	_, err = f.Write(b)
+	bw := bufio.NewWriterSize(f, 1<<20)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
 	if err == nil {
 		err = f.Sync()
 	}
