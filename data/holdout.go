@@ -10,6 +10,8 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+
+	"github.com/toolret/toolret/internal/atomicfile"
 )
 
 // Holdout identifies a held-out-tool view of a dataset (Dataset.HoldoutTools): the fraction
@@ -221,7 +223,7 @@ func writeHoldout(d *Dataset, dir string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(dir, HoldoutFile), err)
 	}
-	return writeFileAtomic(filepath.Join(dir, HoldoutFile), append(b, '\n'))
+	return atomicfile.Write(filepath.Join(dir, HoldoutFile), append(b, '\n'))
 }
 
 // readHoldout marks d as a held-out-tool view when dir of fsys has HoldoutFile, and checks it

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/toolret/toolret/internal/atomicfile"
 )
 
 // WriteBEIR writes d in the BEIR layout into dir (created if needed): corpus.jsonl,
@@ -61,7 +63,7 @@ func WriteBEIR(d *Dataset, dir string) error {
 		files["scene_tool.txt"] = st.String()
 	}
 	for name, content := range files {
-		if err := writeFileAtomic(filepath.Join(dir, name), []byte(content)); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, name), []byte(content)); err != nil {
 			return err
 		}
 	}
@@ -73,28 +75,4 @@ func orEmpty(m map[string]any) map[string]any {
 		return map[string]any{}
 	}
 	return m
-}
-
-// writeFileAtomic writes data to a temporary file beside name, syncs it and renames it.
-func writeFileAtomic(name string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, name)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	return nil
 }
