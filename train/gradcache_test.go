@@ -241,3 +241,15 @@ func TestRowsAndSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestCachedRefusesDevices: GradCache runs on one device; a run asking for more is refused
+// before anything is built.
+func TestCachedRefusesDevices(t *testing.T) {
+	be := openOrSkip(t, "go")
+	cfg := toyConfig(filepath.Join(t.TempDir(), "run"))
+	cfg.Devices = 2
+	_, err := Run(be, newToyStore(), &cachedToy{toyTask: toyTask{seed: 1, batches: 2}, mini: 4}, cfg, false)
+	if err == nil || !strings.Contains(err.Error(), "(GradCache) run on one device") {
+		t.Fatalf("-devices 2 with mini-batches: %v", err)
+	}
+}
