@@ -3,6 +3,7 @@ package train
 import (
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -246,10 +247,14 @@ func TestRowsAndSplit(t *testing.T) {
 // before anything is built.
 func TestCachedRefusesDevices(t *testing.T) {
 	be := openOrSkip(t, "go")
-	cfg := toyConfig(filepath.Join(t.TempDir(), "run"))
+	dir := filepath.Join(t.TempDir(), "run")
+	cfg := toyConfig(dir)
 	cfg.Devices = 2
 	_, err := Run(be, newToyStore(), &cachedToy{toyTask: toyTask{seed: 1, batches: 2}, mini: 4}, cfg, false)
 	if err == nil || !strings.Contains(err.Error(), "(GradCache) run on one device") {
 		t.Fatalf("-devices 2 with mini-batches: %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused run left %s behind (%v)", dir, err)
 	}
 }

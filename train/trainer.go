@@ -100,6 +100,9 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if ct, ok := task.(Cached); ok && ct.MiniBatch() > 0 && cfg.Devices > 1 {
+		return nil, fmt.Errorf("train: mini-batches of %d (GradCache) run on one device, not %d", ct.MiniBatch(), cfg.Devices)
+	}
 	if cfg.Devices == 1 {
 		cfg.Devices = 0 // one device, as before the field existed (train_config.json omits it)
 	}
@@ -184,9 +187,6 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 	opt := cfg.Optimizer
 	var exec stepper
 	if ct, ok := task.(Cached); ok && ct.MiniBatch() > 0 {
-		if cfg.Devices > 1 {
-			return nil, fmt.Errorf("train: mini-batches of %d (GradCache) run on one device, not %d", ct.MiniBatch(), cfg.Devices)
-		}
 		exec = newCacheStep(be, store, ct, opt)
 	} else {
 		exec, err = newStepExec(be, store, cfg.Devices, func(s *model.Scope, inputs []*Node) []*Node {
