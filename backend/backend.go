@@ -122,7 +122,7 @@ func Open(name string) (compute.Backend, error) {
 		b, err = compute.NewWithConfig(xcfg)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("backend %q (%s): %w; %s", name, cfg, err, missingHint(kind))
+		return nil, fmt.Errorf("backend %q (%s): %w; %s", name, cfg, err, openHint(kind))
 	}
 	opened[cfg] = b
 	return b, nil
@@ -250,6 +250,18 @@ func missingHint(kind string) string {
 		return "the pure Go backend is always linked in"
 	}
 	return fmt.Sprintf("unknown backend kind %q: use go, onnx, xla:cpu or xla:cuda", kind)
+}
+
+// openHint says what to check when a backend linked into this binary fails to open: its
+// options or its runtime library, not the build tags missingHint speaks of.
+func openHint(kind string) string {
+	switch kind {
+	case "onnx", "onnxruntime":
+		return "check the options after \"onnx:\" (docs/backends.md lists them) and that libonnxruntime.so.1 is the version scripts/install-onnxruntime.sh installs (or the one ONNXRUNTIME_SHARED_LIBRARY_PATH names)"
+	case "xla":
+		return fmt.Sprintf("check the options after \"xla:\" (docs/backends.md lists them) and that the PJRT plugin is installed: `make install-xla` puts the CPU one at %s, `make install-xla-cuda` the CUDA one at %s", XLAPluginCachePath(), XLACUDAPluginCachePath())
+	}
+	return "check the options after the backend name (docs/backends.md lists them)"
 }
 
 var warnOnce sync.Once

@@ -137,3 +137,14 @@ func TestTraining(t *testing.T) {
 		}
 	}
 }
+
+func TestOpenBadOption(t *testing.T) {
+	_, err := Open("go:no_such_option")
+	if err == nil {
+		t.Fatal("an unknown go backend option opened")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "no_such_option") || !strings.Contains(msg, "check the options") {
+		t.Errorf("error should name the option and say to check the options: %v", err)
+	}
+}
