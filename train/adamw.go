@@ -113,8 +113,11 @@ func NoDecay(path string, shape shapes.Shape) bool {
 	return shape.Rank() <= 1 || strings.HasSuffix(low, "/bias") || strings.Contains(low, "layernorm") || strings.Contains(low, "layer_norm")
 }
 
-// Optimizer state lives under this scope; it is part of every checkpoint.
-const optScope = "/optimizer"
+// OptimizerScope holds the optimizer's state (Adam's moments, step counts, gradient
+// accumulators); it is part of every checkpoint and read by no inference graph.
+const OptimizerScope = "/optimizer"
+
+const optScope = OptimizerScope
 
 // StepVar is the path of the int64 count of micro-batches seen.
 const StepVar = optScope + "/micro_step"

@@ -12,10 +12,12 @@ import (
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/tokenize"
+	"github.com/toolret/toolret/train"
 )
 
-// Embedder computes query and tool embeddings with a bi-encoder's current weights. Build it
-// after the weights are final (inference graphs embed them).
+// Embedder computes query and tool embeddings with a bi-encoder's current weights. Its
+// graphs read the weights as parameters (encoder.VariablesAsParameters), so it embeds with
+// the store's weights as they are at each call.
 type Embedder struct {
 	Cfg     *Config
 	Tok     *tokenize.Tokenizer
@@ -36,12 +38,13 @@ func (e *Embedder) Embed(tower string, texts []string) ([][]float32, error) {
 	embedMu.Unlock()
 	if exec == nil {
 		me, err := model.NewExec(e.Backend, e.Store, func(root *model.Scope, ids, mask *Node) *Node {
+			encoder.VariablesAsParameters(encoder.In(root, e.Cfg.TowerBase(tower)), ids.Graph(), train.OptimizerScope)
 			return e.Cfg.Embed(root, tower, ids, mask)
 		})
 		if err != nil {
 			return nil, err
 		}
-		exec = encoder.Guard(me)
+		exec = encoder.GuardShared(me, e.Store, e.Backend)
 		embedMu.Lock()
 		e.execs[tower] = exec
 		embedMu.Unlock()

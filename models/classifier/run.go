@@ -10,9 +10,11 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/tokenize"
+	"github.com/toolret/toolret/train"
 )
 
-// Model runs a trained classifier. Build it after the weights are final.
+// Model runs a trained classifier. Its graphs take the weights as parameters
+// (encoder.VariablesAsParameters): it computes with the store's weights as they are at each call.
 type Model struct {
 	Cfg     *Config
 	Tok     *tokenize.Tokenizer
@@ -38,13 +40,14 @@ func (m *Model) Probabilities(texts []string) ([][]float32, error) {
 	m.mu.Lock()
 	if m.exec == nil {
 		exec, err := model.NewExec(m.Backend, m.Store, func(root *model.Scope, ids, mask *Node) *Node {
+			encoder.VariablesAsParameters(root, ids.Graph(), train.OptimizerScope)
 			return m.Cfg.Probabilities(m.Cfg.Logits(root, ids, nil, mask))
 		})
 		if err != nil {
 			m.mu.Unlock()
 			return nil, err
 		}
-		m.exec = encoder.Guard(exec)
+		m.exec = encoder.GuardShared(exec, m.Store, m.Backend)
 	}
 	exec := m.exec
 	m.mu.Unlock()

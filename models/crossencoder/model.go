@@ -12,6 +12,7 @@ import (
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/rerank"
 	"github.com/toolret/toolret/tokenize"
+	"github.com/toolret/toolret/train"
 )
 
 // PairIDs builds "[CLS] a [SEP] b [SEP]" (RoBERTa's "<s> a </s></s> b </s>" for an MPNet
@@ -22,7 +23,8 @@ func PairIDs(tok *tokenize.Tokenizer, a, b []int32, maxLen int) (ids, types []in
 }
 
 // Model scores (query, tool) pairs with a trained cross-encoder; it implements rerank.Scorer.
-// Tool texts are tokenized once. Build it after the weights are final.
+// Tool texts are tokenized once. Its graphs take the weights as parameters
+// (encoder.VariablesAsParameters): it scores with the store's weights as they are at each call.
 type Model struct {
 	Cfg     *Config
 	Tok     *tokenize.Tokenizer
@@ -59,12 +61,13 @@ func (m *Model) getExec() (*encoder.SafeExec, error) {
 	defer m.mu.Unlock()
 	if m.exec == nil {
 		exec, err := model.NewExec(m.Backend, m.Store, func(root *model.Scope, ids, types, mask *Node) *Node {
+			encoder.VariablesAsParameters(root, ids.Graph(), train.OptimizerScope)
 			return InsertAxes(Sigmoid(m.Cfg.Logits(root, ids, types, mask)), -1)
 		})
 		if err != nil {
 			return nil, err
 		}
-		m.exec = encoder.Guard(exec)
+		m.exec = encoder.GuardShared(exec, m.Store, m.Backend)
 	}
 	return m.exec, nil
 }

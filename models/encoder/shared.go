@@ -2,9 +2,11 @@ package encoder
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 )
 
@@ -88,4 +90,42 @@ func (e *SafeExec) adopt() error {
 		}
 	}
 	return nil
+}
+
+// VariablesAsParameters makes the variables under scope s that have a value, except those
+// under the scopes in except, inputs of g (graph parameters) rather than constants: call it
+// in a graph function before the layers read them. GoMLX embeds a variable's value as a
+// constant of an inference graph on backends that prefer it (go, onnx), and every compiled
+// input shape then holds its own copy of the weights: on onnx, for all-MiniLM-L6-v2, the
+// graph's protobuf and its constants' cache keys on the Go heap (~174 MB a shape) and ONNX
+// Runtime's copy in its session; a training run's dev evaluation compiled ~8 shapes and
+// peaked at 7.3 GB where its training steps took 3.4. With parameters every shape reads the
+// store's one buffer per variable. The graph's training flag is set while they are
+// registered and restored after, so the layers (dropout) see the graph as it was.
+func VariablesAsParameters(s *model.Scope, g *graph.Graph, except ...string) {
+	was := s.IsTraining(g)
+	s.SetTraining(g, true)
+vars:
+	for v := range s.IterVariables() {
+		if !v.HasValue() {
+			continue
+		}
+		for _, x := range except {
+			if p := v.Path(); p == x || strings.HasPrefix(p, strings.TrimSuffix(x, "/")+"/") {
+				continue vars
+			}
+		}
+		v.NodeValue(g)
+	}
+	s.SetTraining(g, was)
+}
+
+// GuardShared is Guard for an exec whose graphs read the store's variables as parameters
+// (VariablesAsParameters): before a call it takes over for be the variables that another
+// backend value holds (a NewSharedExec's runner over the same store), as NewSharedExec's
+// execs do; a GoMLX tensor on a device serves one backend value.
+func GuardShared(exec *model.Exec, store *model.Store, be compute.Backend) *SafeExec {
+	e := Guard(exec)
+	e.store, e.be = store, be
+	return e
 }

@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/models/encoder"
@@ -70,5 +72,73 @@ func TestRunnerSharesWeights(t *testing.T) {
 		t.Errorf("8 shapes compiled: the heap grew by %.1f MB, more than one copy of the weights (%.1f MB)", float64(grew)/1e6, float64(weights)/1e6)
 	} else {
 		t.Logf("8 shapes compiled: the heap grew by %.1f MB; weights %.1f MB", float64(grew)/1e6, float64(weights)/1e6)
+	}
+}
+
+// TestVariablesAsParameters: an inference graph whose variables are registered as parameters
+// reads each variable's current value at every call (a value set after the graph compiled is
+// the one used), gets no parameter for variables it skips, and leaves the graph's training
+// flag as it found it. The control, without the call, shows the backend baking the value in.
+func TestVariablesAsParameters(t *testing.T) {
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		params     bool
+		wantParams int     // graph parameters: x, and w when registered
+		wantSecond float32 // x·w after w is set to 3 (first call: w = 2)
+	}{
+		{"parameters", true, 2, 3},
+		{"constants (control)", false, 1, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := model.NewStore()
+			w, err := store.RootScope().In("m").CreateVariable("w", tensors.FromValue(float32(2)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := store.RootScope().In("optimizer").CreateVariable("m", tensors.FromValue(float32(7))); err != nil {
+				t.Fatal(err)
+			}
+			var nParams int
+			var trainingAfter bool
+			exec, err := model.NewExec(be, store, func(root *model.Scope, x *graph.Node) *graph.Node {
+				g := x.Graph()
+				if tc.params {
+					encoder.VariablesAsParameters(root, g, "/optimizer")
+				}
+				trainingAfter = root.IsTraining(g)
+				out := graph.Mul(x, root.In("m").GetVariable("w").NodeValue(g))
+				nParams = g.NumParameters()
+				return out
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			call := func() float32 {
+				out, err := exec.Call1(float32(1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out.Value().(float32)
+			}
+			if got := call(); got != 2 {
+				t.Fatalf("first call: %v, want 2", got)
+			}
+			if err := w.SetValue(tensors.FromValue(float32(3))); err != nil {
+				t.Fatal(err)
+			}
+			if got := call(); got != tc.wantSecond {
+				t.Errorf("after w = 3: %v, want %v", got, tc.wantSecond)
+			}
+			if nParams != tc.wantParams {
+				t.Errorf("graph parameters: %d, want %d (the optimizer's variable must not be one)", nParams, tc.wantParams)
+			}
+			if trainingAfter {
+				t.Error("the graph is left marked as training")
+			}
+		})
 	}
 }

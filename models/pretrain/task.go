@@ -269,6 +269,7 @@ func (t *Task) Evaluate(store *model.Store) (map[string]float64, error) {
 	// weights it first saw on the go backend once the trainer has updated them in place
 	// (donated buffers), as other tasks' evaluations do.
 	exec, err := model.NewExec(t.Backend, store, func(root *model.Scope, in []*Node) []*Node {
+		encoder.VariablesAsParameters(root, in[0].Graph(), train.OptimizerScope)
 		return []*Node{t.Cfg.Stats(root, in)}
 	})
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/tokenize"
+	"github.com/toolret/toolret/train"
 )
 
 // Model scores candidate lists with a trained refiner. It is safe for concurrent use.
@@ -94,12 +95,13 @@ func (m *Model) getExec() (*encoder.SafeExec, error) {
 	defer m.mu.Unlock()
 	if m.exec == nil {
 		exec, err := model.NewExec(m.Backend, m.Store, func(root *model.Scope, ids, mask, cand, slots *Node) *Node {
+			encoder.VariablesAsParameters(root, ids.Graph(), train.OptimizerScope)
 			return m.Cfg.Logits(root, ids, mask, cand, slots)
 		})
 		if err != nil {
 			return nil, err
 		}
-		m.exec = encoder.Guard(exec)
+		m.exec = encoder.GuardShared(exec, m.Store, m.Backend)
 	}
 	return m.exec, nil
 }
