@@ -37,6 +37,11 @@ import (
 	"github.com/toolret/toolret/safetensors"
 )
 
+// OptimizerScope is the scope of a store that holds the optimizer's state (Adam's moments,
+// step counts, gradient accumulators): saved in every checkpoint for resuming, loaded as
+// non-trainable variables, and read by no inference graph.
+const OptimizerScope = "/optimizer"
+
 // Manifest describes one checkpoint.
 type Manifest struct {
 	Step        int                `json:"step"`  // optimizer steps done
@@ -298,7 +303,7 @@ func (c *Checkpoint) Restore(store *model.Store, backend compute.Backend) error 
 		if err != nil {
 			return fmt.Errorf("checkpoint %s: variable %s: %w", c.Dir, name, err)
 		}
-		if strings.Contains(name, "#") || strings.HasPrefix(name, "/optimizer/") {
+		if strings.Contains(name, "#") || strings.HasPrefix(name, OptimizerScope+"/") {
 			v.Trainable = false
 		}
 	}

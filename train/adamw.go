@@ -16,6 +16,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/initializer"
+	"github.com/toolret/toolret/checkpoints"
 )
 
 // Optimizer configures AdamW and the learning-rate schedule.
@@ -115,7 +116,7 @@ func NoDecay(path string, shape shapes.Shape) bool {
 
 // OptimizerScope holds the optimizer's state (Adam's moments, step counts, gradient
 // accumulators); it is part of every checkpoint and read by no inference graph.
-const OptimizerScope = "/optimizer"
+const OptimizerScope = checkpoints.OptimizerScope
 
 const optScope = OptimizerScope
 

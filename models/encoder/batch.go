@@ -9,6 +9,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/checkpoints"
 	"github.com/toolret/toolret/tokenize"
 )
 
@@ -127,14 +128,21 @@ func NewRunner(be compute.Backend, store *model.Store, base string, cfg Config, 
 	if p == PoolPooler && !cfg.HasPooler() {
 		return nil, fmt.Errorf("encoder: pooling %q needs the pooler weights, which this model does not have", p)
 	}
-	exec, err := NewSharedExec(be, store, func(root *model.Scope, ids, types, mask *Node) *Node {
+	shared := sharesWeights(be)
+	exec, err := model.NewExec(be, store, func(root *model.Scope, ids, types, mask *Node) *Node {
 		s := In(root, base)
+		if shared {
+			VariablesAsParameters(s, ids.Graph(), checkpoints.OptimizerScope)
+		}
 		return cfg.Pool(s, cfg.Encode(s, ids, types, mask), mask, p)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{exec: exec}, nil
+	if !shared {
+		return &Runner{exec: Guard(exec)}, nil
+	}
+	return &Runner{exec: GuardShared(exec, store, be)}, nil
 }
 
 // Call runs one padded batch (a Call): pooled vectors [rows, hidden], or the last hidden

@@ -21,7 +21,7 @@ type SafeExec struct {
 	exec *model.Exec
 	mu   sync.Mutex
 	seen map[string]bool
-	// store and be are set by NewSharedExec: the variables are graph parameters on be.
+	// store and be are set by GuardShared: the variables are graph parameters on be.
 	store *model.Store
 	be    compute.Backend
 }
