@@ -14,7 +14,10 @@
 #   default 300), LR (default 5e-5), DEV (the dev split's fraction of the training tools, default 0.03), OUT
 #   (default runs/ho7), TL (default ../shared/datasets/toollens), ARGS (more `train biencoder`
 #   flags, e.g. "-separate-towers -freeze-tower tool": the tool tower locked, LiT), WISE (1; 0
-#   skips the WiSE-FT rows).
+#   skips the WiSE-FT rows), MLC (0; 1 also trains an MLC classifier on the view, 3 epochs, into
+#   OUT/hSEED-mlc, and fuses it with the pre-trained model and BM25, then with the fine-tuned
+#   model too; the classifier scores only the tools it was trained on, best of all systems on
+#   those).
 set -euo pipefail
 source "$(dirname "$0")/../pretrained/build.sh"
 seeds="${1:-1 2 3}"
@@ -26,6 +29,7 @@ out="${OUT:-runs/ho7}"
 tl="${TL:-../shared/datasets/toollens}"
 read -r -a args <<<"${ARGS:-}"
 wise="${WISE:-1}"
+mlc="${MLC:-0}"
 mkdir -p "$out"
 row() { # SEED SYSTEM JSON-FILE
   python3 - "$@" <<'PY'
@@ -58,6 +62,21 @@ for s in $seeds; do
   bin/toolret eval -data "$tl" "${v[@]}" -method fusion -runs "run:$run,model:$model,bm25" -fusion zscore -weight dev \
     -backend "$be" -json -save-run "$out/h$s-zs-bm25.trec" >"$out/h$s-zs-bm25.json" 2>"$out/h$s-zs-bm25.err"
   row "$s" fine-tuned+zero-shot+bm25 "$out/h$s-zs-bm25.json"
+  if [ "$mlc" = 1 ]; then
+    if [ ! -s "$run-mlc/test_metrics.json" ]; then
+      rm -rf "$run-mlc"
+      /usr/bin/time -v bin/toolret train classifier -kind mlc -loss softmax -data "$tl" "${v[@]}" -init "$model" \
+        -run "$run-mlc" -dev 0.1 -batch 64 -epochs 3 -lr 1e-4 -max-len 48 -seed 1 -backend "$be" -quiet \
+        >"$out/h$s-mlc.log" 2>&1
+    fi
+    row "$s" mlc "$run-mlc/test_metrics.json"
+    bin/toolret eval -data "$tl" "${v[@]}" -method fusion -runs "run:$run-mlc,model:$model,bm25" -fusion zscore \
+      -weight dev -backend "$be" -json -save-run "$out/h$s-mlc-zs-bm25.trec" >"$out/h$s-mlc-zs-bm25.json" 2>"$out/h$s-mlc-zs-bm25.err"
+    row "$s" mlc+zero-shot+bm25 "$out/h$s-mlc-zs-bm25.json"
+    bin/toolret eval -data "$tl" "${v[@]}" -method fusion -runs "run:$run,run:$run-mlc,model:$model,bm25" -fusion zscore \
+      -weight dev -backend "$be" -json -save-run "$out/h$s-ft-mlc-zs-bm25.trec" >"$out/h$s-ft-mlc-zs-bm25.json" 2>"$out/h$s-ft-mlc-zs-bm25.err"
+    row "$s" fine-tuned+mlc+zero-shot+bm25 "$out/h$s-ft-mlc-zs-bm25.json"
+  fi
   [ "$wise" = 1 ] || continue
   # WiSE-FT (Wortsman et al. 2022): the fine-tuned weights averaged with the pre-trained ones at
   # 0.5 (the paper's default, fixed beforehand), exported as an index at the training lengths.
