@@ -16,7 +16,7 @@
 #   flags, e.g. "-separate-towers -freeze-tower tool": the tool tower locked, LiT), WISE (1; 0
 #   skips the WiSE-FT rows), MLC (0; 1 also trains an MLC classifier on the view, 3 epochs, into
 #   OUT/hSEED-mlc, and fuses it with the pre-trained model and BM25, then with the fine-tuned
-#   model too; the classifier scores only the tools it was trained on, best of all systems on
+#   model too, and with the fine-tuned model alone; the classifier scores only the tools it was trained on, best of all systems on
 #   those).
 set -euo pipefail
 source "$(dirname "$0")/../pretrained/build.sh"
@@ -76,6 +76,10 @@ for s in $seeds; do
     bin/toolret eval -data "$tl" "${v[@]}" -method fusion -runs "run:$run,run:$run-mlc,model:$model,bm25" -fusion zscore \
       -weight dev -backend "$be" -json -save-run "$out/h$s-ft-mlc-zs-bm25.trec" >"$out/h$s-ft-mlc-zs-bm25.json" 2>"$out/h$s-ft-mlc-zs-bm25.err"
     row "$s" fine-tuned+mlc+zero-shot+bm25 "$out/h$s-ft-mlc-zs-bm25.json"
+    # The two fine-tuned models alone, without BM25 or the pre-trained model.
+    bin/toolret eval -data "$tl" "${v[@]}" -method fusion -runs "run:$run,run:$run-mlc" -fusion zscore \
+      -weight dev -backend "$be" -json -save-run "$out/h$s-ft-mlc.trec" >"$out/h$s-ft-mlc.json" 2>"$out/h$s-ft-mlc.err"
+    row "$s" fine-tuned+mlc "$out/h$s-ft-mlc.json"
   fi
   [ "$wise" = 1 ] || continue
   # WiSE-FT (Wortsman et al. 2022): the fine-tuned weights averaged with the pre-trained ones at
