@@ -16,8 +16,8 @@
 #   flags, e.g. "-separate-towers -freeze-tower tool": the tool tower locked, LiT), WISE (1; 0
 #   skips the WiSE-FT rows), MLC (0; 1 also trains an MLC classifier on the view, 3 epochs, into
 #   OUT/hSEED-mlc, and fuses it with the pre-trained model and BM25, then with the fine-tuned
-#   model too, and with the fine-tuned model alone; the classifier scores only the tools it was trained on, best of all systems on
-#   those).
+#   model too, and with the fine-tuned model alone; the classifier scores only the tools it was
+#   trained on, best of all systems on those).
 set -euo pipefail
 source "$(dirname "$0")/../pretrained/build.sh"
 seeds="${1:-1 2 3}"
