@@ -37,6 +37,29 @@ type Optimizer struct {
 	Schedule   string `json:"schedule"`
 	// Accumulate averages the gradients of this many micro-batches per optimizer step (>= 1).
 	Accumulate int `json:"accumulate"`
+	// Rules give some variables a peak learning rate of their own (the first rule whose
+	// prefix a variable's path has); the others take LR. The schedule keeps its shape.
+	Rules []LRRule `json:"lr_rules,omitempty"`
+}
+
+// LRRule gives the trainable variables whose path starts with Prefix the peak learning rate
+// LR instead of the optimizer's: a differential learning rate, e.g. a new head above a
+// pre-trained encoder trained faster than the encoder (as sentence-transformers'
+// learning_rate_mapping or a torch parameter group does). Weight decay scales with it.
+type LRRule struct {
+	Prefix string  `json:"prefix"`
+	LR     float64 `json:"lr"`
+}
+
+// lrScale returns the factor of the peak learning rate of the variable at path: the first
+// matching rule's LR over o.LR, else 1.
+func (o Optimizer) lrScale(path string) float64 {
+	for _, r := range o.Rules {
+		if strings.HasPrefix(path, r.Prefix) {
+			return r.LR / o.LR
+		}
+	}
+	return 1
 }
 
 // DefaultOptimizer has the usual fine-tuning values of sentence-transformers.
@@ -59,10 +82,25 @@ func (o Optimizer) Validate() error {
 		return fmt.Errorf("optimizer: accumulate %d must be >= 1", o.Accumulate)
 	case o.Schedule != "linear" && o.Schedule != "cosine" && o.Schedule != "constant":
 		return fmt.Errorf("optimizer: schedule %q: want linear, cosine or constant", o.Schedule)
+	case o.badRule() != "":
+		return fmt.Errorf("optimizer: %s", o.badRule())
 	case o.Schedule != "constant" && o.TotalSteps <= o.Warmup:
 		return fmt.Errorf("optimizer: total steps %d must exceed warmup %d for a %s schedule", o.TotalSteps, o.Warmup, o.Schedule)
 	}
 	return nil
+}
+
+// badRule describes the first invalid rule ("" if none).
+func (o Optimizer) badRule() string {
+	for i, r := range o.Rules {
+		if r.Prefix == "" {
+			return fmt.Sprintf("lr rule %d: empty prefix", i)
+		}
+		if r.LR <= 0 || math.IsNaN(r.LR) || math.IsInf(r.LR, 0) {
+			return fmt.Sprintf("lr rule %d (%s): lr %v must be > 0", i, r.Prefix, r.LR)
+		}
+	}
+	return ""
 }
 
 // LRAt returns the learning rate of optimizer update t (1-based).
@@ -226,11 +264,15 @@ func (o Optimizer) adam(store *model.Store, g *Graph, vars []*model.Variable, va
 		v1 := Add(MulScalar(v0, o.Beta2), MulScalar(Square(grads[i]), 1-o.Beta2))
 		p0 := values[i]
 		p1 := p0
+		lrV := lrF
+		if s := o.lrScale(v.Path()); s != 1 {
+			lrV = MulScalar(lrF, s)
+		}
 		if o.WeightDecay > 0 && (o.DecayAll || !NoDecay(v.Path(), v.Shape())) {
-			p1 = Sub(p1, Mul(p0, MulScalar(lrF, o.WeightDecay)))
+			p1 = Sub(p1, Mul(p0, MulScalar(lrV, o.WeightDecay)))
 		}
 		stepDir := Div(Div(m1, bc1), AddScalar(Sqrt(Div(v1, bc2)), o.Eps))
-		p1 = Sub(p1, Mul(lrF, stepDir))
+		p1 = Sub(p1, Mul(lrV, stepDir))
 		if gated {
 			m1, v1, p1 = Where(apply, m1, m0), Where(apply, v1, v0), Where(apply, p1, p0)
 		}

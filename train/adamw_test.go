@@ -111,6 +111,35 @@ func TestAdamWMatchesReference(t *testing.T) {
 	}
 }
 
+// TestLRRules: a rule gives /lin/weights 5x the learning rate (and of its weight decay),
+// /lin/bias keeps the optimizer's: each matches the reference at its own rate.
+func TestLRRules(t *testing.T) {
+	o := Optimizer{LR: 0.1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.5, Warmup: 1, TotalSteps: 4, Schedule: "linear", Accumulate: 1,
+		Rules: []LRRule{{Prefix: "/other", LR: 9}, {Prefix: "/lin/w", LR: 0.5}, {Prefix: "/lin", LR: 7}}}
+	store, exec := build(t, o)
+	w := &hostAdamW{p: []float64{0.5, -1}, m: make([]float64, 2), v: make([]float64, 2)}
+	b := &hostAdamW{p: []float64{0.2, 0.3}, m: make([]float64, 2), v: make([]float64, 2)}
+	for i, x := range [][]float64{{1, 2}, {-3, 0.5}, {0.25, -1}} {
+		if _, err := exec.Call(tensors.FromFlatDataAndDimensions([]float32{float32(x[0]), float32(x[1])}, 2)); err != nil {
+			t.Fatal(err)
+		}
+		lr := o.LRAt(i + 1)
+		w.step(x, lr*5, 0.9, 0.99, 1e-8, 0.5, true)                                     // first matching rule: /lin/w
+		b.step([]float64{x[0] * x[0], x[1] * x[1]}, lr*70, 0.9, 0.99, 1e-8, 0.5, false) // /lin: 7 / 0.1
+	}
+	for _, c := range []struct {
+		path string
+		want []float64
+	}{{"/lin/weights", w.p}, {"/lin/bias", b.p}} {
+		got := values(store, c.path)
+		for i := range got {
+			if math.Abs(got[i]-c.want[i]) > 1e-4 {
+				t.Errorf("%s[%d] = %v, reference %v", c.path, i, got[i], c.want[i])
+			}
+		}
+	}
+}
+
 func TestAccumulationEqualsBigBatch(t *testing.T) {
 	o := Optimizer{LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.1, Schedule: "constant", Accumulate: 2}
 	storeA, execA := build(t, o)
@@ -163,8 +192,19 @@ func TestValidate(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	o.Accumulate = 0
-	if o.Validate() == nil {
-		t.Fatal("accumulate 0 accepted")
+	for _, c := range []struct {
+		name string
+		edit func(*Optimizer)
+	}{
+		{"accumulate 0", func(o *Optimizer) { o.Accumulate = 0 }},
+		{"rule without prefix", func(o *Optimizer) { o.Rules = []LRRule{{LR: 1e-3}} }},
+		{"rule lr 0", func(o *Optimizer) { o.Rules = []LRRule{{Prefix: "/classifier/", LR: 0}} }},
+		{"rule lr NaN", func(o *Optimizer) { o.Rules = []LRRule{{Prefix: "/classifier/", LR: math.NaN()}} }},
+	} {
+		bad := o
+		c.edit(&bad)
+		if bad.Validate() == nil {
+			t.Errorf("%s accepted", c.name)
+		}
 	}
 }

@@ -16,7 +16,7 @@ type headFlags struct {
 	fs                                                                                        *flag.FlagSet
 	dataDir, runDir, retriever, initDir, be, metric, schedule, testSplit, arch                *string
 	layers, hidden, heads, inter, maxLen, batch, epochs, maxSteps, evalEvery, patience, accum *int
-	lr, wd, warmup, clip, devFrac                                                             *float64
+	lr, headLR, wd, warmup, clip, devFrac                                                     *float64
 	seed                                                                                      *uint64
 	resume, quiet, warm                                                                       *bool
 	devices                                                                                   *int
@@ -45,6 +45,7 @@ func addHeadFlags(fs *flag.FlagSet, def runs.Head) *headFlags {
 		maxSteps:  fs.Int("max-steps", def.MaxSteps, "stop after this many optimizer steps, the learning-rate schedule fitted to them (0: all of -epochs)"),
 		maxTime:   fs.Duration("max-time", def.MaxTime, "stop at the first optimizer step past this wall-clock time since the run began, e.g. 4m (evaluated and checkpointed there; the schedule keeps its length; 0: no limit)"),
 		lr:        fs.Float64("lr", def.LR, "peak learning rate (5e-4 from scratch; ~2e-5 with -init)"),
+		headLR:    fs.Float64("head-lr", def.HeadLR, "peak learning rate of the head the model adds above its encoder (its weight decay scales with it); e.g. 10-100x -lr over a pre-trained encoder, whose new head otherwise learns at the encoder's rate (0: -lr)"),
 		wd:        fs.Float64("weight-decay", def.WeightDecay, "AdamW weight decay"),
 		warmup:    fs.Float64("warmup", def.Warmup, "warmup fraction of the steps"),
 		schedule:  fs.String("schedule", def.Schedule, "linear, cosine or constant"),
@@ -81,7 +82,7 @@ func (h *headFlags) config() runs.Head {
 	set := cli.Set(h.fs)
 	return runs.Head{RunDir: *h.runDir, Resume: *h.resume, Retriever: *h.retriever, Init: *h.initDir, WarmStart: *h.warm,
 		Arch: *h.arch, ArchGiven: set["arch"], Pooling: *h.pool, Layers: *h.layers, Hidden: *h.hidden, Heads: *h.heads,
-		Intermediate: *h.inter, MaxLen: *h.maxLen, Batch: *h.batch, Epochs: *h.epochs, MaxSteps: *h.maxSteps, MaxTime: *h.maxTime, LR: *h.lr, WeightDecay: *h.wd,
+		Intermediate: *h.inter, MaxLen: *h.maxLen, Batch: *h.batch, Epochs: *h.epochs, MaxSteps: *h.maxSteps, MaxTime: *h.maxTime, LR: *h.lr, HeadLR: *h.headLR, WeightDecay: *h.wd,
 		Warmup: *h.warmup, Schedule: *h.schedule, Clip: *h.clip, Accumulate: *h.accum, Dev: *h.devFrac, DevGiven: set["dev"],
 		Seed: *h.seed, EvalEvery: *h.evalEvery, Metric: *h.metric, Patience: *h.patience, Backend: *h.be, Devices: *h.devices, Test: *h.testSplit,
 		Quiet: *h.quiet}

@@ -48,8 +48,12 @@ type Head struct {
 	// them (default 0: all of Epochs).
 	MaxSteps int
 	// MaxTime is -max-time: stop at the first step past this wall-clock time (train.Config.MaxTime).
-	MaxTime     time.Duration
-	LR          float64 // -lr: peak learning rate (default 5e-4; ~2e-5 with pre-trained weights)
+	MaxTime time.Duration
+	LR      float64 // -lr: peak learning rate (default 5e-4; ~2e-5 with pre-trained weights)
+	// HeadLR is -head-lr: the peak learning rate of the layers the kind adds above its encoder
+	// (the classifier's and cross-encoder's head, the refiner's slot projection, positions and
+	// scorer), e.g. 10-100x LR when the encoder is pre-trained and the head new (0: LR).
+	HeadLR      float64
 	WeightDecay float64 // -weight-decay: AdamW weight decay (default 0.01)
 	Warmup      float64 // -warmup: warmup fraction of the steps (default 0.1)
 	Schedule    string  // -schedule: linear (default), cosine or constant
@@ -83,7 +87,7 @@ func DefaultHead(maxLen, batch, epochs int, metric string) Head {
 
 // Check validates the shared knobs (the sizes only for an encoder from scratch).
 func (h *Head) Check() error {
-	if err := cli.First(cli.Positive("batch", h.Batch), cli.Positive("epochs", h.Epochs), cli.Positive("lr", h.LR),
+	if err := cli.First(cli.Positive("batch", h.Batch), cli.Positive("epochs", h.Epochs), cli.Positive("lr", h.LR), cli.NonNegative("head-lr", h.HeadLR),
 		cli.Positive("accumulate", h.Accumulate), cli.NonNegative("max-steps", h.MaxSteps), cli.NonNegative("max-time", int64(h.MaxTime)), cli.Positive("max-len", h.MaxLen), cli.Fraction("dev", h.Dev),
 		cli.NonNegative("weight-decay", h.WeightDecay), cli.NonNegative("clip", h.Clip), cli.NonNegative("eval-every", h.EvalEvery),
 		cli.NonNegative("patience", h.Patience), CheckWarmup(h.Warmup), CheckArch(h.Arch)); err != nil {
@@ -281,11 +285,17 @@ func (s *Session) fromRun(run, what string, store *model.Store) (encoder.Config,
 	return bc, tok, nil
 }
 
-// TrainConfig returns the trainer's configuration of task and its number of optimizer steps.
-func (s *Session) TrainConfig(task train.Task) (train.Config, int) {
+// TrainConfig returns the trainer's configuration of task and its number of optimizer steps;
+// head are the path prefixes of the kind's head variables, which take HeadLR when it is set.
+func (s *Session) TrainConfig(task train.Task, head ...string) (train.Config, int) {
 	h := s.H
 	opt := train.DefaultOptimizer()
 	opt.LR, opt.WeightDecay, opt.Schedule, opt.ClipNorm, opt.Accumulate = h.LR, h.WeightDecay, h.Schedule, h.Clip, h.Accumulate
+	if h.HeadLR > 0 {
+		for _, p := range head {
+			opt.Rules = append(opt.Rules, train.LRRule{Prefix: p, LR: h.HeadLR})
+		}
+	}
 	steps := 0
 	for e := 0; e < h.Epochs; e++ {
 		steps += task.Batches(e) / max(h.Accumulate, 1)

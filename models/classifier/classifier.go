@@ -158,6 +158,10 @@ func Unmarshal(b []byte) (*Config, error) {
 	return encoder.UnmarshalConfig[Config](b, "classifier config")
 }
 
+// HeadVars are the path prefixes of Head's own variables (its linear layer; the pooler is
+// the encoder's): what -head-lr trains at its own rate.
+var HeadVars = []string{"/classifier/"}
+
 // Head is the classification head over encoder states: hidden [B, S, H] pooled with p (cls:
 // the [CLS] state; pooler: the encoder's pooler layer over it, variables root/pooler/dense;
 // "" means cls), dropout (training only, the encoder's hidden dropout), then a linear layer

@@ -140,7 +140,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	if err := task.Prepare(); err != nil {
 		return nil, err
 	}
-	tc, steps := s.TrainConfig(task)
+	tc, steps := s.TrainConfig(task, HeadVars...)
 	multi := 0
 	for _, m := range QueryTypes(d, tr) {
 		if m {

@@ -3,10 +3,17 @@ package classifier_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/checkpoints"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/models/classifier"
 	"github.com/toolret/toolret/rundir"
@@ -74,5 +81,73 @@ func TestTrain(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestHeadLR trains the same mlc classifier twice from the same seed with a learning rate
+// too small to move anything, once with -head-lr 0.05: the head (HeadVars) must move in the
+// second run and nothing else may differ between the two.
+func TestHeadLR(t *testing.T) {
+	dir := t.TempDir()
+	d, err := exporttest.SmallData(filepath.Join(dir, "data"), 80, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stores := map[float64]*model.Store{}
+	for _, headLR := range []float64{0, 0.05} {
+		cfg := classifier.DefaultTrainConfig()
+		cfg.Kind, cfg.Data, cfg.Dev, cfg.Seed, cfg.Test = classifier.KindMLC, d, 0.25, 7, ""
+		cfg.RunDir = filepath.Join(dir, fmt.Sprint("run-", headLR))
+		cfg.Layers, cfg.Hidden, cfg.Heads, cfg.Batch, cfg.Epochs, cfg.Quiet = 1, 16, 2, 16, 1, true
+		cfg.LR, cfg.HeadLR, cfg.Warmup = 1e-12, headLR, 0
+		cfg.Backend, cfg.Stdout, cfg.Stderr = "go", &bytes.Buffer{}, &bytes.Buffer{}
+		res, err := classifier.Train(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps, err := checkpoints.List(cfg.RunDir)
+		if err != nil || len(steps) == 0 || steps[len(steps)-1] != res.Summary.Steps {
+			t.Fatalf("checkpoints %v (%v), %d steps", steps, err, res.Summary.Steps)
+		}
+		c, err := checkpoints.Load(checkpoints.Dir(cfg.RunDir, steps[len(steps)-1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		be, err := backend.Open("go")
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores[headLR] = model.NewStore()
+		if err := c.Restore(stores[headLR], be); err != nil {
+			t.Fatal(err)
+		}
+	}
+	heads := 0
+	for v := range stores[0].IterVariables() {
+		if strings.HasPrefix(v.Path(), checkpoints.OptimizerScope+"/") || v.Shape().DType != dtypes.Float32 {
+			continue
+		}
+		w := stores[0.05].GetVariable(v.Path())
+		if w == nil {
+			t.Fatalf("%s missing from the -head-lr run", v.Path())
+		}
+		a, b := tensors.MustCopyFlatData[float32](v.MustValue()), tensors.MustCopyFlatData[float32](w.MustValue())
+		diff := 0.0
+		for i := range a {
+			diff = max(diff, math.Abs(float64(a[i]-b[i])))
+		}
+		head := strings.HasPrefix(v.Path(), classifier.HeadVars[0])
+		if head {
+			heads++
+		}
+		switch {
+		case head && diff < 1e-3:
+			t.Errorf("head variable %s moved by only %g with -head-lr", v.Path(), diff)
+		case !head && diff > 1e-6:
+			t.Errorf("encoder variable %s differs by %g with -head-lr", v.Path(), diff)
+		}
+	}
+	if heads != 2 {
+		t.Errorf("%d head variables, want the weight and the bias", heads)
 	}
 }

@@ -111,7 +111,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	if err := task.Prepare(); err != nil {
 		return nil, err
 	}
-	tc, steps := s.TrainConfig(task)
+	tc, steps := s.TrainConfig(task, classifier.HeadVars...)
 	fmt.Fprintf(s.Log, "%s\ncross-encoder: %s, %d layers, hidden %d, vocab %d, max len %d, %s head, %s loss, %d train pairs x (1+%d), %d dev queries, %d steps -> %s\n",
 		d.Stats(), mc.Encoder.ModelType(), mc.Encoder.Layers(), mc.Encoder.Hidden(), mc.Encoder.Vocab(), mc.MaxLen, classifier.HeadPooling(mc.Pooling), mc.LossKind, len(tr.Pairs()), cfg.Negatives, len(evalDev.Queries), steps, cfg.RunDir)
 	if err := s.Create(); err != nil {

@@ -158,6 +158,11 @@ func (c *Config) dense(s *model.Scope, x *Node, out int) *Node {
 	return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput)
 }
 
+// HeadVars are the path prefixes of the variables the refiner adds to its encoder (the slot
+// projection, learned slot positions and scorer; the tool vectors are fixed): what -head-lr
+// trains at its own rate.
+var HeadVars = []string{"/slot_proj/", "/slot_positions/", "/scorer/"}
+
 // Logits scores candidate slots: ids and mask [B, S] are the query tokens, cand [B, N']
 // (N' <= N) the candidates' tool indices and slots [B, N'] 1 for a real slot and 0 for
 // padding. It returns logits [B, N'] (padded slots get a logit too: callers mask them).

@@ -194,7 +194,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	if task.ExtraFiles, err = rundir.WriteModelFiles(cfg.RunDir, ConfigFile, mc.Marshal(), tok); err != nil {
 		return nil, err
 	}
-	tc, steps := s.TrainConfig(task)
+	tc, steps := s.TrainConfig(task, HeadVars...)
 	fmt.Fprintf(s.Log, "%s\nrefiner: %s %d layers, hidden %d, vocab %d; N %d over %s; Tool2Vec vectors of %s (%d of %d tools have no training query and keep their text vector); %s loss, missing %s, order %s, slot positions %s; %d train queries, %d dev, %d steps -> %s\n",
 		d.Stats(), mc.Encoder.ModelType(), mc.Encoder.Layers(), mc.Encoder.Hidden(), mc.Encoder.Vocab(), mc.N, source, cfg.Retriever,
 		fallback, len(d.Tools), mc.LossKind, cfg.Missing, cfg.Order, mc.SlotPositions, len(tr.Judged()), len(dev.Judged()), steps, cfg.RunDir)

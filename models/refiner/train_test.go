@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolret/toolret/checkpoints"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/models/refiner"
 	"github.com/toolret/toolret/rundir"
@@ -44,6 +45,22 @@ func TestTrain(t *testing.T) {
 	}
 	if m, err := rundir.Read(cfg.RunDir); err != nil || m.Kind != "refiner" || m.Parent != be {
 		t.Errorf("run.json %+v, %v", m, err)
+	}
+	// -head-lr's prefixes name the refiner's own layers (learned slot positions are off here).
+	if c, err := checkpoints.Load(checkpoints.Dir(cfg.RunDir, res.Summary.Steps)); err != nil {
+		t.Error(err)
+	} else {
+		for _, p := range refiner.HeadVars {
+			n := 0
+			for _, name := range c.Names() {
+				if strings.HasPrefix("/"+strings.TrimPrefix(name, "/"), p) {
+					n++
+				}
+			}
+			if (n == 0) != (p == "/slot_positions/") {
+				t.Errorf("%d checkpoint variables under %s: %v", n, p, c.Names())
+			}
+		}
 	}
 	for _, c := range []struct {
 		name string

@@ -17,7 +17,9 @@
 #   skips the WiSE-FT rows), MLC (0; 1 also trains an MLC classifier on the view, 3 epochs, into
 #   OUT/hSEED-mlc, and fuses it with the pre-trained model and BM25, then with the fine-tuned
 #   model too, and with the fine-tuned model alone; the classifier scores only the tools it was
-#   trained on, best of all systems on those).
+#   trained on, best of all systems on those), MLC_ARGS (more `train classifier` flags, e.g.
+#   "-head-lr 1e-3"). A run already trained and an evaluation already written (OUT/hSEED-*.json)
+#   are kept: delete them to redo.
 set -euo pipefail
 source "$(dirname "$0")/../pretrained/build.sh"
 seeds="${1:-1 2 3}"
@@ -28,6 +30,7 @@ dev="${DEV:-0.03}"
 out="${OUT:-runs/ho7}"
 tl="${TL:-../shared/datasets/toollens}"
 read -r -a args <<<"${ARGS:-}"
+read -r -a mlcargs <<<"${MLC_ARGS:-}"
 wise="${WISE:-1}"
 mlc="${MLC:-0}"
 mkdir -p "$out"
@@ -44,6 +47,11 @@ m = find(d) or {}
 print(sys.argv[1], sys.argv[2], *("%.2f" % m.get(k, float("nan")) for k in ("recall@1", "recall@3", "recall@5", "ndcg@5", "comp@5")))
 PY
 }
+ev() { # NAME EVAL-FLAGS...: OUT/hSEED-NAME.{json,trec,err}, unless its JSON is there
+  local f="$out/h$s-$1"
+  shift
+  [ -s "$f.json" ] || bin/toolret eval -data "$tl" "${v[@]}" "$@" -backend "$be" -json -save-run "$f.trec" >"$f.json" 2>"$f.err"
+}
 for s in $seeds; do
   v=(-holdout-tools 0.2 -holdout-seed "$s")
   run="$out/h$s"
@@ -54,31 +62,26 @@ for s in $seeds; do
       -backend "$be" -quiet "${args[@]}" >"$out/h$s.log" 2>&1
   fi
   row "$s" fine-tuned "$run/test_metrics.json"
-  bin/toolret eval -data "$tl" "${v[@]}" -method fusion -runs "run:$run,bm25" -fusion zscore -weight dev \
-    -backend "$be" -json -save-run "$out/h$s-bm25.trec" >"$out/h$s-bm25.json" 2>"$out/h$s-bm25.err"
+  ev bm25 -method fusion -runs "run:$run,bm25" -fusion zscore -weight dev
   row "$s" fine-tuned+bm25 "$out/h$s-bm25.json"
   # The fine-tuned model finds the seen tools, the pre-trained one zero-shot the held-out ones
   # best: the three fused (zscore, the weights on dev).
-  bin/toolret eval -data "$tl" "${v[@]}" -method fusion -runs "run:$run,model:$model,bm25" -fusion zscore -weight dev \
-    -backend "$be" -json -save-run "$out/h$s-zs-bm25.trec" >"$out/h$s-zs-bm25.json" 2>"$out/h$s-zs-bm25.err"
+  ev zs-bm25 -method fusion -runs "run:$run,model:$model,bm25" -fusion zscore -weight dev
   row "$s" fine-tuned+zero-shot+bm25 "$out/h$s-zs-bm25.json"
   if [ "$mlc" = 1 ]; then
     if [ ! -s "$run-mlc/test_metrics.json" ]; then
       rm -rf "$run-mlc"
       /usr/bin/time -v bin/toolret train classifier -kind mlc -loss softmax -data "$tl" "${v[@]}" -init "$model" \
         -run "$run-mlc" -dev 0.1 -batch 64 -epochs 3 -lr 1e-4 -max-len 48 -seed 1 -backend "$be" -quiet \
-        >"$out/h$s-mlc.log" 2>&1
+        "${mlcargs[@]}" >"$out/h$s-mlc.log" 2>&1
     fi
     row "$s" mlc "$run-mlc/test_metrics.json"
-    bin/toolret eval -data "$tl" "${v[@]}" -method fusion -runs "run:$run-mlc,model:$model,bm25" -fusion zscore \
-      -weight dev -backend "$be" -json -save-run "$out/h$s-mlc-zs-bm25.trec" >"$out/h$s-mlc-zs-bm25.json" 2>"$out/h$s-mlc-zs-bm25.err"
+    ev mlc-zs-bm25 -method fusion -runs "run:$run-mlc,model:$model,bm25" -fusion zscore -weight dev
     row "$s" mlc+zero-shot+bm25 "$out/h$s-mlc-zs-bm25.json"
-    bin/toolret eval -data "$tl" "${v[@]}" -method fusion -runs "run:$run,run:$run-mlc,model:$model,bm25" -fusion zscore \
-      -weight dev -backend "$be" -json -save-run "$out/h$s-ft-mlc-zs-bm25.trec" >"$out/h$s-ft-mlc-zs-bm25.json" 2>"$out/h$s-ft-mlc-zs-bm25.err"
+    ev ft-mlc-zs-bm25 -method fusion -runs "run:$run,run:$run-mlc,model:$model,bm25" -fusion zscore -weight dev
     row "$s" fine-tuned+mlc+zero-shot+bm25 "$out/h$s-ft-mlc-zs-bm25.json"
     # The two fine-tuned models alone, without BM25 or the pre-trained model.
-    bin/toolret eval -data "$tl" "${v[@]}" -method fusion -runs "run:$run,run:$run-mlc" -fusion zscore \
-      -weight dev -backend "$be" -json -save-run "$out/h$s-ft-mlc.trec" >"$out/h$s-ft-mlc.json" 2>"$out/h$s-ft-mlc.err"
+    ev ft-mlc -method fusion -runs "run:$run,run:$run-mlc" -fusion zscore -weight dev
     row "$s" fine-tuned+mlc "$out/h$s-ft-mlc.json"
   fi
   [ "$wise" = 1 ] || continue
@@ -88,10 +91,8 @@ for s in $seeds; do
     bin/toolret export -model "$run" -interpolate "$model" -interpolate-weight 0.5 -data "$tl" \
       -format index -out "$out/h$s-wise" -backend "$be" >"$out/h$s-wise.log" 2>&1
   fi
-  bin/toolret eval -data "$tl" "${v[@]}" -index "$out/h$s-wise" -backend "$be" -json \
-    -save-run "$out/h$s-wise.trec" >"$out/h$s-wise.json" 2>"$out/h$s-wise.err"
+  ev wise -index "$out/h$s-wise"
   row "$s" wise-ft "$out/h$s-wise.json"
-  bin/toolret eval -data "$tl" "${v[@]}" -index "$out/h$s-wise" -hybrid zscore -backend "$be" -json \
-    -save-run "$out/h$s-wise-bm25.trec" >"$out/h$s-wise-bm25.json" 2>"$out/h$s-wise-bm25.err"
+  ev wise-bm25 -index "$out/h$s-wise" -hybrid zscore
   row "$s" wise-ft+bm25 "$out/h$s-wise-bm25.json"
 done
