@@ -277,6 +277,24 @@ func headModel(t *testing.T, be compute.Backend, labels []string, pool encoder.P
 	return m
 }
 
+// TestHeadMean: a head over the mean of the token states (train -pooling mean) is refused in
+// HF layout, whose XxxForSequenceClassification reads the first token, naming the flag and
+// leaving nothing behind; ONNX writes it.
+func TestHeadMean(t *testing.T) {
+	m := headModel(t, goBackend(t), []string{"a", "b"}, encoder.PoolMean, "softmax")
+	out := filepath.Join(t.TempDir(), "hf")
+	_, err := export.Export(m, export.Options{Format: export.FormatHF, Out: out})
+	if err == nil || !strings.Contains(err.Error(), "-pooling mean") || !strings.Contains(err.Error(), "HF layout") {
+		t.Fatalf("Export = %v, want the refusal naming -pooling mean", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a refused export left %s behind (%v)", out, err)
+	}
+	if _, err := export.Export(m, export.Options{Format: export.FormatONNX, Out: filepath.Join(t.TempDir(), "onnx")}); err != nil {
+		t.Errorf("ONNX export of a mean head: %v", err)
+	}
+}
+
 // TestHFHeadMPNet: a head over an MPNet encoder is refused in HF layout (naming why), and an
 // MPNet bi-encoder over its pooler (BERT's dense + tanh) is written.
 func TestHFHeadMPNet(t *testing.T) {

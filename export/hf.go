@@ -119,6 +119,10 @@ func hfConfig(cfg encoder.Config, head *Head) (map[string]any, error) {
 // sentence-transformers modules.
 func writeTowerHF(m *Model, t *Tower, dir string, maxLen int) error {
 	head := m.Head
+	if head != nil && head.pooling() == encoder.PoolMean {
+		// XxxForSequenceClassification reads the first token (through the pooler), never a mean.
+		return fmt.Errorf("export: hf: a classification head over the mean of the token states (-pooling mean) cannot be written in HF layout (XxxForSequenceClassification reads the first token); use -format onnx, or -format index for an MLC classifier")
+	}
 	if mt := t.Encoder.ModelType(); mt == "mpnet" && head != nil {
 		// MPNetForSequenceClassification's head is its own classifier.dense (tanh) and
 		// out_proj over <s>, not the encoder's pooler with one linear layer.

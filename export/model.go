@@ -204,8 +204,8 @@ func (m *Model) Validate() error {
 		if a := h.activation(); a != "softmax" && a != "sigmoid" {
 			return fmt.Errorf("export: head activation %q (want softmax or sigmoid)", a)
 		}
-		if p := h.pooling(); p != encoder.PoolPooler && p != encoder.PoolCLS {
-			return fmt.Errorf("export: head pooling %q (want pooler or cls)", p)
+		if p := h.pooling(); p != encoder.PoolPooler && p != encoder.PoolCLS && p != encoder.PoolMean {
+			return fmt.Errorf("export: head pooling %q (want pooler, cls or mean)", p)
 		}
 		if h.pooling() == encoder.PoolPooler && !m.Towers[0].Encoder.HasPooler() {
 			return fmt.Errorf("export: head reads the pooler but the model has no pooler weights")
@@ -463,9 +463,9 @@ func HeadLoader(kind, configFile string, defaultLabels []string) func(dir string
 		switch pool {
 		case "":
 			pool = encoder.PoolCLS
-		case encoder.PoolCLS, encoder.PoolPooler:
+		case encoder.PoolCLS, encoder.PoolMean, encoder.PoolPooler:
 		default:
-			return nil, fmt.Errorf("%s: %s: pooling %q (want cls or pooler)", dir, configFile, pool)
+			return nil, fmt.Errorf("%s: %s: pooling %q (want cls, mean or pooler)", dir, configFile, pool)
 		}
 		maxLen := cfg.MaxLen
 		if maxLen <= 0 {

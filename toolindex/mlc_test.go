@@ -109,6 +109,7 @@ func TestMLCIndex(t *testing.T) {
 		{"bce cls", exporttest.ClassifierOptions{}, "sigmoid"},
 		{"softmax cls", exporttest.ClassifierOptions{Loss: "softmax"}, "softmax"},
 		{"bce pooler", exporttest.ClassifierOptions{Pooling: encoder.PoolPooler}, "sigmoid"},
+		{"softmax mean", exporttest.ClassifierOptions{Loss: "softmax", Pooling: encoder.PoolMean}, "softmax"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			run, index, man := exportMLC(t, t.TempDir(), c.o, be, uint64(20+i))

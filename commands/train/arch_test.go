@@ -78,8 +78,11 @@ func TestArchDeberta(t *testing.T) {
 		}, "-arch bert: the -first-stage run has a deberta-v2 encoder"},
 		{func() error { return biencoderCmd([]string{"-arch", "xlnet", "-run", filepath.Join(dir, "x2")}) }, `-arch "xlnet"`},
 		{func() error {
-			return classifierCmd([]string{"-pooling", "mean", "-first-stage", be, "-run", filepath.Join(dir, "x4")})
-		}, `-pooling "mean": want cls or pooler`},
+			return classifierCmd([]string{"-pooling", "max", "-first-stage", be, "-run", filepath.Join(dir, "x4")})
+		}, `-pooling "max": want cls, mean or pooler`},
+		{func() error {
+			return crossencoderCmd([]string{"-pooling", "mean", "-first-stage", be, "-run", filepath.Join(dir, "x5")})
+		}, `-pooling "mean": a cross-encoder's head reads the pair's first token`},
 		{func() error {
 			return crossencoderCmd([]string{"-arch", "gpt", "-first-stage", be, "-run", filepath.Join(dir, "x3")})
 		}, `-arch "gpt"`},

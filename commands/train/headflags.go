@@ -21,7 +21,7 @@ type headFlags struct {
 	resume, quiet, warm                                                                       *bool
 	devices                                                                                   *int
 	maxTime                                                                                   *time.Duration
-	// pool is -pooling: the head's input, cls or pooler (empty: the encoder's default).
+	// pool is -pooling: the head's input, cls, mean or pooler (empty: the encoder's default).
 	pool *string
 }
 
@@ -34,7 +34,7 @@ func addHeadFlags(fs *flag.FlagSet, def runs.Head) *headFlags {
 		retriever: cli.FirstStage(fs),
 		initDir:   fs.String("init", "", "initialise the encoder from a HuggingFace BERT or DeBERTa-v2/v3 directory or hub id org/name[@revision] (lr 2e-5 unless given), or from a bi-encoder or pretrain run (its encoder and tokenizer, as -warm-start takes the -first-stage's; else from scratch)"),
 		arch:      archFlag(fs),
-		pool:      fs.String("pooling", "", "head input: cls (the [CLS] state) or pooler (the encoder's pooler layer over [CLS], as HF's XxxForSequenceClassification: BERT dense + tanh, DeBERTa's ContextPooler dense + GELU); default pooler for DeBERTa, cls for BERT"),
+		pool:      fs.String("pooling", "", "head input: cls (the [CLS] state), mean (the mean of the token states, as a sentence-transformers model pools: a SetFit-style head over a pre-trained sentence encoder; not exportable in HF layout) or pooler (the encoder's pooler layer over [CLS], as HF's XxxForSequenceClassification: BERT dense + tanh, DeBERTa's ContextPooler dense + GELU); default pooler for DeBERTa, cls for BERT"),
 		layers:    fs.Int("layers", def.Layers, "from scratch: layers"),
 		hidden:    fs.Int("hidden", def.Hidden, "from scratch: hidden size"),
 		heads:     fs.Int("heads", def.Heads, "from scratch: attention heads"),

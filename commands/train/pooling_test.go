@@ -47,8 +47,8 @@ func TestHeadPoolingFlag(t *testing.T) {
 		{"deberta default", nil, deb, encoder.PoolPooler, true, ""},
 		{"hub deberta-v3 default: a new pooler", nil, deb.WithPooler(false), encoder.PoolPooler, true, ""},
 		{"deberta -pooling cls", []string{"-pooling", "cls"}, deb.WithPooler(false), encoder.PoolCLS, false, ""},
-		{"-pooling mean", []string{"-pooling", "mean"}, deb, "", false, `-pooling "mean": want cls or pooler`},
-		{"-pooling none", []string{"-pooling", "none"}, bert, "", false, `-pooling "none": want cls or pooler`},
+		{"-pooling mean", []string{"-pooling", "mean"}, deb.WithPooler(false), encoder.PoolMean, false, ""},
+		{"-pooling none", []string{"-pooling", "none"}, bert, "", false, `-pooling "none": want cls, mean or pooler`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := flag.NewFlagSet("train test", flag.ContinueOnError)

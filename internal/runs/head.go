@@ -34,7 +34,7 @@ type Head struct {
 	Arch string
 	// ArchGiven says -arch was given: an encoder from Init or the Retriever must then be of Arch.
 	ArchGiven bool
-	// Pooling is -pooling, the head's input: cls or pooler ("": the encoder's default, pooler
+	// Pooling is -pooling, the head's input: cls, mean or pooler ("": the encoder's default, pooler
 	// for DeBERTa, cls for BERT).
 	Pooling      string
 	Layers       int // -layers: from scratch (default 2)
@@ -102,8 +102,8 @@ func (h *Head) Check() error {
 
 // CheckPooling validates -pooling: empty (the encoder's default) or a head pooling.
 func CheckPooling(p string) error {
-	if p != "" && p != string(encoder.PoolCLS) && p != string(encoder.PoolPooler) {
-		return fmt.Errorf("-pooling %q: want cls or pooler", p)
+	if p != "" && p != string(encoder.PoolCLS) && p != string(encoder.PoolMean) && p != string(encoder.PoolPooler) {
+		return fmt.Errorf("-pooling %q: want cls, mean or pooler", p)
 	}
 	return nil
 }

@@ -115,11 +115,11 @@ func HeadPooling(p encoder.Pooling) encoder.Pooling {
 	return p
 }
 
-// CheckPooling validates the pooling p of a head over enc: cls, pooler (enc must have its
-// pooler layer) or "" (cls).
+// CheckPooling validates the pooling p of a head over enc: cls, mean, pooler (enc must have
+// its pooler layer) or "" (cls).
 func CheckPooling(p encoder.Pooling, enc encoder.Config) error {
 	switch HeadPooling(p) {
-	case encoder.PoolCLS:
+	case encoder.PoolCLS, encoder.PoolMean:
 		return nil
 	case encoder.PoolPooler:
 		if !enc.HasPooler() {
@@ -127,7 +127,7 @@ func CheckPooling(p encoder.Pooling, enc encoder.Config) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("head pooling %q: want cls or pooler", p)
+	return fmt.Errorf("head pooling %q: want cls, mean or pooler", p)
 }
 
 // DefaultPooling is the head pooling of a new model over enc: "cls" for BERT (what toolret's
@@ -163,7 +163,7 @@ func Unmarshal(b []byte) (*Config, error) {
 var HeadVars = []string{"/classifier/"}
 
 // Head is the classification head over encoder states: hidden [B, S, H] pooled with p (cls:
-// the [CLS] state; pooler: the encoder's pooler layer over it, variables root/pooler/dense;
+// the [CLS] state; mean: the mean of the states mask keeps; pooler: the encoder's pooler layer over it, variables root/pooler/dense;
 // "" means cls), dropout (training only, the encoder's hidden dropout), then a linear layer
 // to n logits [B, n], with variables under root/classifier (HF layout: weight [n, H], bias
 // [n]). With p pooler it computes HF's XxxForSequenceClassification (BERT, DeBERTa-v2/v3).

@@ -150,7 +150,8 @@ func TestPoolingConfig(t *testing.T) {
 		{"pooler", deb, encoder.PoolPooler, encoder.PoolPooler, ""},
 		{"bert pooler", bert, encoder.PoolPooler, encoder.PoolPooler, ""},
 		{"no pooler layer", deb.WithPooler(false), encoder.PoolPooler, "", "has no pooler layer"},
-		{"mean", bert, encoder.PoolMean, "", `head pooling "mean": want cls or pooler`},
+		{"mean", bert, encoder.PoolMean, encoder.PoolMean, ""},
+		{"unknown", bert, "max", "", `head pooling "max": want cls, mean or pooler`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &Config{Kind: KindQueryType, Encoder: tc.enc, MaxLen: 16, Labels: []string{LabelSingle, LabelMulti}, LossKind: "ce", Pooling: tc.pool}

@@ -56,6 +56,9 @@ func (c *Config) Validate() error {
 	if c.LossKind != LossBCE && c.LossKind != LossListwise {
 		return fmt.Errorf("crossencoder: loss %q: want bce or listwise", c.LossKind)
 	}
+	if classifier.HeadPooling(c.Pooling) == encoder.PoolMean {
+		return fmt.Errorf("crossencoder: head pooling %q: want cls or pooler (the head reads the pair's first token)", c.Pooling)
+	}
 	if err := classifier.CheckPooling(c.Pooling, c.Encoder); err != nil {
 		return fmt.Errorf("crossencoder: %w", err)
 	}

@@ -68,6 +68,9 @@ func (c *TrainConfig) Validate() error {
 	if err := runs.CheckPooling(c.Pooling); err != nil {
 		return err
 	}
+	if c.Pooling == string(encoder.PoolMean) {
+		return fmt.Errorf("-pooling %q: a cross-encoder's head reads the pair's first token: want cls or pooler", c.Pooling)
+	}
 	return c.Head.Check()
 }
 
