@@ -83,60 +83,44 @@ func values(store *model.Store, path string) []float64 {
 	return out
 }
 
+// TestAdamWMatchesReference: three steps of the graph's AdamW against a float64 reference of
+// PyTorch's, with one learning rate and with rules (Optimizer.Rules) giving /lin/weights 5x
+// the rate (and of its weight decay) and /lin/bias 70x: the first matching rule counts.
 func TestAdamWMatchesReference(t *testing.T) {
-	o := Optimizer{LR: 0.1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.5, Warmup: 1, TotalSteps: 4, Schedule: "linear", Accumulate: 1}
-	store, exec := build(t, o)
-	w := &hostAdamW{p: []float64{0.5, -1}, m: make([]float64, 2), v: make([]float64, 2)}
-	b := &hostAdamW{p: []float64{0.2, 0.3}, m: make([]float64, 2), v: make([]float64, 2)}
-	xs := [][]float64{{1, 2}, {-3, 0.5}, {0.25, -1}}
-	for i, x := range xs {
-		xt := tensors.FromFlatDataAndDimensions([]float32{float32(x[0]), float32(x[1])}, 2)
-		if _, err := exec.Call(xt); err != nil {
-			t.Fatal(err)
-		}
-		lr := o.LRAt(i + 1)
-		w.step(x, lr, 0.9, 0.99, 1e-8, 0.5, true)
-		b.step([]float64{x[0] * x[0], x[1] * x[1]}, lr, 0.9, 0.99, 1e-8, 0.5, false) // bias: no decay
-	}
 	for _, c := range []struct {
-		path string
-		want []float64
-	}{{"/lin/weights", w.p}, {"/lin/bias", b.p}} {
-		got := values(store, c.path)
-		for i := range got {
-			if math.Abs(got[i]-c.want[i]) > 1e-5 {
-				t.Errorf("%s[%d] = %v, reference %v", c.path, i, got[i], c.want[i])
+		name           string
+		rules          []LRRule
+		wScale, bScale float64
+		tol            float64
+	}{
+		{"one rate", nil, 1, 1, 1e-5},
+		{"rules", []LRRule{{Prefix: "/other", LR: 9}, {Prefix: "/lin/w", LR: 0.5}, {Prefix: "/lin", LR: 7}}, 5, 70, 1e-4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := Optimizer{LR: 0.1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.5, Warmup: 1, TotalSteps: 4, Schedule: "linear", Accumulate: 1, Rules: c.rules}
+			store, exec := build(t, o)
+			w := &hostAdamW{p: []float64{0.5, -1}, m: make([]float64, 2), v: make([]float64, 2)}
+			b := &hostAdamW{p: []float64{0.2, 0.3}, m: make([]float64, 2), v: make([]float64, 2)}
+			for i, x := range [][]float64{{1, 2}, {-3, 0.5}, {0.25, -1}} {
+				if _, err := exec.Call(tensors.FromFlatDataAndDimensions([]float32{float32(x[0]), float32(x[1])}, 2)); err != nil {
+					t.Fatal(err)
+				}
+				lr := o.LRAt(i + 1)
+				w.step(x, lr*c.wScale, 0.9, 0.99, 1e-8, 0.5, true)
+				b.step([]float64{x[0] * x[0], x[1] * x[1]}, lr*c.bScale, 0.9, 0.99, 1e-8, 0.5, false) // bias: no decay
 			}
-		}
-	}
-}
-
-// TestLRRules: a rule gives /lin/weights 5x the learning rate (and of its weight decay),
-// /lin/bias keeps the optimizer's: each matches the reference at its own rate.
-func TestLRRules(t *testing.T) {
-	o := Optimizer{LR: 0.1, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.5, Warmup: 1, TotalSteps: 4, Schedule: "linear", Accumulate: 1,
-		Rules: []LRRule{{Prefix: "/other", LR: 9}, {Prefix: "/lin/w", LR: 0.5}, {Prefix: "/lin", LR: 7}}}
-	store, exec := build(t, o)
-	w := &hostAdamW{p: []float64{0.5, -1}, m: make([]float64, 2), v: make([]float64, 2)}
-	b := &hostAdamW{p: []float64{0.2, 0.3}, m: make([]float64, 2), v: make([]float64, 2)}
-	for i, x := range [][]float64{{1, 2}, {-3, 0.5}, {0.25, -1}} {
-		if _, err := exec.Call(tensors.FromFlatDataAndDimensions([]float32{float32(x[0]), float32(x[1])}, 2)); err != nil {
-			t.Fatal(err)
-		}
-		lr := o.LRAt(i + 1)
-		w.step(x, lr*5, 0.9, 0.99, 1e-8, 0.5, true)                                     // first matching rule: /lin/w
-		b.step([]float64{x[0] * x[0], x[1] * x[1]}, lr*70, 0.9, 0.99, 1e-8, 0.5, false) // /lin: 7 / 0.1
-	}
-	for _, c := range []struct {
-		path string
-		want []float64
-	}{{"/lin/weights", w.p}, {"/lin/bias", b.p}} {
-		got := values(store, c.path)
-		for i := range got {
-			if math.Abs(got[i]-c.want[i]) > 1e-4 {
-				t.Errorf("%s[%d] = %v, reference %v", c.path, i, got[i], c.want[i])
+			for _, v := range []struct {
+				path string
+				want []float64
+			}{{"/lin/weights", w.p}, {"/lin/bias", b.p}} {
+				got := values(store, v.path)
+				for i := range got {
+					if math.Abs(got[i]-v.want[i]) > c.tol {
+						t.Errorf("%s[%d] = %v, reference %v", v.path, i, got[i], v.want[i])
+					}
+				}
 			}
-		}
+		})
 	}
 }
 
