@@ -27,6 +27,9 @@ type TrainConfig struct {
 	// Loss is -loss: querytype ce (2-way softmax) or bce (one logit); mlc bce (per-tool
 	// sigmoid) or softmax (multi-positive softmax over all tools). "": DefaultLoss(Kind).
 	Loss string
+	// HeadInit is -head-init: HeadInitRandom (default; "" means it) or, for mlc, HeadInitTools
+	// (Imprint).
+	HeadInit string
 	// Data is the dataset (nil: the embedded default dataset).
 	Data *data.Dataset
 	// Args is provenance only: the command's flags as recorded in a new run's run.json.
@@ -36,7 +39,7 @@ type TrainConfig struct {
 // DefaultTrainConfig returns the command's defaults: a query-type classifier, max length 32,
 // batch 32, 4 epochs, the kind's loss and metric (Loss and Metric empty).
 func DefaultTrainConfig() TrainConfig {
-	return TrainConfig{Head: runs.DefaultHead(32, 32, 4, ""), Kind: KindQueryType}
+	return TrainConfig{Head: runs.DefaultHead(32, 32, 4, ""), Kind: KindQueryType, HeadInit: HeadInitRandom}
 }
 
 // DefaultLoss returns the loss of a classifier of kind when none is given.
@@ -87,6 +90,12 @@ func (c *TrainConfig) check() error {
 	if c.Kind != KindQueryType && c.Kind != KindMLC {
 		return fmt.Errorf("-kind %q: want querytype or mlc", c.Kind)
 	}
+	switch {
+	case c.HeadInit != "" && c.HeadInit != HeadInitRandom && c.HeadInit != HeadInitTools:
+		return fmt.Errorf("-head-init %q: want %s or %s", c.HeadInit, HeadInitRandom, HeadInitTools)
+	case c.HeadInit == HeadInitTools && c.Kind != KindMLC:
+		return fmt.Errorf("-head-init %s: -kind %s has no tools to imprint (want -kind mlc)", HeadInitTools, c.Kind)
+	}
 	if err := runs.CheckMaxLen(c.MaxLen, 2, "[CLS], [SEP]"); err != nil || c.Resume {
 		return err
 	}
@@ -135,6 +144,12 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	files, err := rundir.WriteModelFiles(cfg.RunDir, ConfigFile, mc.Marshal(), tok)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.HeadInit == HeadInitTools && !cfg.Resume {
+		if err := Imprint(mc, store, tok, bk, d, cfg.Batch); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(s.Log, "head imprinted with the %d tools' pooled embeddings (%s pooling, logits 20 x cosine)\n", len(mc.Labels), HeadPooling(mc.Pooling))
 	}
 	task := &Task{Cfg: mc, Data: d, Train: tr, Dev: dev, Tok: tok, Backend: bk, BatchSize: cfg.Batch, Seed: cfg.Seed, ExtraFiles: files}
 	if err := task.Prepare(); err != nil {

@@ -14,8 +14,10 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/checkpoints"
+	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/models/classifier"
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -72,6 +74,8 @@ func TestTrain(t *testing.T) {
 		{"max-len", func(c *classifier.TrainConfig) { c.MaxLen = 1 }, "-max-len 1"},
 		{"dev", func(c *classifier.TrainConfig) { c.Dev = 1 }, "-dev 1"},
 		{"batch", func(c *classifier.TrainConfig) { c.Batch = 0 }, "-batch 0"},
+		{"head-init", func(c *classifier.TrainConfig) { c.HeadInit = "zeros" }, `-head-init "zeros": want random or tools`},
+		{"querytype imprint", func(c *classifier.TrainConfig) { c.HeadInit = classifier.HeadInitTools }, "-kind querytype has no tools to imprint"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := classifier.DefaultTrainConfig()
@@ -149,5 +153,82 @@ func TestHeadLR(t *testing.T) {
 	}
 	if heads != 2 {
 		t.Errorf("%d head variables, want the weight and the bias", heads)
+	}
+}
+
+// TestImprint trains an mlc classifier with -head-init tools and a learning rate too small to
+// move anything: each head row must point where the trained encoder pools its tool's text
+// (computed apart, through the exported model), at ImprintScale over the tools' mean norm,
+// with zero biases, for the mean and cls head poolings.
+func TestImprint(t *testing.T) {
+	dir := t.TempDir()
+	d, err := exporttest.SmallData(filepath.Join(dir, "data"), 80, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pool := range []encoder.Pooling{encoder.PoolMean, encoder.PoolCLS} {
+		t.Run(string(pool), func(t *testing.T) {
+			cfg := classifier.DefaultTrainConfig()
+			cfg.Kind, cfg.Loss, cfg.HeadInit, cfg.Pooling = classifier.KindMLC, "softmax", classifier.HeadInitTools, string(pool)
+			cfg.RunDir, cfg.Data, cfg.Dev, cfg.Seed, cfg.Test = filepath.Join(dir, string(pool)), d, 0.25, 7, ""
+			cfg.Layers, cfg.Hidden, cfg.Heads, cfg.Batch, cfg.Epochs, cfg.Quiet, cfg.MaxLen = 1, 16, 2, 16, 1, true, classifier.ImprintLen
+			cfg.LR, cfg.Warmup = 1e-12, 0
+			var log bytes.Buffer
+			cfg.Backend, cfg.Stdout, cfg.Stderr = "go", &bytes.Buffer{}, &log
+			if _, err := classifier.Train(context.Background(), cfg); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(log.String(), "head imprinted") {
+				t.Errorf("log %q does not say the head was imprinted", log.String())
+			}
+			m, err := export.LoadModel(cfg.RunDir, be)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := map[string]string{}
+			for _, tool := range d.Tools {
+				text[tool.ID] = tool.Text
+			}
+			texts := make([]string, len(m.Head.Labels))
+			for i, l := range m.Head.Labels {
+				texts[i] = text[l]
+			}
+			emb, err := m.Pooled(texts, nil, pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := len(emb[0])
+			norm := func(v []float32) float64 {
+				s := 0.0
+				for _, x := range v {
+					s += float64(x) * float64(x)
+				}
+				return math.Sqrt(s)
+			}
+			mean := 0.0
+			for _, e := range emb {
+				mean += norm(e) / float64(len(emb))
+			}
+			for i, e := range emb {
+				row := m.Head.Weight[i*h : (i+1)*h]
+				dot := 0.0
+				for j := range e {
+					dot += float64(e[j]) * float64(row[j])
+				}
+				if cos := dot / (norm(e) * norm(row)); cos < 0.9999 {
+					t.Errorf("tool %s: head row at cosine %.6f from its text's embedding", m.Head.Labels[i], cos)
+				}
+				if got := norm(row) * mean; math.Abs(got-classifier.ImprintScale) > 1e-3*classifier.ImprintScale {
+					t.Errorf("tool %s: row norm x mean tool norm %.4f, want %d", m.Head.Labels[i], got, classifier.ImprintScale)
+				}
+				if math.Abs(float64(m.Head.Bias[i])) > 1e-9 { // the learning rate moves it by ~1e-12
+					t.Errorf("tool %s: bias %v, want 0", m.Head.Labels[i], m.Head.Bias[i])
+				}
+			}
+		})
 	}
 }
