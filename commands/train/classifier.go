@@ -15,6 +15,7 @@ func classifierCmd(args []string) error {
 	kind := fs.String("kind", def.Kind, "querytype (single- vs multi-tool query) or mlc (multi-label over all tools: a retriever)")
 	loss := fs.String("loss", def.Loss, "querytype: ce (2-way softmax, default) or bce (one logit); mlc: bce (per-tool sigmoid, default) or softmax (multi-positive softmax over all tools, the Tool2Vec paper's code)")
 	headInit := fs.String("head-init", def.HeadInit, "mlc: the head's initial weights: random (N(0, initializer_range), as HF initialises a new head) or tools (imprinted: each tool's row its text's pooled embedding by the encoder, scaled so logits start at 20 x cosine; pairs with -pooling mean over a sentence encoder)")
+	freeze := fs.Bool("freeze-untrained", false, "mlc: the outputs of tools no training query has get no gradient: their rows stay as initialised (with -head-init tools, their texts' embeddings) and the encoder is not trained away from them")
 	h := addHeadFlags(fs, def.Head)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -30,7 +31,7 @@ func classifierCmd(args []string) error {
 	if err := h.start(*kind, "classifier"); err != nil {
 		return err
 	}
-	cfg := classifier.TrainConfig{Head: h.config(), Kind: *kind, Loss: *loss, HeadInit: *headInit}
+	cfg := classifier.TrainConfig{Head: h.config(), Kind: *kind, Loss: *loss, HeadInit: *headInit, FreezeUntrained: *freeze}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

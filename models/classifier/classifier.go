@@ -200,12 +200,16 @@ func (c *Config) Probabilities(logits *Node) *Node {
 // Loss is the training loss of one batch: inputs ids and mask [B, S] and the targets
 // [B, Outputs()] (one-hot for "ce", 0/1 per output for "bce").
 func (c *Config) Loss(root *model.Scope, in []*Node) *Node {
-	logits := c.Logits(root, in[0], nil, in[1])
+	return c.LossOf(c.Logits(root, in[0], nil, in[1]), in[2])
+}
+
+// LossOf is the loss of logits [B, Outputs()] against targets (see Loss).
+func (c *Config) LossOf(logits, targets *Node) *Node {
 	if c.LossKind == "ce" {
-		return losses.ListwiseCE(logits, in[2], nil) // softmax CE with a one-hot target
+		return losses.ListwiseCE(logits, targets, nil) // softmax CE with a one-hot target
 	}
 	if c.LossKind == "softmax" {
-		return losses.MultiPositiveCE(logits, in[2], nil, false)
+		return losses.MultiPositiveCE(logits, targets, nil, false)
 	}
-	return losses.BCEWithLogits(logits, in[2], nil)
+	return losses.BCEWithLogits(logits, targets, nil)
 }

@@ -18,7 +18,13 @@ import (
 type Task struct {
 	Cfg *Config
 	train.Setup
+	// FreezeUntrained (mlc) cuts the gradient of the outputs that no training query has as a
+	// positive (Prepare finds them): their rows stay as initialised (an imprinted row keeps
+	// its tool's text embedding) and the encoder is not trained away from them; they still
+	// count in the softmax's denominator.
+	FreezeUntrained bool
 
+	frozen  []float32 // per output, 1 where FreezeUntrained cuts its gradient (nil: none)
 	seqs    map[int][]int32
 	targets map[int][]float32
 	devT    map[int][]float32
@@ -48,6 +54,23 @@ func (t *Task) Prepare() error {
 	if t.order, err = t.JudgedOrder("classifier", 0x636c6173); err != nil {
 		return err
 	}
+	t.frozen = nil
+	if t.FreezeUntrained {
+		if t.Cfg.Kind != KindMLC {
+			return fmt.Errorf("classifier: -freeze-untrained needs -kind mlc")
+		}
+		t.frozen = make([]float32, t.Cfg.Outputs())
+		for i := range t.frozen {
+			t.frozen[i] = 1
+		}
+		for _, y := range t.targets {
+			for i, v := range y {
+				if v > 0 {
+					t.frozen[i] = 0
+				}
+			}
+		}
+	}
 	t.seqs = t.QuerySeqs(t.order.Items, t.Cfg.MaxLen)
 	return nil
 }
@@ -55,8 +78,27 @@ func (t *Task) Prepare() error {
 // Batches implements train.Task (a trailing partial batch is dropped).
 func (t *Task) Batches(int) int { return t.order.FullBatches(t.BatchSize) }
 
+// Frozen returns the outputs whose gradient FreezeUntrained cuts (after Prepare).
+func (t *Task) Frozen() []int {
+	var out []int
+	for i, f := range t.frozen {
+		if f > 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // Loss implements train.Task.
-func (t *Task) Loss(s *model.Scope, in []*Node) *Node { return t.Cfg.Loss(s, in) }
+func (t *Task) Loss(s *model.Scope, in []*Node) *Node {
+	logits := t.Cfg.Logits(s, in[0], nil, in[1])
+	if t.frozen != nil {
+		g := logits.Graph()
+		f := BroadcastToShape(ConvertDType(Const(g, [][]float32{t.frozen}), logits.DType()), logits.Shape())
+		logits = Where(GreaterThan(f, ZerosLike(f)), StopGradient(logits), logits)
+	}
+	return t.Cfg.LossOf(logits, in[2])
+}
 
 // Batch implements train.Task.
 func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {

@@ -30,6 +30,8 @@ type TrainConfig struct {
 	// HeadInit is -head-init: HeadInitRandom (default; "" means it) or, for mlc, HeadInitTools
 	// (Imprint).
 	HeadInit string
+	// FreezeUntrained is -freeze-untrained (mlc): Task.FreezeUntrained.
+	FreezeUntrained bool
 	// Data is the dataset (nil: the embedded default dataset).
 	Data *data.Dataset
 	// Args is provenance only: the command's flags as recorded in a new run's run.json.
@@ -95,6 +97,8 @@ func (c *TrainConfig) check() error {
 		return fmt.Errorf("-head-init %q: want %s or %s", c.HeadInit, HeadInitRandom, HeadInitTools)
 	case c.HeadInit == HeadInitTools && c.Kind != KindMLC:
 		return fmt.Errorf("-head-init %s: -kind %s has no tools to imprint (want -kind mlc)", HeadInitTools, c.Kind)
+	case c.FreezeUntrained && c.Kind != KindMLC:
+		return fmt.Errorf("-freeze-untrained: -kind %s has no tool outputs (want -kind mlc)", c.Kind)
 	}
 	if err := runs.CheckMaxLen(c.MaxLen, 2, "[CLS], [SEP]"); err != nil || c.Resume {
 		return err
@@ -151,9 +155,13 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 		}
 		fmt.Fprintf(s.Log, "head imprinted with the %d tools' pooled embeddings (%s pooling, logits 20 x cosine)\n", len(mc.Labels), HeadPooling(mc.Pooling))
 	}
-	task := &Task{Cfg: mc, Data: d, Train: tr, Dev: dev, Tok: tok, Backend: bk, BatchSize: cfg.Batch, Seed: cfg.Seed, ExtraFiles: files}
+	task := &Task{Cfg: mc, Data: d, Train: tr, Dev: dev, Tok: tok, Backend: bk, BatchSize: cfg.Batch, Seed: cfg.Seed, ExtraFiles: files,
+		FreezeUntrained: cfg.FreezeUntrained}
 	if err := task.Prepare(); err != nil {
 		return nil, err
+	}
+	if cfg.FreezeUntrained {
+		fmt.Fprintf(s.Log, "-freeze-untrained: %d of %d tools have no training query: their outputs get no gradient\n", len(task.Frozen()), mc.Outputs())
 	}
 	tc, steps := s.TrainConfig(task, HeadVars...)
 	multi := 0

@@ -232,3 +232,66 @@ func TestImprint(t *testing.T) {
 		})
 	}
 }
+
+// TestFreezeUntrained trains an imprinted mlc classifier with -freeze-untrained at a learning
+// rate that moves it, and the same run at one too small to: the rows of the tools no training
+// query has must end as imprinted (the second run's), the others must have moved.
+func TestFreezeUntrained(t *testing.T) {
+	dir := t.TempDir()
+	d, err := exporttest.SmallData(filepath.Join(dir, "data"), 80, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	heads := map[float64]*export.Head{}
+	var log bytes.Buffer
+	for _, lr := range []float64{1e-2, 1e-12} {
+		cfg := classifier.DefaultTrainConfig()
+		cfg.Kind, cfg.Loss, cfg.HeadInit, cfg.Pooling, cfg.FreezeUntrained = classifier.KindMLC, "softmax", classifier.HeadInitTools, "mean", true
+		cfg.RunDir, cfg.Data, cfg.Dev, cfg.Seed, cfg.Test = filepath.Join(dir, fmt.Sprint("run-", lr)), d, 0.25, 7, ""
+		cfg.Layers, cfg.Hidden, cfg.Heads, cfg.Batch, cfg.Epochs, cfg.Quiet = 1, 16, 2, 16, 2, true
+		cfg.LR, cfg.Warmup, cfg.WeightDecay = lr, 0, 0
+		log.Reset()
+		cfg.Backend, cfg.Stdout, cfg.Stderr = "go", &bytes.Buffer{}, &log
+		if _, err := classifier.Train(context.Background(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		m, err := export.LoadModel(cfg.RunDir, be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		heads[lr] = m.Head
+	}
+	var frozen, total int
+	if _, err := fmt.Sscanf(log.String()[strings.Index(log.String(), "-freeze-untrained: "):], "-freeze-untrained: %d of %d", &frozen, &total); err != nil || frozen == 0 || frozen == total {
+		t.Fatalf("log %q: want some tools, not all, without training queries (%v)", log.String(), err)
+	}
+	seen := d.Seen("train") // a tool unseen there has no training query after the dev carve either
+	trained := map[string]bool{}
+	for i, tool := range d.Tools {
+		trained[tool.ID] = seen[i]
+	}
+	a, b := heads[1e-2], heads[1e-12]
+	h := len(a.Weight) / len(a.Labels)
+	moved, kept := 0, 0
+	for i, l := range a.Labels {
+		diff := math.Abs(float64(a.Bias[i] - b.Bias[i]))
+		for j := i * h; j < (i+1)*h; j++ {
+			diff = max(diff, math.Abs(float64(a.Weight[j]-b.Weight[j])))
+		}
+		switch {
+		case diff > 1e-6 && !trained[l]:
+			t.Errorf("tool %s has no training query but its output moved by %g", l, diff)
+		case diff > 1e-6:
+			moved++
+		default:
+			kept++
+		}
+	}
+	if moved == 0 || kept < frozen {
+		t.Errorf("%d outputs moved, %d kept (%d frozen): the test cannot tell", moved, kept, frozen)
+	}
+}
