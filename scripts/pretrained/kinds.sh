@@ -18,7 +18,8 @@
 #   epochs below; N: every training stops after N steps, for a quick check of the chain),
 #   EVAL_BACKEND (default $BACKEND), BE_EPOCHS (the bi-encoders' epochs, default 2), HO_SEEDS, HO_EPOCHS,
 #   BE_ARGS (more flags for the `be` stage, e.g. "-max-steps 150 -test="), BE_EVAL (0: no test
-#   evaluation of `be`, for a run that only feeds later stages), MLC_EPOCHS (default 10), REF_EPOCHS (default 3), REF_LR (default 5e-5), REF_MAX_TIME (the
+#   evaluation of `be`, for a run that only feeds later stages), MLC_EPOCHS (default 10), MLC_ARGS
+#   (more flags for the `mlc` stage, e.g. "-pooling mean -head-init tools": the imprinted head), REF_EPOCHS (default 3), REF_LR (default 5e-5), REF_MAX_TIME (the
 #   refiner's -max-time, e.g. 4m: it stops at that wall-clock time, evaluated there; default none),
 #   REF_DEADLINE (Unix seconds by which the refiner's training should end: its -max-time is what
 #   is left then, at least 60s; for a lease that ends at a known time).
@@ -105,7 +106,7 @@ fs=()
 [ -f "$runs/be/run.json" ] && fs=(-first-stage "$runs/be")
 if [[ " $stages " == *" mlc "* ]]; then
   stage mlc $tr train classifier -kind mlc -loss softmax -data "$data" -init "$init" "${fs[@]}" \
-    -run "$runs/mlc" -batch 64 -epochs "${MLC_EPOCHS:-10}" -lr 1e-4 -max-len 48 -seed 1 -backend "$be" -quiet "${cap[@]}" &&
+    -run "$runs/mlc" -batch 64 -epochs "${MLC_EPOCHS:-10}" -lr 1e-4 -max-len 48 -seed 1 -backend "$be" -quiet "${cap[@]}" ${MLC_ARGS:-} &&
     tested mlc "$runs/mlc"
 fi
 if [[ " $stages " == *" ref "* ]]; then
