@@ -28,7 +28,7 @@ func TestChecks(t *testing.T) {
 		{"max-len ok", CheckMaxLen(3, 3, ""), ""},
 		{"arch", CheckArch("gpt"), `-arch "gpt"`},
 		{"arch ok", CheckArch("deberta"), ""},
-		{"pooling", CheckPooling("mean"), `-pooling "mean"`},
+		{"pooling", CheckPooling("max"), `-pooling "max": want cls, mean or pooler`},
 		{"pooling ok", CheckPooling(""), ""},
 		{"head scratch", (&Head{Arch: "bert", MaxLen: 8, Batch: 1, Epochs: 1, LR: 1, Accumulate: 1, Dev: 0.1}).Check(), "-layers 0"},
 		{"head warm", (&Head{Arch: "bert", MaxLen: 8, Batch: 1, Epochs: 1, LR: 1, Accumulate: 1, Dev: 0.1, WarmStart: true}).Check(), ""},
