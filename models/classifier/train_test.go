@@ -9,11 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/checkpoints"
+	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/models/classifier"
@@ -161,15 +163,7 @@ func TestHeadLR(t *testing.T) {
 // (computed apart, through the exported model), at ImprintScale over the tools' mean norm,
 // with zero biases, for the mean and cls head poolings.
 func TestImprint(t *testing.T) {
-	dir := t.TempDir()
-	d, err := exporttest.SmallData(filepath.Join(dir, "data"), 80, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, d, be := smallSetup(t)
 	for _, pool := range []encoder.Pooling{encoder.PoolMean, encoder.PoolCLS} {
 		t.Run(string(pool), func(t *testing.T) {
 			cfg := classifier.DefaultTrainConfig()
@@ -237,15 +231,7 @@ func TestImprint(t *testing.T) {
 // rate that moves it, and the same run at one too small to: the rows of the tools no training
 // query has must end as imprinted (the second run's), the others must have moved.
 func TestFreezeUntrained(t *testing.T) {
-	dir := t.TempDir()
-	d, err := exporttest.SmallData(filepath.Join(dir, "data"), 80, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, d, be := smallSetup(t)
 	heads := map[float64]*export.Head{}
 	var log bytes.Buffer
 	for _, lr := range []float64{1e-2, 1e-12} {
@@ -294,4 +280,19 @@ func TestFreezeUntrained(t *testing.T) {
 	if moved == 0 || kept < frozen {
 		t.Errorf("%d outputs moved, %d kept (%d frozen): the test cannot tell", moved, kept, frozen)
 	}
+}
+
+// smallSetup returns a temporary directory, a small dataset written in it and the go backend.
+func smallSetup(t *testing.T) (string, *data.Dataset, compute.Backend) {
+	t.Helper()
+	dir := t.TempDir()
+	d, err := exporttest.SmallData(filepath.Join(dir, "data"), 80, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, d, be
 }
