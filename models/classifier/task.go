@@ -20,7 +20,8 @@ type Task struct {
 	train.Setup
 	// FreezeUntrained (mlc) cuts the gradient of the outputs that no training query has as a
 	// positive (Prepare finds them): their rows stay as initialised (an imprinted row keeps
-	// its tool's text embedding) and the encoder is not trained away from them; they still
+	// its tool's text embedding; only AdamW's decoupled weight decay, lr x weight decay per
+	// step, still shrinks them) and the encoder is not trained away from them; they still
 	// count in the softmax's denominator.
 	FreezeUntrained bool
 
