@@ -5,13 +5,11 @@ import (
 	"math"
 
 	"github.com/gomlx/compute"
-	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/tokenize"
-	"github.com/toolret/toolret/train"
 )
 
 // Head initialisations of an mlc classifier (TrainConfig.HeadInit).
@@ -50,17 +48,11 @@ func Imprint(cfg *Config, store *model.Store, tok *tokenize.Tokenizer, be comput
 		}
 		seqs[i] = tok.Single(s, maxLen)
 	}
-	pool := HeadPooling(cfg.Pooling)
-	exec, err := model.NewExec(be, store, func(root *model.Scope, ids, mask *Node) *Node {
-		encoder.VariablesAsParameters(root, ids.Graph(), train.OptimizerScope)
-		return cfg.Encoder.Pool(root, cfg.Encoder.Encode(root, ids, nil, mask), mask, pool)
-	})
+	r, err := encoder.NewRunner(be, store, "", cfg.Encoder, HeadPooling(cfg.Pooling))
 	if err != nil {
 		return fmt.Errorf("classifier: imprint: %w", err)
 	}
-	rows, err := encoder.Map(tok, seqs, nil, maxLen, batch, func(ids, _, mask *tensors.Tensor) (*tensors.Tensor, error) {
-		return exec.Call1(ids, mask)
-	})
+	rows, err := encoder.Map(tok, seqs, nil, maxLen, batch, r.Call)
 	if err != nil {
 		return fmt.Errorf("classifier: imprint: %w", err)
 	}
