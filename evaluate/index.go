@@ -26,6 +26,9 @@ type indexRanker struct {
 	data string
 }
 
+// QueryTokens implements rank.QueryTokenizer with the index's query tower.
+func (x indexRanker) QueryTokens(text string) (n, limit int) { return x.r.QueryTokens(text) }
+
 // Rank implements rank.Ranker: k <= 0 (or more than the index has) ranks every tool.
 func (x indexRanker) Rank(ctx context.Context, queries []string, k int) ([]rank.Ranking, error) {
 	if n := x.r.Len(); k <= 0 || k > n {

@@ -42,7 +42,10 @@ func (p PairRecall) MarshalJSON() ([]byte, error) {
 // "train" split); the seen/unseen subsets and ToolRecall are left out when d has no train
 // split or when every query of s is a training query (the train split itself, or a dev
 // split carved from it).
-func report(d *data.Dataset, s *data.Split, qs []int, rankings []rank.Ranking, ks []int) Report {
+//
+// With tokens (one count per query, and the encoder's budget limit > 0) two more subsets split
+// the queries by whether the encoder truncates them: "query<=LIMIT tokens", "query>LIMIT tokens".
+func report(d *data.Dataset, s *data.Split, qs []int, rankings []rank.Ranking, ks []int, tokens []int, limit int) Report {
 	rel := make([][]int, len(qs))
 	for i, q := range qs {
 		rel[i] = s.Relevant[q]
@@ -66,6 +69,13 @@ func report(d *data.Dataset, s *data.Split, qs []int, rankings []rank.Ranking, k
 			n = "relevant=4+"
 		}
 		groups[n] = append(groups[n], i)
+		if limit > 0 && i < len(tokens) {
+			g := fmt.Sprintf("query<=%d tokens", limit)
+			if tokens[i] > limit {
+				g = fmt.Sprintf("query>%d tokens", limit)
+			}
+			groups[g] = append(groups[g], i)
+		}
 		if byTool {
 			g := "seen-tools"
 			for _, t := range r {

@@ -77,3 +77,68 @@ func TestEvaluateSplitSubsets(t *testing.T) {
 		t.Errorf("table lacks subsets:\n%s", rep)
 	}
 }
+
+// wordRanker ranks by a fixed table and counts a query's tokens as its words plus [CLS] and
+// [SEP], with a budget of limit tokens.
+type wordRanker struct {
+	fixed rank.Fixed
+	limit int
+}
+
+func (w wordRanker) RankQueries(ctx context.Context, qs []rank.Query, k int) ([]rank.Ranking, error) {
+	return w.fixed.RankQueries(ctx, qs, k)
+}
+
+func (w wordRanker) QueryTokens(text string) (n, limit int) {
+	return len(strings.Fields(text)) + 2, w.limit
+}
+
+func TestEvaluateSplitTruncatedQueries(t *testing.T) {
+	d := tinyDataset()
+	d.Queries[1].Text = "weather in paris"                        // 5 tokens
+	d.Queries[2].Text = "book a flight and check the weather too" // 10 tokens
+	fixed := rank.Fixed{1: {0, 1, 2, 3}, 2: {0, 2, 1, 3}}
+	for _, tc := range []struct {
+		name   string
+		r      rank.QueryRanker
+		groups map[string]int // subset -> queries; absent: no such subset
+	}{
+		{"budget 8: one truncated", wordRanker{fixed, 8}, map[string]int{"query<=8 tokens": 1, "query>8 tokens": 1}},
+		{"budget 10: none truncated", wordRanker{fixed, 10}, map[string]int{"query<=10 tokens": 2}},
+		{"no budget", wordRanker{fixed, 0}, map[string]int{}},
+		{"ranker without counts", fixed, map[string]int{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := EvaluateSplit(context.Background(), d, d.Splits["test"], tc.r, []int{1, 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int{}
+			for name, res := range rep.Subsets {
+				if strings.HasPrefix(name, "query") {
+					got[name] = res.N
+				}
+			}
+			if len(got) != len(tc.groups) {
+				t.Fatalf("query-length subsets %v, want %v", got, tc.groups)
+			}
+			for name, n := range tc.groups {
+				if got[name] != n {
+					t.Errorf("%s: %d queries, want %d", name, got[name], n)
+				}
+			}
+		})
+	}
+	// The truncated query (2: relevant {1, 3}, ranked 0, 2, 1, 3) finds none of its tools at 2;
+	// the short one (1: relevant {0}) finds its tool at 1.
+	rep, err := EvaluateSplit(context.Background(), d, d.Splits["test"], wordRanker{fixed, 8}, []int{1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Subsets["query>8 tokens"].Recall[2]; r != 0 {
+		t.Errorf("truncated R@2 = %v, want 0", r)
+	}
+	if r := rep.Subsets["query<=8 tokens"].Recall[1]; r != 100 {
+		t.Errorf("within budget R@1 = %v, want 100", r)
+	}
+}

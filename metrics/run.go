@@ -10,7 +10,8 @@ import (
 
 // EvaluateSplit is the one evaluation loop: it ranks the judged queries of s with r (the top
 // max(ks) tools each) and evaluates the rankings at the cutoffs ks (DefaultKs when empty),
-// overall and per subset. s is a split of d: a named one (d.Split) or one derived from d,
+// overall and per subset (by number of relevant tools; seen and unseen tools; and, when r is a
+// rank.QueryTokenizer with a budget, queries within it and queries its encoder truncates). s is a split of d: a named one (d.Split) or one derived from d,
 // such as a dev split carved from the training queries (rundir.Split.Apply).
 func EvaluateSplit(ctx context.Context, d *data.Dataset, s *data.Split, r rank.QueryRanker, ks []int) (Report, error) {
 	if len(ks) == 0 {
@@ -41,7 +42,15 @@ func EvaluateSplit(ctx context.Context, d *data.Dataset, s *data.Split, r rank.Q
 	if len(rankings) != len(qs) {
 		return Report{}, fmt.Errorf("evaluate %s/%s: %d rankings for %d queries", d.Name, s.Name, len(rankings), len(qs))
 	}
-	rep := report(d, s, judged, rankings, ks)
+	var tokens []int
+	limit := 0
+	if t, ok := r.(rank.QueryTokenizer); ok {
+		tokens = make([]int, len(qs))
+		for i, q := range qs {
+			tokens[i], limit = t.QueryTokens(q.Text)
+		}
+	}
+	rep := report(d, s, judged, rankings, ks, tokens, limit)
 	rep.Overall.Skipped = len(s.Queries) - len(judged)
 	return rep, nil
 }

@@ -127,3 +127,36 @@ func TestQueryRankerErrors(t *testing.T) {
 		})
 	}
 }
+
+type countingRanker struct{}
+
+func (countingRanker) Rank(ctx context.Context, queries []string, k int) ([]Ranking, error) {
+	return make([]Ranking, len(queries)), nil
+}
+
+func (countingRanker) QueryTokens(text string) (n, limit int) { return len(text), 4 }
+
+type plainRanker struct{}
+
+func (plainRanker) Rank(ctx context.Context, queries []string, k int) ([]Ranking, error) {
+	return make([]Ranking, len(queries)), nil
+}
+
+func TestTextsQueryTokens(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		r        Ranker
+		n, limit int
+	}{
+		{"counting ranker", countingRanker{}, 6, 4},
+		{"plain ranker", plainRanker{}, 0, 0},
+	} {
+		q, ok := Texts(tc.r).(QueryTokenizer)
+		if !ok {
+			t.Fatalf("%s: Texts does not implement QueryTokenizer", tc.name)
+		}
+		if n, limit := q.QueryTokens("abcdef"); n != tc.n || limit != tc.limit {
+			t.Errorf("%s: QueryTokens = %d, %d, want %d, %d", tc.name, n, limit, tc.n, tc.limit)
+		}
+	}
+}

@@ -647,6 +647,31 @@ func (r *Index) Tokens(tower, text string) (int, error) {
 	return len(m.Tok.Single(text, maxLen)), nil
 }
 
+// QueryTokens returns the number of tokens the query tower encodes text to before truncation
+// (its query prompt, [CLS] and [SEP] included) and the number it keeps; 0, 0 when the index has
+// no query encoder of its own (its embeddings come from elsewhere).
+func (r *Index) QueryTokens(text string) (n, limit int) {
+	m, err := r.towerModel(biencoder.QueryTower)
+	if err != nil || m.EmbedFn != nil || m.Tok == nil {
+		return 0, 0
+	}
+	// As Embed: a shared tower reads the query side's prompt and length, a tower of its own
+	// its directory's length and no prompt.
+	side, prompt := "", ""
+	if r.tool == r.query {
+		side, prompt = biencoder.QueryTower, m.QueryPrompt
+	}
+	t, err := m.Tower(side)
+	if err != nil {
+		return 0, 0
+	}
+	limit = t.MaxLen
+	if side == biencoder.QueryTower && m.QueryMaxLen > 0 {
+		limit = min(limit, m.QueryMaxLen)
+	}
+	return len(m.Tok.Single(prompt+text, 0)), limit
+}
+
 // Retrieve returns the k best tools for query, best first.
 func (r *Index) Retrieve(ctx context.Context, query string, k int) ([]Result, error) {
 	res, err := r.RetrieveBatch(ctx, []string{query}, k)

@@ -89,6 +89,13 @@ func TestToolTower(t *testing.T) {
 			if nq != 32 || nt != 64 {
 				t.Errorf("tokens of a long text: query %d, tool %d; want the lengths 32 and 64", nq, nt)
 			}
+			// Before truncation, as evaluation counts queries the query tower cuts short.
+			if n, limit := r.QueryTokens(long); limit != 32 || n != len(m.Tok.Single(long, 0)) || n <= 32 {
+				t.Errorf("QueryTokens of a long text = %d, %d; want %d, 32", n, limit, len(m.Tok.Single(long, 0)))
+			}
+			if n, limit := r.QueryTokens(queries[0]); limit != 32 || n != len(m.Tok.Single(queries[0], 0)) {
+				t.Errorf("QueryTokens(%q) = %d, %d; want %d, 32", queries[0], n, limit, len(m.Tok.Single(queries[0], 0)))
+			}
 			// The tool tower reproduces the indexed rows.
 			lib := r.Library()
 			i, ok := lib.Lookup(d.Tools[7].ID)

@@ -78,6 +78,12 @@ type Ranker struct {
 	Fallbacks int
 }
 
+// QueryTokens implements rank.QueryTokenizer: text's length in tokens before truncation and
+// the query tower's max length.
+func (r *Ranker) QueryTokens(text string) (n, limit int) {
+	return len(r.e.Tok.Single(text, 0)), r.e.Cfg.QueryMaxLen
+}
+
 // UsageNote returns the line reporting the usage-vector fallback ("usage vectors: N of T
 // tools have no training query; they keep their text vector"), or "" for text vectors.
 func (r *Ranker) UsageNote() string {

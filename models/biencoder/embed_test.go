@@ -1,6 +1,7 @@
 package biencoder
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/gomlx/gomlx/core/tensors"
@@ -70,5 +71,20 @@ func TestEmbedderReadsCurrentWeights(t *testing.T) {
 	}
 	if same {
 		t.Fatal("the kept Embedder gave the embeddings of the old weights")
+	}
+}
+
+func TestRankerQueryTokens(t *testing.T) {
+	task := tinyTask(t)
+	r := &Ranker{e: &Embedder{Cfg: task.Cfg, Tok: task.Tok}}
+	limit := task.Cfg.QueryMaxLen
+	for _, text := range []string{"get the weather", strings.Repeat("send an email please ", limit)} {
+		want := len(task.Tok.Single(text, 0))
+		if n, l := r.QueryTokens(text); n != want || l != limit {
+			t.Errorf("QueryTokens(%.20q) = %d, %d; want %d, %d (the query length)", text, n, l, want, limit)
+		}
+	}
+	if n, _ := r.QueryTokens(strings.Repeat("send an email please ", limit)); n <= limit {
+		t.Errorf("a long query counts %d tokens, not more than the query length %d", n, limit)
 	}
 }

@@ -133,6 +133,14 @@ func TestMLCRanking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Token counts before truncation, against the max length 16: evaluation's length subsets.
+	long := strings.Repeat("alpha ", 20)
+	if n, limit := r.QueryTokens(long); n != 22 || limit != 16 {
+		t.Errorf("QueryTokens(20 words) = %d, %d; want 22, 16", n, limit)
+	}
+	if n, _ := r.QueryTokens("alpha beta"); n != 4 {
+		t.Errorf("QueryTokens(2 words) = %d, want 4", n)
+	}
 	rk, err := r.Rank(context.Background(), []string{"alpha", "beta gamma", "nothing at all"}, 3)
 	if err != nil {
 		t.Fatal(err)

@@ -92,6 +92,12 @@ func NewRanker(m *Model, d *data.Dataset) (*Ranker, error) {
 	return &Ranker{M: m}, nil
 }
 
+// QueryTokens implements rank.QueryTokenizer: text's length in tokens before truncation and
+// the model's max length.
+func (r *Ranker) QueryTokens(text string) (n, limit int) {
+	return len(r.M.Tok.Single(text, 0)), r.M.Cfg.MaxLen
+}
+
 // Rank implements rank.Ranker.
 func (r *Ranker) Rank(ctx context.Context, queries []string, k int) ([]rank.Ranking, error) {
 	if err := ctx.Err(); err != nil {
