@@ -84,14 +84,16 @@ func ReadInput(path string, d *data.Dataset) (*Input, error) {
 }
 
 // Ranker is a rank.QueryRanker fusing the top Depth tools of each input per query: by
-// RRF with constant K when W is nil, else by Interpolate with weights W (one per input)
-// and normalisation Norm.
+// RRF with constant K when W and G are nil, by Interpolate with weights W (one per input)
+// and normalisation Norm, or, when G is set, by InterpolateGrouped with G's weights per tool
+// group.
 type Ranker struct {
 	Inputs []*Input
 	Depth  int
 	K      float64
 	Norm   rerank.Norm
 	W      []float64
+	G      *Grouped
 }
 
 // Lists returns, per query of qs, every input's top Depth tools, in input order.
@@ -121,9 +123,12 @@ func (f *Ranker) RankQueries(ctx context.Context, qs []rank.Query, k int) ([]ran
 	out := make([]rank.Ranking, len(qs))
 	for i, lists := range per {
 		var r rank.Ranking
-		if f.W == nil {
+		switch {
+		case f.G != nil:
+			r, err = InterpolateGrouped(lists, f.G, f.Norm)
+		case f.W == nil:
 			r, err = RRF(lists, f.K)
-		} else {
+		default:
 			r, err = Interpolate(lists, f.W, f.Norm)
 		}
 		if err != nil {
@@ -173,6 +178,41 @@ func (f *Ranker) Tune(ctx context.Context, qs []rank.Query, relevant [][]int, o 
 		fmt.Fprintf(o.Log, "fusion: %s: dev %s (%d queries) by weights %s\n", f.Norm, o.Metric, len(qs), strings.Join(curve, " "))
 	}
 	return best, nil
+}
+
+// TuneGrouped returns grouped weights (ChooseGrouped over Grid(len(f.Inputs), o.Steps) and
+// Offsets(f.Norm)) for the new tools marked in isNew, picked on the dev queries qs whose
+// relevant tools are relevant; the metric is computed on each ranking's first depth tools
+// (the metric's cutoff; <= 0: all).
+func (f *Ranker) TuneGrouped(ctx context.Context, qs []rank.Query, relevant [][]int, isNew []bool, depth int, o TuneOptions) (*GroupedChoice, error) {
+	per, err := f.Lists(ctx, qs)
+	if err != nil {
+		return nil, fmt.Errorf("dev split: %w", err)
+	}
+	c, err := ChooseGrouped(per, relevant, f.Norm, Grid(len(f.Inputs), o.Steps), Offsets(f.Norm), isNew, depth, o.Score)
+	if err != nil {
+		return nil, err
+	}
+	if o.Log != nil {
+		n := 0
+		for _, b := range isNew {
+			if b {
+				n++
+			}
+		}
+		fmt.Fprintf(o.Log, "fusion: %s: dev %s (%d queries): one set of weights %s: %.2f; trained tools %s, the %d new tools %s %+g: %.2f\n",
+			f.Norm, o.Metric, len(qs), weights(c.Plain), 100*c.PlainMean, weights(c.W), n, weights(c.NewW), c.Offset, 100*c.Mean)
+	}
+	return c, nil
+}
+
+// weights formats a weight vector as 0.3/0.2/0.5.
+func weights(w []float64) string {
+	ws := make([]string, len(w))
+	for j, x := range w {
+		ws[j] = strconv.FormatFloat(x, 'g', 3, 64)
+	}
+	return strings.Join(ws, "/")
 }
 
 // SplitQueries returns the judged queries of split s of d as queries to rank, with their

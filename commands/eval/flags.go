@@ -129,6 +129,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.fu.method, "fusion", "", "fusion: zscore or minmax (interpolation of per-query normalised scores, -weight), or rrf (reciprocal rank fusion, -rrf-k); default: zscore with -weight dev, the weights picked on the dev split a run:RUN (or -first-stage) recorded; with neither a run nor -weight W, rrf")
 	fs.Float64Var(&o.fu.rrfK, "rrf-k", fusion.DefaultK, "fusion: the RRF constant k in 1/(k + rank)")
 	fs.IntVar(&o.fu.steps, "fusion-steps", 10, "fusion -weight dev: try the weights in steps of 1/N (10: 0, 0.1, ..., 1)")
+	fs.BoolVar(&o.fu.newTools, "new-tool-weights", false, "fusion -weight dev: also pick on dev a second set of weights, and an offset, for the new tools (those no query of the dev run's training part needs: held-out tools, tools added after training), as ToolRerank treats unseen tools apart")
 	fs.StringVar(&o.compare, "compare", "", "compare two rankings of the split query by query, A,B as -runs names them (a method, run:RUN, a TREC run file): each metric's means, B−A with its 95% paired-bootstrap interval and a paired randomization test's p-value")
 	fs.IntVar(&o.compareSamples, "compare-samples", 10000, "-compare: bootstrap resamples and random sign flips")
 	fs.Uint64Var(&o.seed, "seed", cli.DefaultSeed, "-compare: the seed of the resampling")
@@ -172,6 +173,9 @@ func parse(args []string, out io.Writer) (*options, error) {
 	}
 	if o.fu.runs != "" && o.method != "fusion" {
 		return nil, fmt.Errorf("-runs is for -method fusion")
+	}
+	if o.fu.newTools && o.method != "fusion" {
+		return nil, fmt.Errorf("-new-tool-weights is for -method fusion")
 	}
 	if strings.ContainsAny(o.runTag, " \t\r\n") {
 		return nil, fmt.Errorf("-run-tag %q: a TREC run tag has no white space", o.runTag)

@@ -24,6 +24,7 @@ type fusionOptions struct {
 	rrfK         float64
 	steps        int  // -fusion-steps: the dev grid's resolution
 	weightGiven  bool // -weight was given
+	newTools     bool // -new-tool-weights
 }
 
 // splitRuns splits -runs at commas, trimming spaces.
@@ -84,9 +85,15 @@ func buildFusion(o *options, d *data.Dataset) (rank.QueryRanker, string, error) 
 		if fo.weightGiven {
 			return nil, "", fmt.Errorf("-weight applies to -fusion minmax or zscore, not rrf (-rrf-k)")
 		}
+		if fo.newTools {
+			return nil, "", fmt.Errorf("-new-tool-weights applies to -fusion minmax or zscore, not rrf")
+		}
 	case "minmax", "zscore":
 		f.Norm = rerank.Norm(method)
 		tune = o.rr.weight == "dev"
+		if fo.newTools && !tune {
+			return nil, "", fmt.Errorf("-new-tool-weights picks its weights on dev: use it with -weight dev")
+		}
 		if !tune {
 			w, err := parseFusionWeights(o.rr.weight, len(items))
 			if err != nil {
@@ -100,10 +107,10 @@ func buildFusion(o *options, d *data.Dataset) (rank.QueryRanker, string, error) 
 	// The dev split the weights are tuned on: a run:RUN input must not have trained on it,
 	// and its usage vectors come from its recorded training part only.
 	var devMeta *rundir.Meta
-	var devPart *data.Split
+	var trainPart, devPart *data.Split
 	if tune || isDevSplit(o, d) {
 		var err error
-		if _, devPart, devMeta, err = devSplit(o, d); err != nil {
+		if trainPart, devPart, devMeta, err = devSplit(o, d); err != nil {
 			return nil, "", fmt.Errorf("-method fusion: %w", err)
 		}
 	}
@@ -121,6 +128,19 @@ func buildFusion(o *options, d *data.Dataset) (rank.QueryRanker, string, error) 
 			return nil, "", fmt.Errorf("-grid-metric: %w", err)
 		}
 		qs, rel := fusion.SplitQueries(d, devPart)
+		if fo.newTools {
+			isNew, n := newTools(d, trainPart)
+			if n == 0 {
+				return nil, "", fmt.Errorf("-new-tool-weights: every tool of %s has a query in the dev run's training part: no new tools to weigh apart", d.Name)
+			}
+			c, err := f.TuneGrouped(context.Background(), qs, rel, isNew, metricDepth(o.rr.gridMetric), fusion.TuneOptions{Steps: fo.steps, Metric: o.rr.gridMetric, Score: score, Log: os.Stderr})
+			if err != nil {
+				return nil, "", err
+			}
+			f.G = &c.Grouped
+			desc = fmt.Sprintf("fusion %s of %s, weights on dev: trained tools %s, the %d new tools %s %+g", f.Norm, strings.Join(items, ", "), joinWeights(c.W), n, joinWeights(c.NewW), c.Offset)
+			return f, desc, nil
+		}
 		w, err := f.Tune(context.Background(), qs, rel, fusion.TuneOptions{Steps: fo.steps, Metric: o.rr.gridMetric, Score: score, Log: os.Stderr})
 		if err != nil {
 			return nil, "", err
@@ -212,4 +232,49 @@ func fusionModel(o *options, d *data.Dataset, ref string) (rank.QueryRanker, err
 	r, _, err := buildModel(mo, d)
 	o.tmp = append(o.tmp, mo.tmp...)
 	return r, err
+}
+
+// newTools marks the tools of d that no query of train needs (held-out tools, tools a
+// tool-carved dev split took, tools added after training) and counts them.
+func newTools(d *data.Dataset, train *data.Split) ([]bool, int) {
+	isNew := make([]bool, len(d.Tools))
+	for i := range isNew {
+		isNew[i] = true
+	}
+	for _, q := range train.Judged() {
+		for _, t := range train.Relevant[q] {
+			if t >= 0 && t < len(isNew) {
+				isNew[t] = false
+			}
+		}
+	}
+	n := 0
+	for _, b := range isNew {
+		if b {
+			n++
+		}
+	}
+	return isNew, n
+}
+
+// metricDepth is the cutoff K of a metric named like "ndcg@5" (0, all, when it has none).
+func metricDepth(metric string) int {
+	_, k, ok := strings.Cut(metric, "@")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(k)
+	if err != nil || n < 1 {
+		return 0
+	}
+	return n
+}
+
+// joinWeights formats weights as 0.3,0.2,0.5.
+func joinWeights(w []float64) string {
+	ws := make([]string, len(w))
+	for i, x := range w {
+		ws[i] = strconv.FormatFloat(x, 'g', 4, 64)
+	}
+	return strings.Join(ws, ",")
 }

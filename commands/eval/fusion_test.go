@@ -144,6 +144,13 @@ func TestFusionDevWeights(t *testing.T) {
 		if fine := runJSON(t, dev)["ndcg@5"].(float64); fine < got {
 			t.Errorf("%s: dev NDCG@5 %v with -fusion-steps 20, below %v with 10", norm, fine, got)
 		}
+		// A second set of weights for the view's new tools starts from the one set: never
+		// worse on dev.
+		dev["fusion-steps"] = "10"
+		dev["new-tool-weights"] = "true"
+		if grouped := runJSON(t, dev)["ndcg@5"].(float64); grouped < got-1e-9 {
+			t.Errorf("%s: dev NDCG@5 %v with -new-tool-weights, below %v with one set of weights", norm, grouped, got)
+		}
 		test := runJSON(t, kv) // on test, with the same tuning
 		if _, ok := test["ndcg@5"]; !ok || test["split"] != "test" {
 			t.Errorf("%s: test report %v", norm, test)
@@ -194,6 +201,9 @@ func TestFusionErrors(t *testing.T) {
 		{"dev needs a run", map[string]string{"method": "fusion", "runs": "bm25,bm25", "fusion": "zscore"}, "the dev split is the one a trained run recorded"},
 		{"split dev needs a run", map[string]string{"split": "dev"}, "the dev split is the one a trained run recorded"},
 		{"runs without fusion", map[string]string{"runs": "bm25"}, "-runs is for -method fusion"},
+		{"new-tool weights without fusion", map[string]string{"new-tool-weights": "true"}, "-new-tool-weights is for -method fusion"},
+		{"new-tool weights with fixed weights", map[string]string{"method": "fusion", "runs": "bm25,bm25", "fusion": "zscore", "weight": "0.5", "new-tool-weights": "true"}, "use it with -weight dev"},
+		{"new-tool weights with rrf", map[string]string{"method": "fusion", "runs": "bm25,bm25", "fusion": "rrf", "new-tool-weights": "true"}, "not rrf"},
 		{"run with fusion", map[string]string{"method": "fusion", "runs": "bm25", "run": std}, "run:" + std},
 		{"tag", map[string]string{"save-run": filepath.Join(dir, "x.run"), "run-tag": "a b"}, "-run-tag"},
 		{"save with ablations", map[string]string{"save-run": filepath.Join(dir, "x.run"), "ablations": "true"}, "not with -ablations"},
