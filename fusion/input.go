@@ -169,11 +169,7 @@ func (f *Ranker) Tune(ctx context.Context, qs []rank.Query, relevant [][]int, o 
 	if o.Log != nil {
 		curve := make([]string, len(grid))
 		for i, w := range grid {
-			ws := make([]string, len(w))
-			for j, x := range w {
-				ws[j] = strconv.FormatFloat(x, 'g', 3, 64)
-			}
-			curve[i] = fmt.Sprintf("%s:%.2f", strings.Join(ws, "/"), 100*means[i])
+			curve[i] = fmt.Sprintf("%s:%.2f", weights(w), 100*means[i])
 		}
 		fmt.Fprintf(o.Log, "fusion: %s: dev %s (%d queries) by weights %s\n", f.Norm, o.Metric, len(qs), strings.Join(curve, " "))
 	}

@@ -148,15 +148,11 @@ func buildFusion(o *options, d *data.Dataset) (rank.QueryRanker, string, error) 
 		f.W = w
 	}
 	if f.W != nil {
-		ws := make([]string, len(f.W))
-		for i, x := range f.W {
-			ws[i] = strconv.FormatFloat(x, 'g', 4, 64)
-		}
 		how := ""
 		if tune {
 			how = " on dev"
 		}
-		desc = fmt.Sprintf("fusion %s of %s, weights %s%s", f.Norm, strings.Join(items, ", "), strings.Join(ws, ","), how)
+		desc = fmt.Sprintf("fusion %s of %s, weights %s%s", f.Norm, strings.Join(items, ", "), joinWeights(f.W), how)
 	}
 	return f, desc, nil
 }
