@@ -39,16 +39,7 @@ func ExampleRanker_TuneGrouped() {
 		{Name: "bm25", Live: rank.Texts(bm25.New(docs, bm25.DefaultParams))},
 		{Name: "bm25 k1 0.5", Live: rank.Texts(bm25.New(docs, bm25.Params{K1: 0.5, B: 0.3}))},
 	}}
-	// New tools: those no training query needs.
-	isNew := make([]bool, len(view.Tools))
-	for i := range isNew {
-		isNew[i] = true
-	}
-	for _, rel := range train.Relevant {
-		for _, t := range rel {
-			isNew[t] = false
-		}
-	}
+	isNew, _ := fusion.NewTools(view, train) // tools no training query needs
 	score, err := metrics.ParseMetric("ndcg@5")
 	if err != nil {
 		log.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rerank"
 )
@@ -24,6 +25,29 @@ type Grouped struct {
 	Offset  float64
 	// New marks the new tools by tool index; a tool beyond its length is not new.
 	New []bool
+}
+
+// NewTools marks the tools of d that no judged query of train needs (held-out tools, tools a
+// tool-carved dev split took, tools added after training): Grouped.New for a fusion of inputs
+// trained on train. n counts them.
+func NewTools(d *data.Dataset, train *data.Split) (isNew []bool, n int) {
+	isNew = make([]bool, len(d.Tools))
+	for i := range isNew {
+		isNew[i] = true
+	}
+	for _, q := range train.Judged() {
+		for _, t := range train.Relevant[q] {
+			if t >= 0 && t < len(isNew) {
+				isNew[t] = false
+			}
+		}
+	}
+	for _, b := range isNew {
+		if b {
+			n++
+		}
+	}
+	return isNew, n
 }
 
 func (g *Grouped) isNew(t int) bool { return t >= 0 && t < len(g.New) && g.New[t] }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rerank"
@@ -201,5 +202,14 @@ func TestOffsets(t *testing.T) {
 		if !has0 {
 			t.Errorf("%s: %v lacks 0", tc.n, o)
 		}
+	}
+}
+
+func TestNewTools(t *testing.T) {
+	d := &data.Dataset{Tools: make([]data.Tool, 5)}
+	train := &data.Split{Queries: []int{0, 1, 2}, Relevant: map[int][]int{0: {0, 1}, 1: {1}, 2: {3}}}
+	isNew, n := NewTools(d, train)
+	if want := []bool{false, false, true, false, true}; !reflect.DeepEqual(isNew, want) || n != 2 {
+		t.Errorf("NewTools = %v, %d; want %v, 2", isNew, n, want)
 	}
 }

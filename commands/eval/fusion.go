@@ -129,7 +129,7 @@ func buildFusion(o *options, d *data.Dataset) (rank.QueryRanker, string, error) 
 		}
 		qs, rel := fusion.SplitQueries(d, devPart)
 		if fo.newTools {
-			isNew, n := newTools(d, trainPart)
+			isNew, n := fusion.NewTools(d, trainPart)
 			if n == 0 {
 				return nil, "", fmt.Errorf("-new-tool-weights: every tool of %s has a query in the dev run's training part: no new tools to weigh apart", d.Name)
 			}
@@ -228,29 +228,6 @@ func fusionModel(o *options, d *data.Dataset, ref string) (rank.QueryRanker, err
 	r, _, err := buildModel(mo, d)
 	o.tmp = append(o.tmp, mo.tmp...)
 	return r, err
-}
-
-// newTools marks the tools of d that no query of train needs (held-out tools, tools a
-// tool-carved dev split took, tools added after training) and counts them.
-func newTools(d *data.Dataset, train *data.Split) ([]bool, int) {
-	isNew := make([]bool, len(d.Tools))
-	for i := range isNew {
-		isNew[i] = true
-	}
-	for _, q := range train.Judged() {
-		for _, t := range train.Relevant[q] {
-			if t >= 0 && t < len(isNew) {
-				isNew[t] = false
-			}
-		}
-	}
-	n := 0
-	for _, b := range isNew {
-		if b {
-			n++
-		}
-	}
-	return isNew, n
 }
 
 // metricDepth is the cutoff K of a metric named like "ndcg@5" (0, all, when it has none).
