@@ -13,6 +13,8 @@
 #  4. (stage "kinds", not in the default) every model kind fine-tuned from all-MiniLM-L6-v2 on
 #     ToolLens by scripts/pretrained/kinds.sh on xla:cuda; its eval JSONs and logs come back as
 #     kinds.tar.gz, its summary lines in summary.txt as each stage ends.
+#  5. (stage "seeds") more seeds (MLC_SEEDS, default "2 3") of the imprinted MLC side by side,
+#     on gpu/first-stage's dev split; their logs, metrics and dev/test rankings in seeds.tar.gz.
 # Usage: bash scripts/gpu/device.sh [STAGES]   (STAGES: default "smoke finetune bench")
 set -uo pipefail
 out="${OUT:-/tmp/gpu-out}"
@@ -106,5 +108,29 @@ if [[ " $stages " == *" kinds "* ]]; then
     timeout "${KINDS_TIMEOUT:-540}" bash scripts/pretrained/kinds.sh ${KINDS:+"$KINDS"}
   log "kinds rc=$?"
   tar -C $w -czf "$out/kinds.tar.gz" kinds-out $(cd $w && ls runs/kinds/*/metrics.jsonl runs/kinds/*/first_stage_weight.json 2>/dev/null)
+fi
+if [[ " $stages " == *" seeds "* ]]; then
+  # More seeds of the imprinted MLC (the CPU run runs/std-imp10/mlc is seed 1), trained side by
+  # side on the one GPU (preallocate=false: each process takes GPU memory as it needs it), on the
+  # dev split of gpu/first-stage (a bi-encoder run's run.json, no weights: the CPU run's split);
+  # each run's dev and test rankings (top 100) come back for the seed ensemble.
+  seeds="${MLC_SEEDS:-2 3}"
+  log "seeds: imprinted MLC, seeds $seeds, side by side on xla:cuda (-max-time ${MLC_MAX_TIME:-390s})"
+  for s in $seeds; do
+    ( /usr/bin/time -f "%M" -o $w/mlc-s$s.maxrss $tr train classifier -kind mlc -loss softmax -data $data -init $w/minilm \
+        -first-stage gpu/first-stage -run $w/runs/mlc-s$s -batch 64 -epochs "${MLC_EPOCHS:-10}" -lr 1e-4 -max-len 48 -seed $s \
+        -pooling mean -head-init tools -backend xla:cuda,preallocate=false -max-time "${MLC_MAX_TIME:-390s}" -quiet \
+        >$w/mlc-s$s.log 2>&1
+      log "seed $s train rc=$? $(grep -E '^trained' $w/mlc-s$s.log | tail -1) peak RSS $(awk '{printf "%.2f GiB", $1/1048576}' $w/mlc-s$s.maxrss)"
+      for split in dev test; do
+        timeout 150 $tr eval -data $data -run $w/runs/mlc-s$s -split $split -k 100 -backend go -save-run $w/mlc-s$s.$split.trec \
+          >$w/mlc-s$s.$split.txt 2>&1
+        log "seed $s eval $split rc=$? $(grep -E '^(all| +queries)' $w/mlc-s$s.$split.txt | tr -s ' ' | tr '\n' ' ')"
+      done ) &
+  done
+  wait
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader >>"$out/summary.txt"
+  tar -C $w -czf "$out/seeds.tar.gz" $(cd $w && ls mlc-s*.log mlc-s*.trec mlc-s*.txt mlc-s*.maxrss runs/mlc-s*/metrics.jsonl \
+    runs/mlc-s*/summary.json runs/mlc-s*/test_metrics.json runs/mlc-s*/run.json 2>/dev/null)
 fi
 log "done"

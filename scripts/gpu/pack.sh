@@ -6,7 +6,7 @@
 # start from those same weights), ToolLens and the BERT vocabulary from ../shared, and the two
 # wheels sentence-transformers' trainer needs beyond that machine's image (datasets' dill and
 # multiprocess, plus datasets itself), fetched with pip as a downloader.
-# Usage: scripts/gpu/pack.sh      (then run scripts/gpu/device.sh there with gpu/ beside it)
+# Usage: [FIRST_STAGE=RUN] scripts/gpu/pack.sh      (then run scripts/gpu/device.sh there with gpu/ beside it)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export GOTOOLCHAIN=go1.27.4 GOEXPERIMENT=simd GOFLAGS=-buildvcs=false
@@ -31,6 +31,13 @@ d = load_file(sys.argv[1])
 save_file({k: (v.half() if v.is_floating_point() else v).contiguous() for k, v in d.items()}, sys.argv[2])
 PY
   xz -T2 -6 -c gpu/model-fp16.safetensors >gpu/model-fp16.safetensors.xz && rm gpu/model-fp16.safetensors
+fi
+# The "seeds" stage's dev split: a bi-encoder run's records without its weights (FIRST_STAGE,
+# default runs/tl-minilm, the first stage of the CPU's imprinted MLC).
+fsr="${FIRST_STAGE:-runs/tl-minilm}"
+if [ -f "$fsr/run.json" ]; then
+  rm -rf gpu/first-stage && mkdir -p gpu/first-stage
+  for f in run.json biencoder.json train_config.json summary.json; do [ -f "$fsr/$f" ] && cp "$fsr/$f" gpu/first-stage/; done
 fi
 tar -C .. -cJf gpu/data.tar.xz shared/datasets/toollens shared/vocab/bert-base-uncased-vocab.txt
 "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
