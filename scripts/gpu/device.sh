@@ -14,7 +14,7 @@
 #     ToolLens by scripts/pretrained/kinds.sh on xla:cuda; its eval JSONs and logs come back as
 #     kinds.tar.gz, its summary lines in summary.txt as each stage ends.
 #  5. (stage "seeds") more seeds (MLC_SEEDS, default "2 3") of the imprinted MLC side by side,
-#     on gpu/first-stage's dev split; their logs, metrics and dev/test rankings in seeds.tar.gz.
+#     on gpu/first-stage's dev split; their logs, metrics and dev/test rankings in seedN.tar.xz.
 # Usage: bash scripts/gpu/device.sh [STAGES]   (STAGES: default "smoke finetune bench")
 set -uo pipefail
 out="${OUT:-/tmp/gpu-out}"
@@ -116,6 +116,8 @@ if [[ " $stages " == *" seeds "* ]]; then
   # each run's dev and test rankings (top 100) come back for the seed ensemble.
   seeds="${MLC_SEEDS:-2 3}"
   log "seeds: imprinted MLC, seeds $seeds, side by side on xla:cuda (-max-time ${MLC_MAX_TIME:-390s})"
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 1000 >$w/gpumem.txt 2>/dev/null &
+  smi=$!
   for s in $seeds; do
     ( /usr/bin/time -f "%M" -o $w/mlc-s$s.maxrss $tr train classifier -kind mlc -loss softmax -data $data -init $w/minilm \
         -first-stage gpu/first-stage -run $w/runs/mlc-s$s -batch 64 -epochs "${MLC_EPOCHS:-10}" -lr 1e-4 -max-len 48 -seed $s \
@@ -128,9 +130,14 @@ if [[ " $stages " == *" seeds "* ]]; then
         log "seed $s eval $split rc=$? $(grep -E '^(all| +queries)' $w/mlc-s$s.$split.txt | tr -s ' ' | tr '\n' ' ')"
       done ) &
   done
-  wait
-  nvidia-smi --query-gpu=memory.used --format=csv,noheader >>"$out/summary.txt"
-  tar -C $w -czf "$out/seeds.tar.gz" $(cd $w && ls mlc-s*.log mlc-s*.trec mlc-s*.txt mlc-s*.maxrss runs/mlc-s*/metrics.jsonl \
-    runs/mlc-s*/summary.json runs/mlc-s*/test_metrics.json runs/mlc-s*/run.json 2>/dev/null)
+  wait $(jobs -p | grep -vx "$smi")
+  kill $smi 2>/dev/null
+  log "peak GPU memory (all seeds together, sampled each second): $(sort -n $w/gpumem.txt | tail -1) MiB"
+  # One archive a seed, this call's seeds only (a call returns at most 8 files of 16 MiB: one
+  # seed's two rankings are 14 MB raw, about 3 MB in xz; five seeds fit beside the three logs).
+  for s in $seeds; do
+    (cd $w && tar -cf - mlc-s$s.* runs/mlc-s$s/metrics.jsonl runs/mlc-s$s/summary.json runs/mlc-s$s/test_metrics.json \
+      runs/mlc-s$s/run.json 2>/dev/null) | xz -T4 -6 >"$out/seed$s.tar.xz"
+  done
 fi
 log "done"
