@@ -114,6 +114,10 @@ type options struct {
 	cacheSize int
 	// quant: WithQuantization ("": the index's own).
 	quant export.Quantization
+	// ensMethod, ensDirs, ensW: WithEnsemble.
+	ensMethod string
+	ensDirs   []string
+	ensW      []float64
 }
 
 // Option configures Load.
@@ -179,6 +183,8 @@ type Index struct {
 	mlc *export.MLCManifest
 	// hyb fuses the first stage with BM25 (WithHybrid); nil: the dense first stage alone.
 	hyb *hybridStage
+	// ens fuses the first stage with other indexes' (WithEnsemble); nil: none.
+	ens *ensembleStage
 	// ann searches the dense first stage with HNSW (WithANN); nil: exactly. annMode is the
 	// configured mode.
 	ann     *annState
@@ -348,6 +354,10 @@ func Load(dir string, opts ...Option) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("retriever: %w", err)
 	}
+	ens, err := checkEnsemble(o)
+	if err != nil {
+		return nil, err
+	}
 	man, err := export.ReadManifest(dir)
 	if err != nil {
 		return nil, fmt.Errorf("retriever: %w", err)
@@ -502,6 +512,9 @@ func Load(dir string, opts ...Option) (*Index, error) {
 			r.topM = 20
 		}
 	}
+	if r.ens, err = loadEnsemble(ens, dir, o, r); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -586,6 +599,9 @@ func (r *Index) SetLibrary(l *Library) error {
 // before the tool tower was written into it has only the query tower, and the tools of an
 // index from an MLC classifier are its labels (ErrMLCTools).
 func (r *Index) CanEmbedTools() error {
+	if r.ens != nil {
+		return fmt.Errorf("retriever: %w", ErrEnsembleTools)
+	}
 	if r.mlc != nil {
 		return fmt.Errorf("retriever: %w", ErrMLCTools)
 	}
@@ -710,9 +726,18 @@ func (r *Index) mark(queries []string, t int) []string {
 	return out
 }
 
-// retrieveFrom embeds texts (the queries, marked when the model is iteration-aware) and
-// gives the lexical stage, the reranker and the refiner the queries themselves.
+// retrieveFrom answers queries from lib: with the ensemble when the index is one, else with
+// its own stages alone (retrieveOwn).
 func (r *Index) retrieveFrom(ctx context.Context, lib *Library, texts, queries []string, k int) ([][]Result, error) {
+	if r.ens != nil {
+		return r.retrieveEnsemble(ctx, lib, texts, queries, k)
+	}
+	return r.retrieveOwn(ctx, lib, texts, queries, k)
+}
+
+// retrieveOwn embeds texts (the queries, marked when the model is iteration-aware) and
+// gives the lexical stage, the reranker and the refiner the queries themselves.
+func (r *Index) retrieveOwn(ctx context.Context, lib *Library, texts, queries []string, k int) ([][]Result, error) {
 	if k <= 0 {
 		return nil, fmt.Errorf("retriever: k = %d, want > 0", k)
 	}

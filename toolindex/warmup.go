@@ -39,7 +39,8 @@ const maxMapRows = 32
 // row buckets; maxRows <= 0: 1 only, capped at 32) of at most WarmupTokens tokens (rows ×
 // length) beyond one text; the tool tower (when the index has one of
 // its own) texts of every length, one at a time; then one retrieval per query length runs
-// every later stage (the query batcher, exact or HNSW search, hybrid, reranker, refiner).
+// every later stage (the query batcher, exact or HNSW search, hybrid, reranker, refiner);
+// an ensemble's members are warmed up the same way first.
 // The warm-up retrievals count in Stats and their texts stay in the query cache.
 func (r *Index) Warmup(ctx context.Context, maxRows int) (WarmupReport, error) {
 	start := time.Now()
@@ -94,6 +95,15 @@ func (r *Index) Warmup(ctx context.Context, maxRows int) (WarmupReport, error) {
 	if r.CanEmbedTools() == nil && r.tool != nil {
 		if _, _, err := run(biencoder.ToolTower, r.tool, 1); err != nil {
 			return rep, err
+		}
+	}
+	if r.ens != nil {
+		for i, m := range r.ens.members {
+			mr, err := m.Warmup(ctx, maxRows)
+			if err != nil {
+				return rep, fmt.Errorf("warm-up: ensemble member %s: %w", r.ens.dirs[i], err)
+			}
+			rep.Shapes += mr.Shapes
 		}
 	}
 	if len(queries) == 0 {
