@@ -65,6 +65,12 @@ type ServeConfig struct {
 	// dense side weighted HybridWeight (minmax and zscore).
 	Hybrid       string
 	HybridWeight float64
+	// Ensemble names more exported indexes over the index's tools, fused with it per query
+	// by EnsembleFusion ("rrf", "minmax" or "zscore") with EnsembleWeights (one per index,
+	// the index's first; none for rrf): toolindex.WithEnsemble. Not with Library.
+	Ensemble        []string
+	EnsembleFusion  string
+	EnsembleWeights []float64
 	// NoRefiner serves the index's first stage without its packaged refiner.
 	NoRefiner bool
 	// ANN is the first stage's search: "auto" or "" (HNSW from toolindex.DefaultANNThreshold
@@ -133,6 +139,9 @@ const DefaultWarmup = 1
 func Serve(ctx context.Context, cfg ServeConfig) error {
 	if cfg.Index == "" && cfg.Library == "" {
 		return errors.New("serve: no index given (-index, or -library and -model)")
+	}
+	if len(cfg.Ensemble) > 0 && cfg.Library != "" {
+		return errors.New("serve: an ensemble (-ensemble) serves exported indexes as they are; a tool library (-library) changes the tools: give one")
 	}
 	log := cfg.Log
 	if log == nil {
@@ -203,6 +212,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if cfg.Hybrid != "" {
 		ropts = append(ropts, toolindex.WithHybrid(cfg.Hybrid, cfg.HybridWeight))
 	}
+	if len(cfg.Ensemble) > 0 || cfg.EnsembleFusion != "" {
+		ropts = append(ropts, toolindex.WithEnsemble(cfg.EnsembleFusion, cfg.Ensemble, cfg.EnsembleWeights))
+	}
 	ropts = append(ropts, toolindex.WithANN(toolindex.ANNConfig{Mode: cfg.ANN}))
 	start := time.Now()
 	store, pg, err := openStore(ctx, cfg, log, ropts)
@@ -211,7 +223,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 	ilib := store.R.Library()
 	log.Info("index loaded", "index", cfg.Index, "tools", ilib.Len(), "version", ilib.Version, "replayed_updates", store.Pending(),
-		"dim", store.R.Dim(), "tool_updates", store.R.CanEmbedTools() == nil, "hybrid", cfg.Hybrid, "ms", time.Since(start).Milliseconds())
+		"dim", store.R.Dim(), "tool_updates", store.R.CanEmbedTools() == nil, "hybrid", cfg.Hybrid, "ensemble", len(cfg.Ensemble), "ms", time.Since(start).Milliseconds())
 	scfg := serve.Config{DefaultK: cfg.K, MaxK: cfg.MaxK, MaxBatch: cfg.MaxBatch, MaxBody: cfg.MaxBody, Timeout: cfg.Timeout,
 		Token: cfg.Token, Model: cfg.Model, MCP: cfg.MCP == "http", Keys: cfg.Keys, Rate: cfg.Rate, Burst: cfg.Burst, Logger: log,
 		MaxInFlight: cfg.MaxInFlight}

@@ -48,7 +48,7 @@ var (
 	ErrInvalid  = errors.New("invalid update")
 	ErrNotFound = errors.New("no such tool")
 	ErrLastTool = errors.New("the library cannot become empty")
-	ErrNoTower  = errors.New("no tool tower")
+	ErrNoTower  = errors.New("this index cannot embed tools") // no tool tower, an MLC's labels, an ensemble
 	ErrFailed   = errors.New("tool updates disabled")
 )
 

@@ -33,6 +33,9 @@ var ErrEnsembleTools = errors.New("ensemble index: each member scores its own co
 //     weight per index, this index's first, not all zero; eval -method fusion -weight dev
 //     prints the weights it picks on a dev split in this order.
 //
+// An MLC index's scores enter the fusion as its probabilities (the softmax over the library,
+// or the sigmoid), as eval ranks a trained MLC run, so that the ensemble answers as eval
+// -method fusion -runs run:A,run:B,... measures it; a bi-encoder's as its similarities.
 // Members are loaded with this index's backend, quantization, verification and ANN mode,
 // without their refiners, and must hold exactly this index's tools (by id). A result's Score
 // and RetrievalScore are the fused score.
@@ -108,6 +111,7 @@ func loadEnsemble(e *ensembleStage, dir string, o options, r *Index) (*ensembleS
 	if o.ann != nil {
 		mopts = append(mopts, WithANN(*o.ann))
 	}
+	r.probs = true
 	own := r.Library()
 	for _, d := range e.dirs {
 		m, err := Load(d, mopts...)
@@ -123,6 +127,7 @@ func loadEnsemble(e *ensembleStage, dir string, o options, r *Index) (*ensembleS
 				return nil, fmt.Errorf("retriever: ensemble member %s lacks tool %q of index %s: members must hold the same tools", d, id, dir)
 			}
 		}
+		m.probs = true
 		e.members = append(e.members, m)
 	}
 	return e, nil

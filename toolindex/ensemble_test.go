@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/fusion"
 	"github.com/toolret/toolret/rank"
@@ -17,23 +19,29 @@ import (
 	"github.com/toolret/toolret/toolindex"
 )
 
-// TestEnsembleFusion: an ensemble of two MLC indexes (two seeds) and a bi-encoder index
-// answers each query with package fusion's fusion of the three indexes' own rankings, each
-// cut at max(k, 100), as eval -method fusion fuses saved runs, for rrf and interpolation at
-// several weights; and its ranking differs from its first index's alone.
+// TestEnsembleFusion: an ensemble of two MLC indexes (a softmax and a sigmoid one) and a
+// bi-encoder index answers each query with package fusion's fusion of the three indexes' own
+// rankings (the MLCs' as probabilities), each cut at max(k, 100), as eval -method fusion fuses
+// saved runs, for rrf and interpolation at several weights; and its ranking differs from its
+// first index's alone.
 func TestEnsembleFusion(t *testing.T) {
 	be, d := exporttest.GoDefault(t)
 	tmp := t.TempDir()
-	_, mlc1, _ := exportMLC(t, filepath.Join(tmp, "a"), exporttest.ClassifierOptions{}, be, 31)
-	_, mlc2, _ := exportMLC(t, filepath.Join(tmp, "b"), exporttest.ClassifierOptions{}, be, 32)
+	_, mlc1, man1 := exportMLC(t, filepath.Join(tmp, "a"), exporttest.ClassifierOptions{Loss: "softmax"}, be, 31)
+	_, mlc2, man2 := exportMLC(t, filepath.Join(tmp, "b"), exporttest.ClassifierOptions{Loss: "bce"}, be, 32)
+	if man1.MLC.Activation != "softmax" || man2.MLC.Activation != "sigmoid" {
+		t.Fatalf("activations %s, %s: the test wants one softmax and one sigmoid MLC", man1.MLC.Activation, man2.MLC.Activation)
+	}
 	bi := filepath.Join(tmp, "bi")
 	if _, err := tinyIndex(bi); err != nil {
 		t.Fatal(err)
 	}
 	queries := testQueries(t, d, 20)
 	dirs := []string{mlc1, mlc2, bi}
-	var own [][][]toolindex.Result // own[i][q]: index i alone, every tool
-	for _, dir := range dirs {
+	// own[i][q]: index i alone, every tool; an MLC's logits turned into the probabilities
+	// (softmax over every tool, or sigmoid) that eval's run rankers give and the ensemble fuses.
+	var own [][][]toolindex.Result
+	for i, dir := range dirs {
 		r, err := toolindex.Load(dir, toolindex.WithBackend(be))
 		if err != nil {
 			t.Fatal(err)
@@ -41,6 +49,23 @@ func TestEnsembleFusion(t *testing.T) {
 		res, err := r.RetrieveBatch(context.Background(), queries, r.Len())
 		if err != nil {
 			t.Fatal(err)
+		}
+		for _, rs := range res {
+			switch i {
+			case 0:
+				lse := 0.0
+				for _, x := range rs {
+					lse += math.Exp(float64(x.RetrievalScore - rs[0].RetrievalScore))
+				}
+				lse = float64(rs[0].RetrievalScore) + math.Log(lse)
+				for j := range rs {
+					rs[j].RetrievalScore = float32(math.Exp(float64(rs[j].RetrievalScore) - lse))
+				}
+			case 1:
+				for j := range rs {
+					rs[j].RetrievalScore = export.Sigmoid(rs[j].RetrievalScore)
+				}
+			}
 		}
 		own = append(own, res)
 	}
@@ -90,7 +115,7 @@ func TestEnsembleFusion(t *testing.T) {
 			}
 			for j, x := range got[q] {
 				tl := want.Tools[j]
-				if x.Index != tl || x.ToolID != d.Tools[tl].ID || x.Score != want.Scores[j] || x.RetrievalScore != x.Score {
+				if x.Index != tl || x.ToolID != d.Tools[tl].ID || math.Abs(float64(x.Score-want.Scores[j])) > 1e-5 || x.RetrievalScore != x.Score {
 					t.Fatalf("%s: query %d result %d: %s (index %d) score %v; want %s score %v", name, q, j, x.ToolID, x.Index, x.Score, d.Tools[tl].ID, want.Scores[j])
 				}
 				if tl != own[0][q][j].Index {

@@ -185,6 +185,9 @@ type Index struct {
 	hyb *hybridStage
 	// ens fuses the first stage with other indexes' (WithEnsemble); nil: none.
 	ens *ensembleStage
+	// probs: an MLC index's first-stage scores are its probabilities (softmax over the
+	// library, or sigmoid), not its logits: in an ensemble, as eval's run rankers score.
+	probs bool
 	// ann searches the dense first stage with HNSW (WithANN); nil: exactly. annMode is the
 	// configured mode.
 	ann     *annState
@@ -766,14 +769,18 @@ func (r *Index) retrieveOwn(ctx context.Context, lib *Library, texts, queries []
 	// A refiner over an MLC's candidates mixes in the classifier's probabilities: a softmax
 	// classifier's need each query's log-sum-exp of the logits.
 	var lse []float64
-	if r.ref != nil && r.mlc != nil && r.mlc.Activation == "softmax" {
+	if (r.ref != nil || r.probs) && r.mlc != nil && r.mlc.Activation == "softmax" {
 		lse = make([]float64, len(queries))
 	}
 	for i, q := range qe {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		top, ok := r.annTop(lib, q, m) // never with a refiner (newANN)
+		var top rank.Ranking
+		ok := false
+		if lse == nil { // a softmax needs every tool's logit
+			top, ok = r.annTop(lib, q, m) // never with a refiner (newANN)
+		}
 		if !ok {
 			if scores == nil {
 				scores = make([]float32, lib.Len())
@@ -799,6 +806,15 @@ func (r *Index) retrieveOwn(ctx context.Context, lib *Library, texts, queries []
 			}
 		}
 		out[i] = res
+	}
+	if r.probs && r.mlc != nil { // no reranker or refiner: an ensemble has neither
+		p := r.probability(lse)
+		for i, res := range out {
+			for j := range res {
+				s := p(i, res[j].RetrievalScore)
+				res[j].Score, res[j].RetrievalScore = s, s
+			}
+		}
 	}
 	if r.ref != nil {
 		if err := r.ref.refine(ctx, queries, out, r.probability(lse)); err != nil {

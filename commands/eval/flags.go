@@ -46,6 +46,8 @@ type options struct {
 	// hybrid, hybridWeight: -hybrid, -hybrid-weight (-1: not given) of -index.
 	hybrid       string
 	hybridWeight float64
+	// ens: -ensemble, -ensemble-fusion, -ensemble-weights of -index.
+	ens *cli.Ensemble
 	// compare: -compare A,B (compare.go), with compareSamples resamples seeded by seed.
 	compare        string
 	compareSamples int
@@ -96,6 +98,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.BoolVar(&o.noRefiner, "no-refiner", false, "-index: its first stage alone, without its packaged refiner")
 	fs.StringVar(&o.hybrid, "hybrid", "", "-index: its first stage fused with BM25 as serve -hybrid serves it: rrf, minmax or zscore")
 	fs.Float64Var(&o.hybridWeight, "hybrid-weight", -1, "-index -hybrid minmax|zscore: the dense weight w in [0, 1] (-1: 0.5)")
+	o.ens = cli.EnsembleFlags(fs) // -index: fused with more indexes as serve -ensemble serves them
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object instead of a table")
 	fs.BoolVar(&o.subsets, "subsets", false, "also print per-subset rows (number of relevant tools, seen/unseen tools, queries within / over the encoder's token budget)")
 	fs.Float64Var(&o.bm25.K1, "bm25-k1", bm25.DefaultParams.K1, "BM25 k1")

@@ -2,6 +2,7 @@ package evalcmd
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
@@ -29,6 +30,13 @@ func buildIndex(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
 		}
 		opts = append(opts, toolindex.WithHybrid(o.hybrid, w))
 	}
+	members, method, w, err := o.ens.Values()
+	if err != nil {
+		return nil, "", err
+	}
+	if len(members) > 0 {
+		opts = append(opts, toolindex.WithEnsemble(method, members, w))
+	}
 	r, err := toolindex.Load(o.index, opts...)
 	if err != nil {
 		return nil, "", fmt.Errorf("-index: %w", err)
@@ -44,6 +52,12 @@ func buildIndex(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
 		desc += ", hybrid rrf with bm25"
 	} else if h != "" {
 		desc += fmt.Sprintf(", hybrid %s with bm25, dense weight %g", h, w)
+	}
+	if m, mem, w := r.Ensemble(); m != "" {
+		desc += fmt.Sprintf(", ensemble %s with %s", m, strings.Join(mem, ", "))
+		if len(w) > 0 {
+			desc += fmt.Sprintf(", weights %s", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(w)), ","), "[]"))
+		}
 	}
 	return evaluate.IndexRanker(r, d), desc + ")", nil
 }

@@ -126,6 +126,11 @@ func run(o *options, w io.Writer) error {
 	} else if o.hybrid != "" || o.hybridWeight != -1 {
 		return fmt.Errorf("-hybrid and -hybrid-weight apply to -index (-method fusion -runs run:RUN,bm25 fuses a trained run)")
 	}
+	if members, _, _, err := o.ens.Values(); err != nil {
+		return err
+	} else if len(members) > 0 && o.index == "" {
+		return fmt.Errorf("-ensemble fuses -index with more exported indexes: give -index (-method fusion -runs fuses trained runs)")
+	}
 	if o.run != "" {
 		if o.method == "fusion" {
 			return fmt.Errorf("-method fusion fuses -runs: give the trained run as run:%s there, not -run", o.run)

@@ -2,13 +2,17 @@ package evalcmd
 
 import "strings"
 
-// runTag returns -run-tag, or toolret-<method>.
+// runTag returns -run-tag, or toolret-run, toolret-index, toolret-model or toolret-<method>.
 func runTag(o *options) string {
-	if o.runTag != "" {
+	switch {
+	case o.runTag != "":
 		return o.runTag
-	}
-	if o.run != "" {
+	case o.run != "":
 		return "toolret-run"
+	case o.model != "":
+		return "toolret-model"
+	case o.index != "":
+		return "toolret-index"
 	}
 	return "toolret-" + strings.Join(strings.Fields(o.method), "-")
 }

@@ -4,6 +4,7 @@
 //	serve -index DIR [-addr 127.0.0.1:8080] [-backend go] [-k 5] [-reranker DIR -depth 20]
 //	      [-max-k 100] [-max-batch 64] [-max-body 1048576] [-timeout 10s] [-grace 30s]
 //	      [-compact-every 1000] [-model NAME] [-mcp stdio|http] [-hybrid rrf|minmax|zscore [-hybrid-weight W]]
+//	      [-ensemble DIR,... [-ensemble-fusion rrf|minmax|zscore] [-ensemble-weights W,...]]
 //	      [-ann auto|on|off] [-database URL] [-warmup 1] [-drain-delay 0s] [-max-inflight 512] [-max-conns 4096] [-header-timeout 5s]
 //	      [-quantize int8|int8-tensor|none (with -backend onnx)]
 //	serve -library LIB.jsonl (-model REF | -index DIR) [-upstreams CONFIG.json] [-state DIR]
@@ -67,6 +68,9 @@ type options struct {
 	maxBody                                         int64
 	rerankWeight, hybridWeight                      float64
 	hybrid, ann                                     string
+	ensemble                                        []string
+	ensembleFusion                                  string
+	ensembleWeights                                 []float64
 	quantize                                        export.Quantization
 	noRefiner                                       bool
 	batching                                        toolindex.Batching
@@ -111,6 +115,7 @@ func parse(args []string) (*options, error) {
 	fs.Float64Var(&o.rerankWeight, "rerank-weight", -1, "with -reranker: w·minmax(cross-encoder) + (1-w)·minmax(retriever) over the top -depth, w in [0, 1] (the weight cmd/eval -method rerank -weight dev prints); -1: the cross-encoder's order alone")
 	fs.StringVar(&o.hybrid, "hybrid", "", "fuse the index's first stage with BM25 over the tool texts: rrf (k 60), minmax or zscore (-hybrid-weight); each side ranks its top max(k, 100)")
 	fs.Float64Var(&o.hybridWeight, "hybrid-weight", -1, "with -hybrid minmax|zscore: w·dense + (1-w)·bm25, w in [0, 1] (cmd/eval -method fusion -runs run:RUN,bm25 -weight dev prints it); -1: 0.5")
+	ens := cli.EnsembleFlags(fs)
 	fs.StringVar(&o.ann, "ann", "auto", "approximate (HNSW) search: auto (from 50000 tools; docs/large-libraries.md), on, off (exact: every tool scored)")
 	fs.BoolVar(&o.noRefiner, "no-refiner", false, "serve the index's first stage alone, without the refiner packaged in it (cmd/export -refiner)")
 	fs.IntVar(&o.maxK, "max-k", 100, "largest k a request may ask for")
@@ -201,6 +206,12 @@ func parse(args []string) (*options, error) {
 	default:
 		return nil, fmt.Errorf("-hybrid %q: want rrf, minmax or zscore", o.hybrid)
 	}
+	if o.ensemble, o.ensembleFusion, o.ensembleWeights, err = ens.Values(); err != nil {
+		return nil, err
+	}
+	if len(o.ensemble) > 0 && (o.index == "" || o.library != "") {
+		return nil, errors.New("-ensemble fuses -index with more exported indexes: give -index, without -library")
+	}
 	if o.ann != "auto" && o.ann != "on" && o.ann != "off" {
 		return nil, fmt.Errorf("-ann %q: want auto, on or off", o.ann)
 	}
@@ -238,7 +249,7 @@ func run(o *options, log *slog.Logger) error {
 	return toolret.Serve(ctx, toolret.ServeConfig{Index: o.index, Library: o.library, Pretrained: pretrained, State: o.state,
 		Upstreams: o.upstreams, Keys: keys, Rate: o.rate, Burst: o.burst, Addr: o.addr, MCP: o.mcp, Backend: o.backend,
 		Quantize: o.quantize, K: o.k, MaxK: o.maxK, Reranker: o.reranker, Depth: o.depth, RerankWeight: o.rerankWeight,
-		Hybrid: o.hybrid, HybridWeight: o.hybridWeight, NoRefiner: o.noRefiner, ANN: o.ann, Batching: o.batching, QueryCache: o.queryCache, MaxBatch: o.maxBatch,
+		Hybrid: o.hybrid, HybridWeight: o.hybridWeight, Ensemble: o.ensemble, EnsembleFusion: o.ensembleFusion, EnsembleWeights: o.ensembleWeights, NoRefiner: o.noRefiner, ANN: o.ann, Batching: o.batching, QueryCache: o.queryCache, MaxBatch: o.maxBatch,
 		MaxBody: o.maxBody, Timeout: o.timeout, Grace: o.grace, CompactEvery: o.compactEvery, Database: o.database, DatabaseLogKeep: o.logKeep, Model: model,
 		MaxInFlight: o.maxInFlight, MaxConns: o.maxConns, HeaderTimeout: o.headerTimeout, Warmup: o.warmup, DrainDelay: o.drainDelay,
 		Token: os.Getenv("TOOLRET_TOKEN"), Log: log})
