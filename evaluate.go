@@ -40,6 +40,11 @@ type EvalConfig struct {
 	// Quantize runs Model's or Index's encoder with int8 weights (export.QuantInt8, on Backend
 	// onnx; toolindex.WithQuantization); a trained Run is refused (export it with -format hf).
 	Quantize export.Quantization
+	// Ensemble fuses Index with more exported indexes over the same tools, as ServeConfig's
+	// Ensemble, EnsembleFusion and EnsembleWeights serve them (toolindex.WithEnsemble).
+	Ensemble        []string
+	EnsembleFusion  string
+	EnsembleWeights []float64
 	// Cutoffs are the K of Recall/NDCG/COMP@K (default 1, 3, 5, 10).
 	Cutoffs []int
 }
@@ -78,6 +83,9 @@ func Evaluate(ctx context.Context, cfg EvalConfig) (metrics.Report, error) {
 	if _, err := export.ParseQuantization(string(cfg.Quantize)); err != nil {
 		return none, err
 	}
+	if len(cfg.Ensemble) > 0 && cfg.Index == "" {
+		return none, errors.New("evaluate: Ensemble fuses an Index with more indexes: give Index")
+	}
 	if cfg.Quantize != export.QuantDefault && cfg.Model == "" && cfg.Index == "" {
 		return none, fmt.Errorf("evaluate: Quantize applies to a Model or an Index (export a run with -format hf first)")
 	}
@@ -106,7 +114,11 @@ func Evaluate(ctx context.Context, cfg EvalConfig) (metrics.Report, error) {
 		}
 		fallthrough
 	case cfg.Index != "":
-		idx, err := toolindex.Load(cfg.Index, toolindex.WithBackend(be), toolindex.WithQuantization(cfg.Quantize))
+		opts := []toolindex.Option{toolindex.WithBackend(be), toolindex.WithQuantization(cfg.Quantize)}
+		if len(cfg.Ensemble) > 0 || cfg.EnsembleFusion != "" {
+			opts = append(opts, toolindex.WithEnsemble(cfg.EnsembleFusion, cfg.Ensemble, cfg.EnsembleWeights))
+		}
+		idx, err := toolindex.Load(cfg.Index, opts...)
 		if err != nil {
 			return none, fmt.Errorf("index %s: %w", cfg.Index, err)
 		}

@@ -1,0 +1,58 @@
+package toolret_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolret/toolret"
+	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/export/exporttest"
+)
+
+// TestEvaluateEnsemble: Evaluate of an Index with an Ensemble ranks as the fused indexes
+// (its figures differ from either index alone, and equal weights in either order give the
+// same figures), and an Ensemble without an Index is refused.
+func TestEvaluateEnsemble(t *testing.T) {
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tmp := t.TempDir()
+	var idx []string
+	for seed := uint64(1); seed <= 2; seed++ {
+		model := filepath.Join(tmp, "model", string(rune('0'+seed)))
+		if err := exporttest.WriteHF(model, exporttest.Options{}, be, seed); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(tmp, "index", string(rune('0'+seed)))
+		if _, err := toolret.Export(ctx, toolret.ExportConfig{Model: model, Format: export.FormatIndex, Out: out}); err != nil {
+			t.Fatal(err)
+		}
+		idx = append(idx, out)
+	}
+	ndcg10 := func(cfg toolret.EvalConfig) float64 {
+		t.Helper()
+		rep, err := toolret.Evaluate(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Overall.NDCG[10]
+	}
+	a := ndcg10(toolret.EvalConfig{Index: idx[0]})
+	b := ndcg10(toolret.EvalConfig{Index: idx[1]})
+	ab := ndcg10(toolret.EvalConfig{Index: idx[0], Ensemble: idx[1:], EnsembleFusion: "zscore", EnsembleWeights: []float64{0.5, 0.5}})
+	ba := ndcg10(toolret.EvalConfig{Index: idx[1], Ensemble: idx[:1], EnsembleFusion: "zscore", EnsembleWeights: []float64{0.5, 0.5}})
+	if ab == a || ab == b {
+		t.Errorf("NDCG@10: ensemble %.4f, the indexes alone %.4f and %.4f: the ensemble ranks as one of them", ab, a, b)
+	}
+	if ab != ba {
+		t.Errorf("NDCG@10 of the equal-weight ensemble: %.4f in one order, %.4f in the other", ab, ba)
+	}
+	if _, err := toolret.Evaluate(ctx, toolret.EvalConfig{Ensemble: idx}); err == nil || !strings.Contains(err.Error(), "give Index") {
+		t.Errorf("an Ensemble without an Index: %v", err)
+	}
+}
