@@ -1,6 +1,9 @@
 package evalcmd
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestRunTag: -save-run's default tag names what was evaluated.
 func TestRunTag(t *testing.T) {
@@ -17,6 +20,22 @@ func TestRunTag(t *testing.T) {
 	} {
 		if got := runTag(&c.o); got != c.want {
 			t.Errorf("runTag(%+v) = %q, want %q", c.o, got, c.want)
+		}
+	}
+}
+
+// TestEnsembleFlags: -ensemble goes with -index only, and its weights with -ensemble.
+func TestEnsembleFlags(t *testing.T) {
+	for _, c := range []struct {
+		kv   map[string]string
+		want string
+	}{
+		{map[string]string{"method": "bm25", "ensemble": "x"}, "give -index"},
+		{map[string]string{"index": "x", "ensemble-weights": "1,1"}, "need -ensemble"},
+		{map[string]string{"index": "x", "ensemble": "y", "ensemble-weights": "1,one"}, "weight 2"},
+	} {
+		if err := runErr(c.kv); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.kv, err, c.want)
 		}
 	}
 }

@@ -23,8 +23,11 @@ func EnsembleFlags(fs *flag.FlagSet) *Ensemble {
 }
 
 // Values returns the ensemble the flags give: no members (and no error) when -ensemble is not
-// set. The method and weights are checked in full by toolindex.Load; here only their spelling.
+// set, or e is nil. The method and weights are checked in full by toolindex.Load; here only their spelling.
 func (e *Ensemble) Values() (members []string, method string, w []float64, err error) {
+	if e == nil { // a command's options made without the flags
+		return nil, "", nil, nil
+	}
 	if *e.members == "" {
 		if *e.fusion != "" || *e.weights != "" {
 			return nil, "", nil, fmt.Errorf("-ensemble-fusion and -ensemble-weights need -ensemble")
