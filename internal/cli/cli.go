@@ -22,6 +22,8 @@
 //	-batch N, -epochs N, -lr F, -weight-decay F, -warmup F, -metric NAME, -patience N
 //	-resume            continue -run from its newest checkpoint with the run's recorded flags
 //	-quiet             no progress bar
+//	-ensemble DIR,...  (eval -index, serve) more exported indexes fused with -index per query,
+//	                   -ensemble-fusion rrf|minmax|zscore, -ensemble-weights W,... (Ensemble)
 package cli
 
 import (
