@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -154,7 +155,38 @@ func buildFusion(o *options, d *data.Dataset) (rank.QueryRanker, string, error) 
 		}
 		desc = fmt.Sprintf("fusion %s of %s, weights %s%s", f.Norm, strings.Join(items, ", "), joinWeights(f.W), how)
 	}
+	if hint := serveHint(items, string(f.Norm), f.W, f.K); hint != "" && !o.asJSON {
+		fmt.Fprintln(os.Stderr, hint)
+	}
 	return f, desc, nil
+}
+
+// serveHint returns how to serve a fusion of trained runs alone (every item run:RUN) as an
+// ensemble of their exported indexes; "" for any other fusion, or RRF with a k other than
+// serve's.
+func serveHint(items []string, norm string, w []float64, k float64) string {
+	if len(w) == 0 && k != fusion.DefaultK {
+		return ""
+	}
+	var dirs []string
+	for _, it := range items {
+		dir, ok := strings.CutPrefix(it, "run:")
+		if !ok {
+			return ""
+		}
+		name := strings.TrimPrefix(filepath.ToSlash(filepath.Clean(dir)), "runs/")
+		dirs = append(dirs, strings.ReplaceAll(strings.Trim(name, "./"), "/", "-"))
+	}
+	idx := func(d string) string { return "idx-" + d }
+	var members []string
+	for _, d := range dirs[1:] {
+		members = append(members, idx(d))
+	}
+	h := fmt.Sprintf("eval: to serve this fusion, export each run (export -run RUN -format index -out idx-NAME), then: serve -index %s -ensemble %s", idx(dirs[0]), strings.Join(members, ","))
+	if len(w) > 0 {
+		h += fmt.Sprintf(" -ensemble-fusion %s -ensemble-weights %s", norm, joinWeights(w))
+	}
+	return h
 }
 
 // fusionInput builds one entry it of the list -runs (or -compare: flag) names: a method,

@@ -252,3 +252,25 @@ func TestFusionDefault(t *testing.T) {
 		}
 	}
 }
+
+func TestServeHint(t *testing.T) {
+	for _, c := range []struct {
+		items []string
+		norm  string
+		w     []float64
+		k     float64
+		want  string
+	}{
+		{[]string{"run:runs/a/mlc", "run:runs/b/"}, "zscore", []float64{0.3, 0.7}, 60, "serve -index idx-a-mlc -ensemble idx-b -ensemble-fusion zscore -ensemble-weights 0.3,0.7"},
+		{[]string{"run:a", "run:b", "run:c"}, "", nil, 60, "serve -index idx-a -ensemble idx-b,idx-c"},
+		{[]string{"run:a", "run:b"}, "", nil, 30, ""},
+		{[]string{"run:/x/s1/mlc", "run:./s2/mlc"}, "", nil, 60, "serve -index idx-x-s1-mlc -ensemble idx-s2-mlc"},
+		{[]string{"run:a", "bm25"}, "zscore", []float64{0.5, 0.5}, 60, ""},
+		{[]string{"a.trec", "b.trec"}, "", nil, 60, ""},
+	} {
+		got := serveHint(c.items, c.norm, c.w, c.k)
+		if (c.want == "") != (got == "") || !strings.HasSuffix(got, c.want) {
+			t.Errorf("serveHint(%q, %q, %v, %g) = %q, want one ending %q", c.items, c.norm, c.w, c.k, got, c.want)
+		}
+	}
+}
