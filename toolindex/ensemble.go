@@ -37,7 +37,8 @@ var ErrEnsembleTools = errors.New("ensemble index: each member scores its own co
 // or the sigmoid), as eval ranks a trained MLC run, so that the ensemble answers as eval
 // -method fusion -runs run:A,run:B,... measures it; a bi-encoder's as its similarities.
 // Members are loaded with this index's backend, quantization, verification and ANN mode,
-// without their refiners, and must hold exactly this index's tools (by id). A result's Score
+// without their refiners, and must hold every tool of this index (by id; tools deleted from
+// the index since its export may stay in the members). A result's Score
 // and RetrievalScore are the fused score.
 //
 // An ensemble is read-only: CanEmbedTools refuses added or changed tools (ErrEnsembleTools),
@@ -118,13 +119,12 @@ func loadEnsemble(e *ensembleStage, dir string, o options, r *Index) (*ensembleS
 		if err != nil {
 			return nil, fmt.Errorf("retriever: ensemble member %s: %w", d, err)
 		}
+		// A member may hold more tools: ones deleted from the index since (a server compacts
+		// its deletions into the index, not into the members); they never reach an answer.
 		lib := m.Library()
-		if lib.Len() != own.Len() {
-			return nil, fmt.Errorf("retriever: ensemble member %s has %d tools, index %s %d: members must hold the same tools", d, lib.Len(), dir, own.Len())
-		}
 		for i := 0; i < own.Len(); i++ {
 			if id := own.Tool(i).ID; !hasTool(lib, id) {
-				return nil, fmt.Errorf("retriever: ensemble member %s lacks tool %q of index %s: members must hold the same tools", d, id, dir)
+				return nil, fmt.Errorf("retriever: ensemble member %s lacks tool %q of index %s: members must hold the index's tools", d, id, dir)
 			}
 		}
 		m.probs = true
