@@ -41,6 +41,10 @@ var ErrEnsembleTools = errors.New("ensemble index: each member scores its own co
 // the index since its export may stay in the members). A result's Score
 // and RetrievalScore are the fused score.
 //
+// Members embed the queries as given (an iteration-aware member marks them as round 0 of its
+// own marker): Iterate's later rounds re-mark only this index's queries. A softmax member's
+// probabilities are over its own tools, deleted ones included.
+//
 // An ensemble is read-only: CanEmbedTools refuses added or changed tools (ErrEnsembleTools),
 // which the members could not score; a tool deleted from the library leaves every answer.
 // Not with WithHybrid, WithReranker or a packaged refiner (give WithoutRefiner).

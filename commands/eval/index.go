@@ -56,7 +56,7 @@ func buildIndex(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
 	if m, mem, w := r.Ensemble(); m != "" {
 		desc += fmt.Sprintf(", ensemble %s with %s", m, strings.Join(mem, ", "))
 		if len(w) > 0 {
-			desc += fmt.Sprintf(", weights %s", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(w)), ","), "[]"))
+			desc += ", weights " + joinWeights(w)
 		}
 	}
 	return evaluate.IndexRanker(r, d), desc + ")", nil

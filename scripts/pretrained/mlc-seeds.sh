@@ -38,6 +38,7 @@ for s in $seeds; do
 done
 list() { local IFS=,; echo "$*"; }
 echo "== seeds $seeds: each alone (test)" | tee -a "$log"
+# A TREC file alone, scored as it ranks: RRF of one list keeps its order.
 for f in "${files[@]}"; do
   bin/toolret eval -data "$tl" -method fusion -fusion rrf -runs "$f" | grep -E '^all' | sed "s|^|$(basename "$f") |" | tee -a "$log"
 done
