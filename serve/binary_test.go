@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -282,9 +283,17 @@ func TestKill9(t *testing.T) {
 func TestGracefulShutdown(t *testing.T) {
 	bin := buildServe(t)
 	p := startServe(t, bin, newIndex(t), "-grace", "30s")
-	queries := make([]string, 32)
-	for i := range queries {
-		queries[i] = fmt.Sprintf("find flights from Lisbon to city number %d tomorrow morning, cheapest first", i)
+	// Every request's queries are new (the query cache answers repeated ones in microseconds,
+	// which left the clients between requests rather than in one at the signal): each
+	// request embeds its 32 queries, so the four clients are almost always waiting on one.
+	var n atomic.Int64
+	queries := func() []string {
+		q := make([]string, 32)
+		r := n.Add(1)
+		for i := range q {
+			q[i] = fmt.Sprintf("find flights from Lisbon to city number %d tomorrow morning, request %d, cheapest first", i, r)
+		}
+		return q
 	}
 	var (
 		mu               sync.Mutex
@@ -306,7 +315,7 @@ func TestGracefulShutdown(t *testing.T) {
 				default:
 				}
 				start := time.Now()
-				status, b, err := post(c, "POST", p.url+"/v1/retrieve", map[string]any{"queries": queries, "k": 20, "with_text": true})
+				status, b, err := post(c, "POST", p.url+"/v1/retrieve", map[string]any{"queries": queries(), "k": 20, "with_text": true})
 				end := time.Now()
 				mu.Lock()
 				switch {
