@@ -49,6 +49,11 @@ type ExportConfig struct {
 	// fine-tuned run interpolated with its pre-trained start).
 	Interpolate       string
 	InterpolateWeight float64
+	// KeepLayers, when set, keeps only these transformer layers of the model (indices,
+	// strictly increasing), renumbered from 0 (export.KeepLayersHF: layer pruning, e.g.
+	// every other layer for a smaller student, or fewer layers to measure what depth buys).
+	// Applied after Interpolate.
+	KeepLayers []int
 	// Source overrides the source the export records (default: Model).
 	Source string
 	// Log receives notes (usage vectors, packaged refiner); nil: none.
@@ -81,6 +86,9 @@ func Export(ctx context.Context, cfg ExportConfig) (*export.Manifest, error) {
 	}
 	if cfg.Interpolate != "" {
 		return interpolate(ctx, cfg)
+	}
+	if len(cfg.KeepLayers) > 0 {
+		return keepLayers(ctx, cfg)
 	}
 	if _, err := export.ParseQuantization(string(cfg.Quantize)); err != nil {
 		return nil, fmt.Errorf("-quantize: %w", err)
@@ -204,18 +212,9 @@ func interpolate(ctx context.Context, cfg ExportConfig) (*export.Manifest, error
 	defer os.RemoveAll(tmp)
 	var dirs [2]string
 	for i, ref := range []string{cfg.Model, cfg.Interpolate} {
-		dir, err := hub.Resolve(ctx, ref)
-		if err != nil {
+		if dirs[i], err = hfDir(ctx, ref, filepath.Join(tmp, fmt.Sprint(i)), cfg.Backend); err != nil {
 			return nil, err
 		}
-		if !export.IsHFDir(dir) {
-			sub := ExportConfig{Model: ref, Format: export.FormatHF, Out: filepath.Join(tmp, fmt.Sprint(i)), Backend: cfg.Backend}
-			if _, err := Export(ctx, sub); err != nil {
-				return nil, err
-			}
-			dir = sub.Out
-		}
-		dirs[i] = dir
 	}
 	merged := filepath.Join(tmp, "interpolated")
 	if err := export.InterpolateHF(merged, dirs[0], dirs[1], cfg.InterpolateWeight); err != nil {
@@ -224,4 +223,49 @@ func interpolate(ctx context.Context, cfg ExportConfig) (*export.Manifest, error
 	cfg.Source = fmt.Sprintf("(1-%g)·%s + %g·%s", cfg.InterpolateWeight, cfg.Model, cfg.InterpolateWeight, cfg.Interpolate)
 	cfg.Model, cfg.Interpolate = merged, ""
 	return Export(ctx, cfg)
+}
+
+// keepLayers exports cfg.Model as an HF directory (a pre-trained model is used in place),
+// keeps cfg.KeepLayers of its layers in a temporary directory and exports that as cfg asks.
+func keepLayers(ctx context.Context, cfg ExportConfig) (*export.Manifest, error) {
+	if cfg.Refiner != "" {
+		return nil, fmt.Errorf("-keep-layers: a refiner was trained over a run's candidates, not over a pruned model")
+	}
+	tmp, err := os.MkdirTemp("", "toolret-keep-layers-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	dir, err := hfDir(ctx, cfg.Model, filepath.Join(tmp, "model"), cfg.Backend)
+	if err != nil {
+		return nil, err
+	}
+	pruned := filepath.Join(tmp, "pruned")
+	if err := export.KeepLayersHF(pruned, dir, cfg.KeepLayers); err != nil {
+		return nil, err
+	}
+	src := cfg.Model
+	if cfg.Source != "" {
+		src = cfg.Source
+	}
+	cfg.Source = fmt.Sprintf("%s, layers %s", src, export.FormatLayers(cfg.KeepLayers))
+	cfg.Model, cfg.KeepLayers = pruned, nil
+	return Export(ctx, cfg)
+}
+
+// hfDir resolves ref to a HuggingFace directory: a pre-trained model (directory or hub id) as
+// it is, a run exported with -format hf into out.
+func hfDir(ctx context.Context, ref, out, be string) (string, error) {
+	dir, err := hub.Resolve(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	if export.IsHFDir(dir) {
+		return dir, nil
+	}
+	sub := ExportConfig{Model: ref, Format: export.FormatHF, Out: out, Backend: be}
+	if _, err := Export(ctx, sub); err != nil {
+		return "", err
+	}
+	return out, nil
 }

@@ -83,6 +83,11 @@ func Main(args []string) int {
 	quant := cli.Quantize(fs, "also write the ONNX model quantized (model_int8.onnx beside model.onnx); -format index: embed the tools with int8 weights (-backend onnx) and record it")
 	interp := fs.String("interpolate", "", "a second model (run, HF directory or hub id) of the same architecture: the export's weights are (1-W)·MODEL + W·this (WiSE-FT)")
 	interpW := fs.Float64("interpolate-weight", 0.5, "W of -interpolate, in [0, 1]")
+	var keep []int
+	fs.Func("keep-layers", "keep only these transformer layers of the model, e.g. 0,2,4 (strictly increasing indices, renumbered from 0; after -interpolate): layer pruning, as distillation recipes start a smaller student", func(s string) (err error) {
+		keep, err = export.ParseLayers(s)
+		return err
+	})
 	var lengths export.Lengths
 	fs.IntVar(&lengths.Query, "query-len", 0, "a pre-trained model's maximum tokens per query (0: the model's own); recorded in the export")
 	fs.IntVar(&lengths.Tool, "tool-len", 0, "a pre-trained model's maximum tokens per tool text (0: the model's own); recorded in the export")
@@ -126,7 +131,7 @@ func Main(args []string) int {
 		return 2
 	}
 	man, err := toolret.Export(context.Background(), toolret.ExportConfig{Model: *run, Format: *format, Out: *out, Force: *force,
-		Data: *dataDir, Backend: *be, Refiner: *refinerRun, Prompts: prompts, Interpolate: *interp, InterpolateWeight: *interpW, Lengths: lengths,
+		Data: *dataDir, Backend: *be, Refiner: *refinerRun, Prompts: prompts, Interpolate: *interp, InterpolateWeight: *interpW, KeepLayers: keep, Lengths: lengths,
 		Quantize: q, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "export:", cli.Unprefixed("export", err))

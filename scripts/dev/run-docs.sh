@@ -68,6 +68,7 @@ train biencoder -init sentence-transformers/all-MiniLM-L6-v2 -backend xla:cuda -
 encode -model M -in FILE -backend onnx -quantize int8
 export -model M -format index -data DIR -backend onnx -quantize int8 -out IDX
 export -model sentence-transformers/all-MiniLM-L6-v2 -format hf -quantize int8 -out DIR
+export -model sentence-transformers/all-MiniLM-L6-v2 -keep-layers 0,2,4 -out DIR
 serve -index IDX -backend onnx
 serve -library LIB.jsonl -model M -backend onnx -quantize int8
 LINES
