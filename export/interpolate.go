@@ -63,23 +63,36 @@ func InterpolateHF(out, a, b string, alpha float64) error {
 	if len(ts) == 0 {
 		return fmt.Errorf("interpolate: %s has no floating-point tensor", a)
 	}
-	if err := os.MkdirAll(filepath.Dir(filepath.Clean(out)), 0o755); err != nil {
-		return fmt.Errorf("interpolate: %w", err)
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), ".interpolate-")
+	meta := map[string]string{"format": "pt", "toolret_interpolation": fmt.Sprintf("(1-%g)·%s + %g·%s", alpha, a, alpha, b)}
+	err = writeModelDir(out, a, func(tmp string) error {
+		return safetensors.Write(filepath.Join(tmp, "model.safetensors"), ts, meta)
+	})
 	if err != nil {
 		return fmt.Errorf("interpolate: %w", err)
+	}
+	return nil
+}
+
+// writeModelDir writes the model directory out: src's files (copyModelFiles), then what write
+// puts beside them, in a temporary directory beside out that is renamed into place once
+// complete, so out is never half-written.
+func writeModelDir(out, src string, write func(tmp string) error) error {
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(out)), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), ".model-")
+	if err != nil {
+		return err
 	}
 	defer os.RemoveAll(tmp)
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	if err := copyModelFiles(tmp, a); err != nil {
-		return fmt.Errorf("interpolate: %w", err)
+	if err := copyModelFiles(tmp, src); err != nil {
+		return err
 	}
-	meta := map[string]string{"format": "pt", "toolret_interpolation": fmt.Sprintf("(1-%g)·%s + %g·%s", alpha, a, alpha, b)}
-	if err := safetensors.Write(filepath.Join(tmp, "model.safetensors"), ts, meta); err != nil {
-		return fmt.Errorf("interpolate: %w", err)
+	if err := write(tmp); err != nil {
+		return err
 	}
 	return os.Rename(tmp, out)
 }

@@ -108,28 +108,17 @@ func KeepLayersHF(out, src string, keep []int) error {
 	if err != nil {
 		return fmt.Errorf("keep layers: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(filepath.Clean(out)), 0o755); err != nil {
-		return fmt.Errorf("keep layers: %w", err)
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), ".keep-layers-")
+	meta := map[string]string{"format": "pt", "toolret_keep_layers": fmt.Sprintf("%s of %s", FormatLayers(keep), src)}
+	err = writeModelDir(out, src, func(tmp string) error {
+		if err := os.WriteFile(filepath.Join(tmp, "config.json"), append(newCfg, '\n'), 0o644); err != nil {
+			return err
+		}
+		return safetensors.WriteRaw(filepath.Join(tmp, "model.safetensors"), ts, meta)
+	})
 	if err != nil {
 		return fmt.Errorf("keep layers: %w", err)
 	}
-	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
-	}
-	if err := copyModelFiles(tmp, src); err != nil {
-		return fmt.Errorf("keep layers: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "config.json"), append(newCfg, '\n'), 0o644); err != nil {
-		return fmt.Errorf("keep layers: %w", err)
-	}
-	meta := map[string]string{"format": "pt", "toolret_keep_layers": fmt.Sprintf("%s of %s", FormatLayers(keep), src)}
-	if err := safetensors.WriteRaw(filepath.Join(tmp, "model.safetensors"), ts, meta); err != nil {
-		return fmt.Errorf("keep layers: %w", err)
-	}
-	return os.Rename(tmp, out)
+	return nil
 }
 
 // FormatLayers writes layer indices as ParseLayers reads them ("0,2,4").
