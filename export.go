@@ -267,5 +267,8 @@ func hfDir(ctx context.Context, ref, out, be string) (string, error) {
 	if _, err := Export(ctx, sub); err != nil {
 		return "", err
 	}
+	if !export.IsHFDir(out) { // separate towers: query/ and tool/
+		return "", fmt.Errorf("%s has separate query and tool towers: -interpolate and -keep-layers take a model with one encoder", ref)
+	}
 	return out, nil
 }

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
@@ -26,6 +28,10 @@ func TestKeepLayersFlag(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	sep := filepath.Join(tmp, "sep")
+	if err := exporttest.WriteRun(sep, exporttest.Options{Layers: 3, Separate: true}, be, 13); err != nil {
+		t.Fatal(err)
+	}
 	for i, c := range []struct {
 		args   []string
 		code   int
@@ -36,6 +42,8 @@ func TestKeepLayersFlag(t *testing.T) {
 		{[]string{"-model", run, "-keep-layers", "0,3"}, 1, 0},
 		{[]string{"-model", run, "-keep-layers", "2,1"}, 2, 0},
 		{[]string{"-model", run, "-keep-layers", "x"}, 2, 0},
+		{[]string{"-model", sep, "-keep-layers", "0"}, 1, 0},
+		{[]string{"-model", sep, "-interpolate", run, "-keep-layers", "0"}, 1, 0},
 	} {
 		out := filepath.Join(tmp, "out", string(rune('a'+i)))
 		if code := Main(append(c.args, "-out", out)); code != c.code {
@@ -62,5 +70,9 @@ func TestKeepLayersFlag(t *testing.T) {
 		if _, err := m.Embed("tool", []string{"send an email"}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	_, err = toolret.Export(t.Context(), toolret.ExportConfig{Model: sep, KeepLayers: []int{0}, Out: filepath.Join(tmp, "sep-out")})
+	if err == nil || !strings.Contains(err.Error(), "separate query and tool towers") {
+		t.Errorf("separate towers: %v, want an error naming them", err)
 	}
 }
