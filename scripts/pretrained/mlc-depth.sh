@@ -26,6 +26,8 @@ done
 cat "$out/mlc.trec.dev" "$out/mlc.trec.test" >"$out/mlc.trec" && rm -f "$out/mlc.trec.dev" "$out/mlc.trec.test"
 if [ -s "$base" ]; then
   bin/toolret eval -data $tl -compare "$base,$out/mlc.trec" | tee -a "$out/log.txt"
+else
+  echo "mlc-depth: no paired comparison: $base (the 6-layer rankings) is missing; scripts/pretrained/mlc-seeds.sh 1 writes it" | tee -a "$out/log.txt" >&2
 fi
 echo "== zero-shot, the pruned model" | tee -a "$out/log.txt"
 bin/toolret eval -model "$out/model" -data $tl -backend $be | tee -a "$out/log.txt"
