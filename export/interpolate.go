@@ -73,8 +73,8 @@ func InterpolateHF(out, a, b string, alpha float64) error {
 	return nil
 }
 
-// writeModelDir writes the model directory out: src's files (copyModelFiles), then what write
-// puts beside them, in a temporary directory beside out that is renamed into place once
+// writeModelDir writes the model directory out: src's files (copyModelFiles; none when src is
+// ""), then what write puts beside them, in a temporary directory beside out that is renamed into place once
 // complete, so out is never half-written.
 func writeModelDir(out, src string, write func(tmp string) error) error {
 	if err := os.MkdirAll(filepath.Dir(filepath.Clean(out)), 0o755); err != nil {
@@ -88,8 +88,10 @@ func writeModelDir(out, src string, write func(tmp string) error) error {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	if err := copyModelFiles(tmp, src); err != nil {
-		return err
+	if src != "" {
+		if err := copyModelFiles(tmp, src); err != nil {
+			return err
+		}
 	}
 	if err := write(tmp); err != nil {
 		return err

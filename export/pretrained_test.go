@@ -23,7 +23,7 @@ import (
 const pretrainedTol = 1e-5
 
 // pretrainedModels are the models `make models` installs; the parity runs on each one cached.
-var pretrainedModels = []string{"sentence-transformers/all-MiniLM-L6-v2", "sentence-transformers/all-mpnet-base-v2"}
+var pretrainedModels = []string{"sentence-transformers/all-MiniLM-L6-v2", "sentence-transformers/all-mpnet-base-v2", "BAAI/bge-small-en-v1.5", "intfloat/e5-small-v2"}
 
 // stPython returns a python with sentence-transformers ($TOOLRET_PYTHON, then the toolret
 // cache's venv, then python3), or skips.

