@@ -3,6 +3,8 @@ package toolret
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
@@ -42,4 +44,24 @@ func ImportModel(id, dir string) (string, error) {
 		return "", fmt.Errorf("import %s: %q is not a hub id org/name", dir, id)
 	}
 	return hub.Import(hub.CacheDir(), hid, "", "main", dir)
+}
+
+// ImportONNXModel rebuilds the HuggingFace / sentence-transformers directory of a BERT encoder
+// exported to ONNX by PyTorch (export.ImportONNX: in names the graph, its tokenizer.json and
+// the model card's pooling) and installs it into the hub cache as id ("org/name"), as
+// `toolret hub import-onnx` does; it returns the snapshot directory.
+func ImportONNXModel(id string, in export.ONNXImport) (string, error) {
+	if hid, ok := hub.ParseID(id); !ok || hid.Revision != "" {
+		return "", fmt.Errorf("import %s: %q is not a hub id org/name", in.Model, id)
+	}
+	tmp, err := os.MkdirTemp("", "toolret-import-onnx-")
+	if err != nil {
+		return "", fmt.Errorf("import %s: %w", in.Model, err)
+	}
+	defer os.RemoveAll(tmp)
+	dir := filepath.Join(tmp, "model")
+	if err := export.ImportONNX(dir, in); err != nil {
+		return "", err
+	}
+	return ImportModel(id, dir)
 }

@@ -2,118 +2,18 @@ package export_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/gomlx/compute-onnx/support/protos"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/safetensors"
-	"google.golang.org/protobuf/proto"
 )
-
-// linearWeight matches the Linear weights PyTorch's exporter stores transposed under an
-// anonymous name.
-var linearWeight = regexp.MustCompile(`(attention\.self\.(query|key|value)|attention\.output\.dense|intermediate\.dense|output\.dense|pooler\.dense)\.weight$`)
-
-// onnxOpts shape the exported graph torchONNX writes.
-type onnxOpts struct {
-	prefix     string  // tensor name prefix ("bert." as BertForX exports write it)
-	headSize   int     // the attention scale's sqrt(head size); 0: no attention scale
-	mulScale   bool    // scale by Mul(1/sqrt) instead of Div(sqrt)
-	eps        float32 // LayerNorm epsilon; 0: no LayerNorm pattern
-	noErf      bool    // leave out the Erf (another activation)
-	drop       string  // leave out this tensor
-	unnamedAdd string  // this Linear's bias added under an anonymous name
-}
-
-// torchONNX writes the BERT of the HF directory src as PyTorch's ONNX exporter does: biases,
-// embeddings and LayerNorm parameters under their names, each Linear weight transposed under
-// "onnx::MatMul_N" and multiplied then added to its named bias, the attention scale, LayerNorm
-// epsilon and gelu's Erf as nodes. The graph is not meant to run: ImportONNX reads its
-// structure and weights.
-func torchONNX(t *testing.T, src string, o onnxOpts) []byte {
-	t.Helper()
-	f, err := safetensors.Open(filepath.Join(src, "model.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := &protos.GraphProto{Name: "main_graph"}
-	scalar := func(name string, v float32) {
-		b := make([]byte, 4)
-		binary.LittleEndian.PutUint32(b, math.Float32bits(v))
-		g.Node = append(g.Node, &protos.NodeProto{OpType: "Constant", Output: []string{name}, Attribute: []*protos.AttributeProto{{
-			Name: "value", Type: protos.AttributeProto_TENSOR, T: &protos.TensorProto{DataType: int32(protos.TensorProto_FLOAT), RawData: b}}}})
-	}
-	n := 0
-	for _, name := range f.Names() {
-		if name == o.drop {
-			continue
-		}
-		raw, info, err := f.Raw(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dims := make([]int64, len(info.Shape))
-		for i, d := range info.Shape {
-			dims[i] = int64(d)
-		}
-		if !linearWeight.MatchString(name) {
-			g.Initializer = append(g.Initializer, &protos.TensorProto{Name: o.prefix + name, Dims: dims, DataType: int32(protos.TensorProto_FLOAT), RawData: raw})
-			continue
-		}
-		rows, cols := info.Shape[0], info.Shape[1] // [out, in] -> [in, out]
-		tr := make([]byte, len(raw))
-		for i := 0; i < rows; i++ {
-			for j := 0; j < cols; j++ {
-				copy(tr[4*(j*rows+i):], raw[4*(i*cols+j):4*(i*cols+j)+4])
-			}
-		}
-		n++
-		w := fmt.Sprintf("onnx::MatMul_%d", 1500+n)
-		g.Initializer = append(g.Initializer, &protos.TensorProto{Name: w, Dims: []int64{dims[1], dims[0]}, DataType: int32(protos.TensorProto_FLOAT), RawData: tr})
-		bias := o.prefix + strings.TrimSuffix(name, ".weight") + ".bias"
-		if name == o.unnamedAdd {
-			bias = fmt.Sprintf("onnx::Add_%d", 1500+n)
-		}
-		g.Node = append(g.Node,
-			&protos.NodeProto{OpType: "MatMul", Name: fmt.Sprintf("/MatMul_%d", n), Input: []string{fmt.Sprintf("x%d", n), w}, Output: []string{fmt.Sprintf("m%d", n)}},
-			&protos.NodeProto{OpType: "Add", Input: []string{bias, fmt.Sprintf("m%d", n)}, Output: []string{fmt.Sprintf("a%d", n)}})
-	}
-	if o.headSize > 0 {
-		g.Node = append(g.Node, &protos.NodeProto{OpType: "MatMul", Input: []string{"q", "kt"}, Output: []string{"scores"}})
-		if o.mulScale {
-			scalar("scale", float32(1/math.Sqrt(float64(o.headSize))))
-			g.Node = append(g.Node, &protos.NodeProto{OpType: "Mul", Input: []string{"scores", "scale"}, Output: []string{"scaled"}})
-		} else {
-			scalar("scale", float32(math.Sqrt(float64(o.headSize))))
-			g.Node = append(g.Node, &protos.NodeProto{OpType: "Div", Input: []string{"scores", "scale"}, Output: []string{"scaled"}})
-		}
-	}
-	if o.eps > 0 {
-		scalar("eps", o.eps)
-		g.Node = append(g.Node,
-			&protos.NodeProto{OpType: "ReduceMean", Input: []string{"sq"}, Output: []string{"var"}},
-			&protos.NodeProto{OpType: "Add", Input: []string{"var", "eps"}, Output: []string{"vareps"}})
-	}
-	if !o.noErf {
-		g.Node = append(g.Node, &protos.NodeProto{OpType: "Erf", Input: []string{"h"}, Output: []string{"erf"}})
-	}
-	b, err := proto.Marshal(&protos.ModelProto{IrVersion: 7, ProducerName: "pytorch", Graph: g,
-		OpsetImport: []*protos.OperatorSetIdProto{{Version: 11}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // TestImportONNX rebuilds a tiny BERT from its PyTorch-style ONNX export: every tensor is byte
 // for byte the original's, config.json has its sizes, heads and epsilon, and the imported
@@ -131,14 +31,14 @@ func TestImportONNX(t *testing.T) {
 	tok := filepath.Join(src, "tokenizer.json")
 	for _, c := range []struct {
 		name string
-		o    onnxOpts
+		o    exporttest.TorchONNXOptions
 	}{
-		{"div", onnxOpts{headSize: 8, eps: 1e-12}},
-		{"mul and bert. prefix", onnxOpts{prefix: "bert.", headSize: 8, mulScale: true, eps: 1e-12}},
+		{"div", exporttest.TorchONNXOptions{HeadSize: 8, Eps: 1e-12}},
+		{"mul and bert. prefix", exporttest.TorchONNXOptions{Prefix: "bert.", HeadSize: 8, MulScale: true, Eps: 1e-12}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := filepath.Join(t.TempDir(), "model.onnx")
-			if err := os.WriteFile(m, torchONNX(t, src, c.o), 0o644); err != nil {
+			if err := os.WriteFile(m, torchONNXBytes(t, src, c.o), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			out := filepath.Join(t.TempDir(), "out")
@@ -234,7 +134,7 @@ func TestImportONNXErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok := filepath.Join(src, "tokenizer.json")
-	good := onnxOpts{headSize: 8, eps: 1e-12}
+	good := exporttest.TorchONNXOptions{HeadSize: 8, Eps: 1e-12}
 	// A tokenizer with one token fewer than the embedding table.
 	var tj map[string]any
 	raw, err := os.ReadFile(tok)
@@ -261,18 +161,18 @@ func TestImportONNXErrors(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, want string
-		o          onnxOpts
+		o          exporttest.TorchONNXOptions
 		bytes      []byte
 		tok, out   string
 		pooling    string
 		heads      int
 	}{
 		{name: "not onnx", bytes: []byte("not a model"), want: "not an ONNX model"},
-		{name: "unnamed bias", o: onnxOpts{headSize: 8, eps: 1e-12, unnamedAdd: "encoder.layer.1.output.dense.weight"}, want: "is not followed by a named bias"},
-		{name: "missing tensor", o: onnxOpts{headSize: 8, eps: 1e-12, drop: "encoder.layer.0.output.LayerNorm.bias"}, want: "no tensor encoder.layer.0.output.LayerNorm.bias"},
-		{name: "no erf", o: onnxOpts{headSize: 8, eps: 1e-12, noErf: true}, want: "no Erf node"},
-		{name: "no epsilon", o: onnxOpts{headSize: 8}, want: "no LayerNorm epsilon"},
-		{name: "no attention scale", o: onnxOpts{eps: 1e-12}, want: "give the number of heads"},
+		{name: "unnamed bias", o: exporttest.TorchONNXOptions{HeadSize: 8, Eps: 1e-12, UnnamedAdd: "encoder.layer.1.output.dense.weight"}, want: "is not followed by a named bias"},
+		{name: "missing tensor", o: exporttest.TorchONNXOptions{HeadSize: 8, Eps: 1e-12, Drop: "encoder.layer.0.output.LayerNorm.bias"}, want: "no tensor encoder.layer.0.output.LayerNorm.bias"},
+		{name: "no erf", o: exporttest.TorchONNXOptions{HeadSize: 8, Eps: 1e-12, NoErf: true}, want: "no Erf node"},
+		{name: "no epsilon", o: exporttest.TorchONNXOptions{HeadSize: 8}, want: "no LayerNorm epsilon"},
+		{name: "no attention scale", o: exporttest.TorchONNXOptions{Eps: 1e-12}, want: "give the number of heads"},
 		{name: "vocabulary", o: good, tok: short, want: "rows"},
 		{name: "pooling", o: good, pooling: "max", want: "want cls or mean"},
 		{name: "out exists", o: good, out: exists, want: "exists"},
@@ -282,7 +182,7 @@ func TestImportONNXErrors(t *testing.T) {
 			m := filepath.Join(t.TempDir(), "model.onnx")
 			body := c.bytes
 			if body == nil {
-				body = torchONNX(t, src, c.o)
+				body = torchONNXBytes(t, src, c.o)
 			}
 			if err := os.WriteFile(m, body, 0o644); err != nil {
 				t.Fatal(err)
@@ -312,10 +212,19 @@ func TestImportONNXErrors(t *testing.T) {
 	}
 	// Heads given where the graph has no attention scale: imported.
 	m := filepath.Join(dir, "noscale.onnx")
-	if err := os.WriteFile(m, torchONNX(t, src, onnxOpts{eps: 1e-12}), 0o644); err != nil {
+	if err := os.WriteFile(m, torchONNXBytes(t, src, exporttest.TorchONNXOptions{Eps: 1e-12}), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := export.ImportONNX(filepath.Join(dir, "heads"), export.ONNXImport{Model: m, Tokenizer: tok, Pooling: "cls", Heads: 4}); err != nil {
 		t.Errorf("with -heads 4: %v", err)
 	}
+}
+
+func torchONNXBytes(t *testing.T, src string, o exporttest.TorchONNXOptions) []byte {
+	t.Helper()
+	b, err := exporttest.TorchONNX(src, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -22,8 +22,8 @@ import (
 	"github.com/toolret/toolret/internal/cli"
 	"io"
 	"os"
-	"path/filepath"
 
+	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/hub"
 )
@@ -123,21 +123,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if fs.NArg() != 2 || *repo == "" {
 			return fmt.Errorf("import-onnx: give -repo, the .onnx file and its tokenizer.json\n%s", usage)
 		}
-		id, ok := hub.ParseID(*repo)
-		if !ok || id.Revision != "" {
-			return fmt.Errorf("import-onnx: -repo %q is not a hub id org/name", *repo)
-		}
 		in.Model, in.Tokenizer = fs.Arg(0), fs.Arg(1)
-		tmp, err := os.MkdirTemp("", "toolret-import-onnx-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		model := filepath.Join(tmp, "model")
-		if err := export.ImportONNX(model, in); err != nil {
-			return err
-		}
-		dir, err := hub.Import(hub.CacheDir(), id, "", "main", model)
+		dir, err := toolret.ImportONNXModel(*repo, in)
 		if err != nil {
 			return err
 		}
