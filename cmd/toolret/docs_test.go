@@ -57,7 +57,7 @@ var flagName = regexp.MustCompile(`(?:^|[\s\[|])-([a-z][a-z0-9-]*)`)
 func checkSynopsis(t *testing.T, file string, c docCommand) {
 	var cmd []string
 	for _, w := range c.args {
-		if strings.HasPrefix(w, "-") || strings.HasPrefix(w, "[") || !regexp.MustCompile(`^[a-z]+$`).MatchString(w) {
+		if strings.HasPrefix(w, "-") || strings.HasPrefix(w, "[") || !regexp.MustCompile(`^[a-z][a-z-]*$`).MatchString(w) {
 			break
 		}
 		cmd = append(cmd, w)
