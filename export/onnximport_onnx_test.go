@@ -32,11 +32,7 @@ func TestImportedONNXParity(t *testing.T) {
 		t.Skip("-short")
 	}
 	tools, queries := parityTexts(t)
-	cache := os.Getenv("TOOLRET_CACHE")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache", "toolret")
-	}
+	cache := toolretCache()
 	ran := false
 	for _, mdl := range onnxImported {
 		jar := filepath.Join(cache, "maven", mdl.jar)

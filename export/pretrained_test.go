@@ -25,16 +25,21 @@ const pretrainedTol = 1e-5
 // pretrainedModels are the models `make models` installs; the parity runs on each one cached.
 var pretrainedModels = []string{"sentence-transformers/all-MiniLM-L6-v2", "sentence-transformers/all-mpnet-base-v2", "BAAI/bge-small-en-v1.5", "intfloat/e5-small-v2"}
 
+// toolretCache is the toolret cache ($TOOLRET_CACHE, else ~/.cache/toolret): the venv, the
+// sentence-transformers references, the Java packages make models fetched.
+func toolretCache() string {
+	if c := os.Getenv("TOOLRET_CACHE"); c != "" {
+		return c
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "toolret")
+}
+
 // stPython returns a python with sentence-transformers ($TOOLRET_PYTHON, then the toolret
 // cache's venv, then python3), or skips.
 func stPython(t *testing.T) string {
 	t.Helper()
-	cache := os.Getenv("TOOLRET_CACHE")
-	if cache == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			cache = filepath.Join(home, ".cache", "toolret")
-		}
-	}
+	cache := toolretCache()
 	for _, py := range []string{os.Getenv("TOOLRET_PYTHON"), filepath.Join(cache, "venv", "bin", "python"), "python3"} {
 		if py == "" {
 			continue
@@ -93,11 +98,7 @@ func stReference(t *testing.T, py, ref, dir string, tools, queries []string) (tr
 	for _, s := range append([]string{dir, py, string(versions), "tools"}, append(append(tools, "queries"), queries...)...) {
 		fmt.Fprintf(h, "%d:%s\n", len(s), s)
 	}
-	cache := os.Getenv("TOOLRET_CACHE")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache", "toolret")
-	}
+	cache := toolretCache()
 	path := filepath.Join(cache, "st-reference", fmt.Sprintf("%x.json", h.Sum(nil)[:12]))
 	var saved struct{ Tools, Queries []stRow }
 	if os.Getenv("TOOLRET_ST_FRESH") == "" {
