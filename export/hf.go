@@ -244,26 +244,33 @@ func addHead(t *Tower, head *Head, dir string, cfg map[string]any) error {
 	return nil
 }
 
-func writeSentenceTransformers(m *Model, t *Tower, dir string, maxLen int) error {
-	h := t.Encoder.Hidden()
-	type module struct {
-		Idx  int    `json:"idx"`
-		Name string `json:"name"`
-		Path string `json:"path"`
-		Type string `json:"type"`
-	}
-	mods := []module{{0, "0", "", stTransformer}, {1, "1", "1_Pooling", stPooling}}
-	pool := map[string]any{
-		"word_embedding_dimension":          h,
-		"pooling_mode_cls_token":            t.Pooling != encoder.PoolMean,
-		"pooling_mode_mean_tokens":          t.Pooling == encoder.PoolMean,
+// stModule is one entry of a sentence-transformers modules.json.
+type stModule struct {
+	Idx  int    `json:"idx"`
+	Name string `json:"name"`
+	Path string `json:"path"`
+	Type string `json:"type"`
+}
+
+// stPoolingConfig is a sentence-transformers Pooling module's config.json: mean pooling, or
+// the [CLS] token's state (which a pooler reads too).
+func stPoolingConfig(hidden int, mean bool) map[string]any {
+	return map[string]any{
+		"word_embedding_dimension":          hidden,
+		"pooling_mode_cls_token":            !mean,
+		"pooling_mode_mean_tokens":          mean,
 		"pooling_mode_max_tokens":           false,
 		"pooling_mode_mean_sqrt_len_tokens": false,
 		"pooling_mode_weightedmean_tokens":  false,
 		"pooling_mode_lasttoken":            false,
 		"include_prompt":                    true,
 	}
-	if err := writeJSON(dir, "1_Pooling/config.json", pool); err != nil {
+}
+
+func writeSentenceTransformers(m *Model, t *Tower, dir string, maxLen int) error {
+	h := t.Encoder.Hidden()
+	mods := []stModule{{0, "0", "", stTransformer}, {1, "1", "1_Pooling", stPooling}}
+	if err := writeJSON(dir, "1_Pooling/config.json", stPoolingConfig(h, t.Pooling == encoder.PoolMean)); err != nil {
 		return err
 	}
 	if t.Pooling == encoder.PoolPooler {
@@ -278,7 +285,7 @@ func writeSentenceTransformers(m *Model, t *Tower, dir string, maxLen int) error
 		}
 		n := len(mods)
 		p := fmt.Sprintf("%d_Dense", n)
-		mods = append(mods, module{n, strconv.Itoa(n), p, stDense})
+		mods = append(mods, stModule{n, strconv.Itoa(n), p, stDense})
 		if err := writeJSON(dir, p+"/config.json", map[string]any{"in_features": h, "out_features": h, "bias": true, "activation_function": stTanh}); err != nil {
 			return err
 		}
@@ -293,7 +300,7 @@ func writeSentenceTransformers(m *Model, t *Tower, dir string, maxLen int) error
 	if t.Normalize {
 		n := len(mods)
 		p := fmt.Sprintf("%d_Normalize", n)
-		mods = append(mods, module{n, strconv.Itoa(n), p, stNormalize})
+		mods = append(mods, stModule{n, strconv.Itoa(n), p, stNormalize})
 		np, err := path(dir, p)
 		if err != nil {
 			return err

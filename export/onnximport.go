@@ -128,25 +128,13 @@ func ImportONNX(out string, in ONNXImport) error {
 	if in.Normalize {
 		sim = "cosine"
 	}
-	type module struct {
-		Idx  int    `json:"idx"`
-		Name string `json:"name"`
-		Path string `json:"path"`
-		Type string `json:"type"`
-	}
-	mods := []module{{0, "0", "", stTransformer}, {1, "1", "1_Pooling", stPooling}}
+	mods := []stModule{{0, "0", "", stTransformer}, {1, "1", "1_Pooling", stPooling}}
 	if in.Normalize {
-		mods = append(mods, module{2, "2", "2_Normalize", stNormalize})
-	}
-	pool := map[string]any{
-		"word_embedding_dimension": g.hidden, "pooling_mode_cls_token": in.Pooling == "cls",
-		"pooling_mode_mean_tokens": in.Pooling == "mean", "pooling_mode_max_tokens": false,
-		"pooling_mode_mean_sqrt_len_tokens": false, "pooling_mode_weightedmean_tokens": false,
-		"pooling_mode_lasttoken": false, "include_prompt": true,
+		mods = append(mods, stModule{2, "2", "2_Normalize", stNormalize})
 	}
 	files := map[string]any{
 		"config.json": cfg, "tokenizer_config.json": tcfg, "special_tokens_map.json": specials,
-		"modules.json": mods, "1_Pooling/config.json": pool,
+		"modules.json": mods, "1_Pooling/config.json": stPoolingConfig(g.hidden, in.Pooling == "mean"),
 		"sentence_bert_config.json":         map[string]any{"max_seq_length": maxLen, "do_lower_case": false},
 		"config_sentence_transformers.json": map[string]any{"prompts": prompts, "default_prompt_name": nil, "similarity_fn_name": sim},
 	}

