@@ -559,8 +559,9 @@ func FromEmbedder(e *biencoder.Embedder) *Model {
 		base := c.TowerBase(name)
 		return Tower{Name: name, Base: base, Encoder: withPooler(c.Encoder, e.Store, base), Pooling: c.Pooling, Normalize: cos, MaxLen: maxLen}
 	}
+	// The prompts are recorded (exports and indexes write them); the embedder applies them.
 	m := &Model{Kind: KindBiEncoder, Tok: e.Tok, Store: e.Store, Backend: e.Backend, Similarity: c.Similarity, Marker: c.Marker,
-		QueryMaxLen: c.QueryMaxLen, ToolMaxLen: c.ToolMaxLen, EmbedFn: e.Embed}
+		QueryPrompt: c.QueryPrompt, ToolPrompt: c.ToolPrompt, QueryMaxLen: c.QueryMaxLen, ToolMaxLen: c.ToolMaxLen, EmbedFn: e.Embed}
 	if c.Shared {
 		t := tower("", max(c.QueryMaxLen, c.ToolMaxLen))
 		m.Towers = []Tower{t}

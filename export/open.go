@@ -45,6 +45,12 @@ func (p Prompts) Apply(m *Model) error {
 	if m.Marker != "" {
 		return fmt.Errorf("%s is an iteration-aware bi-encoder: its queries carry its marker, not a prompt", m.Source)
 	}
+	if m.EmbedFn != nil { // a trained run embeds with the prompts it was trained with
+		if (p.Query != nil && *p.Query != m.QueryPrompt) || (p.Tool != nil && *p.Tool != m.ToolPrompt) {
+			return fmt.Errorf("%s is a trained run: it embeds with the prompts it was trained with (query %q, tool %q); train it with -query-prompt/-tool-prompt, or export it with -format hf and set prompts on that", m.Source, m.QueryPrompt, m.ToolPrompt)
+		}
+		return nil
+	}
 	if p.Query != nil {
 		m.QueryPrompt = *p.Query
 	}

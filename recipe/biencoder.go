@@ -389,7 +389,8 @@ func record(cfg *biencoder.TrainConfig, m *rundir.Meta) error {
 // resolveInit resolves Parent.Init in place: a run or directory stays as it is, a hub id
 // org/name[@revision] becomes its snapshot in the Hugging Face hub cache (downloaded when
 // missing). For pre-trained weights (an HF directory) the auto fields follow the model: LR
-// PretrainedLR, Pooling that of its sentence-transformers Pooling module.
+// PretrainedLR, Pooling that of its sentence-transformers Pooling module, QueryPrompt and
+// ToolPrompt its "query" and "document" prompts.
 func resolveInit(ctx context.Context, cfg *biencoder.TrainConfig) error {
 	if cfg.Parent.Init == "" {
 		return nil
@@ -412,6 +413,18 @@ func resolveInit(ctx context.Context, cfg *biencoder.TrainConfig) error {
 		}
 		if ok {
 			cfg.Model.Pooling = string(p)
+		}
+	}
+	if cfg.Model.QueryPrompt == nil || cfg.Model.ToolPrompt == nil {
+		q, t, err := encoder.STPrompts(dir)
+		if err != nil {
+			return fmt.Errorf("-init: %w", err)
+		}
+		if cfg.Model.QueryPrompt == nil {
+			cfg.Model.QueryPrompt = &q
+		}
+		if cfg.Model.ToolPrompt == nil {
+			cfg.Model.ToolPrompt = &t
 		}
 	}
 	return nil
@@ -457,6 +470,8 @@ func checkFeedback(cfg *biencoder.TrainConfig, q2q bool) error {
 	switch {
 	case q2q:
 		return fmt.Errorf("-feedback trains queries against tools: not with -objective %s", biencoder.ObjectiveQuery2Query)
+	case cfg.Model.QueryPrompt != nil && *cfg.Model.QueryPrompt != "":
+		return fmt.Errorf("-query-prompt %q: a feedback retriever's queries carry its iteration marker (-marker), not a prompt (-query-prompt \"\" trains from a model that has one without it)", *cfg.Model.QueryPrompt)
 	case t.HardNegatives > 0 || t.Negatives != "":
 		return fmt.Errorf("-feedback draws its hard negatives from the collection's top K (-feedback-hard-negatives): not with -hard-negatives or -negatives")
 	case t.Iterations < 0:

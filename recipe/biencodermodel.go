@@ -110,8 +110,15 @@ func newModel(cfg *biencoder.TrainConfig, d *data.Dataset, tr *data.Split, bk co
 	if m.Similarity == "" {
 		m.Similarity = "cosine"
 	}
+	deref := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
 	return &biencoder.Config{Encoder: bc, Pooling: encoder.Pooling(m.Pooling), Shared: !m.SeparateTowers, QueryMaxLen: m.QueryLen, ToolMaxLen: m.ToolLen,
-		Similarity: m.Similarity, Temperature: m.Temperature, Symmetric: m.Symmetric, NoMasking: m.NoFNMask}, tok, nil
+		Similarity: m.Similarity, Temperature: m.Temperature, Symmetric: m.Symmetric, NoMasking: m.NoFNMask,
+		QueryPrompt: deref(m.QueryPrompt), ToolPrompt: deref(m.ToolPrompt)}, tok, nil
 }
 
 // initFromRun warm-starts a bi-encoder from the trained bi-encoder run Parent.Init: its
@@ -141,6 +148,12 @@ func initFromRun(cfg *biencoder.TrainConfig, bk compute.Backend, store *model.St
 		return nil, nil, fmt.Errorf("-similarity %s: -init %s scores by %s", m.Similarity, path, rc.Similarity)
 	}
 	m.Pooling, m.Similarity = string(rc.Pooling), rc.Similarity
+	if m.QueryPrompt == nil {
+		m.QueryPrompt = &rc.QueryPrompt
+	}
+	if m.ToolPrompt == nil {
+		m.ToolPrompt = &rc.ToolPrompt
+	}
 	// One shared tower at the root, or each of the separate towers from the run's encoder.
 	var bases []string
 	if m.SeparateTowers {

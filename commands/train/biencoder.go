@@ -66,6 +66,8 @@ func biencoderCmd(args []string) error {
 	sc := scratchFlags(fs, "the training texts")
 	vocabPath, vocabSize, layers, hidden, heads, inter, arch := sc.vocab, sc.vocabSize, sc.layers, sc.hidden, sc.heads, sc.inter, sc.arch
 	pooling := fs.String("pooling", "mean", "cls, mean or pooler")
+	qPrompt := fs.String("query-prompt", "", "put before every query, in training and by the trained model (sentence-transformers' \"query\" prompt, e.g. bge's query instruction; default: the -init model's, else none; \"\" for none)")
+	tPrompt := fs.String("tool-prompt", "", "put before every tool text, in training and by the trained model (sentence-transformers' \"document\" prompt, e.g. e5's \"passage: \"; default: the -init model's, else none)")
 	separate := fs.Bool("separate-towers", false, "separate query and tool towers (default: shared)")
 	qLen := fs.Int("query-len", 32, "max query tokens")
 	tLen := fs.Int("tool-len", 64, "max tool tokens")
@@ -152,6 +154,12 @@ func biencoderCmd(args []string) error {
 	if padding == biencoder.PadTokenizer {
 		pad = -1
 	}
+	prompt := func(name string, v *string) *string { // unset: the -init model's
+		if !set[name] {
+			return nil
+		}
+		return v
+	}
 	cfg := biencoder.TrainConfig{
 		Split: biencoder.TrainSplit{Data: fs.Lookup("data").Value.String(), HoldoutTools: flagFloat(fs, "holdout-tools"), HoldoutSeed: flagUint(fs, "holdout-seed"),
 			Dev: auto("dev", *devFrac, 0.0).(float64), Test: *testSplit, Usage: *usageLog, Synthetic: *synthetic, SyntheticLLM: *synthLLM, SyntheticLLMModel: *synthModel},
@@ -159,7 +167,7 @@ func biencoderCmd(args []string) error {
 		Model: biencoder.TrainModel{Arch: auto("arch", *arch, "").(string), Vocab: *vocabPath, VocabSize: *vocabSize, Layers: *layers, Hidden: *hidden,
 			Heads: *heads, Intermediate: *inter, Pooling: auto("pooling", *pooling, "").(string), SeparateTowers: *separate, QueryLen: *qLen, ToolLen: *tLen,
 			Similarity: auto("similarity", *sim, "").(string), Temperature: *temp, Symmetric: *symmetric, NoFNMask: *noMask, Objective: *objective,
-			Margin: *margin, Marker: *fb.marker},
+			Margin: *margin, Marker: *fb.marker, QueryPrompt: prompt("query-prompt", qPrompt), ToolPrompt: prompt("tool-prompt", tPrompt)},
 		Training: biencoder.TrainSchedule{Batch: *batch, StrictBatches: *strict, PadMultiple: pad, Epochs: *epochs, LR: auto("lr", *lr, 0.0).(float64),
 			WeightDecay: *wd, Warmup: *warmup, Schedule: *schedule, Clip: *clip, Accumulate: *accum, MiniBatch: *miniBatch, FreezeEmbeddings: *freezeEmb, ToolDropout: *toolDrop, FreezeTower: *freezeTower,
 			ToolQueries: *toolQueries, HardNegatives: hardNegs, Negatives: *negFile, Iterations: *fb.iterations, Alpha: *fb.alpha,

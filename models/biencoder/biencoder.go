@@ -42,6 +42,24 @@ type Config struct {
 	// ("Iteration %d: "); empty for other retrievers. Queries are embedded as given: the
 	// iterative retrieval applies it (Mark).
 	Marker string `json:"marker,omitempty"`
+	// QueryPrompt and ToolPrompt are put before every query and every tool text the model
+	// embeds, in training and after it (Prompt): a pre-trained model's prompts (bge's query
+	// instruction, e5's "query: " and "passage: "), as sentence-transformers' "query" and
+	// "document" prompts. Empty for none.
+	QueryPrompt string `json:"query_prompt,omitempty"`
+	ToolPrompt  string `json:"tool_prompt,omitempty"`
+}
+
+// Prompt returns the prefix of a tower's texts (QueryTower: QueryPrompt, ToolTower:
+// ToolPrompt).
+func (c *Config) Prompt(tower string) string {
+	switch tower {
+	case QueryTower:
+		return c.QueryPrompt
+	case ToolTower:
+		return c.ToolPrompt
+	}
+	return ""
 }
 
 // Cosine reports whether the model scores by cosine similarity (its embeddings are
@@ -76,6 +94,9 @@ func (c *Config) Validate() error {
 	}
 	if err := CheckMarker(c.Marker); c.Marker != "" && err != nil {
 		return err
+	}
+	if c.Marker != "" && c.QueryPrompt != "" {
+		return fmt.Errorf("biencoder: query prompt %q and iteration marker %q: a feedback retriever's queries carry its marker, not a prompt", c.QueryPrompt, c.Marker)
 	}
 	return c.validateObjective()
 }

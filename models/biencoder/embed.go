@@ -28,7 +28,8 @@ type Embedder struct {
 	execs map[string]*encoder.SafeExec
 }
 
-// Embed returns one embedding per text with the given tower (QueryTower or ToolTower).
+// Embed returns one embedding per text with the given tower (QueryTower or ToolTower), each
+// text after the tower's prompt (Config.Prompt).
 func (e *Embedder) Embed(tower string, texts []string) ([][]float32, error) {
 	embedMu.Lock()
 	if e.execs == nil {
@@ -54,8 +55,9 @@ func (e *Embedder) Embed(tower string, texts []string) ([][]float32, error) {
 		maxLen = e.Cfg.ToolMaxLen
 	}
 	seqs := make([][]int32, len(texts))
+	prompt := e.Cfg.Prompt(tower)
 	for i, s := range texts {
-		seqs[i] = e.Tok.Single(s, maxLen)
+		seqs[i] = e.Tok.Single(prompt+s, maxLen)
 	}
 	out, err := encoder.Map(e.Tok, seqs, nil, maxLen, e.Batch, func(ids, _, mask *tensors.Tensor) (*tensors.Tensor, error) {
 		return exec.Call1(ids, mask)
@@ -78,10 +80,10 @@ type Ranker struct {
 	Fallbacks int
 }
 
-// QueryTokens implements rank.QueryTokenizer: text's length in tokens before truncation and
-// the query tower's max length.
+// QueryTokens implements rank.QueryTokenizer: text's length in tokens (its query prompt
+// included) before truncation and the query tower's max length.
 func (r *Ranker) QueryTokens(text string) (n, limit int) {
-	return len(r.e.Tok.Single(text, 0)), r.e.Cfg.QueryMaxLen
+	return len(r.e.Tok.Single(r.e.Cfg.QueryPrompt+text, 0)), r.e.Cfg.QueryMaxLen
 }
 
 // UsageNote returns the line reporting the usage-vector fallback ("usage vectors: N of T

@@ -208,7 +208,7 @@ func (t *FeedbackTask) Prepare() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("biencoder: %d training queries have no recorded feedback (e.g. %q): collect the train split with train feedback (and let it finish)", len(missing), missing[0])
 	}
-	t.texts = newToolTexts(t.Data, t.Tok, t.Cfg.ToolMaxLen, t.Seed, t.Reg.ToolDropout)
+	t.texts = newToolTexts(t.Data, t.Tok, t.Cfg.ToolMaxLen, t.Cfg.ToolPrompt, t.Seed, t.Reg.ToolDropout)
 	t.tools = t.texts.tools
 	t.pairs = t.TrainPairs()
 	if len(t.pairs) == 0 {

@@ -324,7 +324,7 @@ func (t *QueryTask) Prepare() error {
 			return fmt.Errorf("biencoder: triplet query %q is not a judged query of split %s", t.Data.Queries[q].ID, t.Train.Name)
 		}
 		if _, ok := t.seqs[q]; !ok {
-			t.seqs[q] = t.Tok.Single(t.Data.Queries[q].Text, t.Cfg.QueryMaxLen)
+			t.seqs[q] = t.Tok.Single(t.Cfg.QueryPrompt+t.Data.Queries[q].Text, t.Cfg.QueryMaxLen)
 		}
 		return nil
 	}

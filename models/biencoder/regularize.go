@@ -170,16 +170,17 @@ func mix64(x uint64) uint64 {
 type toolTexts struct {
 	tools  [][]int32
 	words  [][]string // nil without dropout
+	prompt string     // before every text, never dropped
 	p      float64
 	seed   uint64
 	tok    *tokenize.Tokenizer
 	maxLen int
 }
 
-func newToolTexts(d *data.Dataset, tok *tokenize.Tokenizer, maxLen int, seed uint64, p float64) toolTexts {
-	x := toolTexts{tools: make([][]int32, len(d.Tools)), p: p, seed: seed, tok: tok, maxLen: maxLen}
+func newToolTexts(d *data.Dataset, tok *tokenize.Tokenizer, maxLen int, prompt string, seed uint64, p float64) toolTexts {
+	x := toolTexts{tools: make([][]int32, len(d.Tools)), prompt: prompt, p: p, seed: seed, tok: tok, maxLen: maxLen}
 	for i, tool := range d.Tools {
-		x.tools[i] = tok.Single(tool.Text, maxLen)
+		x.tools[i] = tok.Single(prompt+tool.Text, maxLen)
 	}
 	if p > 0 {
 		x.words = make([][]string, len(d.Tools))
@@ -196,5 +197,5 @@ func (x toolTexts) seq(epoch, i, example, tool int) []int32 {
 		return x.tools[tool]
 	}
 	w := DropWords(x.words[tool], x.p, dropRand(x.seed, epoch, i, example))
-	return x.tok.Single(strings.Join(w, " "), x.maxLen)
+	return x.tok.Single(x.prompt+strings.Join(w, " "), x.maxLen)
 }

@@ -74,18 +74,18 @@ func (t *Task) Prepare() error {
 	if err := checkMiniBatch(t.MiniBatchSize, t.Cfg.Objective); err != nil {
 		return err
 	}
-	t.queries = t.QuerySeqs(t.Train.Queries, t.Cfg.QueryMaxLen)
+	t.queries = querySeqs(&t.Setup, t.Cfg, t.Train.Queries)
 	if t.Dev != nil {
-		maps.Copy(t.queries, t.QuerySeqs(t.Dev.Queries, t.Cfg.QueryMaxLen))
+		maps.Copy(t.queries, querySeqs(&t.Setup, t.Cfg, t.Dev.Queries))
 	}
-	t.texts = newToolTexts(t.Data, t.Tok, t.Cfg.ToolMaxLen, t.Seed, t.Reg.ToolDropout)
+	t.texts = newToolTexts(t.Data, t.Tok, t.Cfg.ToolMaxLen, t.Cfg.ToolPrompt, t.Seed, t.Reg.ToolDropout)
 	t.tools = t.texts.tools
 	t.pairs = t.TrainPairs()
 	if len(t.pairs) == 0 {
 		return fmt.Errorf("biencoder: split %s has no (query, tool) pairs", t.Train.Name)
 	}
 	var err error
-	if t.pseudo, err = newToolQueries(t.Data, t.Tok, t.Cfg.QueryMaxLen, t.Seed, t.ToolQueries); err != nil {
+	if t.pseudo, err = newToolQueries(t.Data, t.Tok, t.Cfg.QueryMaxLen, t.Cfg.QueryPrompt, t.Seed, t.ToolQueries); err != nil {
 		return err
 	}
 	t.pairs = append(t.pairs, t.pseudo.pairs()...)
@@ -231,3 +231,13 @@ var (
 	_ train.Task   = (*Task)(nil)
 	_ train.Shapes = (*Task)(nil)
 )
+
+// querySeqs tokenizes the queries qs (dataset indices) after the query prompt, into at most
+// the query length, keyed by query index.
+func querySeqs(s *train.Setup, c *Config, qs []int) map[int][]int32 {
+	out := make(map[int][]int32, len(qs))
+	for _, q := range qs {
+		out[q] = s.Tok.Single(c.QueryPrompt+s.Data.Queries[q].Text, c.QueryMaxLen)
+	}
+	return out
+}

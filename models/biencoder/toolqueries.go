@@ -70,11 +70,12 @@ type toolQueries struct {
 	src    []ToolQuerySource // src[i] of tools[i]
 	seed   uint64
 	tok    *tokenize.Tokenizer
-	maxLen int // query max length (tokens, specials included)
+	maxLen int    // query max length (tokens, specials included)
+	prompt string // the query prompt, before every pseudo query
 }
 
-func newToolQueries(d *data.Dataset, tok *tokenize.Tokenizer, maxLen int, seed uint64, n int) (toolQueries, error) {
-	x := toolQueries{n: n, base: len(d.Queries), seed: seed, tok: tok, maxLen: maxLen}
+func newToolQueries(d *data.Dataset, tok *tokenize.Tokenizer, maxLen int, prompt string, seed uint64, n int) (toolQueries, error) {
+	x := toolQueries{n: n, base: len(d.Queries), seed: seed, tok: tok, maxLen: maxLen, prompt: prompt}
 	if n <= 0 {
 		return x, nil
 	}
@@ -112,7 +113,9 @@ func (x toolQueries) text(epoch, q int) string {
 }
 
 // seq returns pseudo query id q's token sequence in epoch.
-func (x toolQueries) seq(epoch, q int) []int32 { return x.tok.Single(x.text(epoch, q), x.maxLen) }
+func (x toolQueries) seq(epoch, q int) []int32 {
+	return x.tok.Single(x.prompt+x.text(epoch, q), x.maxLen)
+}
 
 // relevance extends rel to the pseudo queries: each is relevant to its tool only.
 func (x toolQueries) relevance(rel losses.Relevance) losses.Relevance {

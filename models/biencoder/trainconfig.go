@@ -116,6 +116,12 @@ type TrainModel struct {
 	Margin    float64 `json:"margin"` // -margin: query2query's triplet margin (default 1)
 	// Marker is the iteration marker of Feedback training (-marker, default DefaultMarker).
 	Marker string `json:"marker"`
+	// QueryPrompt and ToolPrompt are put before every query and tool text, in training and
+	// after it (-query-prompt, -tool-prompt; Config.QueryPrompt). nil: auto, the Init model's
+	// (a sentence-transformers directory's "query" and "document" prompts, a run's prompts),
+	// else none.
+	QueryPrompt *string `json:"query-prompt,omitempty"`
+	ToolPrompt  *string `json:"tool-prompt,omitempty"`
 }
 
 // TrainSchedule is the trainer's knobs.
@@ -253,6 +259,12 @@ func (c TrainConfig) CheckResume(rec TrainConfig) (TrainConfig, error) {
 	}
 	if g.Model.Arch == "" {
 		g.Model.Arch = rec.Model.Arch
+	}
+	if g.Model.QueryPrompt == nil {
+		g.Model.QueryPrompt = rec.Model.QueryPrompt
+	}
+	if g.Model.ToolPrompt == nil {
+		g.Model.ToolPrompt = rec.Model.ToolPrompt
 	}
 	if g.Split.Dev == 0 {
 		g.Split.Dev = rec.Split.Dev

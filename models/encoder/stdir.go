@@ -50,6 +50,23 @@ func STPooling(dir string) (p Pooling, ok bool, err error) {
 	return "", false, nil
 }
 
+// STPrompts reads the "query" and "document" prompts of a sentence-transformers directory's
+// config_sentence_transformers.json, as its encode_query and encode_document apply them ("" for
+// each one it lacks, or without the file). An iteration-aware export's prompts (it has
+// "iteration_0": markers its retriever applies per iteration) are not prompts: both "".
+func STPrompts(dir string) (query, document string, err error) {
+	var st struct {
+		Prompts map[string]string `json:"prompts"`
+	}
+	if _, err := readJSON(filepath.Join(dir, "config_sentence_transformers.json"), &st); err != nil {
+		return "", "", err
+	}
+	if _, marker := st.Prompts["iteration_0"]; marker {
+		return "", "", nil
+	}
+	return st.Prompts["query"], st.Prompts["document"], nil
+}
+
 // readJSON decodes the JSON file p into v; found is false when p does not exist.
 func readJSON(p string, v any) (found bool, err error) {
 	b, err := os.ReadFile(p)
