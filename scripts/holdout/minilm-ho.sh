@@ -18,7 +18,8 @@
 #   OUT/hSEED-mlc, and fuses it with the pre-trained model and BM25, then with the fine-tuned
 #   model too, and with the fine-tuned model alone; the classifier scores only the tools it was
 #   trained on, best of all systems on those), MLC_ARGS (more `train classifier` flags, e.g.
-#   "-head-lr 1e-3"). A run already trained and an evaluation already written (OUT/hSEED-*.json)
+#   "-head-lr 1e-3"), QUERY_PROMPT (train with this query prompt, e.g. bge's instruction; the
+#   run keeps it). A run already trained and an evaluation already written (OUT/hSEED-*.json)
 #   are kept: delete them to redo.
 set -euo pipefail
 source "$(dirname "$0")/../pretrained/build.sh"
@@ -30,6 +31,7 @@ dev="${DEV:-0.03}"
 out="${OUT:-runs/ho7}"
 tl="${TL:-../shared/datasets/toollens}"
 read -r -a args <<<"${ARGS:-}"
+if [ -n "${QUERY_PROMPT:-}" ]; then args+=(-query-prompt "$QUERY_PROMPT"); fi
 read -r -a mlcargs <<<"${MLC_ARGS:-}"
 wise="${WISE:-1}"
 mlc="${MLC:-0}"
