@@ -10,12 +10,13 @@ import (
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/toolindex"
 )
 
 // TestBiEncoderPrompts fine-tunes a pre-trained stand-in whose sentence-transformers config
 // has a query and a document prompt, and checks that the run trains and embeds with the
 // prompts its -init model has unless told otherwise, records them, and that its hf export
-// embeds as the run does.
+// and its index embed as the run does.
 func TestBiEncoderPrompts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a model")
@@ -83,6 +84,18 @@ func TestBiEncoderPrompts(t *testing.T) {
 			if h.QueryPrompt != c.wantQ || h.ToolPrompt != c.wantT {
 				t.Errorf("hf export prompts %q %q, want %q %q", h.QueryPrompt, h.ToolPrompt, c.wantQ, c.wantT)
 			}
+			ix := filepath.Join(tmp, "index-"+filepath.Base(run))
+			man, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: ix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if man.QueryPrompt != c.wantQ || man.ToolPrompt != c.wantT {
+				t.Errorf("index manifest prompts %q %q, want %q %q", man.QueryPrompt, man.ToolPrompt, c.wantQ, c.wantT)
+			}
+			idx, err := toolindex.Load(ix, toolindex.WithBackend(be))
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, tower := range []string{biencoder.QueryTower, biencoder.ToolTower} {
 				got, err := m.Embed(tower, texts)
 				if err != nil {
@@ -100,6 +113,10 @@ func TestBiEncoderPrompts(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				fromIndex, err := idx.Embed(tower, texts)
+				if err != nil {
+					t.Fatal(err)
+				}
 				for i := range texts {
 					for j := range want[i] {
 						if d := got[i][j] - want[i][j]; d > 1e-5 || d < -1e-5 {
@@ -107,6 +124,9 @@ func TestBiEncoderPrompts(t *testing.T) {
 						}
 						if d := fromHF[i][j] - want[i][j]; d > 1e-4 || d < -1e-4 {
 							t.Fatalf("%s %q dim %d: hf export %v, run %v", tower, texts[i], j, fromHF[i][j], want[i][j])
+						}
+						if d := fromIndex[i][j] - want[i][j]; d > 1e-4 || d < -1e-4 {
+							t.Fatalf("%s %q dim %d: index %v, run %v", tower, texts[i], j, fromIndex[i][j], want[i][j])
 						}
 					}
 				}
