@@ -3,45 +3,12 @@ package biencoder
 import (
 	"slices"
 	"testing"
-
-	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/models/encoder"
-	"github.com/toolret/toolret/rundir"
-	"github.com/toolret/toolret/tokenize"
 )
 
 // TestTaskPrompts: with prompts, every training and dev query (real and pseudo) is tokenized
 // after the query prompt and every tool text (whole or with words dropped) after the tool
 // prompt, which dropout never drops; without, the texts as they are.
 func TestTaskPrompts(t *testing.T) {
-	d, err := data.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := d.HoldoutTools(0.2, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, tr, dev, err := rundir.Carve(v, "train", 0.1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	texts := []string{"represent this query", "passage"}
-	for _, tool := range v.Tools {
-		texts = append(texts, tool.Text)
-	}
-	vocab, err := tokenize.BuildVocab(texts, 400, 1, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := tokenize.New(vocab, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bc, err := encoder.New("bert", encoder.Sizes{Vocab: tok.VocabSize(), Layers: 1, Hidden: 8, Heads: 2, Intermediate: 16, MaxPositions: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct {
 		name, query, tool string
 		dropout           float64
@@ -51,15 +18,12 @@ func TestTaskPrompts(t *testing.T) {
 		{"tool dropout", "represent this query: ", "passage: ", 0.5},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			x := &Task{
-				Cfg: &Config{Encoder: bc, Pooling: encoder.PoolMean, Shared: true, QueryMaxLen: 48, ToolMaxLen: 64, Similarity: "cosine",
-					Temperature: 0.05, QueryPrompt: c.query, ToolPrompt: c.tool},
-				Data: v, Train: tr, Dev: dev, Tok: tok, BatchSize: 16, Seed: 1, ToolQueries: 1, Reg: Regularization{ToolDropout: c.dropout},
-			}
-			if err := x.Prepare(); err != nil {
-				t.Fatal(err)
-			}
-			for _, q := range append(slices.Clone(tr.Queries), dev.Queries...) {
+			x := newHeldOutTask(t, func(x *Task) {
+				x.Cfg.QueryMaxLen, x.Cfg.ToolMaxLen, x.Cfg.QueryPrompt, x.Cfg.ToolPrompt = 48, 64, c.query, c.tool
+				x.BatchSize, x.ToolQueries, x.Reg = 16, 1, Regularization{ToolDropout: c.dropout}
+			})
+			v, tok := x.Data, x.Tok
+			for _, q := range append(slices.Clone(x.Train.Queries), x.Dev.Queries...) {
 				if want := tok.Single(c.query+v.Queries[q].Text, 48); !slices.Equal(x.queries[q], want) {
 					t.Fatalf("query %d: %v, want %v", q, x.queries[q], want)
 				}

@@ -81,6 +81,12 @@ func TestToolQuery(t *testing.T) {
 // dataset, its training split carved as train biencoder does (dev 0.1, seed 1), with n tool
 // queries per tool (no backend: batches only).
 func heldOutTask(t *testing.T, n, batch int, strict bool) *Task {
+	return newHeldOutTask(t, func(x *Task) { x.BatchSize, x.StrictBatches, x.ToolQueries = batch, strict, n })
+}
+
+// newHeldOutTask returns heldOutTask's task (a 1-layer BERT over a vocabulary of the view's
+// tool texts, queries of 16 and tools of 32 tokens) after set changed it, prepared.
+func newHeldOutTask(t *testing.T, set func(*Task)) *Task {
 	t.Helper()
 	d, err := data.Default()
 	if err != nil {
@@ -106,14 +112,15 @@ func heldOutTask(t *testing.T, n, batch int, strict bool) *Task {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bc, err := encoder.New("bert", encoder.Sizes{Vocab: tok.VocabSize(), Layers: 1, Hidden: 8, Heads: 2, Intermediate: 16, MaxPositions: 32})
+	bc, err := encoder.New("bert", encoder.Sizes{Vocab: tok.VocabSize(), Layers: 1, Hidden: 8, Heads: 2, Intermediate: 16, MaxPositions: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
 	x := &Task{
 		Cfg:  &Config{Encoder: bc, Pooling: encoder.PoolMean, Shared: true, QueryMaxLen: 16, ToolMaxLen: 32, Similarity: "cosine", Temperature: 0.05},
-		Data: v, Train: tr, Dev: dev, Tok: tok, BatchSize: batch, StrictBatches: strict, Seed: 1, ToolQueries: n,
+		Data: v, Train: tr, Dev: dev, Tok: tok, Seed: 1,
 	}
+	set(x)
 	if err := x.Prepare(); err != nil {
 		t.Fatal(err)
 	}
