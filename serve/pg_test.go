@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -154,12 +155,13 @@ func TestPGReplicas(t *testing.T) {
 					errs <- err
 					return
 				}
-				json.NewDecoder(resp.Body).Decode(&u)
+				body, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode != 200 {
-					errs <- fmt.Errorf("put on %s: status %d", r.name, resp.StatusCode)
+					errs <- fmt.Errorf("put on %s: status %d: %s", r.name, resp.StatusCode, body)
 					return
 				}
+				json.Unmarshal(body, &u)
 				versions <- u.Version
 			}
 		})
