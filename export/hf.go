@@ -358,8 +358,8 @@ func stPrompts(m *Model, t *Tower) map[string]string {
 
 // The sentence-transformers prompt names of a query and of a tool text.
 const (
-	stQueryPrompt = "query"
-	stToolPrompt  = "document"
+	stQueryPrompt = encoder.STQueryPrompt
+	stToolPrompt  = encoder.STDocumentPrompt
 )
 
 // stToolretKey is the key of toolret's own fields in config_sentence_transformers.json.
@@ -412,8 +412,7 @@ func LoadHF(dir string, be compute.Backend) (*Model, error) {
 		m.Similarity = "cosine"
 	}
 	var st struct {
-		Lengths *stLengths        `json:"toolret"`
-		Prompts map[string]string `json:"prompts"`
+		Lengths *stLengths `json:"toolret"`
 	}
 	if _, err := readJSONFile(filepath.Join(dir, "config_sentence_transformers.json"), &st); err != nil {
 		return nil, err
@@ -421,9 +420,11 @@ func LoadHF(dir string, be compute.Backend) (*Model, error) {
 	// The "query" and "document" prompts, as sentence-transformers' encode_query and
 	// encode_document apply them; not an iteration-aware export's markers (the retriever
 	// applies those itself, per iteration).
-	if _, marker := st.Prompts["iteration_0"]; !marker {
-		m.QueryPrompt, m.ToolPrompt = st.Prompts[stQueryPrompt], st.Prompts[stToolPrompt]
+	q, d, err := encoder.STPrompts(dir)
+	if err != nil {
+		return nil, err
 	}
+	m.QueryPrompt, m.ToolPrompt = q, d
 	if l := st.Lengths; l != nil {
 		if l.QueryMaxSeqLength < 2 || l.ToolMaxSeqLength < 2 {
 			return nil, fmt.Errorf("%s: toolret lengths %+v: want >= 2", filepath.Join(dir, "config_sentence_transformers.json"), *l)

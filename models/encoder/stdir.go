@@ -50,6 +50,12 @@ func STPooling(dir string) (p Pooling, ok bool, err error) {
 	return "", false, nil
 }
 
+// The sentence-transformers prompt names of a query and of a document (a tool text).
+const (
+	STQueryPrompt    = "query"
+	STDocumentPrompt = "document"
+)
+
 // STPrompts reads the "query" and "document" prompts of a sentence-transformers directory's
 // config_sentence_transformers.json, as its encode_query and encode_document apply them ("" for
 // each one it lacks, or without the file). An iteration-aware export's prompts (it has
@@ -64,7 +70,7 @@ func STPrompts(dir string) (query, document string, err error) {
 	if _, marker := st.Prompts["iteration_0"]; marker {
 		return "", "", nil
 	}
-	return st.Prompts["query"], st.Prompts["document"], nil
+	return st.Prompts[STQueryPrompt], st.Prompts[STDocumentPrompt], nil
 }
 
 // readJSON decodes the JSON file p into v; found is false when p does not exist.
