@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -78,19 +79,25 @@ var (
 // sharedTimeout bounds one round trip of an update or a catch-up with the journal.
 const sharedTimeout = 5 * time.Second
 
-// commitAttempts bounds the retries of an update that other servers' commits keep
-// preceding.
-const commitAttempts = 20
+// commitPatience bounds how long an update is retried while other servers' commits keep
+// preceding it (each lost race catches up and tries again after a short random pause, so
+// that servers committing in step drift apart); past it the update fails with ErrBusy.
+const commitPatience = 30 * time.Second
+
+// ErrBusy is an update that other servers' commits kept preceding for commitPatience:
+// nothing was committed, and the client may retry.
+var ErrBusy = errors.New("the shared library is being updated by other servers faster than this one could commit: nothing was changed, retry")
 
 // shared is the state of a Store over a Journal.
 type shared struct {
-	j       Journal
-	stop    chan struct{}
-	done    chan struct{}
-	applied atomic.Int64 // updates of other servers applied
-	onSync  atomic.Pointer[func()]
-	lastErr atomic.Pointer[error]
-	once    sync.Once
+	j        Journal
+	patience time.Duration // commitPatience; shorter in tests
+	stop     chan struct{}
+	done     chan struct{}
+	applied  atomic.Int64 // updates of other servers applied
+	onSync   atomic.Pointer[func()]
+	lastErr  atomic.Pointer[error]
+	once     sync.Once
 }
 
 // ModelFingerprint identifies the model that embedded r's tools: a hash of its index's
@@ -166,7 +173,7 @@ func OpenShared(dir string, j Journal, opts ...toolindex.Option) (*Store, error)
 	if err := r.SetLibrary(lib); err != nil {
 		return nil, err
 	}
-	sh := &shared{j: j, stop: make(chan struct{}), done: make(chan struct{})}
+	sh := &shared{j: j, patience: commitPatience, stop: make(chan struct{}), done: make(chan struct{})}
 	s := &Store{R: r, dir: dir, shared: sh}
 	go s.follow()
 	return s, nil
@@ -333,6 +340,7 @@ func (s *Store) sharedUpdate(put []export.ToolRecord, emb [][]float32, del []str
 	if err := s.sharedErr(); err != nil {
 		return nil, nil, err
 	}
+	start := time.Now()
 	for attempt := 1; ; attempt++ {
 		cur := s.R.Library()
 		if next, err = nextLibrary(cur, put, emb, del); err != nil {
@@ -341,7 +349,13 @@ func (s *Store) sharedUpdate(put []export.ToolRecord, emb [][]float32, del []str
 		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
 		err = sh.j.Commit(ctx, &Update{Version: next.Version, Put: put, Emb: emb, Delete: del})
 		cancel()
-		if errors.Is(err, ErrConflict) && attempt < commitAttempts {
+		if errors.Is(err, ErrConflict) {
+			if waited := time.Since(start); waited >= sh.patience {
+				return nil, nil, fmt.Errorf("serve: %d commits of other servers preceded this update's in %v: %w", attempt, waited.Round(time.Millisecond), ErrBusy)
+			}
+			// Up to 1, 2, 4 ... 64 ms, at random: servers that lost the same race do not
+			// all come back at once.
+			time.Sleep(time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6))))
 			if err := s.catchUpLocked(); err != nil {
 				return nil, nil, err
 			}

@@ -656,7 +656,7 @@ func updateError(err error) *apiError {
 		return errorf(http.StatusNotFound, "%v", err)
 	case errors.Is(err, ErrLastTool), errors.Is(err, ErrNoTower):
 		return errorf(http.StatusConflict, "%v", err)
-	case errors.Is(err, ErrFailed):
+	case errors.Is(err, ErrFailed), errors.Is(err, ErrBusy):
 		return errorf(http.StatusServiceUnavailable, "%v", err)
 	}
 	return errorf(http.StatusInternalServerError, "%v", err)
