@@ -44,14 +44,9 @@ PY
 tar -C $w -xJf gpu/data.tar.xz
 data=$w/shared/datasets/toollens
 vocab=$w/shared/vocab/bert-base-uncased-vocab.txt
-if [ -f gpu/model-fp16.safetensors.xz ]; then
+if [ -f gpu/minilm.f16.xz ]; then
   rm -rf $w/minilm && cp -r gpu/minilm $w/minilm
-  $py - <<'PY' || exit 1
-import lzma, torch
-from safetensors.torch import load, save_file
-d = load(lzma.open("gpu/model-fp16.safetensors.xz").read())
-save_file({k: (v.float() if v.is_floating_point() else v).contiguous() for k, v in d.items()}, "/tmp/tw/minilm/model.safetensors")
-PY
+  $py scripts/gpu/f16pack.py unpack gpu/minilm.f16.xz $w/minilm/model.safetensors || exit 1
 fi
 # A model packed by `MODELS=NAME scripts/gpu/pack.sh`: its files in gpu/NAME, its weights in
 # gpu-w/NAME.f16.xz, or in /tmp/keep where an earlier call on this machine left them (stage weights).

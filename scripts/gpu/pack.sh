@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what scripts/gpu/device.sh needs on a GPU machine that reaches no network into gpu/
 # (ignored by git; about 55 MB): toolret built with -tags xla (stripped, xz), all-MiniLM-L6-v2
-# from the HF hub cache (`make models`) with its weights stored as float16 (xz) to fit a 64 MiB
+# from the HF hub cache (`make models`) with its weights stored as float16 (scripts/gpu/f16pack.py) to fit a 64 MiB
 # transfer (device.sh upcasts them to float32 there, and both toolret and sentence-transformers
 # start from those same weights), ToolLens and the BERT vocabulary from ../shared, and the two
 # wheels sentence-transformers' trainer needs beyond that machine's image (datasets' dill and
@@ -29,17 +29,9 @@ for f in config.json config_sentence_transformers.json modules.json sentence_ber
   tokenizer.json tokenizer_config.json vocab.txt 1_Pooling/config.json; do
   cp -L "$snap/$f" "gpu/minilm/$f"
 done
-if [ ! -f gpu/model-fp16.safetensors.xz ]; then
-  "$py" - "$snap/model.safetensors" gpu/model-fp16.safetensors <<'PY'
-import sys, torch
-from safetensors.torch import load_file, save_file
-d = load_file(sys.argv[1])
-save_file({k: (v.half() if v.is_floating_point() else v).contiguous() for k, v in d.items()}, sys.argv[2])
-PY
-  xz -T2 -6 -c gpu/model-fp16.safetensors >gpu/model-fp16.safetensors.xz && rm gpu/model-fp16.safetensors
-fi
+[ -f gpu/minilm.f16.xz ] || "$py" scripts/gpu/f16pack.py pack "$snap/model.safetensors" gpu/minilm.f16.xz
 else
-  rm -rf gpu/model-fp16.safetensors.xz gpu/minilm gpu/whl
+  rm -rf gpu/minilm.f16.xz gpu/minilm gpu/whl
 fi
 declare -A hubid=([bge]=BAAI/bge-small-en-v1.5 [minilm]=sentence-transformers/all-MiniLM-L6-v2)
 rm -rf gpu/models
