@@ -24,13 +24,13 @@ import time
 
 import torch
 from datasets import Dataset
-from sentence_transformers import (SentenceTransformer, SentenceTransformerTrainer,
+from sentence_transformers import (SentenceTransformerTrainer,
                                    SentenceTransformerTrainingArguments)
 from sentence_transformers.losses import CachedMultipleNegativesRankingLoss, MultipleNegativesRankingLoss
 from sentence_transformers.training_args import BatchSamplers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from st_zeroshot import evaluate, load_beir  # noqa: E402
+from st_zeroshot import evaluate, load, load_beir  # noqa: E402
 
 
 def flag(args, name, default):
@@ -65,7 +65,7 @@ def main():
     if device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
         torch.backends.cudnn.allow_tf32 = prec == "tf32"
-    m = SentenceTransformer(ref, device=device)
+    m = load(ref, device)
     m.max_seq_length = tlen
     long_q = sum(len(m.tokenizer(queries[q])["input_ids"]) > qlen for q in qids if q not in dev)
     ds = Dataset.from_dict({"anchor": [p[0] for p in pairs], "positive": [p[1] for p in pairs]})

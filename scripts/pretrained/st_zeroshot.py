@@ -76,11 +76,23 @@ def evaluate(m, ddir, split="test", run_file=None, tag="st"):
     return out
 
 
+def load(ref, device="cpu"):
+    """SentenceTransformer(ref), read from the local hub cache first: on a machine with no hub
+    (models put there by `make models`) the hub client would otherwise retry every optional
+    file for minutes before using the cache. Falls back to the hub when the cache lacks it."""
+    if os.environ.get("HF_HUB_OFFLINE", "") in ("", "0"):
+        try:
+            return SentenceTransformer(ref, device=device, local_files_only=True)
+        except (OSError, ValueError):
+            pass
+    return SentenceTransformer(ref, device=device)
+
+
 def main():
     ref, ddir = sys.argv[1], sys.argv[2]
     split = sys.argv[3] if len(sys.argv) > 3 else "test"
     run_file = sys.argv[4] if len(sys.argv) > 4 else None
-    m = SentenceTransformer(ref, device="cpu")
+    m = load(ref)
     print(json.dumps(evaluate(m, ddir, split, run_file, "st-zeroshot"), sort_keys=True))
 
 
