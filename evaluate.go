@@ -47,6 +47,9 @@ type EvalConfig struct {
 	EnsembleWeights []float64
 	// Cutoffs are the K of Recall/NDCG/COMP@K (default 1, 3, 5, 10).
 	Cutoffs []int
+	// Lengths replace a bi-encoder Run's training lengths or a Model's max_seq_length (0: keep;
+	// eval -query-len, -tool-len); an Index embeds with the lengths it was exported with.
+	Lengths export.Lengths
 }
 
 // Evaluate ranks the queries of cfg.Split with what cfg names and returns the metrics: overall,
@@ -89,15 +92,22 @@ func Evaluate(ctx context.Context, cfg EvalConfig) (metrics.Report, error) {
 	if cfg.Quantize != export.QuantDefault && cfg.Model == "" && cfg.Index == "" {
 		return none, fmt.Errorf("evaluate: Quantize applies to a Model or an Index (export a run with -format hf first)")
 	}
+	if (cfg.Lengths != export.Lengths{}) && cfg.Run == "" && cfg.Model == "" {
+		return none, errors.New("evaluate: Lengths apply to a Run or a Model (export an Index with them)")
+	}
 	var r rank.QueryRanker
 	switch {
 	case cfg.Run != "":
-		if r, _, err = evaluate.LoadRun(cfg.Run, d, evaluate.RunOptions{Backend: be, Vectors: "text"}); err != nil {
+		o := evaluate.RunOptions{Backend: be, Vectors: "text", QueryLen: cfg.Lengths.Query, ToolLen: cfg.Lengths.Tool}
+		if r, _, err = evaluate.LoadRun(cfg.Run, d, o); err != nil {
 			return none, err
 		}
 	case cfg.Model != "":
 		m, err := export.Open(ctx, cfg.Model, be)
 		if err != nil {
+			return none, err
+		}
+		if err := cfg.Lengths.Apply(m); err != nil {
 			return none, err
 		}
 		if err := m.Quantize(cfg.Quantize); err != nil {

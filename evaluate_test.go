@@ -56,3 +56,49 @@ func TestEvaluateEnsemble(t *testing.T) {
 		t.Errorf("an Ensemble without an Index: %v", err)
 	}
 }
+
+// TestEvaluateLengths: Lengths reach a Run and a Model (a short tool length changes the
+// figures, a run's training lengths do not) and are refused with an Index alone.
+func TestEvaluateLengths(t *testing.T) {
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tmp := t.TempDir()
+	run, model := filepath.Join(tmp, "run"), filepath.Join(tmp, "model")
+	if err := exporttest.WriteRun(run, exporttest.Options{}, be, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := exporttest.WriteHF(model, exporttest.Options{}, be, 1); err != nil {
+		t.Fatal(err)
+	}
+	ndcg10 := func(cfg toolret.EvalConfig) float64 {
+		t.Helper()
+		cfg.Backend = "go"
+		rep, err := toolret.Evaluate(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Overall.NDCG[10]
+	}
+	for _, cfg := range []toolret.EvalConfig{{Run: run}, {Model: model}} {
+		base := ndcg10(cfg)
+		if base <= 0 {
+			t.Fatalf("%+v: NDCG@10 %v: the comparison is vacuous", cfg, base)
+		}
+		if cfg.Run != "" {
+			cfg.Lengths = export.Lengths{Query: 32, Tool: 64} // its training lengths
+			if got := ndcg10(cfg); got != base {
+				t.Errorf("Run with its training lengths: NDCG@10 %.4f, without %.4f", got, base)
+			}
+		}
+		cfg.Lengths = export.Lengths{Tool: 4}
+		if got := ndcg10(cfg); got == base {
+			t.Errorf("%+v: NDCG@10 %.4f as without Lengths", cfg, got)
+		}
+	}
+	if _, err := toolret.Evaluate(ctx, toolret.EvalConfig{Index: model, Lengths: export.Lengths{Tool: 8}}); err == nil || !strings.Contains(err.Error(), "Lengths apply") {
+		t.Errorf("Lengths with an Index: %v", err)
+	}
+}

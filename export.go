@@ -40,8 +40,8 @@ type ExportConfig struct {
 	Quantize export.Quantization
 	// Prompts override the model's query and tool prompts; they are recorded in the export.
 	Prompts export.Prompts
-	// Lengths override a pre-trained model's maximum tokens per query and per tool text; they
-	// are recorded in the export.
+	// Lengths override a bi-encoder's maximum tokens per query and per tool text (a
+	// pre-trained model's or a trained run's); they are recorded in the export.
 	Lengths export.Lengths
 	// Interpolate is a second model (same reference forms as Model, same architecture): the
 	// export's weights are (1-InterpolateWeight)·Model +

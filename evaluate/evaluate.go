@@ -37,6 +37,9 @@ type RunOptions struct {
 	Train *data.Split
 	// Log receives notes such as the tools usage vectors left at their text vector.
 	Log io.Writer
+	// QueryLen and ToolLen, when not 0, replace a bi-encoder run's maximum tokens per query and
+	// per tool text (its training lengths); a run of another kind with either set is an error.
+	QueryLen, ToolLen int
 }
 
 // LoadRun loads the trained run (or checkpoint) at dir as a ranker of d's tools, whatever
@@ -48,6 +51,9 @@ func LoadRun(dir string, d *data.Dataset, o RunOptions) (rank.QueryRanker, strin
 	// The kinds that rank on their own (an mlc classifier, a refiner pipeline, COLT) load
 	// through the registry; bi-encoders (and the kinds that rank as one) below, with o.Vectors.
 	if k, err := kinds.Of(dir); err == nil && k.Rank != nil && k.Name != biencoder.Kind && k.Base != biencoder.Kind {
+		if o.QueryLen != 0 || o.ToolLen != 0 {
+			return nil, "", fmt.Errorf("run %s: query and tool lengths apply to a bi-encoder run, not to a %s run", dir, k.Name)
+		}
 		r, err := k.Rank(dir, o.Backend, d)
 		if err != nil {
 			return nil, "", err
@@ -57,6 +63,12 @@ func LoadRun(dir string, d *data.Dataset, o RunOptions) (rank.QueryRanker, strin
 	emb, err := biencoder.LoadRun(dir, o.Backend)
 	if err != nil {
 		return nil, "", err
+	}
+	if o.QueryLen != 0 || o.ToolLen != 0 {
+		if err := emb.SetLengths(o.QueryLen, o.ToolLen); err != nil {
+			return nil, "", fmt.Errorf("run %s: %w", dir, err)
+		}
+		desc += fmt.Sprintf(" (lengths query %d, tool %d)", emb.Cfg.QueryMaxLen, emb.Cfg.ToolMaxLen)
 	}
 	var r *biencoder.Ranker
 	if o.Train == nil {

@@ -64,13 +64,14 @@ func (p Prompts) Apply(m *Model) error {
 // false when dir has no modules.json or no Pooling module.
 func STPooling(dir string) (p encoder.Pooling, ok bool, err error) { return encoder.STPooling(dir) }
 
-// Lengths override a pre-trained bi-encoder's maximum tokens per query and per tool text
-// ([CLS] and [SEP] included); 0 keeps the model's own.
+// Lengths override a bi-encoder's maximum tokens per query and per tool text ([CLS] and
+// [SEP] included); 0 keeps the model's own (a pre-trained model's max_seq_length, a trained
+// run's training lengths).
 type Lengths struct{ Query, Tool int }
 
-// Apply sets the lengths on m, a bi-encoder loaded from a pre-trained directory (a trained
-// run embeds with the lengths it was trained with: export it with -format hf first). A length
-// above the encoder's position table is an error.
+// Apply sets the lengths on m, a bi-encoder loaded from a pre-trained directory or a trained
+// run (which then embeds with them instead of its training lengths). A length above the
+// encoder's position table is an error.
 func (l Lengths) Apply(m *Model) error {
 	if l.Query == 0 && l.Tool == 0 {
 		return nil
@@ -78,8 +79,8 @@ func (l Lengths) Apply(m *Model) error {
 	switch {
 	case m.Kind != KindBiEncoder:
 		return fmt.Errorf("lengths apply to a bi-encoder, not a %s", m.Kind)
-	case m.EmbedFn != nil:
-		return fmt.Errorf("%s is a trained run: it embeds with its training lengths (export it with -format hf, then set lengths on that)", m.Source)
+	case m.EmbedFn != nil && m.setLengths == nil:
+		return fmt.Errorf("%s embeds with its own lengths (export it with -format hf, then set lengths on that)", m.Source)
 	case l.Query < 0 || l.Tool < 0 || l.Query == 1 || l.Tool == 1:
 		return fmt.Errorf("lengths query %d, tool %d: each must be 0 (the model's) or >= 2", l.Query, l.Tool)
 	}
@@ -90,6 +91,11 @@ func (l Lengths) Apply(m *Model) error {
 			if n > limit {
 				return fmt.Errorf("length %d: model %s has %d positions", n, m.Source, limit)
 			}
+		}
+	}
+	if m.setLengths != nil {
+		if err := m.setLengths(l.Query, l.Tool); err != nil {
+			return err
 		}
 	}
 	if l.Query > 0 {

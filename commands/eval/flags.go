@@ -39,9 +39,11 @@ type options struct {
 	index string
 	// model: a pre-trained model directory (-model, resolved) evaluated zero-shot through an
 	// index built in a temporary directory (model.go), with prompts.
-	model     string
-	prompts   export.Prompts
-	tmp       []string
+	model   string
+	prompts export.Prompts
+	tmp     []string
+	// lengths: -query-len, -tool-len of the dense models (-model, -run, -runs' entries).
+	lengths   export.Lengths
 	noRefiner bool
 	// hybrid, hybridWeight: -hybrid, -hybrid-weight (-1: not given) of -index.
 	hybrid       string
@@ -95,6 +97,8 @@ func parse(args []string, out io.Writer) (*options, error) {
 	modelRef := fs.String("model", "", "evaluate a model: a pre-trained HuggingFace or sentence-transformers directory or hub id org/name[@revision] zero-shot (its index over the dataset's tools, as export -model builds it), or a run (as -run)")
 	fs.Func("query-prompt", "-model: prefix put before every query (default: the model's \"query\" prompt)", func(s string) error { o.prompts.Query = &s; return nil })
 	fs.Func("tool-prompt", "-model: prefix put before every tool text (default: the model's \"document\" prompt)", func(s string) error { o.prompts.Tool = &s; return nil })
+	fs.IntVar(&o.lengths.Query, "query-len", 0, "max tokens per query of the dense models evaluated (-model, -run, and -runs' model: and run: entries; 0: each model's own: a bi-encoder run's training length, a pre-trained model's max_seq_length)")
+	fs.IntVar(&o.lengths.Tool, "tool-len", 0, "max tokens per tool text of the dense models evaluated, as -query-len (e.g. tools embedded whole by a run trained on 64-token tools)")
 	fs.BoolVar(&o.noRefiner, "no-refiner", false, "-index: its first stage alone, without its packaged refiner")
 	fs.StringVar(&o.hybrid, "hybrid", "", "-index: its first stage fused with BM25 as serve -hybrid serves it: rrf, minmax or zscore")
 	fs.Float64Var(&o.hybridWeight, "hybrid-weight", -1, "-index -hybrid minmax|zscore: the dense weight w in [0, 1] (-1: 0.5)")
@@ -153,6 +157,9 @@ func parse(args []string, out io.Writer) (*options, error) {
 	o.data, o.run, r.retriever, o.backend = *dataDir, *runDir, *retriever, *be
 	if err := o.setModel(*modelRef); err != nil {
 		return nil, err
+	}
+	if (o.lengths.Query != 0 || o.lengths.Tool != 0) && o.index != "" {
+		return nil, fmt.Errorf("-query-len and -tool-len apply to -model, -run and -runs' model: and run: entries, not to -index (export the index with them)")
 	}
 	if o.quantize, err = export.ParseQuantization(*quant); err != nil {
 		return nil, fmt.Errorf("-%w", err)

@@ -209,5 +209,6 @@ func buildRunAt(o *options, d *data.Dataset, dir string, train *data.Split) (ran
 	if err != nil {
 		return nil, "", err
 	}
-	return evaluate.LoadRun(dir, d, evaluate.RunOptions{Backend: be, Vectors: o.vectors, Train: train, Log: os.Stderr})
+	return evaluate.LoadRun(dir, d, evaluate.RunOptions{Backend: be, Vectors: o.vectors, Train: train, Log: os.Stderr,
+		QueryLen: o.lengths.Query, ToolLen: o.lengths.Tool})
 }

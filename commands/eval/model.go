@@ -53,6 +53,9 @@ func buildModel(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
 	if err := o.prompts.Apply(m); err != nil {
 		return nil, "", fmt.Errorf("-model: %w", err)
 	}
+	if err := o.lengths.Apply(m); err != nil {
+		return nil, "", fmt.Errorf("-model: %w", err)
+	}
 	if err := m.Quantize(o.quantize); err != nil {
 		return nil, "", fmt.Errorf("-quantize: %w", err)
 	}

@@ -89,8 +89,8 @@ func Main(args []string) int {
 		return err
 	})
 	var lengths export.Lengths
-	fs.IntVar(&lengths.Query, "query-len", 0, "a pre-trained model's maximum tokens per query (0: the model's own); recorded in the export")
-	fs.IntVar(&lengths.Tool, "tool-len", 0, "a pre-trained model's maximum tokens per tool text (0: the model's own); recorded in the export")
+	fs.IntVar(&lengths.Query, "query-len", 0, "a bi-encoder's maximum tokens per query (0: the model's own: a pre-trained model's max_seq_length, a run's training length); recorded in the export")
+	fs.IntVar(&lengths.Tool, "tool-len", 0, "a bi-encoder's maximum tokens per tool text (0: the model's own, as -query-len; e.g. tools embedded whole by a run trained on 64-token tools); recorded in the export")
 	var prompts export.Prompts
 	fs.Func("query-prompt", "prefix put before every query (default: the model's \"query\" prompt); recorded in the export", func(s string) error { prompts.Query = &s; return nil })
 	fs.Func("tool-prompt", "prefix put before every tool text (default: the model's \"document\" prompt); recorded in the export", func(s string) error { prompts.Tool = &s; return nil })

@@ -28,6 +28,29 @@ type Embedder struct {
 	execs map[string]*encoder.SafeExec
 }
 
+// SetLengths sets the maximum tokens per query and per tool text the embedder embeds with
+// ([CLS] and [SEP] included; 0 keeps the current one), e.g. tool texts longer at inference than
+// in training, as sentence-transformers' max_seq_length is set after training. A length must
+// be at least 2 and within the encoder's position table.
+func (e *Embedder) SetLengths(query, tool int) error {
+	n := e.Cfg.Encoder.MaxPositions()
+	for _, l := range []struct {
+		side string
+		n    int
+	}{{"query", query}, {"tool", tool}} {
+		if l.n < 0 || l.n == 1 || l.n > n {
+			return fmt.Errorf("biencoder: %s length %d: must be 0 (keep %d / %d) or in [2, %d], the encoder's positions", l.side, l.n, e.Cfg.QueryMaxLen, e.Cfg.ToolMaxLen, n)
+		}
+	}
+	if query > 0 {
+		e.Cfg.QueryMaxLen = query
+	}
+	if tool > 0 {
+		e.Cfg.ToolMaxLen = tool
+	}
+	return nil
+}
+
 // Embed returns one embedding per text with the given tower (QueryTower or ToolTower), each
 // text after the tower's prompt (Config.Prompt).
 func (e *Embedder) Embed(tower string, texts []string) ([][]float32, error) {

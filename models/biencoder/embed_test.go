@@ -88,3 +88,62 @@ func TestRankerQueryTokens(t *testing.T) {
 		t.Errorf("a long query counts %d tokens, not more than the query length %d", n, limit)
 	}
 }
+
+// TestEmbedderSetLengths: lengths set after loading embed as an embedder built with them does
+// (a tool text longer than the training length is no longer cut), and a length out of range
+// is refused with nothing changed.
+func TestEmbedderSetLengths(t *testing.T) {
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := tinyTask(t)
+	store := model.NewStore()
+	if err := task.Cfg.Encoder.Init(encoder.In(store.RootScope(), ""), 3); err != nil {
+		t.Fatal(err)
+	}
+	positions := task.Cfg.Encoder.MaxPositions()
+	long := []string{strings.Repeat("send an email get the weather ", 4)} // > 8 tokens
+	embedder := func(query, tool int) *Embedder {
+		cfg := *task.Cfg
+		cfg.QueryMaxLen, cfg.ToolMaxLen = query, tool
+		return &Embedder{Cfg: &cfg, Tok: task.Tok, Backend: be, Store: store, Batch: 2}
+	}
+	embed := func(e *Embedder) []float32 {
+		t.Helper()
+		out, err := e.Embed(ToolTower, long)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out[0]
+	}
+	e := embedder(8, 8)
+	short := embed(e)
+	if err := e.SetLengths(0, positions); err != nil {
+		t.Fatal(err)
+	}
+	if e.Cfg.QueryMaxLen != 8 || e.Cfg.ToolMaxLen != positions {
+		t.Fatalf("lengths after SetLengths(0, %d): query %d, tool %d", positions, e.Cfg.QueryMaxLen, e.Cfg.ToolMaxLen)
+	}
+	got, want := embed(e), embed(embedder(8, positions))
+	same := true
+	for d := range got {
+		if diff := got[d] - want[d]; diff > 1e-6 || diff < -1e-6 {
+			t.Fatalf("dim %d: %v after SetLengths, %v built with the length", d, got[d], want[d])
+		}
+		same = same && got[d] == short[d]
+	}
+	if same {
+		t.Fatal("the longer tool length embedded the long text as the 8-token cut did")
+	}
+	for _, tt := range []struct{ query, tool int }{{1, 0}, {0, 1}, {-2, 0}, {0, positions + 1}, {positions + 1, 0}} {
+		e := embedder(8, 8)
+		err := e.SetLengths(tt.query, tt.tool)
+		if err == nil || !strings.Contains(err.Error(), "length") {
+			t.Errorf("SetLengths(%d, %d) = %v, want a length error", tt.query, tt.tool, err)
+		}
+		if e.Cfg.QueryMaxLen != 8 || e.Cfg.ToolMaxLen != 8 {
+			t.Errorf("SetLengths(%d, %d) refused but changed the lengths to %d, %d", tt.query, tt.tool, e.Cfg.QueryMaxLen, e.Cfg.ToolMaxLen)
+		}
+	}
+}
