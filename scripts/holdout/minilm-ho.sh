@@ -19,8 +19,11 @@
 #   model too, and with the fine-tuned model alone; the classifier scores only the tools it was
 #   trained on, best of all systems on those), MLC_ARGS (more `train classifier` flags, e.g.
 #   "-head-lr 1e-3"), QUERY_PROMPT (train with this query prompt, e.g. bge's instruction; the
-#   run keeps it). A run already trained and an evaluation already written (OUT/hSEED-*.json)
-#   are kept: delete them to redo.
+#   run keeps it), EVAL_ARGS (more `eval` flags for the fine-tuned model's evaluations alone
+#   and fused with BM25 and the zero-shot model, e.g. "-tool-len 256": the tools embedded whole
+#   by a run trained on 64-token tools; then one more row, the model alone with them, from
+#   OUT/hSEED-alone.json; the MLC and WiSE-FT rows do not take them). A run already trained and
+#   an evaluation already written (OUT/hSEED-*.json) are kept: delete them to redo.
 set -euo pipefail
 source "$(dirname "$0")/../pretrained/build.sh"
 seeds="${1:-1 2 3}"
@@ -33,6 +36,7 @@ tl="${TL:-../shared/datasets/toollens}"
 read -r -a args <<<"${ARGS:-}"
 if [ -n "${QUERY_PROMPT:-}" ]; then args+=(-query-prompt "$QUERY_PROMPT"); fi
 read -r -a mlcargs <<<"${MLC_ARGS:-}"
+read -r -a evargs <<<"${EVAL_ARGS:-}"
 wise="${WISE:-1}"
 mlc="${MLC:-0}"
 mkdir -p "$out"
@@ -64,11 +68,15 @@ for s in $seeds; do
       -backend "$be" -quiet "${args[@]}" >"$out/h$s.log" 2>&1
   fi
   row "$s" fine-tuned "$run/test_metrics.json"
-  ev bm25 -method fusion -runs "run:$run,bm25" -fusion zscore -weight dev
+  if [ ${#evargs[@]} -gt 0 ]; then
+    ev alone -run "$run" "${evargs[@]}"
+    row "$s" fine-tuned-with-eval-args "$out/h$s-alone.json"
+  fi
+  ev bm25 -method fusion -runs "run:$run,bm25" -fusion zscore -weight dev "${evargs[@]}"
   row "$s" fine-tuned+bm25 "$out/h$s-bm25.json"
   # The fine-tuned model finds the seen tools, the pre-trained one zero-shot the held-out ones
   # best: the three fused (zscore, the weights on dev).
-  ev zs-bm25 -method fusion -runs "run:$run,model:$model,bm25" -fusion zscore -weight dev
+  ev zs-bm25 -method fusion -runs "run:$run,model:$model,bm25" -fusion zscore -weight dev "${evargs[@]}"
   row "$s" fine-tuned+zero-shot+bm25 "$out/h$s-zs-bm25.json"
   if [ "$mlc" = 1 ]; then
     if [ ! -s "$run-mlc/test_metrics.json" ]; then
