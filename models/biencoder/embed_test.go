@@ -4,17 +4,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/models/encoder"
 )
 
-// TestEmbedderReadsCurrentWeights: an Embedder kept across a weight update embeds with the new
-// weights, as a new Embedder does (its graphs take the weights as parameters; on the go
-// backend, which bakes an inference graph's variables in as constants, the kept one would
-// repeat the old embeddings).
-func TestEmbedderReadsCurrentWeights(t *testing.T) {
+// tinyEmbedding returns the go backend, tinyTask and a store with its encoder initialised.
+func tinyEmbedding(t *testing.T) (compute.Backend, *Task, *model.Store) {
+	t.Helper()
 	be, err := backend.Open("go")
 	if err != nil {
 		t.Fatal(err)
@@ -24,6 +23,15 @@ func TestEmbedderReadsCurrentWeights(t *testing.T) {
 	if err := task.Cfg.Encoder.Init(encoder.In(store.RootScope(), ""), 3); err != nil {
 		t.Fatal(err)
 	}
+	return be, task, store
+}
+
+// TestEmbedderReadsCurrentWeights: an Embedder kept across a weight update embeds with the new
+// weights, as a new Embedder does (its graphs take the weights as parameters; on the go
+// backend, which bakes an inference graph's variables in as constants, the kept one would
+// repeat the old embeddings).
+func TestEmbedderReadsCurrentWeights(t *testing.T) {
+	be, task, store := tinyEmbedding(t)
 	texts := []string{"get the weather", "send an email please"}
 	embed := func(e *Embedder) [][]float32 {
 		t.Helper()
@@ -93,15 +101,7 @@ func TestRankerQueryTokens(t *testing.T) {
 // (a tool text longer than the training length is no longer cut), and a length out of range
 // is refused with nothing changed.
 func TestEmbedderSetLengths(t *testing.T) {
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	task := tinyTask(t)
-	store := model.NewStore()
-	if err := task.Cfg.Encoder.Init(encoder.In(store.RootScope(), ""), 3); err != nil {
-		t.Fatal(err)
-	}
+	be, task, store := tinyEmbedding(t)
 	positions := task.Cfg.Encoder.MaxPositions()
 	long := []string{strings.Repeat("send an email get the weather ", 4)} // > 8 tokens
 	embedder := func(query, tool int) *Embedder {
