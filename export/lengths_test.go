@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/models/biencoder"
@@ -56,6 +57,23 @@ func TestRunLengths(t *testing.T) {
 	}
 	if d := maxDiff(t, [][]float32{trained}, [][]float32{got}); d == 0 {
 		t.Fatal("tool length 128 embedded the long text as the training length (64) did")
+	}
+	// The index records the lengths: its tower (what serve embeds queries and new tools with)
+	// reads back with them.
+	d, err := data.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := filepath.Join(t.TempDir(), "index")
+	if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: index, Data: d}); err != nil {
+		t.Fatal(err)
+	}
+	tower, err := export.LoadHF(filepath.Join(index, export.IndexQueryDir), be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tower.QueryMaxLen != 32 || tower.ToolMaxLen != 128 {
+		t.Errorf("the index's tower reads back lengths query %d, tool %d; want 32, 128", tower.QueryMaxLen, tower.ToolMaxLen)
 	}
 	for _, l := range []export.Lengths{{Query: 1}, {Tool: -1}, {Tool: 129}, {Query: 129}} {
 		m, err := export.LoadModel(run, be)
