@@ -14,7 +14,9 @@
 #   default 300), LR (default 5e-5), DEV (the dev split's fraction of the training tools, default 0.03), OUT
 #   (default runs/ho7), TL (default ../shared/datasets/toollens), ARGS (more `train biencoder`
 #   flags, e.g. "-separate-towers -freeze-tower tool": the tool tower locked, LiT), WISE (1; 0
-#   skips the WiSE-FT rows), MLC (0; 1 also trains an MLC classifier on the view, 3 epochs, into
+#   skips the WiSE-FT rows; dev: the WiSE-FT weight picked on dev from WISE_WEIGHTS, default
+#   "0.1 0.2 0.3 0.4 0.5", each OUT/hSEED-wise-W an HF directory, the chosen one evaluated
+#   with EVAL_ARGS alone and fused with BM25: rows wise-ft-dev-W and wise-ft-dev-W+bm25), MLC (0; 1 also trains an MLC classifier on the view, 3 epochs, into
 #   OUT/hSEED-mlc, and fuses it with the pre-trained model and BM25, then with the fine-tuned
 #   model too, and with the fine-tuned model alone; the classifier scores only the tools it was
 #   trained on, best of all systems on those), MLC_ARGS (more `train classifier` flags, e.g.
@@ -38,6 +40,7 @@ if [ -n "${QUERY_PROMPT:-}" ]; then args+=(-query-prompt "$QUERY_PROMPT"); fi
 read -r -a mlcargs <<<"${MLC_ARGS:-}"
 read -r -a evargs <<<"${EVAL_ARGS:-}"
 wise="${WISE:-1}"
+wise_weights="${WISE_WEIGHTS:-0.1 0.2 0.3 0.4 0.5}"
 mlc="${MLC:-0}"
 mkdir -p "$out"
 row() { # SEED SYSTEM JSON-FILE
@@ -93,6 +96,32 @@ for s in $seeds; do
     # The two fine-tuned models alone, without BM25 or the pre-trained model.
     ev ft-mlc -method fusion -runs "run:$run,run:$run-mlc" -fusion zscore -weight dev
     row "$s" fine-tuned+mlc "$out/h$s-ft-mlc.json"
+  fi
+  if [ "$wise" = dev ]; then
+    # WiSE-FT with its weight picked on the view's dev split (carved by tools, so it measures
+    # new tools): each weight W of WISE_WEIGHTS interpolates the fine-tuned weights with the
+    # pre-trained ones, (1-W)·fine-tuned + W·pre-trained, as an HF directory; dev N@5 (with
+    # EVAL_ARGS) picks one, which is then evaluated on test alone and fused with BM25.
+    best="" bestn=-1
+    for w in $wise_weights; do
+      d="$out/h$s-wise-$w"
+      if [ ! -s "$d/manifest.json" ]; then
+        bin/toolret export -model "$run" -interpolate "$model" -interpolate-weight "$w" -format hf -out "$d" \
+          -backend "$be" >"$d.log" 2>&1
+      fi
+      ev "wise-$w-dev" -model "$d" -first-stage "$run" -split dev "${evargs[@]}"
+      n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ndcg@5"])' "$out/h$s-wise-$w-dev.json")
+      echo "$s wise-ft-$w dev N@5 $n"
+      if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)' "$n" "$bestn"; then
+        best=$w bestn=$n
+      fi
+    done
+    ev wise-dev -model "$out/h$s-wise-$best" "${evargs[@]}"
+    row "$s" "wise-ft-dev-$best" "$out/h$s-wise-dev.json"
+    ev wise-dev-bm25 -method fusion -runs "model:$out/h$s-wise-$best,bm25" -first-stage "$run" -fusion zscore \
+      -weight dev "${evargs[@]}"
+    row "$s" "wise-ft-dev-$best+bm25" "$out/h$s-wise-dev-bm25.json"
+    continue
   fi
   [ "$wise" = 1 ] || continue
   # WiSE-FT (Wortsman et al. 2022): the fine-tuned weights averaged with the pre-trained ones at
