@@ -15,7 +15,7 @@
 #   (default runs/ho7), TL (default ../shared/datasets/toollens), ARGS (more `train biencoder`
 #   flags, e.g. "-separate-towers -freeze-tower tool": the tool tower locked, LiT), WISE (1; 0
 #   skips the WiSE-FT rows; dev: the WiSE-FT weight picked on dev from WISE_WEIGHTS, default
-#   "0.1 0.2 0.3 0.4 0.5", each OUT/hSEED-wise-W an HF directory, the chosen one evaluated
+#   "0 0.1 0.2 0.3 0.4 0.5" (0: the fine-tuned weights), each OUT/hSEED-wise-W an HF directory, the chosen one evaluated
 #   with EVAL_ARGS alone and fused with BM25: rows wise-ft-dev-W and wise-ft-dev-W+bm25), MLC (0; 1 also trains an MLC classifier on the view, 3 epochs, into
 #   OUT/hSEED-mlc, and fuses it with the pre-trained model and BM25, then with the fine-tuned
 #   model too, and with the fine-tuned model alone; the classifier scores only the tools it was
@@ -40,7 +40,7 @@ if [ -n "${QUERY_PROMPT:-}" ]; then args+=(-query-prompt "$QUERY_PROMPT"); fi
 read -r -a mlcargs <<<"${MLC_ARGS:-}"
 read -r -a evargs <<<"${EVAL_ARGS:-}"
 wise="${WISE:-1}"
-wise_weights="${WISE_WEIGHTS:-0.1 0.2 0.3 0.4 0.5}"
+wise_weights="${WISE_WEIGHTS:-0 0.1 0.2 0.3 0.4 0.5}"
 mlc="${MLC:-0}"
 mkdir -p "$out"
 row() { # SEED SYSTEM JSON-FILE
