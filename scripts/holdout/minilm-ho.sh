@@ -15,8 +15,9 @@
 #   (default runs/ho7), TL (default ../shared/datasets/toollens), ARGS (more `train biencoder`
 #   flags, e.g. "-separate-towers -freeze-tower tool": the tool tower locked, LiT), WISE (1; 0
 #   skips the WiSE-FT rows; dev: the WiSE-FT weight picked on dev from WISE_WEIGHTS, default
-#   "0 0.1 0.2 0.3 0.4 0.5" (0: the fine-tuned weights), each OUT/hSEED-wise-W an HF directory, the chosen one evaluated
-#   with EVAL_ARGS alone and fused with BM25: rows wise-ft-dev-W and wise-ft-dev-W+bm25), MLC (0; 1 also trains an MLC classifier on the view, 3 epochs, into
+#   "0 0.1 0.2 0.3 0.4 0.5" (0: the fine-tuned weights), each OUT/hSEED-wise-W an HF directory with its dev evaluation OUT/hSEED-wise-W-dev.json, the
+#   chosen one evaluated with EVAL_ARGS alone and fused with BM25, OUT/hSEED-wise-W-{test,bm25}.json:
+#   rows wise-ft-dev-W and wise-ft-dev-W+bm25), MLC (0; 1 also trains an MLC classifier on the view, 3 epochs, into
 #   OUT/hSEED-mlc, and fuses it with the pre-trained model and BM25, then with the fine-tuned
 #   model too, and with the fine-tuned model alone; the classifier scores only the tools it was
 #   trained on, best of all systems on those), MLC_ARGS (more `train classifier` flags, e.g.
@@ -116,11 +117,12 @@ for s in $seeds; do
         best=$w bestn=$n
       fi
     done
-    ev wise-dev -model "$out/h$s-wise-$best" "${evargs[@]}"
-    row "$s" "wise-ft-dev-$best" "$out/h$s-wise-dev.json"
-    ev wise-dev-bm25 -method fusion -runs "model:$out/h$s-wise-$best,bm25" -first-stage "$run" -fusion zscore \
+    # Named by the weight, so that a later sweep that picks another one evaluates it anew.
+    ev "wise-$best-test" -model "$out/h$s-wise-$best" "${evargs[@]}"
+    row "$s" "wise-ft-dev-$best" "$out/h$s-wise-$best-test.json"
+    ev "wise-$best-bm25" -method fusion -runs "model:$out/h$s-wise-$best,bm25" -first-stage "$run" -fusion zscore \
       -weight dev "${evargs[@]}"
-    row "$s" "wise-ft-dev-$best+bm25" "$out/h$s-wise-dev-bm25.json"
+    row "$s" "wise-ft-dev-$best+bm25" "$out/h$s-wise-$best-bm25.json"
     continue
   fi
   [ "$wise" = 1 ] || continue
