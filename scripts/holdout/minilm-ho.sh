@@ -107,8 +107,11 @@ for s in $seeds; do
     for w in $wise_weights; do
       d="$out/h$s-wise-$w"
       if [ ! -s "$d/manifest.json" ]; then
-        bin/toolret export -model "$run" -interpolate "$model" -interpolate-weight "$w" -format hf -out "$d" \
-          -backend "$be" >"$d.log" 2>&1
+        if ! bin/toolret export -model "$run" -interpolate "$model" -interpolate-weight "$w" -format hf -out "$d" \
+          -backend "$be" >"$d.log" 2>&1; then
+          echo "WISE_WEIGHTS: weight $w: $(tail -n 1 "$d.log")" >&2
+          exit 1
+        fi
       fi
       ev "wise-$w-dev" -model "$d" -first-stage "$run" -split dev "${evargs[@]}"
       n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ndcg@5"])' "$out/h$s-wise-$w-dev.json")
@@ -117,6 +120,10 @@ for s in $seeds; do
         best=$w bestn=$n
       fi
     done
+    if [ -z "$best" ]; then
+      echo "WISE=dev: WISE_WEIGHTS names no weight" >&2
+      exit 2
+    fi
     # Named by the weight, so that a later sweep that picks another one evaluates it anew.
     ev "wise-$best-test" -model "$out/h$s-wise-$best" "${evargs[@]}"
     row "$s" "wise-ft-dev-$best" "$out/h$s-wise-$best-test.json"
