@@ -71,6 +71,11 @@ type Dataset struct {
 	// tools (sorted indices).
 	Holdout *Holdout
 	HeldOut []int
+	// Libraries are the tool libraries of a multi-source dataset (OpenSources), nil for one
+	// library: in-batch negatives, dev splits and evaluation stay within a library.
+	// ToolLibrary maps each tool index to its library.
+	Libraries   []Library
+	ToolLibrary []int
 	// Warnings are problems of the input that do not stop loading (a tool with no name),
 	// each naming file and line (or row) and id. Loading prints them to WarnOutput.
 	Warnings []string

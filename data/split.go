@@ -77,10 +77,31 @@ func (d *Dataset) CarveDev(from string, frac float64, seed int64) (train, dev *S
 	if nDev == 0 || nDev == len(qs) {
 		return nil, nil, fmt.Errorf("split %q: %d judged queries cannot give a dev fraction of %v", from, len(qs), frac)
 	}
+	isDev := map[int]bool{}
+	if len(d.Libraries) > 1 { // frac of each library's queries, so that each has a dev split
+		byLib := make([][]int, len(d.Libraries))
+		for _, q := range qs {
+			if l := d.QueryLibrary(s, q); l >= 0 {
+				byLib[l] = append(byLib[l], q)
+			}
+		}
+		for l, lq := range byLib {
+			r := rand.New(rand.NewPCG(uint64(seed), 0x746f6f6c726574+uint64(l)))
+			r.Shuffle(len(lq), func(i, j int) { lq[i], lq[j] = lq[j], lq[i] })
+			n := int(float64(len(lq))*frac + 0.5)
+			if n == 0 && len(lq) >= 2 {
+				n = 1
+			}
+			for _, q := range lq[:n] {
+				isDev[q] = true
+			}
+		}
+		train, dev = s.Divide(func(q int) bool { return isDev[q] })
+		return train, dev, nil
+	}
 	perm := append([]int(nil), qs...)
 	r := rand.New(rand.NewPCG(uint64(seed), 0x746f6f6c726574))
 	r.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
-	isDev := map[int]bool{}
 	for _, q := range perm[:nDev] {
 		isDev[q] = true
 	}

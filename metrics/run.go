@@ -32,6 +32,9 @@ func EvaluateSplit(ctx context.Context, d *data.Dataset, s *data.Split, r rank.Q
 		}
 		qs[i] = rank.Query{Index: q, Text: d.Queries[q].Text}
 	}
+	if len(d.Libraries) > 1 {
+		r = within(d, s, r)
+	}
 	var rankings []rank.Ranking
 	if len(qs) > 0 {
 		var err error
@@ -58,6 +61,9 @@ func EvaluateSplit(ctx context.Context, d *data.Dataset, s *data.Split, r rank.Q
 // EvaluateDev returns the overall metrics of r on the dev split s at the cutoffs ks
 // (EvaluateSplit's Report.Map): what training's dev evaluation records.
 func EvaluateDev(ctx context.Context, d *data.Dataset, s *data.Split, r rank.QueryRanker, ks []int) (map[string]float64, error) {
+	if len(d.Libraries) > 1 {
+		return evaluateLibraries(ctx, d, s, r, ks)
+	}
 	rep, err := EvaluateSplit(ctx, d, s, r, ks)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
@@ -329,6 +330,11 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 	if sp.Test == "" {
 		return res, nil
 	}
+	if _, ok := d.Splits[sp.Test]; !ok {
+		fmt.Fprintf(log, "note: dataset %s has no split %q (splits: %s): no test evaluation; the run is saved in %s (-test \"\" skips it quietly)\n",
+			d.Name, sp.Test, strings.Join(d.SplitNames(), ", "), cfg.RunDir)
+		return res, nil
+	}
 	if res.Test, err = evalTest(ctx, cfg.RunDir, d, sp.Test, bk, out); err != nil {
 		return nil, err
 	}
@@ -431,7 +437,8 @@ func resolveInit(ctx context.Context, cfg *biencoder.TrainConfig) error {
 }
 
 // openData loads Split.Data as the held-out-tool view Split.HoldoutTools and HoldoutSeed
-// name; with none and a Parent.Retriever trained on a view, that view (recorded in cfg).
+// name; with none and a Parent.Retriever trained on a view, that view (recorded in cfg);
+// with neither, Data may be a list of sources (data.OpenSources: "toollens:1,toolmix:1").
 func openData(cfg *biencoder.TrainConfig) (*data.Dataset, error) {
 	sp := &cfg.Split
 	h, err := cli.MakeHoldout(sp.HoldoutTools, sp.HoldoutSeed)
@@ -442,6 +449,12 @@ func openData(cfg *biencoder.TrainConfig) (*data.Dataset, error) {
 		if h = cli.RecordedHoldout(cfg.Parent.Retriever); h != nil {
 			sp.HoldoutTools, sp.HoldoutSeed = h.Fraction, uint64(h.Seed)
 		}
+	}
+	if h == nil {
+		return data.OpenSources(sp.Data)
+	}
+	if data.IsSourceList(sp.Data) {
+		return nil, fmt.Errorf("-data %q: %s applies to one dataset, not a list of sources", sp.Data, h.Flags())
 	}
 	d, err := data.Open(sp.Data, h)
 	if err != nil && h != nil {

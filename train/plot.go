@@ -113,7 +113,8 @@ type panel struct {
 
 // panelsOf groups the series names of every run into charts: the training loss (raw and
 // smoothed) with the dev losses, the learning rate, one chart per dev metric family (recall,
-// ndcg, comp: one line per cutoff K), and one per other dev metric.
+// ndcg, comp: one line per cutoff K), one per metric a multi-source run reports per library
+// (one line per library), and one per other dev metric.
 func panelsOf(runs []*curves) []panel {
 	names := map[string]bool{}
 	for _, c := range runs {
@@ -134,6 +135,13 @@ func panelsOf(runs []*curves) []panel {
 			lr.keys = []string{k}
 		case isDev && strings.Contains(dev, "loss"):
 			loss.keys = append(loss.keys, k)
+		case isDev && strings.HasPrefix(dev, "lib/"): // a multi-source run's per-library metric
+			metric := dev[strings.LastIndexByte(dev, '/')+1:]
+			fam := "by library: " + metric
+			if families[fam] == nil {
+				families[fam] = &panel{id: "dev_lib_" + strings.ReplaceAll(metric, "@", "_"), title: "dev " + metric + " per library", ylabel: metric + " (%)"}
+			}
+			families[fam].keys = append(families[fam].keys, k)
 		case isDev && strings.Contains(dev, "@"):
 			fam, _, _ := strings.Cut(dev, "@")
 			if families[fam] == nil {

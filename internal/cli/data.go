@@ -85,6 +85,9 @@ func LoadData(fs *flag.FlagSet) (*data.Dataset, error) {
 			}
 		}
 	}
+	if data.IsSourceList(dir) {
+		return nil, fmt.Errorf("-data %q: a list of sources is for train biencoder (each batch from one library); this kind trains on one dataset", dir)
+	}
 	d, err := data.Open(dir, h)
 	if err != nil && h != nil {
 		return nil, fmt.Errorf("%s: %w", h.Flags(), err)

@@ -9,6 +9,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/losses"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
@@ -89,6 +90,9 @@ func (t *Task) Prepare() error {
 		return err
 	}
 	t.pairs = append(t.pairs, t.pseudo.pairs()...)
+	if len(t.Data.Libraries) > 1 && t.HardNegatives > 0 {
+		t.Negatives = sameLibrary(t.Data, t.Negatives)
+	}
 	t.rel = t.pseudo.relevance(losses.RelevanceFromMap(t.Train.Relevant))
 	t.epochs = map[int][][]train.Pair{}
 	return nil
@@ -98,7 +102,20 @@ func (t *Task) batches(epoch int) [][]train.Pair {
 	if b, ok := t.epochs[epoch]; ok {
 		return b
 	}
-	b := pairBatches(t.pairs, t.BatchSize, t.Seed, epoch, t.StrictBatches)
+	var b [][]train.Pair
+	if libs := t.Data.Libraries; len(libs) > 1 { // each batch from one library
+		groups, weights := make([][]train.Pair, len(libs)), make([]float64, len(libs))
+		for l, lib := range libs {
+			weights[l] = lib.Weight
+		}
+		for _, p := range t.pairs {
+			l := t.Data.LibraryOf(p.Tool)
+			groups[l] = append(groups[l], p)
+		}
+		b = train.LibraryBatches(groups, weights, t.BatchSize, t.Seed, epoch, !t.StrictBatches)
+	} else {
+		b = pairBatches(t.pairs, t.BatchSize, t.Seed, epoch, t.StrictBatches)
+	}
 	t.epochs = map[int][][]train.Pair{epoch: b} // keep one epoch cached
 	return b
 }
@@ -193,6 +210,21 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 // (randomNonRelevant), or an error when q is relevant to every tool.
 func (t *Task) randomNegative(r *rand.Rand, q int) (int, error) {
 	n := len(t.tools)
+	if libs := t.Data.Libraries; len(libs) > 1 { // a tool of the query's library
+		if rel := t.Train.Relevant[q]; len(rel) > 0 || t.pseudo.is(q) {
+			var lib []int
+			if t.pseudo.is(q) {
+				lib = libs[t.Data.LibraryOf(t.pseudo.tool(q))].Tools
+			} else {
+				lib = libs[t.Data.LibraryOf(rel[0])].Tools
+			}
+			i, err := randomNonRelevant(r, len(lib), q, func(q, c int) bool { return t.rel(q, lib[c]) })
+			if err != nil {
+				return 0, fmt.Errorf("biencoder: query %q is relevant to every tool of its library: no hard negative to sample", t.Data.Queries[q].ID)
+			}
+			return lib[i], nil
+		}
+	}
 	c, err := randomNonRelevant(r, n, q, t.rel)
 	if err != nil {
 		if t.pseudo.is(q) { // relevant to its tool only: the dataset has one tool
@@ -225,6 +257,36 @@ func evaluateText(cfg *Config, s *train.Setup, store *model.Store, marked bool) 
 		rk = Marked{R: r, Marker: cfg.Marker}
 	}
 	return metrics.EvaluateDev(context.Background(), s.Data, s.Dev, rank.Texts(rk), metrics.DevKs)
+}
+
+// sameLibrary keeps, of each query's mined negatives, the tools of the query's library (the
+// library of its relevant tools): mined over every tool, a negative from another library is
+// never in the query's batch.
+func sameLibrary(d *data.Dataset, negs map[int][]int) map[int][]int {
+	lib := map[int]int{}
+	for _, s := range d.Splits {
+		for q, rel := range s.Relevant {
+			if len(rel) > 0 {
+				lib[q] = d.LibraryOf(rel[0])
+			}
+		}
+	}
+	out := make(map[int][]int, len(negs))
+	for q, cands := range negs {
+		l, ok := lib[q]
+		if !ok {
+			out[q] = cands
+			continue
+		}
+		kept := make([]int, 0, len(cands))
+		for _, c := range cands {
+			if d.LibraryOf(c) == l {
+				kept = append(kept, c)
+			}
+		}
+		out[q] = kept
+	}
+	return out
 }
 
 var (

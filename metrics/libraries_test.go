@@ -1,0 +1,88 @@
+package metrics
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/internal/datatest"
+	"github.com/toolret/toolret/rank"
+)
+
+// TestEvaluateWithinLibraries ranks with a scorer that puts every tool of other libraries
+// first: on a multi-source dataset each query is ranked among its own library's tools, so
+// the relevant tool, scored above the rest of its library, is first.
+func TestEvaluateWithinLibraries(t *testing.T) {
+	t.Setenv(data.DatasetPathEnv, datatest.Mix(t))
+	d, err := data.OpenSources("lens,mix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	train, dev, err := d.CarveDev("train", 0.2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adversary := rank.ScoreFunc(func(_ context.Context, q rank.Query) ([]float32, error) {
+		s := make([]float32, len(d.Tools))
+		lib := d.QueryLibrary(train, q.Index)
+		for _, s := range []*data.Split{dev, d.Splits["test"]} {
+			if lib < 0 {
+				lib = d.QueryLibrary(s, q.Index)
+			}
+		}
+		for i := range s {
+			switch {
+			case d.LibraryOf(i) != lib:
+				s[i] = 10
+			case slices.Contains(dev.Relevant[q.Index], i) || slices.Contains(d.Splits["test"].Relevant[q.Index], i):
+				s[i] = 1
+			}
+		}
+		return s, nil
+	})
+	m, err := EvaluateDev(context.Background(), d, dev, adversary, DevKs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["recall@1"] != 100 || m["ndcg@5"] != 100 {
+		t.Errorf("pooled dev metrics %v, want recall@1 and ndcg@5 100", m)
+	}
+	for _, lib := range d.Libraries {
+		for _, k := range LibraryKeys {
+			if v, ok := m["lib/"+lib.Name+"/"+k]; !ok || v != 100 {
+				t.Errorf("lib/%s/%s = %v (reported %v), want 100", lib.Name, k, v, ok)
+			}
+		}
+	}
+	// The test split (lens only) likewise.
+	rep, err := Run(context.Background(), d, "test", rankerOf(adversary, d), DevKs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Map()["recall@3"]; r != 100 {
+		t.Errorf("test recall@3 %v, want 100", r)
+	}
+}
+
+// rankerOf is a rank.Ranker of a QueryRanker over d's queries by text.
+func rankerOf(r rank.QueryRanker, d *data.Dataset) rank.Ranker {
+	return textRanker{r, d}
+}
+
+type textRanker struct {
+	r rank.QueryRanker
+	d *data.Dataset
+}
+
+func (t textRanker) Rank(ctx context.Context, texts []string, k int) ([]rank.Ranking, error) {
+	qs := make([]rank.Query, len(texts))
+	for i, s := range texts {
+		for j, q := range t.d.Queries {
+			if q.Text == s {
+				qs[i] = rank.Query{Index: j, Text: s}
+			}
+		}
+	}
+	return t.r.RankQueries(ctx, qs, k)
+}
