@@ -102,15 +102,25 @@ func cutWeight(e string) (path string, w float64, ok bool, err error) {
 	return e[:i], v, true, nil
 }
 
-// OpenSources opens a -data value for training: "" or one dataset directory as Open does
-// (a dataset whose tool ids all carry a "SOURCE/" prefix, two sources or more, gets one
+// OpenSources opens a -data value for training: "" or one dataset directory (or name, looked
+// up in DatasetPath) as Open does (a dataset whose tool ids all carry a "SOURCE/" prefix, two sources or more, gets one
 // Library per source); a list (ParseSources) is merged into one Dataset with one Library per
 // dataset, or per source of a prefixed dataset, tool, query and scene ids prefixed by the
 // dataset's name ("toollens:12"). Each library's weight is its entry's, a dataset's weight
 // shared among its sources in proportion to their training pairs, normalised to sum 1.
 // Every source must have a "train" split.
 func OpenSources(spec string) (*Dataset, error) {
-	if !IsSourceList(spec) {
+	single := spec == ""
+	if !single && !IsSourceList(spec) {
+		dir, source, err := resolveSource(spec)
+		if err != nil {
+			return nil, err
+		}
+		if single = source == ""; single {
+			spec = dir
+		}
+	}
+	if single {
 		d, err := Open(spec, nil)
 		if err != nil {
 			return nil, err

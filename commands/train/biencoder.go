@@ -60,6 +60,7 @@ func trainRegularization(fs *flag.FlagSet, meta *rundir.Meta, freeze bool, dropo
 func biencoderCmd(args []string) error {
 	fs := flag.NewFlagSet("train biencoder", flag.ContinueOnError)
 	cli.Data(fs)
+	fs.Lookup("data").Usage = "dataset directory (BEIR or Parquet layout), or a list of libraries ENTRY[:WEIGHT],... (a directory, a name in $TOOLRET_DATASETS, or DATASET/SOURCE), each batch from one; default: the embedded default dataset"
 	runDir := cli.Run(fs, "run directory (default runs/biencoder-<time>)")
 	resume := cli.Resume(fs)
 	initDir := fs.String("init", "", "initialise from a HuggingFace or sentence-transformers BERT or DeBERTa-v2/v3 directory or hub id org/name[@revision] (lr 2e-5 and the model's pooling unless given), or from a trained bi-encoder run (its shared encoder, tokenizer, pooling and similarity; else from scratch); with -separate-towers both towers start from it")
