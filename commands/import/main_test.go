@@ -97,3 +97,34 @@ func TestImportErrors(t *testing.T) {
 		t.Errorf("Main with a flag missing its value: %d", code)
 	}
 }
+
+// TestImportStrict: an OpenAPI description with an operation that does not load costs that
+// operation, named in the output; -strict refuses the description whole.
+func TestImportStrict(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "galaxy.yaml")
+	os.WriteFile(spec, []byte(`openapi: 3.1.0
+info: {title: galaxy, version: '1'}
+paths:
+  /planets:
+    get: {operationId: listPlanets, responses: {'200': {description: ok}}}
+    post: {operationId: createPlanet, parameters: oops, responses: {'200': {description: ok}}}
+`), 0o644)
+	out := filepath.Join(dir, "lib.jsonl")
+	code, stdout, err := runImport(t, options{out: out, src: importer.Sources{OpenAPI: []string{spec}}})
+	if code != 0 || err != nil {
+		t.Fatalf("exit %d: %v\n%s", code, err, stdout)
+	}
+	for _, s := range []string{"openapi galaxy (" + spec + "): 1 tools", "POST /planets (#/paths/~1planets/post): cannot construct", "added: galaxy.listPlanets"} {
+		if !strings.Contains(stdout, s) {
+			t.Errorf("output lacks %q:\n%s", s, stdout)
+		}
+	}
+	strictOut := filepath.Join(dir, "strict.jsonl")
+	if code := Main([]string{"-strict", "-openapi", spec, "-out", strictOut}); code != 1 {
+		t.Errorf("-strict: exit %d, want 1", code)
+	}
+	if _, err := os.Stat(strictOut); !os.IsNotExist(err) {
+		t.Errorf("-strict wrote %s (%v)", strictOut, err)
+	}
+}
