@@ -125,6 +125,10 @@ func run(ctx context.Context, o options, w io.Writer) (int, error) {
 	if o.template != "" {
 		lib.Template = o.template
 	}
+	if err := lib.Check(); err != nil {
+		// Before saying what would be written: nothing is.
+		return 1, errors.Join(ierr, fmt.Errorf("-out %s not written: %w", o.out, err))
+	}
 	c := library.Diff(old, lib)
 	verb := "wrote"
 	if o.dryRun {

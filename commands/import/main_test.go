@@ -128,3 +128,24 @@ paths:
 		t.Errorf("-strict wrote %s (%v)", strictOut, err)
 	}
 }
+
+// TestImportDuplicateID: two sources giving one tool id fail before anything is reported
+// written, and nothing is.
+func TestImportDuplicateID(t *testing.T) {
+	dir := t.TempDir()
+	fns := filepath.Join(dir, "fns.json")
+	os.WriteFile(fns, []byte(`[{"name":"getItem","description":"Get an item.","parameters":{"type":"object"}}]`), 0o644)
+	for _, dry := range []bool{false, true} {
+		out := filepath.Join(dir, "lib.jsonl")
+		code, stdout, err := runImport(t, options{out: out, dryRun: dry, src: importer.Sources{OpenAPI: []string{shop}, Functions: []string{"shop=" + fns}}})
+		if code != 1 || err == nil || !strings.Contains(err.Error(), `duplicate tool "shop.getItem"`) || !strings.Contains(err.Error(), "not written") {
+			t.Errorf("dry run %v: exit %d, error %v; want 1 naming the duplicate", dry, code, err)
+		}
+		if strings.Contains(stdout, "wrote") || strings.Contains(stdout, "would write") || strings.Contains(stdout, "added:") {
+			t.Errorf("dry run %v: output says it wrote:\n%s", dry, stdout)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("dry run %v: %s written (%v)", dry, out, err)
+		}
+	}
+}
