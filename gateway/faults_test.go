@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -257,5 +259,46 @@ func TestOpenAPIDocument(t *testing.T) {
 		if doc.Paths.Find(p) == nil {
 			t.Errorf("no path %s", p)
 		}
+	}
+}
+
+// TestMCPAccessJSON: /mcp refuses a request without a valid key with the REST endpoints'
+// JSON error body, not plain text.
+func TestMCPAccessJSON(t *testing.T) {
+	keys, err := serve.ParseKeys([]byte("agent agent-key-000000002 search,call\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, fixtureOpts{keys: keys})
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`
+	for _, tc := range []struct {
+		name, auth string
+		want       string
+	}{
+		{"no key", "", `missing "Authorization: Bearer <key>" header`},
+		{"empty bearer", "Bearer ", `missing "Authorization: Bearer <key>" header`},
+		{"wrong key", "Bearer not-a-key-of-this-server", `invalid API key in the "Authorization" header`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", f.srv.URL+"/mcp", strings.NewReader(initialize))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			resp, err := f.srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			var e struct {
+				Error string `json:"error"`
+			}
+			if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") ||
+				json.Unmarshal(b, &e) != nil || !strings.Contains(e.Error, tc.want) || resp.Header.Get("WWW-Authenticate") == "" {
+				t.Errorf("%d %q %s (WWW-Authenticate %q), want 401 application/json {\"error\": %q...}", resp.StatusCode, resp.Header.Get("Content-Type"), b, resp.Header.Get("WWW-Authenticate"), tc.want)
+			}
+		})
 	}
 }

@@ -100,3 +100,35 @@ func TestSearchAndCall(t *testing.T) {
 		t.Fatalf("unknown tool: %d", s)
 	}
 }
+
+// TestMCPArgumentErrors: arguments of the gateway's MCP tools of the wrong JSON type are
+// answered as the REST API answers them, naming the field and the type it wants.
+func TestMCPArgumentErrors(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	cs := f.mcpClient(t, "")
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"search_tools", map[string]any{"query": "add numbers", "k": "5"}, `search_tools arguments: field "k" is a JSON string, want an integer`},
+		{"search_tools", map[string]any{"query": 3}, `search_tools arguments: field "query" is a JSON number, want a string`},
+		{"search_tools", map[string]any{"query": "x", "top": 3}, `search_tools arguments: unknown field "top" (known fields: `},
+		{"call_tool", map[string]any{"name": []any{"fake.echo"}}, `call_tool arguments: field "name" is a JSON array, want a string`},
+		{"report_result", map[string]any{"name": "fake.echo", "success": "yes"}, `field "success" is a JSON string, want true or false`},
+	} {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
+		if err != nil {
+			t.Fatalf("%s %v: %v", tc.tool, tc.args, err)
+		}
+		var text string
+		if len(res.Content) > 0 {
+			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+				text = tc.Text
+			}
+		}
+		if !res.IsError || !strings.Contains(text, tc.want) {
+			t.Errorf("%s %v: error %v %q, want %q", tc.tool, tc.args, res.IsError, text, tc.want)
+		}
+	}
+}

@@ -68,9 +68,7 @@ func decodeStrict(raw json.RawMessage, v any) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage("{}")
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+	return serve.DecodeJSON(raw, v)
 }
 
 func keyOf(req *mcp.CallToolRequest) string {

@@ -138,7 +138,8 @@ func (l *limiters) get(id string) *rate.Limiter {
 }
 
 // mcpAccess guards the MCP endpoint: the caller's rate limit, and with Keys a valid API key,
-// whose scopes the tools check (Allowed).
+// whose scopes the tools check (Allowed). A request refused gets the REST endpoints' JSON
+// error body ({"error": "..."}).
 func (s *Server) mcpAccess(h http.Handler) http.Handler {
 	if s.cfg.Keys != nil {
 		verify := func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
@@ -158,6 +159,18 @@ func (s *Server) mcpAccess(h http.Handler) http.Handler {
 		if aerr := s.limit(w, id); aerr != nil {
 			setError(w, aerr.msg)
 			writeJSON(w, aerr.status, map[string]string{"error": aerr.msg})
+			return
+		}
+		if s.cfg.Keys != nil && key == nil {
+			// Refused here, as the REST endpoints refuse, rather than by the SDK's
+			// middleware, which answers plain text.
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolret"`)
+			msg := `invalid API key in the "Authorization" header`
+			if bearer(r) == "" {
+				msg = `missing "Authorization: Bearer <key>" header: the MCP endpoint needs an API key (its scopes decide which tools it may use)`
+			}
+			setError(w, msg)
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": msg})
 			return
 		}
 		h.ServeHTTP(w, r)

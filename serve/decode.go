@@ -40,6 +40,16 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) *apiEr
 	return decodeJSON(b, v)
 }
 
+// DecodeJSON decodes b, one JSON object, into v (no unknown fields), with an error that
+// names what is wrong as the REST API's do (the offset, the field and the type it wants),
+// for arguments that reach a handler other than as a request body (an MCP tool's).
+func DecodeJSON(b []byte, v any) error {
+	if err := decodeJSON(b, v); err != nil {
+		return err
+	}
+	return nil
+}
+
 // decodeJSON decodes b, one JSON object, into v, naming what is wrong.
 func decodeJSON(b []byte, v any) *apiError {
 	if len(bytes.TrimSpace(b)) == 0 {

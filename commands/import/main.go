@@ -63,6 +63,7 @@ func Main(args []string) int {
 	fs.StringVar(&o.out, "out", "", "the tool library `LIB.jsonl` to write; an existing one is updated and the changes reported")
 	fs.StringVar(&o.template, "template", "", "retrieval text template (Go text/template over name, description, params, ...; docs/tool-libraries.md); default: the library's own, else "+fmt.Sprintf("%q", library.DefaultTemplate))
 	fs.DurationVar(&o.src.Timeout, "timeout", importer.DefaultMCPTimeout, "time limit for each MCP server to start and list its tools")
+	fs.BoolVar(&o.src.Strict, "strict", false, "refuse an -openapi description that does not load whole (default: skip each operation that does not load, with its spec path and the reason)")
 	fs.BoolVar(&o.replace, "replace", false, "write only the tools imported now (default: keep an existing -out's tools of other sources)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "report what would change in -out without writing it")
 	fs.BoolVar(&o.verbose, "v", false, "list every tool added, changed or removed (default: the first 10 of each)")
@@ -123,6 +124,10 @@ func run(ctx context.Context, o options, w io.Writer) (int, error) {
 	lib := library.Merge(base, imported, importer.Covered(reports)...)
 	if o.template != "" {
 		lib.Template = o.template
+	}
+	if err := lib.Check(); err != nil {
+		// Before saying what would be written: nothing is.
+		return 1, errors.Join(ierr, fmt.Errorf("-out %s not written: %w", o.out, err))
 	}
 	c := library.Diff(old, lib)
 	verb := "wrote"

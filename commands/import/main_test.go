@@ -97,3 +97,55 @@ func TestImportErrors(t *testing.T) {
 		t.Errorf("Main with a flag missing its value: %d", code)
 	}
 }
+
+// TestImportStrict: an OpenAPI description with an operation that does not load costs that
+// operation, named in the output; -strict refuses the description whole.
+func TestImportStrict(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "galaxy.yaml")
+	os.WriteFile(spec, []byte(`openapi: 3.1.0
+info: {title: galaxy, version: '1'}
+paths:
+  /planets:
+    get: {operationId: listPlanets, responses: {'200': {description: ok}}}
+    post: {operationId: createPlanet, parameters: oops, responses: {'200': {description: ok}}}
+`), 0o644)
+	out := filepath.Join(dir, "lib.jsonl")
+	code, stdout, err := runImport(t, options{out: out, src: importer.Sources{OpenAPI: []string{spec}}})
+	if code != 0 || err != nil {
+		t.Fatalf("exit %d: %v\n%s", code, err, stdout)
+	}
+	for _, s := range []string{"openapi galaxy (" + spec + "): 1 tools", "POST /planets (#/paths/~1planets/post): cannot construct", "added: galaxy.listPlanets"} {
+		if !strings.Contains(stdout, s) {
+			t.Errorf("output lacks %q:\n%s", s, stdout)
+		}
+	}
+	strictOut := filepath.Join(dir, "strict.jsonl")
+	if code := Main([]string{"-strict", "-openapi", spec, "-out", strictOut}); code != 1 {
+		t.Errorf("-strict: exit %d, want 1", code)
+	}
+	if _, err := os.Stat(strictOut); !os.IsNotExist(err) {
+		t.Errorf("-strict wrote %s (%v)", strictOut, err)
+	}
+}
+
+// TestImportDuplicateID: two sources giving one tool id fail before anything is reported
+// written, and nothing is.
+func TestImportDuplicateID(t *testing.T) {
+	dir := t.TempDir()
+	fns := filepath.Join(dir, "fns.json")
+	os.WriteFile(fns, []byte(`[{"name":"getItem","description":"Get an item.","parameters":{"type":"object"}}]`), 0o644)
+	for _, dry := range []bool{false, true} {
+		out := filepath.Join(dir, "lib.jsonl")
+		code, stdout, err := runImport(t, options{out: out, dryRun: dry, src: importer.Sources{OpenAPI: []string{shop}, Functions: []string{"shop=" + fns}}})
+		if code != 1 || err == nil || !strings.Contains(err.Error(), `duplicate tool "shop.getItem"`) || !strings.Contains(err.Error(), "not written") {
+			t.Errorf("dry run %v: exit %d, error %v; want 1 naming the duplicate", dry, code, err)
+		}
+		if strings.Contains(stdout, "wrote") || strings.Contains(stdout, "would write") || strings.Contains(stdout, "added:") {
+			t.Errorf("dry run %v: output says it wrote:\n%s", dry, stdout)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("dry run %v: %s written (%v)", dry, out, err)
+		}
+	}
+}

@@ -22,6 +22,9 @@ type Sources struct {
 	Functions []string
 	// Timeout bounds each MCP server (0: DefaultMCPTimeout).
 	Timeout time.Duration
+	// Strict refuses an OpenAPI description that does not load whole, instead of skipping
+	// the operations that do not load (OpenAPIOptions.Strict).
+	Strict bool
 }
 
 // SplitSource splits "NAMESPACE=PATH" (NAMESPACE letters, digits, '_' and '-'); a plain
@@ -99,7 +102,7 @@ func Import(ctx context.Context, s Sources) (*library.Library, []Report, error) 
 	}
 	for _, src := range s.OpenAPI {
 		ns, path := SplitSource(src, FileNamespace)
-		add(OpenAPI(ctx, path, ns))
+		add(OpenAPIWith(ctx, path, ns, OpenAPIOptions{Strict: s.Strict}))
 	}
 	for _, src := range s.Functions {
 		ns, path := SplitSource(src, NoNamespace)

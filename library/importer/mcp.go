@@ -158,8 +158,10 @@ func expandMap(m map[string]string) (map[string]string, error) {
 }
 
 // Connect starts (stdio) or reaches (HTTP) MCP server s, named name, and initialises an MCP
-// session with it; opts may be nil. Closing the session ends a stdio server. A stdio
-// server's standard error is kept (the last 4 KiB) for the error when it fails to start.
+// session with it; opts may be nil. A stdio server runs in a process group of its own;
+// closing the session (or its connection failing) stops the whole group, so that what the
+// command started (npx's node, a shell wrapper's children) ends with it. A stdio server's
+// standard error is kept (the last 4 KiB) for the error when it fails to start.
 func Connect(ctx context.Context, name string, s MCPServer, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 	tr, err := s.Transport()
 	if err != nil {
@@ -187,7 +189,7 @@ func Connect(ctx context.Context, name string, s MCPServer, opts *mcp.ClientOpti
 		}
 		stderr = &tailBuffer{max: 4096}
 		cmd.Stderr = stderr
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		t = newGroupTransport(cmd)
 	case "http", "sse":
 		u, err := Expand(s.URL)
 		if err != nil {
@@ -213,6 +215,69 @@ func Connect(ctx context.Context, name string, s MCPServer, opts *mcp.ClientOpti
 		return nil, fmt.Errorf("MCP server %q (%s): %w", name, tr, err)
 	}
 	return cs, nil
+}
+
+// stopGrace is how long a stdio server is given to exit after its standard input is closed,
+// and then after SIGTERM, before its process group is sent SIGKILL.
+var stopGrace = 2 * time.Second
+
+// groupTransport runs a stdio MCP server as the leader of a process group of its own and
+// stops the whole group when the connection closes.
+type groupTransport struct {
+	cmd   *exec.Cmd
+	inner *mcp.CommandTransport
+}
+
+func newGroupTransport(cmd *exec.Cmd) *groupTransport {
+	setProcessGroup(cmd)
+	// Wait returns this long after the server exits even when a process that left the group
+	// still holds its standard error.
+	cmd.WaitDelay = stopGrace
+	return &groupTransport{cmd: cmd, inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: stopGrace}}
+}
+
+func (t *groupTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &groupConn{Connection: c, pgid: t.cmd.Process.Pid}, nil
+}
+
+// groupConn is the connection to a stdio server started by groupTransport.
+type groupConn struct {
+	mcp.Connection
+	pgid int
+	once sync.Once
+	err  error
+}
+
+// Close closes the server's standard input and gives it stopGrace to exit (the MCP stdio
+// shutdown), then stops what is left of its process group: SIGTERM, and SIGKILL after
+// stopGrace. It may be called more than once.
+func (c *groupConn) Close() error {
+	c.once.Do(func() {
+		done := make(chan error, 1)
+		go func() { done <- c.Connection.Close() }()
+		select {
+		case c.err = <-done:
+			// The server exited; what it started may not have.
+			if err := stopProcessGroup(c.pgid, stopGrace); err != nil && c.err == nil {
+				c.err = err
+			}
+		case <-time.After(stopGrace):
+			gerr := stopProcessGroup(c.pgid, stopGrace)
+			c.err = <-done
+			var exit *exec.ExitError
+			if errors.As(c.err, &exit) {
+				c.err = nil // the signal that stopped it was ours
+			}
+			if gerr != nil {
+				c.err = errors.Join(c.err, gerr)
+			}
+		}
+	})
+	return c.err
 }
 
 // headerTransport adds configured headers to every request.

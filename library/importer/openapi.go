@@ -22,10 +22,24 @@ import (
 // methods are the HTTP methods of OpenAPI operations, in the order their tools are listed.
 var methods = []string{"GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE"}
 
+// OpenAPIOptions are the options of an OpenAPI import.
+type OpenAPIOptions struct {
+	// Strict refuses a description that does not load whole (an operation the loader
+	// cannot read, an examples map in a schema, ...). Otherwise such a description is read
+	// leniently: the keywords real descriptions use off-spec read as meant, and an operation
+	// that still does not load skipped with its spec path and the reason (Report.Skipped).
+	Strict bool
+}
+
 // OpenAPI imports the OpenAPI 3.0 or 3.1 description in file path (JSON or YAML) into
-// namespace: one tool per operation (DecodeOpenAPI). References to other local files are
-// followed; references to URLs are refused.
+// namespace: one tool per operation (DecodeOpenAPI), leniently. References to other local
+// files are followed; references to URLs are refused.
 func OpenAPI(ctx context.Context, path, namespace string) ([]library.Tool, Report, error) {
+	return OpenAPIWith(ctx, path, namespace, OpenAPIOptions{})
+}
+
+// OpenAPIWith is OpenAPI with options o.
+func OpenAPIWith(ctx context.Context, path, namespace string, o OpenAPIOptions) ([]library.Tool, Report, error) {
 	start := time.Now()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -35,7 +49,7 @@ func OpenAPI(ctx context.Context, path, namespace string) ([]library.Tool, Repor
 	if err != nil {
 		return nil, Report{}, fmt.Errorf("-openapi %s: %w", path, err)
 	}
-	tools, r, err := decodeOpenAPI(ctx, b, &url.URL{Path: filepath.ToSlash(loc)}, path, namespace)
+	tools, r, err := decodeOpenAPI(ctx, b, &url.URL{Path: filepath.ToSlash(loc)}, path, namespace, o)
 	if err != nil {
 		return nil, r, fmt.Errorf("-openapi %s: %w", path, err)
 	}
@@ -54,21 +68,28 @@ func OpenAPI(ctx context.Context, path, namespace string) ([]library.Tool, Repor
 // Source records method, path, base URL (the first server's, variables at their defaults)
 // and where each parameter goes. OpenAPI 3.0 schema keywords become JSON Schema's (nullable,
 // boolean exclusiveMinimum/Maximum, example); a recursive schema is cut where it recurs.
+// A description that does not load whole is read leniently (OpenAPIOptions).
 func DecodeOpenAPI(ctx context.Context, b []byte, origin, namespace string) ([]library.Tool, Report, error) {
-	return decodeOpenAPI(ctx, b, nil, origin, namespace)
+	return decodeOpenAPI(ctx, b, nil, origin, namespace, OpenAPIOptions{})
 }
 
-func decodeOpenAPI(ctx context.Context, b []byte, loc *url.URL, origin, namespace string) ([]library.Tool, Report, error) {
+// DecodeOpenAPIWith is DecodeOpenAPI with options o.
+func DecodeOpenAPIWith(ctx context.Context, b []byte, origin, namespace string, o OpenAPIOptions) ([]library.Tool, Report, error) {
+	return decodeOpenAPI(ctx, b, nil, origin, namespace, o)
+}
+
+func decodeOpenAPI(ctx context.Context, b []byte, loc *url.URL, origin, namespace string, o OpenAPIOptions) ([]library.Tool, Report, error) {
 	r := Report{Kind: library.KindOpenAPI, Name: namespace, Origin: origin, Group: library.GroupOf(library.KindOpenAPI, namespace)}
 	if !library.ValidNamespace(namespace) {
 		return nil, r, fmt.Errorf("namespace %q: want letters, digits, '_' and '-' only", namespace)
 	}
-	doc, err := loadOpenAPI(ctx, b, loc)
+	doc, docs, err := loadOpenAPIDocs(ctx, b, loc, o.Strict, &r)
 	if err != nil {
 		return nil, r, err
 	}
-	if doc.Paths == nil || doc.Paths.Len() == 0 {
-		return nil, r, errors.New("no paths")
+	if len(docs) == 1 && docs[0] == doc && (doc.Paths == nil || doc.Paths.Len() == 0) ||
+		len(docs) == 0 && len(r.Skipped) == 0 {
+		return nil, r, noPaths(slices.Sorted(maps.Keys(doc.Webhooks)))
 	}
 	base := serverURL(doc.Servers)
 	if base == "" {
@@ -76,16 +97,24 @@ func decodeOpenAPI(ctx context.Context, b []byte, loc *url.URL, origin, namespac
 	} else if u, err := url.Parse(base); err != nil || !u.IsAbs() {
 		r.note("server URL %q is relative: a base URL must be given where the tools are called", base)
 	}
-	paths := doc.Paths.Map()
-	names := make([]string, 0, len(paths))
-	for p := range paths {
-		names = append(names, p)
-	}
-	sort.Strings(names)
 	seen := map[string]string{}
 	var tools []library.Tool
 	conv := newConverter() // shared: a schema used by many operations is converted once
-	for _, p := range names {
+	for _, doc := range docs {
+		tools = operationTools(conv, doc, base, namespace, origin, seen, &r, tools)
+	}
+	r.Tools = len(tools)
+	return tools, r, nil
+}
+
+// operationTools appends to tools a tool per operation of doc, skipping in r those that do
+// not convert; seen maps the names given so far to their operations.
+func operationTools(conv *converter, doc *openapi3.T, base, namespace, origin string, seen map[string]string, r *Report, tools []library.Tool) []library.Tool {
+	if doc.Paths == nil {
+		return tools
+	}
+	paths := doc.Paths.Map()
+	for _, p := range slices.Sorted(maps.Keys(paths)) {
 		item := paths[p]
 		if item == nil {
 			continue
@@ -121,8 +150,15 @@ func decodeOpenAPI(ctx context.Context, b []byte, loc *url.URL, origin, namespac
 			tools = append(tools, t)
 		}
 	}
-	r.Tools = len(tools)
-	return tools, r, nil
+	return tools
+}
+
+// noPaths is the error for a description without paths, whose webhooks are named.
+func noPaths(webhooks []string) error {
+	if len(webhooks) == 0 {
+		return errors.New("no paths")
+	}
+	return fmt.Errorf("no paths, only %d webhooks (%s): webhooks describe requests the API sends to its subscribers, not operations to call, so there is nothing to import as tools", len(webhooks), strings.Join(webhooks, ", "))
 }
 
 func loadOpenAPI(ctx context.Context, b []byte, loc *url.URL) (*openapi3.T, error) {
