@@ -102,3 +102,35 @@ func TestEvaluateLengths(t *testing.T) {
 		t.Errorf("Lengths with an Index: %v", err)
 	}
 }
+
+// TestEvaluateFuse: RRF of BM25 with itself ranks as BM25, and Fuse is refused with Run and
+// with weights that do not fit it.
+func TestEvaluateFuse(t *testing.T) {
+	ctx := context.Background()
+	bm25, err := toolret.Evaluate(ctx, toolret.EvalConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fused, err := toolret.Evaluate(ctx, toolret.EvalConfig{Fuse: []string{"bm25", "bm25"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range bm25.Overall.Ks {
+		if a, b := bm25.Overall.Recall[k], fused.Overall.Recall[k]; a != b {
+			t.Errorf("R@%d: BM25 %.4f, rrf(BM25, BM25) %.4f", k, a, b)
+		}
+	}
+	for _, c := range []struct {
+		cfg  toolret.EvalConfig
+		want string
+	}{
+		{toolret.EvalConfig{Run: "r", Fuse: []string{"bm25"}}, "one of Run, Model, Index and Fuse"},
+		{toolret.EvalConfig{Fuse: []string{"bm25", "bm25"}, Fusion: "zscore", FusionWeights: []float64{1}}, "1 FusionWeights for 2 Fuse entries"},
+		{toolret.EvalConfig{Fuse: []string{"bm25", "trec.txt"}}, `Fuse entry "trec.txt"`},
+		{toolret.EvalConfig{Fusion: "rrf"}, "apply to Fuse"},
+	} {
+		if _, err := toolret.Evaluate(ctx, c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.cfg, err, c.want)
+		}
+	}
+}

@@ -17,6 +17,7 @@ var cheapDocsCommands = []struct {
 }{
 	{"eval -data ../shared/datasets/toollens -method bm25", "../shared/datasets/toollens", "R@5"},
 	{"eval -data ../shared/datasets/toollens -method bm25 -holdout-tools 0.2 -holdout-seed 1 -subsets", "../shared/datasets/toollens", "R@5"},
+	{"eval -suite zeroshot", "../shared/datasets/zeroshot", "| mean |"},
 }
 
 // heavyDocsCommands returns the list of scripts/dev/run-docs.sh (its DRY=1 output).

@@ -56,6 +56,8 @@ type options struct {
 	seed           uint64
 	// quantize: -quantize of -model and -index.
 	quantize export.Quantization
+	// suite: -suite and its flags (suite.go).
+	suite suiteOptions
 }
 
 // rerankOptions are the flags of the rerank methods.
@@ -141,10 +143,15 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.IntVar(&o.compareSamples, "compare-samples", 10000, "-compare: bootstrap resamples and random sign flips")
 	fs.Uint64Var(&o.seed, "seed", cli.DefaultSeed, "-compare: the seed of the resampling")
 	o.fb.register(fs)
+	o.suite.register(fs)
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	given := cli.Set(fs)
+	if err := o.suite.check(given); err != nil {
+		return nil, err
+	}
+	o.suite.modelRef = *modelRef
 	o.holdoutGiven = given["holdout-tools"]
 	var err error
 	if o.holdout, err = cli.HoldoutOf(fs); err != nil {

@@ -13,6 +13,7 @@
 //	eval -run RUN -feedback FILE [-iterations T]     (replay a collection's refinements: metrics per round)
 //	eval -run RUN -rewriter prf -prf-model RUN [-prf-threshold 0.5] [-iterations 3] [-rewriter-k 10]   (live)
 //	eval -compare A,B [-compare-samples 10000] [-seed 1]   (two rankings query by query: B − A, 95% interval, p)
+//	eval -suite zeroshot|SET,... [-model REF | -run RUN | -index DIR | -method fusion -runs A,B] [-suite-models REF,...] [-no-start] [-json]
 //
 // -save-run writes the rankings of every evaluated query (the top -k) as a TREC run file
 // (with -feedback or -rewriter, one per round: FILE.round<t>);
@@ -30,6 +31,10 @@
 // Face hub cache, downloaded when missing) zero-shot: its index over the dataset's tools is
 // built as cmd/export -model REF -format index builds it and evaluated as -index evaluates
 // one, with the model's "query"/"document" prompts unless -query-prompt/-tool-prompt.
+//
+// -suite zeroshot evaluates on every zero-shot test set at once (toolret.Suite, suite.go): BM25,
+// the system given, the pre-trained model a -run started from, and -suite-models, each on
+// bfcl and zeroshot/* of -suite-dir, printed as Markdown tables (a row per set and the mean).
 //
 // Without -data it uses the embedded default dataset.
 package evalcmd
@@ -103,6 +108,9 @@ func Main(args []string) int {
 
 // run evaluates with the options and writes the result to w.
 func run(o *options, w io.Writer) error {
+	if o.suite.sets != "" {
+		return runSuite(o, w)
+	}
 	if o.compare != "" {
 		return runCompare(o, w)
 	}
