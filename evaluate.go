@@ -81,7 +81,7 @@ func Evaluate(ctx context.Context, cfg EvalConfig) (metrics.Report, error) {
 			h = m.Split.Holdout
 		}
 	}
-	d, err := data.Open(cfg.Data, h)
+	d, err := data.OpenView(cfg.Data, h)
 	if err != nil {
 		return metrics.Report{}, err
 	}

@@ -103,8 +103,8 @@ func cutWeight(e string) (path string, w float64, ok bool, err error) {
 }
 
 // OpenSources opens a -data value for training: "" or one dataset directory (or name, looked
-// up in DatasetPath) as Open does (a dataset whose tool ids all carry a "SOURCE/" prefix, two sources or more, gets one
-// Library per source); a list (ParseSources) is merged into one Dataset with one Library per
+// up in DatasetPath) as Open does (a mix of sources, a directory with a SourcesFile whose tool
+// ids carry a "SOURCE/" prefix, gets one Library per source); a list (ParseSources) is merged into one Dataset with one Library per
 // dataset, or per source of a prefixed dataset, tool, query and scene ids prefixed by the
 // dataset's name ("toollens:12"). Each library's weight is its entry's, a dataset's weight
 // shared among its sources in proportion to their training pairs, normalised to sum 1.
@@ -125,7 +125,7 @@ func OpenSources(spec string) (*Dataset, error) {
 		if err != nil {
 			return nil, err
 		}
-		if libs, lib := prefixLibraries(d); len(libs) > 1 {
+		if libs, lib := sourceLibraries(spec, d); len(libs) > 1 {
 			if err := weighLibraries(d, libs, lib, 1); err != nil {
 				return nil, err
 			}
@@ -174,14 +174,14 @@ func OpenSources(spec string) (*Dataset, error) {
 			return nil, fmt.Errorf("-data entry %q: dataset %s listed twice", s.Path, e.name)
 		}
 		if source != "" {
-			libs, _ := prefixLibraries(e.d)
+			libs, _ := sourceLibraries(dir, e.d)
 			if !slices.ContainsFunc(libs, func(l Library) bool { return l.Name == source }) {
 				names := make([]string, len(libs))
 				for i, l := range libs {
 					names[i] = l.Name
 				}
 				if len(names) == 0 {
-					return nil, fmt.Errorf("-data entry %q: dataset %s has no sources (its tool ids carry no SOURCE/ prefix)", s.Path, e.name)
+					return nil, fmt.Errorf("-data entry %q: dataset %s has no sources (a mix lists them in %s, its tool ids prefixed SOURCE/)", s.Path, e.name, SourcesFile)
 				}
 				return nil, fmt.Errorf("-data entry %q: dataset %s has no source %q (sources: %s)", s.Path, e.name, source, strings.Join(names, ", "))
 			}
@@ -215,7 +215,7 @@ func OpenSources(spec string) (*Dataset, error) {
 				dir = k
 			}
 		}
-		libs, lib := prefixLibraries(e.d)
+		libs, lib := sourceLibraries(dir, e.d)
 		keep := func(t int) bool { return true }
 		if !slices.Contains(e.sources, "") {
 			want := map[int]bool{}
@@ -298,6 +298,23 @@ func isDatasetDir(dir string) bool {
 	}
 	m, _ := fs.Glob(os.DirFS(dir), "*.parquet")
 	return len(m) > 0
+}
+
+// SourcesFile marks a dataset directory as a mix of sources (toolmix): it lists them, and
+// each tool id carries its source as a "SOURCE/" prefix. A dataset without it is one library
+// whatever its ids look like (a gateway library's "server/tool" names are searched together).
+const SourcesFile = "sources.tsv"
+
+// sourceLibraries is prefixLibraries of the dataset d loaded from dir when dir is a mix
+// (SourcesFile); else nil.
+func sourceLibraries(dir string, d *Dataset) ([]Library, []int) {
+	if dir == "" {
+		return nil, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, SourcesFile)); err != nil {
+		return nil, nil
+	}
+	return prefixLibraries(d)
 }
 
 // prefixLibraries returns one Library per "SOURCE/" prefix of d's tool ids (sorted by name)
@@ -510,4 +527,17 @@ func (d *Dataset) QueryLibrary(s *Split, q int) int {
 		return -1
 	}
 	return d.LibraryOf(rel[0])
+}
+
+// OpenView opens dir as the held-out-tool view h when h is set (Open), else as OpenSources
+// does: what evaluation opens, so that a multi-source run's dev split and libraries are found
+// again (eval -data toollens:1,toolmix:1 -split dev -first-stage RUN).
+func OpenView(dir string, h *Holdout) (*Dataset, error) {
+	if h == nil {
+		return OpenSources(dir)
+	}
+	if IsSourceList(dir) {
+		return nil, fmt.Errorf("-data %q: %s applies to one dataset, not a list of sources", dir, h.Flags())
+	}
+	return Open(dir, h)
 }

@@ -67,6 +67,13 @@ func TestOpenSources(t *testing.T) {
 	if len(d.Libraries) != 2 || d.Tools[0].ID != "a/x0" || math.Abs(d.Libraries[0].Weight-1.0/3) > 1e-9 {
 		t.Errorf("mix alone: libraries %+v, first tool %s", d.Libraries, d.Tools[0].ID)
 	}
+	d, err = OpenSources("servers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Libraries != nil {
+		t.Errorf("a dataset with prefixed ids but no %s: libraries %+v, want one", SourcesFile, d.Libraries)
+	}
 	d, err = OpenSources(filepath.Join(root, "lens"))
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +97,7 @@ func TestOpenSourcesErrors(t *testing.T) {
 		{"lens,lens", `dataset lens listed twice`},
 		{"mix/a,mix/a", `source listed twice`},
 		{"lens/x,mix", `dataset lens has no sources`},
+		{"servers/gh", `dataset servers has no sources`},
 	} {
 		t.Run(c.spec, func(t *testing.T) {
 			_, err := OpenSources(c.spec)

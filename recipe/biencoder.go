@@ -450,13 +450,7 @@ func openData(cfg *biencoder.TrainConfig) (*data.Dataset, error) {
 			sp.HoldoutTools, sp.HoldoutSeed = h.Fraction, uint64(h.Seed)
 		}
 	}
-	if h == nil {
-		return data.OpenSources(sp.Data)
-	}
-	if data.IsSourceList(sp.Data) {
-		return nil, fmt.Errorf("-data %q: %s applies to one dataset, not a list of sources", sp.Data, h.Flags())
-	}
-	d, err := data.Open(sp.Data, h)
+	d, err := data.OpenView(sp.Data, h)
 	if err != nil && h != nil {
 		return nil, fmt.Errorf("%s: %w", h.Flags(), err)
 	}

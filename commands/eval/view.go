@@ -45,7 +45,7 @@ func loadData(o *options) (*data.Dataset, error) {
 			}
 		}
 	}
-	d, err := data.Open(o.data, h)
+	d, err := data.OpenView(o.data, h)
 	if err != nil {
 		if h != nil {
 			return nil, fmt.Errorf("%s: %w", h.Flags(), err)

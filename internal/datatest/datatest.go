@@ -44,7 +44,8 @@ func Write(t testing.TB, dir string, tools []string, splits map[string][]string)
 
 // Mix writes three datasets under a new temporary directory and returns it: "lens" (tools
 // 1-4; 20 train queries, 2 test queries), "mix" (tool ids with sources a and b, b with twice
-// a's pairs; 30 train queries, no test split) and "notrain" (a test split only).
+// a's pairs; 30 train queries, no test split; a sources.tsv), "servers" (tool ids prefixed by
+// server, no sources.tsv: one library) and "notrain" (a test split only).
 func Mix(t testing.TB) string {
 	root := t.TempDir()
 	var lens []string
@@ -62,6 +63,10 @@ func Mix(t testing.TB) string {
 		}
 	}
 	Write(t, filepath.Join(root, "mix"), []string{"a/x0", "a/x1", "b/y0", "b/y1", "b/y2"}, map[string][]string{"train": mix})
+	if err := os.WriteFile(filepath.Join(root, "mix", "sources.tsv"), []byte("source\ta\nb\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	Write(t, filepath.Join(root, "servers"), []string{"gh/a", "gh/b", "fs/c"}, map[string][]string{"train": {"s1:gh/a", "s2:fs/c", "s3:gh/b"}})
 	Write(t, filepath.Join(root, "notrain"), []string{"n1", "n2"}, map[string][]string{"test": {"u1:n1"}})
 	return root
 }
