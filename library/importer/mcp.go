@@ -163,7 +163,7 @@ func expandMap(m map[string]string) (map[string]string, error) {
 // command started (npx's node, a shell wrapper's children) ends with it. A stdio server's
 // standard error is kept (the last 4 KiB) for the error when it fails to start. The session
 // records its tools/list answers as the server sent them, so that SessionTools keeps their
-// schemas' property order.
+// schemas' property order and their annotations as they are.
 func Connect(ctx context.Context, name string, s MCPServer, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 	tr, err := s.Transport()
 	if err != nil {

@@ -14,14 +14,16 @@ import (
 )
 
 // The Go MCP SDK decodes a tool's inputSchema and outputSchema into maps, which lose the
-// order of the properties. A session made by Connect records the tools of its tools/list
-// answers as the server sent them (rawTools), and SessionTools takes the schemas from
-// there.
+// order of the properties, and its annotations into a struct, which adds the hints the
+// server did not send (idempotentHint: false). A session made by Connect records the tools
+// of its tools/list answers as the server sent them (rawTools), and SessionTools takes
+// the schemas and annotations from there.
 
 // rawTool is the part of a tools/list entry kept as sent.
 type rawTool struct {
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema"`
+	Annotations  json.RawMessage `json:"annotations"`
 }
 
 // rawTools records the tools of a session's tools/list answers by name, the latest

@@ -143,3 +143,14 @@ func TestMCPSchemaOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestMCPAnnotationsAsSent checks that an MCP tool's annotations are kept as the server sent
+// them: only the hints sent, none added with its default (the SDK's idempotentHint: false).
+func TestMCPAnnotationsAsSent(t *testing.T) {
+	want := map[string]string{"read_text_file": `{"readOnlyHint":true}`, "write_file": `{"destructiveHint":true,"idempotentHint":true}`, "plain": ``}
+	importRaw(t, func(t *testing.T, via string, tool library.Tool) {
+		if got := string(tool.Annotations); got != want[tool.Name] {
+			t.Errorf("%s: %s: annotations %s, want %s", via, tool.Name, got, want[tool.Name])
+		}
+	})
+}

@@ -99,8 +99,8 @@ func MCPServerTools(ctx context.Context, name string, s MCPServer, origin string
 // SessionTools lists every tool of the MCP session cs (tools/list, following the pagination
 // cursor) as tools of namespace Namespace(server). A tool whose input schema does not
 // compile as JSON Schema is skipped with the reason. On a session made by Connect, the
-// schemas are kept as the server sent them (properties in their order); on another, as the
-// SDK decoded them.
+// schemas and annotations are kept as the server sent them (properties in their order,
+// only the hints sent); on another, as the SDK decoded them.
 func SessionTools(ctx context.Context, cs *mcp.ClientSession, server, transport, origin string) ([]library.Tool, Report, error) {
 	ns := Namespace(server)
 	r := Report{Kind: library.KindMCP, Name: ns, Origin: origin, Group: library.GroupOf(library.KindMCP, ns)}
@@ -135,28 +135,28 @@ func SessionTools(ctx context.Context, cs *mcp.ClientSession, server, transport,
 	return tools, r, nil
 }
 
-// mcpTool converts mt. When sent, its schemas are rt's, the tool as the server sent it,
-// else mt's, as the SDK decoded them.
+// mcpTool converts mt. When sent, its schemas and annotations are rt's, the tool as the
+// server sent it, else mt's, as the SDK decoded them.
 func mcpTool(mt *mcp.Tool, rt rawTool, sent bool, ns, server, transport, origin string) (library.Tool, error) {
 	t := library.Tool{Name: mt.Name, Namespace: ns, Title: mt.Title, Description: mt.Description,
 		Source: library.Source{Kind: library.KindMCP, Origin: origin, Server: server, Transport: transport}}
 	if t.Title == "" && mt.Annotations != nil {
 		t.Title = mt.Annotations.Title
 	}
-	var err error
 	if sent {
-		t.InputSchema, t.OutputSchema = sentJSON(rt.InputSchema), sentJSON(rt.OutputSchema)
+		t.InputSchema, t.OutputSchema, t.Annotations = sentJSON(rt.InputSchema), sentJSON(rt.OutputSchema), sentJSON(rt.Annotations)
 	} else {
+		var err error
 		if t.InputSchema, err = rawJSON(mt.InputSchema); err != nil {
 			return t, fmt.Errorf("input schema: %w", err)
 		}
 		if t.OutputSchema, err = rawJSON(mt.OutputSchema); err != nil {
 			return t, fmt.Errorf("output schema: %w", err)
 		}
-	}
-	if mt.Annotations != nil {
-		if t.Annotations, err = rawJSON(mt.Annotations); err != nil {
-			return t, fmt.Errorf("annotations: %w", err)
+		if mt.Annotations != nil {
+			if t.Annotations, err = rawJSON(mt.Annotations); err != nil {
+				return t, fmt.Errorf("annotations: %w", err)
+			}
 		}
 	}
 	if len(t.InputSchema) == 0 {
