@@ -50,6 +50,7 @@ func TestMain(m *testing.M) {
 
 type echoIn struct {
 	Message string `json:"message" jsonschema:"the text to echo back"`
+	Loud    bool   `json:"loud,omitempty" jsonschema:"echo it in capitals"` // after message: not alphabetical
 }
 
 type addIn struct {
@@ -69,6 +70,9 @@ type none struct{}
 func fakeTools(s *mcp.Server, faults bool) {
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo a message back to the caller, unchanged."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			if in.Loud {
+				in.Message = strings.ToUpper(in.Message)
+			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Message}}}, nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "Add two numbers and return their sum."},

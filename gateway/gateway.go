@@ -135,7 +135,7 @@ func New(opts Options) (*Gateway, error) {
 		opts.Store.OnSync(g.followShared)
 	}
 	g.lib.Store(newState(g.opts.Library))
-	g.http[0], g.http[1] = newHTTPClient(false), newHTTPClient(true)
+	g.http[0], g.http[1] = newHTTPClient(false, nil), newHTTPClient(true, nil)
 	if g.up != nil && g.up.MCP != nil {
 		for _, name := range g.up.MCP.Names() {
 			g.mcp[name] = &mcpUpstream{g: g, name: name}

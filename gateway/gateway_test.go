@@ -96,6 +96,17 @@ func TestSearchAndCall(t *testing.T) {
 	if s, b := f.do(t, "GET", "/v1/tools/fake.echo", "", nil, &td); s != 200 || td.ID != "fake.echo" || td.Text == "" || !strings.Contains(string(td.InputSchema), "message") {
 		t.Fatalf("GET /v1/tools/fake.echo: %d %s", s, b)
 	}
+	// The schema in the upstream's order (message, then loud), over REST and MCP.
+	if m, l := strings.Index(string(td.InputSchema), `"message"`), strings.Index(string(td.InputSchema), `"loud"`); m < 0 || l < m {
+		t.Errorf("GET /v1/tools/fake.echo: input schema %s: properties not in the upstream's order (message, loud)", td.InputSchema)
+	}
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "echo a message back", "k": 1, "filters": map[string]any{"server": "fake"}}})
+	if err != nil || res.IsError || len(res.Content) == 0 {
+		t.Fatalf("search_tools: %v %+v", err, res)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, `"properties":{"message":`) {
+		t.Errorf("search_tools: %s: properties not in the upstream's order (message, loud)", text)
+	}
 	if s, _ := f.do(t, "GET", "/v1/tools/nope.nothing", "", nil, nil); s != 404 {
 		t.Fatalf("unknown tool: %d", s)
 	}

@@ -26,12 +26,19 @@ const MaxResponse = 4 << 20
 // errPrivate is the dial error of an address the gateway may not reach.
 var errPrivate = errors.New("private, loopback or link-local address")
 
+// errLocalName is the dial error of a host name the gateway may not reach: one that names
+// this machine or a local or private network.
+var errLocalName = errors.New("host name of this machine or a local network")
+
 // newHTTPClient returns the client of OpenAPI calls: no proxy from the environment, no
 // redirect to another host, and unless private is set, no connection to a private,
 // loopback, link-local or unspecified address (checked on the address dialled, after name
-// resolution, so a DNS answer cannot smuggle one in).
-func newHTTPClient(private bool) *http.Client {
-	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+// resolution, so a DNS answer cannot smuggle one in) and no lookup of a host name that
+// names this machine or a local network (localName): such a call is refused before any DNS
+// query. Names are looked up with r (nil: the default resolver).
+func newHTTPClient(private bool, r *net.Resolver) *http.Client {
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Resolver: r}
+	dial := d.DialContext
 	if !private {
 		d.Control = func(network, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
@@ -43,8 +50,15 @@ func newHTTPClient(private bool) *http.Client {
 			}
 			return nil
 		}
+		dial = func(ctx context.Context, network, address string) (net.Conn, error) {
+			if host, _, err := net.SplitHostPort(address); err == nil && localName(host) {
+				return nil, &net.OpError{Op: "dial", Net: network,
+					Err: fmt.Errorf("%w %s refused (allow_private in the upstream configuration allows it)", errLocalName, host)}
+			}
+			return d.DialContext(ctx, network, address)
+		}
 	}
-	tr := &http.Transport{DialContext: d.DialContext, ForceAttemptHTTP2: true, MaxIdleConns: 100,
+	tr := &http.Transport{DialContext: dial, ForceAttemptHTTP2: true, MaxIdleConns: 100,
 		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: 0}
 	return &http.Client{Transport: tr, CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		if len(via) >= 5 {
@@ -55,6 +69,26 @@ func newHTTPClient(private bool) *http.Client {
 		}
 		return nil
 	}}
+}
+
+// localSuffixes are the domains reserved for this machine and for local and private
+// networks (RFC 6761 localhost, RFC 6762 .local, RFC 8375 .home.arpa, ICANN's .internal).
+var localSuffixes = []string{".localhost", ".local", ".internal", ".home.arpa"}
+
+// localName reports whether host names this machine or a local or private network:
+// localhost, or one of localSuffixes or a name under it, in any case, with or without the
+// final dot.
+func localName(host string) bool {
+	h := strings.TrimSuffix(strings.ToLower(host), ".")
+	if h == "localhost" {
+		return true
+	}
+	for _, s := range localSuffixes {
+		if strings.HasSuffix("."+h, s) {
+			return true
+		}
+	}
+	return false
 }
 
 var cgnat = netip.MustParsePrefix("100.64.0.0/10")
@@ -91,7 +125,7 @@ func (g *Gateway) callOpenAPI(ctx context.Context, t *library.Tool, args map[str
 	resp, err := client.Do(req.WithContext(ctx))
 	if err != nil {
 		switch {
-		case errors.Is(err, errPrivate):
+		case errors.Is(err, errPrivate) || errors.Is(err, errLocalName):
 			var op *net.OpError
 			msg := err.Error()
 			if errors.As(err, &op) && op.Err != nil {

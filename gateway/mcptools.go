@@ -78,12 +78,11 @@ func keyOf(req *mcp.CallToolRequest) string {
 	return ""
 }
 
-// jsonResult is a tool result carrying v as structured content and as its JSON text.
+// jsonResult is a tool result carrying v as structured content and as its JSON text, both
+// the same JSON (a schema in it keeps its properties' order).
 func jsonResult(v any) *mcp.CallToolResult {
 	b, _ := json.Marshal(v)
-	var obj map[string]any
-	json.Unmarshal(b, &obj)
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: obj}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}
 }
 
 // MCPTools adds search_tools, call_tool and report_result to s (serve.Extension).

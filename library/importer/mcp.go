@@ -161,7 +161,9 @@ func expandMap(m map[string]string) (map[string]string, error) {
 // session with it; opts may be nil. A stdio server runs in a process group of its own;
 // closing the session (or its connection failing) stops the whole group, so that what the
 // command started (npx's node, a shell wrapper's children) ends with it. A stdio server's
-// standard error is kept (the last 4 KiB) for the error when it fails to start.
+// standard error is kept (the last 4 KiB) for the error when it fails to start. The session
+// records its tools/list answers as the server sent them, so that SessionTools keeps their
+// schemas' property order and their annotations as they are.
 func Connect(ctx context.Context, name string, s MCPServer, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 	tr, err := s.Transport()
 	if err != nil {
@@ -169,6 +171,7 @@ func Connect(ctx context.Context, name string, s MCPServer, opts *mcp.ClientOpti
 	}
 	var t mcp.Transport
 	var stderr *tailBuffer
+	raw := &rawTools{}
 	switch tr {
 	case "stdio":
 		args := make([]string, len(s.Args))
@@ -189,7 +192,7 @@ func Connect(ctx context.Context, name string, s MCPServer, opts *mcp.ClientOpti
 		}
 		stderr = &tailBuffer{max: 4096}
 		cmd.Stderr = stderr
-		t = newGroupTransport(cmd)
+		t = recordingTransport{newGroupTransport(cmd), raw}
 	case "http", "sse":
 		u, err := Expand(s.URL)
 		if err != nil {
@@ -201,8 +204,9 @@ func Connect(ctx context.Context, name string, s MCPServer, opts *mcp.ClientOpti
 		}
 		hc := &http.Client{Transport: headerTransport{h, http.DefaultTransport}}
 		if tr == "sse" {
-			t = &mcp.SSEClientTransport{Endpoint: u, HTTPClient: hc}
+			t = recordingTransport{&mcp.SSEClientTransport{Endpoint: u, HTTPClient: hc}, raw}
 		} else {
+			hc.Transport = recordingRoundTripper{raw, hc.Transport}
 			t = &mcp.StreamableClientTransport{Endpoint: u, HTTPClient: hc, DisableStandaloneSSE: opts == nil || opts.ToolListChangedHandler == nil}
 		}
 	}
@@ -214,6 +218,11 @@ func Connect(ctx context.Context, name string, s MCPServer, opts *mcp.ClientOpti
 		}
 		return nil, fmt.Errorf("MCP server %q (%s): %w", name, tr, err)
 	}
+	sessionRaw.Store(cs, raw)
+	go func() {
+		cs.Wait()
+		sessionRaw.Delete(cs)
+	}()
 	return cs, nil
 }
 

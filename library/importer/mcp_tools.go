@@ -98,7 +98,9 @@ func MCPServerTools(ctx context.Context, name string, s MCPServer, origin string
 
 // SessionTools lists every tool of the MCP session cs (tools/list, following the pagination
 // cursor) as tools of namespace Namespace(server). A tool whose input schema does not
-// compile as JSON Schema is skipped with the reason.
+// compile as JSON Schema is skipped with the reason. On a session made by Connect, the
+// schemas and annotations are kept as the server sent them (properties in their order,
+// only the hints sent); on another, as the SDK decoded them.
 func SessionTools(ctx context.Context, cs *mcp.ClientSession, server, transport, origin string) ([]library.Tool, Report, error) {
 	ns := Namespace(server)
 	r := Report{Kind: library.KindMCP, Name: ns, Origin: origin, Group: library.GroupOf(library.KindMCP, ns)}
@@ -107,6 +109,7 @@ func SessionTools(ctx context.Context, cs *mcp.ClientSession, server, transport,
 	}
 	var tools []library.Tool
 	seen := map[string]bool{}
+	raw := rawToolsOf(cs)
 	for mt, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			return nil, r, fmt.Errorf("MCP server %q: tools/list: %w", server, err)
@@ -119,7 +122,8 @@ func SessionTools(ctx context.Context, cs *mcp.ClientSession, server, transport,
 			r.skip(mt.Name, "listed twice")
 			continue
 		}
-		t, err := mcpTool(mt, ns, server, transport, origin)
+		rt, sent := raw.get(mt.Name)
+		t, err := mcpTool(mt, rt, sent, ns, server, transport, origin)
 		if err != nil {
 			r.skip(mt.Name, err.Error())
 			continue
@@ -131,15 +135,29 @@ func SessionTools(ctx context.Context, cs *mcp.ClientSession, server, transport,
 	return tools, r, nil
 }
 
-func mcpTool(mt *mcp.Tool, ns, server, transport, origin string) (library.Tool, error) {
+// mcpTool converts mt. When sent, its schemas and annotations are rt's, the tool as the
+// server sent it, else mt's, as the SDK decoded them.
+func mcpTool(mt *mcp.Tool, rt rawTool, sent bool, ns, server, transport, origin string) (library.Tool, error) {
 	t := library.Tool{Name: mt.Name, Namespace: ns, Title: mt.Title, Description: mt.Description,
 		Source: library.Source{Kind: library.KindMCP, Origin: origin, Server: server, Transport: transport}}
 	if t.Title == "" && mt.Annotations != nil {
 		t.Title = mt.Annotations.Title
 	}
-	var err error
-	if t.InputSchema, err = rawJSON(mt.InputSchema); err != nil {
-		return t, fmt.Errorf("input schema: %w", err)
+	if sent {
+		t.InputSchema, t.OutputSchema, t.Annotations = sentJSON(rt.InputSchema), sentJSON(rt.OutputSchema), sentJSON(rt.Annotations)
+	} else {
+		var err error
+		if t.InputSchema, err = rawJSON(mt.InputSchema); err != nil {
+			return t, fmt.Errorf("input schema: %w", err)
+		}
+		if t.OutputSchema, err = rawJSON(mt.OutputSchema); err != nil {
+			return t, fmt.Errorf("output schema: %w", err)
+		}
+		if mt.Annotations != nil {
+			if t.Annotations, err = rawJSON(mt.Annotations); err != nil {
+				return t, fmt.Errorf("annotations: %w", err)
+			}
+		}
 	}
 	if len(t.InputSchema) == 0 {
 		t.InputSchema = json.RawMessage(`{"type":"object"}`)
@@ -147,20 +165,25 @@ func mcpTool(mt *mcp.Tool, ns, server, transport, origin string) (library.Tool, 
 	if _, err := library.CompileSchema(t.InputSchema); err != nil {
 		return t, fmt.Errorf("input schema: %w", err)
 	}
-	if t.OutputSchema, err = rawJSON(mt.OutputSchema); err != nil {
-		return t, fmt.Errorf("output schema: %w", err)
-	}
 	if len(t.OutputSchema) > 0 {
 		if _, err := library.CompileSchema(t.OutputSchema); err != nil {
 			return t, fmt.Errorf("output schema: %w", err)
 		}
 	}
-	if mt.Annotations != nil {
-		if t.Annotations, err = rawJSON(mt.Annotations); err != nil {
-			return t, fmt.Errorf("annotations: %w", err)
-		}
-	}
 	return t, nil
+}
+
+// sentJSON returns raw, a value as a server sent it, compacted (library.Write's form), nil
+// for an absent value or null.
+func sentJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	c, err := compactJSON(raw)
+	if err != nil || string(c) == "null" {
+		return nil
+	}
+	return c
 }
 
 // rawJSON returns v as compact JSON (library.Write's form), nil for nil.

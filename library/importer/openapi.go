@@ -168,6 +168,8 @@ func loadOpenAPI(ctx context.Context, b []byte, loc *url.URL) (*openapi3.T, erro
 	}
 	l := openapi3.NewLoader()
 	l.Context = ctx
+	// The positions of schema properties, to keep their order (docOrder).
+	l.IncludeOrigin = true
 	if loc != nil { // a file: references to other local files are followed
 		l.IsExternalRefsAllowed = true
 		l.ReadFromURIFunc = localOnly
@@ -232,7 +234,7 @@ func operationTool(conv *converter, op *openapi3.Operation, item *openapi3.PathI
 	c := conv
 	c.budget = maxSchemaObjects
 	props := map[string]any{}
-	var order, required []string // property names in parameter order, then the body's sorted
+	var order, required []string // property names in parameter order, then the body's
 	for _, p := range parameters(item.Parameters, op.Parameters) {
 		prop := p.Name
 		if _, clash := props[prop]; clash {
@@ -262,9 +264,9 @@ func operationTool(conv *converter, op *openapi3.Operation, item *openapi3.PathI
 			if d := strings.TrimSpace(rb.Description); d != "" && body["description"] == nil {
 				body["description"] = d
 			}
-			if bp, ok := body["properties"].(map[string]any); ok && mergeable(body, props) {
-				for _, k := range slices.Sorted(maps.Keys(bp)) {
-					props[k] = bp[k]
+			if bp, ok := body["properties"].(properties); ok && mergeable(body, props) {
+				for _, k := range bp.keys {
+					props[k] = bp.m[k]
 					order = append(order, k)
 				}
 				if rb.Required {
@@ -379,8 +381,8 @@ func mergeable(body map[string]any, params map[string]any) bool {
 			return false
 		}
 	}
-	bp, _ := body["properties"].(map[string]any)
-	for k := range bp {
+	bp, _ := body["properties"].(properties)
+	for k := range bp.m {
 		if _, ok := params[k]; ok {
 			return false
 		}

@@ -2,8 +2,10 @@ package importer
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -127,11 +129,11 @@ func (c *converter) convert(v *openapi3.Schema) map[string]any {
 	}
 	fromOpenAPI30(m)
 	if len(v.Properties) > 0 {
-		props := make(map[string]any, len(v.Properties))
-		for k, p := range v.Properties {
-			props[k] = c.schema(p)
+		p := properties{keys: docOrder(v.Properties), m: make(map[string]any, len(v.Properties))}
+		for _, k := range p.keys {
+			p.m[k] = c.schema(v.Properties[k])
 		}
-		m["properties"] = props
+		m["properties"] = p
 	}
 	for k, ms := range map[string]openapi3.Schemas{"patternProperties": v.PatternProperties, "dependentSchemas": v.DependentSchemas} {
 		if len(ms) > 0 {
@@ -208,4 +210,56 @@ func containsAny(l []any, x any) bool {
 		}
 	}
 	return false
+}
+
+// properties is a schema's properties, in the order of keys (the description's).
+type properties struct {
+	keys []string
+	m    map[string]any
+}
+
+func (p properties) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range p.keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(quote(k))
+		b.WriteByte(':')
+		v, err := json.Marshal(p.m[k])
+		if err != nil {
+			return nil, err
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// docOrder returns the names of ms in the order the description lists them (the positions
+// the loader recorded, Loader.IncludeOrigin), names without a position last, sorted.
+func docOrder(ms openapi3.Schemas) []string {
+	keys := slices.Sorted(maps.Keys(ms))
+	pos := func(k string) (int, int, bool) {
+		if r := ms[k]; r != nil && r.Origin != nil && r.Origin.Key != nil {
+			return r.Origin.Key.Line, r.Origin.Key.Column, true
+		}
+		return 0, 0, false
+	}
+	slices.SortStableFunc(keys, func(a, b string) int {
+		la, ca, oka := pos(a)
+		lb, cb, okb := pos(b)
+		switch {
+		case oka != okb:
+			if oka {
+				return -1
+			}
+			return 1
+		case la != lb:
+			return cmp.Compare(la, lb)
+		}
+		return cmp.Compare(ca, cb)
+	})
+	return keys
 }

@@ -44,7 +44,7 @@ func TestOpenAPISmall(t *testing.T) {
 				Params: []library.Param{{Name: "itemId", In: "path"}, {Name: "fields", In: "query"}, {Name: "fields", In: "header", Property: "header_fields"}}}, "Get an item"},
 		// An object body merged beside the path parameter; 3.0's nullable, boolean
 		// exclusiveMinimum and example rewritten; the recursive Category cut.
-		{"shop.updateItem", `{"type":"object","properties":{"itemId":{"description":"The item's id.","type":"string"},"category":{"properties":{"name":{"type":"string"},"parent":{"description":"(recursive: the same schema as #/components/schemas/Category)"}},"type":"object"},"name":{"examples":["lamp"],"type":"string"},"note":{"type":["string","null"]},"price":{"exclusiveMinimum":0,"type":"number"}},"required":["itemId","name"]}`,
+		{"shop.updateItem", `{"type":"object","properties":{"itemId":{"description":"The item's id.","type":"string"},"name":{"examples":["lamp"],"type":"string"},"price":{"exclusiveMinimum":0,"type":"number"},"note":{"type":["string","null"]},"category":{"properties":{"name":{"type":"string"},"parent":{"description":"(recursive: the same schema as #/components/schemas/Category)"}},"type":"object"}},"required":["itemId","name"]}`,
 			library.Source{Kind: "openapi", Origin: "testdata/shop.yaml", Method: "PUT", Path: "/items/{itemId}", BaseURL: "https://eu.shop.example/v1", OperationID: "updateItem",
 				Params: []library.Param{{Name: "itemId", In: "path"}}, Body: library.BodyMerged, ContentType: "application/json"}, "Update an item"},
 		// A body whose property clashes with a parameter is one property; form data.
@@ -85,7 +85,7 @@ func TestOpenAPI31(t *testing.T) {
 	}
 	checkTools(t, tools, library.KindOpenAPI)
 	m := byID(tools)
-	if got := string(m["shop.placeOrder"].InputSchema); got != `{"type":"object","properties":{"express":{"const":true},"items":{"minItems":1,"prefixItems":[{"type":"string"}],"type":"array"},"total":{"examples":[9.5],"exclusiveMinimum":0,"type":"number"}},"required":["items"]}` {
+	if got := string(m["shop.placeOrder"].InputSchema); got != `{"type":"object","properties":{"items":{"minItems":1,"prefixItems":[{"type":"string"}],"type":"array"},"express":{"const":true},"total":{"examples":[9.5],"exclusiveMinimum":0,"type":"number"}},"required":["items"]}` {
 		t.Errorf("placeOrder: %s", got)
 	}
 	if got := string(m["shop.GET /orders"].InputSchema); got != `{"type":"object","properties":{"status":{"enum":["open","closed",null],"type":["string","null"]}}}` {
