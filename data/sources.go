@@ -541,3 +541,14 @@ func OpenView(dir string, h *Holdout) (*Dataset, error) {
 	}
 	return Open(dir, h)
 }
+
+// QueryLibraryAny returns the library of query q judged in any split of d (-1 when none
+// judges it).
+func (d *Dataset) QueryLibraryAny(q int) int {
+	for _, name := range d.SplitNames() {
+		if l := d.QueryLibrary(d.Splits[name], q); l >= 0 {
+			return l
+		}
+	}
+	return -1
+}

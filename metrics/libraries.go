@@ -32,7 +32,13 @@ func (w withinLibraries) RankQueries(ctx context.Context, qs []rank.Query, k int
 	}
 	out := make([]rank.Ranking, len(qs))
 	for i, q := range qs {
-		lib := w.d.QueryLibrary(w.s, q.Index)
+		lib := -1
+		if w.s != nil {
+			lib = w.d.QueryLibrary(w.s, q.Index)
+		}
+		if lib < 0 {
+			lib = w.d.QueryLibraryAny(q.Index)
+		}
 		r := all[i]
 		if lib < 0 {
 			out[i] = truncate(r, k)
@@ -54,6 +60,18 @@ func (w withinLibraries) RankQueries(ctx context.Context, qs []rank.Query, k int
 		out[i] = o
 	}
 	return out, nil
+}
+
+// WithinLibraries returns r restricted, on a multi-source dataset d (d.Libraries), to the
+// tools of each query's library (its relevant tools' library in s, or in any split of d when
+// s is nil or does not judge it), as every evaluation of such a dataset ranks; r itself
+// otherwise. Stages that rank candidates of their own before the evaluation (fusion inputs
+// tuned on dev) wrap their inputs with it.
+func WithinLibraries(d *data.Dataset, s *data.Split, r rank.QueryRanker) rank.QueryRanker {
+	if len(d.Libraries) < 2 {
+		return r
+	}
+	return within(d, s, r)
 }
 
 // within returns r restricted to each query's library, a rank.QueryTokenizer when r is one.

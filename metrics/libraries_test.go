@@ -55,6 +55,16 @@ func TestEvaluateWithinLibraries(t *testing.T) {
 			}
 		}
 	}
+	// Exported for stages that rank before the evaluation: each query's library is found
+	// through d's splits when none is given.
+	qs := []rank.Query{{Index: dev.Queries[0], Text: d.Queries[dev.Queries[0]].Text}}
+	rs, err := WithinLibraries(d, nil, adversary).RankQueries(context.Background(), qs, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := dev.Relevant[qs[0].Index][0]; len(rs[0].Tools) == 0 || rs[0].Tools[0] != want {
+		t.Errorf("WithinLibraries ranked %v first, want %d", rs[0].Tools, want)
+	}
 	// The test split (lens only) likewise.
 	rep, err := Run(context.Background(), d, "test", rankerOf(adversary, d), DevKs)
 	if err != nil {

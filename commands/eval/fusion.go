@@ -120,6 +120,9 @@ func buildFusion(o *options, d *data.Dataset) (rank.QueryRanker, string, error) 
 		if err != nil {
 			return nil, "", err
 		}
+		if in.Live != nil { // a multi-source dataset: each input ranks within the query's library
+			in.Live = metrics.WithinLibraries(d, nil, in.Live)
+		}
 		f.Inputs = append(f.Inputs, in)
 	}
 	desc := fmt.Sprintf("fusion rrf (k=%g) of %s", f.K, strings.Join(items, ", "))
