@@ -1,44 +1,91 @@
 #!/usr/bin/env bash
-# The general tool retriever (docs/pre-trained-models.md, "A general tool retriever"): for a
-# library with no queries of its own. Fine-tunes MODEL on ToolLens (150 steps of batch 64, lr
-# 5e-5, as the fine-tuning table), interpolates the fine-tuned weights with MODEL's at 0.5
-# (WiSE-FT's default, fixed beforehand: nothing is selected on BFCL), exports it with the
-# pre-trained model's own length limit (256 tokens: BFCL's function schemas are long), and
-# reports it zero-shot on BFCL's test split (never trained or selected on) against BM25 and the
-# zero-shot MODEL, alone and fused with BM25. It also writes the general retriever as a model
-# directory (OUT_DIR/model, sentence-transformers layout, 256 tokens recorded) that `serve
-# -library`, `export -model` and sentence-transformers load: the model to start from when a
-# library has no queries of its own.
-# Usage: scripts/pretrained/general.sh [MODEL] [OUT_DIR]   (needs `make models`, ../shared;
-# ~15 min of training on 2 cores with ONNX Runtime, `make install-onnx`)
+# The general tool retriever (`make general`; docs/pre-trained-models.md, "A general tool
+# retriever"): the model to start from when a library has no queries of its own.
+#  1. MODEL fine-tuned on several tool libraries in one run (DATA, default toollens:1,toolmix:1:
+#     ToolLens and toolmix's eight sources, every batch from one library), STEPS steps of 64;
+#  2. the fine-tuned weights averaged with MODEL's (WiSE-FT), the weight picked among
+#     WISE_WEIGHTS by N@5 on the run's pooled dev split (each library's dev queries ranked in
+#     their own library);
+#  3. the BM25 zscore fusion weight picked on the same dev split;
+#  4. exported as a model directory that carries that recipe (OUT/model: lengths 256, the
+#     hybrid weight), which `eval -model`, `export -model` and `serve -library LIB -model` apply;
+#  5. reported on the seven zero-shot sets (eval -suite zeroshot: never trained or selected on)
+#     beside BM25, MODEL and the dense model alone, into OUT/suite.md and OUT/suite.json.
+# Usage: scripts/pretrained/general.sh   (env: MODEL, DATA, STEPS, WISE_WEIGHTS, OUT; needs
+# `make models`, ../shared, and ONNX Runtime for speed: `make install-onnx`). A step whose
+# output exists is not redone (delete OUT to start again).
 set -euo pipefail
 source "$(dirname "$0")/build.sh"
-model="${1:-sentence-transformers/all-MiniLM-L6-v2}"
-out="${2:-runs/general}"
+model="${MODEL:-sentence-transformers/all-MiniLM-L6-v2}"
+data="${DATA:-toollens:1,toolmix:1}"
+steps="${STEPS:-150}"
+weights="${WISE_WEIGHTS:-0 0.3 0.5 0.7}"
+out="${OUT:-runs/general}"
+export TOOLRET_DATASETS="${TOOLRET_DATASETS:-$PWD/../shared/datasets}"
+lens=(-query-len 256 -tool-len 256)
 mkdir -p "$out"
-tl=../shared/datasets/toollens
-bf=../shared/datasets/bfcl
-if [ ! -f "$out/ft/summary.json" ]; then
-  rm -rf "$out/ft"
-  bin/toolret train biencoder -data $tl -init "$model" -run "$out/ft" -batch 64 -max-steps 150 -lr 5e-5 \
-    -query-len 32 -tool-len 64 -backend $be -quiet
+ft="$out/ft"
+start=$(date +%s)
+lap() { echo "general: $1 ($(( $(date +%s) - start )) s so far)"; }
+
+if [ ! -f "$ft/summary.json" ]; then
+  rm -rf "$ft"
+  /usr/bin/time -v bin/toolret train biencoder -data "$data" -init "$model" -run "$ft" -batch 64 \
+    -max-steps "$steps" -eval-every 75 -lr 5e-5 -query-len 32 -tool-len 64 -test "" -backend "$be" -quiet \
+    2> "$out/train.log" || { tail -20 "$out/train.log" >&2; exit 1; }
 fi
-rm -rf "$out/index" "$out/model"
-bin/toolret export -model "$out/ft" -interpolate "$model" -interpolate-weight 0.5 -query-len 256 -tool-len 256 \
-  -format index -data $bf -out "$out/index" -backend $be
-bin/toolret export -model "$out/ft" -interpolate "$model" -interpolate-weight 0.5 -query-len 256 -tool-len 256 \
-  -format hf -out "$out/model"
-row() { # SYSTEM JSON
-  python3 -c 'import json,sys; m=json.loads(sys.argv[2]); print("bfcl test", sys.argv[1], *("%.2f" % m[k] for k in ("recall@1","recall@3","recall@5","ndcg@5")))' "$@"
-}
-echo "DATA SPLIT SYSTEM R@1 R@3 R@5 N@5"
-row bm25 "$(bin/toolret eval -data $bf -method bm25 -json)"
-row zero-shot "$(bin/toolret eval -data $bf -model "$model" -backend $be -json)"
-row fine-tuned-on-toollens "$(bin/toolret eval -data $bf -model "$out/ft" -backend $be -json)"
-rm -rf "$out/index-ft256" # the ablation: the fine-tuned weights alone (weight 0), same lengths
-bin/toolret export -model "$out/ft" -interpolate "$model" -interpolate-weight 0 -query-len 256 -tool-len 256 \
-  -format index -data $bf -out "$out/index-ft256" -backend $be
-row fine-tuned-256-tokens "$(bin/toolret eval -data $bf -index "$out/index-ft256" -backend $be -json)"
-row general "$(bin/toolret eval -data $bf -index "$out/index" -backend $be -json)"
-row general+bm25 "$(bin/toolret eval -data $bf -index "$out/index" -hybrid zscore -backend $be -json)"
-echo "the general retriever: $out/model (serve it over your library: bin/toolret serve -library LIB.jsonl -model $out/model)"
+grep -E "Maximum resident|Elapsed \(wall" "$out/train.log" || true
+lap "trained $ft"
+
+# 2. WiSE-FT: (1-W)·fine-tuned + W·MODEL, each W evaluated on the run's dev split.
+best="" bestn=-1
+for w in $weights; do
+  d="$out/wise-$w"
+  if [ ! -f "$d/config.json" ]; then
+    rm -rf "$d"
+    bin/toolret export -model "$ft" -interpolate "$model" -interpolate-weight "$w" "${lens[@]}" -format hf -out "$d" >/dev/null
+  fi
+  if [ ! -s "$d-dev.json" ]; then
+    bin/toolret eval -data "$data" -model "$d" -first-stage "$ft" -split dev -backend "$be" -json > "$d-dev.json.tmp"
+    mv "$d-dev.json.tmp" "$d-dev.json"
+  fi
+  n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ndcg@5"])' "$d-dev.json")
+  echo "general: WiSE-FT weight $w: pooled dev N@5 $n"
+  if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)' "$n" "$bestn"; then
+    best="$w" bestn="$n"
+  fi
+done
+[ -n "$best" ] || { echo "general: WISE_WEIGHTS names no weight" >&2; exit 1; }
+lap "WiSE-FT weight $best (dev N@5 $bestn)"
+
+# 3. The BM25 fusion weight on the same dev split (zscore; the dense side's weight).
+if [ ! -s "$out/fusion-dev.txt" ]; then
+  bin/toolret eval -data "$data" -method fusion -runs "model:$out/wise-$best,bm25" -fusion zscore -weight dev \
+    -first-stage "$ft" -split dev -backend "$be" > "$out/fusion-dev.txt.tmp" 2>&1
+  mv "$out/fusion-dev.txt.tmp" "$out/fusion-dev.txt"
+fi
+hw=$(grep -oE 'weights [0-9.]+,[0-9.]+' "$out/fusion-dev.txt" | head -1 | sed -E 's/weights ([0-9.]+),.*/\1/')
+[ -n "$hw" ] || { echo "general: no fusion weights in $out/fusion-dev.txt" >&2; cat "$out/fusion-dev.txt" >&2; exit 1; }
+lap "BM25 fusion: dense weight $hw on dev"
+
+# 4. The model directory with its recipe.
+rm -rf "$out/model.tmp"
+bin/toolret export -model "$ft" -interpolate "$model" -interpolate-weight "$best" "${lens[@]}" -format hf \
+  -hybrid zscore -hybrid-weight "$hw" -out "$out/model.tmp" >/dev/null
+rm -rf "$out/model" && mv "$out/model.tmp" "$out/model"
+lap "wrote $out/model"
+
+# 5. The zero-shot suite: BM25, MODEL, the dense model alone (WiSE-FT at dev's weight) and the
+# general model with its recipe.
+bin/toolret eval -suite zeroshot -model "$out/model" -suite-models "$model,$out/wise-$best" -backend "$be" -json > "$out/suite.json"
+python3 - "$out/suite.json" > "$out/suite.md" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for key, label in (("recall@5", "R@5"), ("recall@1", "R@1"), ("recall@10", "R@10"), ("ndcg@5", "N@5")):
+    print(f"\n| {label} | " + " | ".join(r["sets"]) + " | mean |")
+    print("|" + "|".join(["---"] + ["---:"] * (len(r["sets"]) + 1)) + "|")
+    for s in r["systems"]:
+        print(f'| {s["name"]} | ' + " | ".join(f'{row["metrics"][key]:.2f}' for row in s["rows"]) + f' | {s["mean"][key]:.2f} |')
+EOF
+cat "$out/suite.md"
+lap "done: the general retriever is $out/model (serve it: bin/toolret serve -library LIB.jsonl -model $out/model)"
