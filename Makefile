@@ -9,7 +9,7 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin
 
-.PHONY: env train train-scratch models install-st eval test test-xla vet build install-onnx install-xla install-xla-cuda fuzz bench-encode bench-train bench-train-st export bench-retrieve bench-colt serve bench-serve
+.PHONY: env train train-scratch general models install-st eval test test-xla vet build install-onnx install-xla install-xla-cuda fuzz bench-encode bench-train bench-train-st export bench-retrieve bench-colt serve bench-serve
 
 ## env: the variables above as shell exports, for `go run` and `go test` by hand:
 ## eval "$$(make -s env)"
@@ -96,6 +96,13 @@ fuzz:
 		$(GO) test ./tokenize/ -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
 	$(GO) test ./safetensors/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+
+## general: the general tool retriever for libraries with no queries of their own, end to end
+## into runs/general/model (scripts/pretrained/general.sh: multi-source training on
+## toollens:1,toolmix:1, WiSE-FT and BM25 fusion weights picked on the pooled dev split, the
+## zero-shot suite; needs ../shared; ONNX Runtime (make install-onnx) for speed).
+general: models
+	bash scripts/pretrained/general.sh
 
 ## bench-encode: encoding speed vs PyTorch (needs ../shared, python3-torch, make install-onnx).
 bench-encode:

@@ -55,8 +55,8 @@ func IsSourceList(spec string) bool {
 	if strings.Contains(spec, ",") {
 		return true
 	}
-	_, _, ok, _ := cutWeight(spec)
-	return ok
+	_, _, ok, err := cutWeight(spec)
+	return ok || err != nil
 }
 
 // ParseSources parses a -data list "ENTRY[:WEIGHT],ENTRY[:WEIGHT],...": each entry a dataset

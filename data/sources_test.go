@@ -92,6 +92,7 @@ func TestOpenSourcesErrors(t *testing.T) {
 		{"lens:0,mix", `-data entry "lens:0": weight 0: must be > 0`},
 		{"lens:-1,mix", `weight -1: must be > 0`},
 		{"lens:abc,mix", `-data entry "lens:abc": weight "abc": not a number`},
+		{"lens:abc", `-data entry "lens:abc": weight "abc": not a number`},
 		{"lens,notrain", `dataset notrain has no "train" split (splits: test)`},
 		{"lens,,mix", `an empty entry`},
 		{"lens,lens", `dataset lens listed twice`},
@@ -109,7 +110,7 @@ func TestOpenSourcesErrors(t *testing.T) {
 }
 
 func TestIsSourceList(t *testing.T) {
-	for spec, want := range map[string]bool{"": false, "../shared/datasets/toollens": false, "toollens:1": true, "a,b": true} {
+	for spec, want := range map[string]bool{"": false, "../shared/datasets/toollens": false, "toollens:1": true, "toollens:x": true, "a,b": true} {
 		if got := IsSourceList(spec); got != want {
 			t.Errorf("IsSourceList(%q) = %v, want %v", spec, got, want)
 		}
