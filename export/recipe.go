@@ -172,7 +172,8 @@ func jsonPosition(b []byte, dec *json.Decoder, err error) error {
 	}
 	off = min(off, int64(len(b)))
 	line := 1 + bytes.Count(b[:off], []byte("\n"))
-	col := off - int64(bytes.LastIndexByte(b[:off], '\n'))
+	// off counts the bytes read, the offending one included: its column is off's.
+	col := max(1, off-1-int64(bytes.LastIndexByte(b[:off], '\n')))
 	return fmt.Errorf("line %d, column %d: %w", line, col, err)
 }
 
