@@ -159,7 +159,7 @@ func Export(ctx context.Context, cfg ExportConfig) (*export.Manifest, error) {
 	if err == nil && man.Usage != nil {
 		note("%s", biencoder.UsageNote(man.Usage.Fallbacks, man.Tools))
 	}
-	if _, ok := man.Files[export.RecipeFile]; err == nil && ok {
+	if err == nil && man.Files[export.RecipeFile] != "" {
 		note("export: the model carries its recipe (%s)", export.RecipeFile)
 	}
 	if err == nil && man.Hybrid != nil {
