@@ -75,7 +75,9 @@ type SuiteSystem struct {
 }
 
 // Name labels the system in the suite's tables: "bm25", "run:RUN", "model:REF", "index:DIR",
-// or "rrf(bm25 + run:RUN)" for a Fuse (minmax or zscore with its weights).
+// or "rrf(bm25 + run:RUN)" for a Fuse (minmax or zscore with its weights). A suite's table
+// adds the BM25 fusion of a Model's or Index's recipe when it applies it:
+// "model:DIR (+bm25 zscore 0.3)".
 func (s SuiteSystem) Name() string {
 	switch {
 	case s.Run != "":
