@@ -23,4 +23,9 @@
 // or sentence-transformers layout), a run, or a hub id "org/name[@revision]" resolved in the
 // Hugging Face hub cache (HF_HUB_CACHE, HF_HOME) and downloaded into it when missing and
 // HF_HUB_OFFLINE is unset.
+//
+// A model directory may carry its retrieval recipe, toolret_recipe.json (export.Recipe: a BM25
+// fusion and the dev split it was chosen on; [ModelRecipe] reads it): Evaluate, Suite, Serve
+// and Export apply it unless told not to (NoRecipe), and an index exported from the model
+// records it.
 package toolret

@@ -67,6 +67,12 @@ type EvalConfig struct {
 	// Lengths replace a bi-encoder Run's training lengths or a Model's max_seq_length (0: keep;
 	// eval -query-len, -tool-len); an Index embeds with the lengths it was exported with.
 	Lengths export.Lengths
+	// NoRecipe evaluates a Model's dense ranking alone, without the BM25 fusion of its
+	// recipe (export.Recipe, the model directory's toolret_recipe.json), and an Index without
+	// the fusion it records (toolindex.WithoutRecipe). Without it a Model or an Index with a
+	// recipe is evaluated as its recipe says. Fuse's entries are always ranked without their
+	// recipes: the fusion is Fuse's.
+	NoRecipe bool
 }
 
 // Evaluate ranks the queries of cfg.Split with what cfg names and returns the metrics: overall,
@@ -104,6 +110,9 @@ func (cfg *EvalConfig) check() error {
 	}
 	if (cfg.Lengths != export.Lengths{}) && cfg.Run == "" && cfg.Model == "" && len(cfg.Fuse) == 0 {
 		return errors.New("evaluate: Lengths apply to a Run or a Model (export an Index with them)")
+	}
+	if cfg.NoRecipe && cfg.Model == "" && cfg.Index == "" {
+		return errors.New("evaluate: NoRecipe applies to a Model or an Index")
 	}
 	if len(cfg.Fuse) == 0 && (cfg.Fusion != "" || len(cfg.FusionWeights) > 0 || cfg.FusionK != 0 || cfg.FusionDepth != 0) {
 		return errors.New("evaluate: Fusion, FusionWeights, FusionK and FusionDepth apply to Fuse")
@@ -188,6 +197,9 @@ func newRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, be compute.
 		if err := cfg.Lengths.Apply(m); err != nil {
 			return nil, cleanup, err
 		}
+		if cfg.NoRecipe {
+			m.Recipe = nil
+		}
 		if err := m.Quantize(cfg.Quantize); err != nil {
 			return nil, cleanup, err
 		}
@@ -203,6 +215,9 @@ func newRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, be compute.
 		fallthrough
 	case cfg.Index != "":
 		opts := []toolindex.Option{toolindex.WithBackend(be), toolindex.WithQuantization(cfg.Quantize)}
+		if cfg.NoRecipe {
+			opts = append(opts, toolindex.WithoutRecipe())
+		}
 		if len(cfg.Ensemble) > 0 || cfg.EnsembleFusion != "" {
 			opts = append(opts, toolindex.WithEnsemble(cfg.EnsembleFusion, cfg.Ensemble, cfg.EnsembleWeights))
 		}
@@ -301,7 +316,7 @@ func fusedRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, be comput
 			sub.Lengths = cfg.Lengths
 		}
 		if sub.Model != "" || sub.Index != "" {
-			sub.Quantize = cfg.Quantize
+			sub.Quantize, sub.NoRecipe = cfg.Quantize, true
 		}
 		r, c, err := newRanker(ctx, sub, d, be)
 		cleanups = append(cleanups, c)

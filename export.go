@@ -54,6 +54,11 @@ type ExportConfig struct {
 	// every other layer for a smaller student, or fewer layers to measure what depth buys).
 	// Applied after Interpolate.
 	KeepLayers []int
+	// Recipe, when set, is the retrieval recipe the export carries instead of the model's own
+	// (export.Recipe: an hf export writes it as toolret_recipe.json, an index records its
+	// hybrid; export -hybrid, -hybrid-weight, -selected-on); NoRecipe drops the model's own.
+	Recipe   *export.Recipe
+	NoRecipe bool
 	// Source overrides the source the export records (default: Model).
 	Source string
 	// Log receives notes (usage vectors, packaged refiner); nil: none.
@@ -96,7 +101,14 @@ func Export(ctx context.Context, cfg ExportConfig) (*export.Manifest, error) {
 	if cfg.Quantize.Int8() && cfg.Interpolate != "" {
 		return nil, fmt.Errorf("-quantize %s: export the interpolated model with -format hf first, then quantize that", cfg.Quantize)
 	}
-	opts := export.Options{Format: cfg.Format, Out: cfg.Out, Force: cfg.Force, Refiner: cfg.Refiner, Quantize: cfg.Quantize}
+	if cfg.Recipe != nil && cfg.NoRecipe {
+		return nil, errors.New("give a recipe (-hybrid) or -no-recipe, not both")
+	}
+	if cfg.Recipe != nil && cfg.Format == export.FormatONNX {
+		return nil, errors.New("a recipe (-hybrid) is carried by -format hf (toolret_recipe.json) or index, not onnx")
+	}
+	opts := export.Options{Format: cfg.Format, Out: cfg.Out, Force: cfg.Force, Refiner: cfg.Refiner, Quantize: cfg.Quantize,
+		Recipe: cfg.Recipe, NoRecipe: cfg.NoRecipe}
 	if cfg.Data != "" {
 		d, err := data.Load(cfg.Data)
 		if err != nil {
@@ -146,6 +158,12 @@ func Export(ctx context.Context, cfg ExportConfig) (*export.Manifest, error) {
 	man, err := export.Export(m, opts)
 	if err == nil && man.Usage != nil {
 		note("%s", biencoder.UsageNote(man.Usage.Fallbacks, man.Tools))
+	}
+	if err == nil && man.Files[export.RecipeFile] != "" {
+		note("export: the model carries its recipe (%s)", export.RecipeFile)
+	}
+	if err == nil && man.Hybrid != nil {
+		note("export: index records its model's recipe: hybrid %s (serve and eval apply it; -no-recipe there: dense only)", man.Hybrid)
 	}
 	if err == nil && man.Refiner != nil {
 		note("export: refiner %s (N %d over %s candidates) packaged in %s/", man.Refiner.Source, man.Refiner.N, man.Refiner.Candidates, man.Refiner.Dir)

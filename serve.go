@@ -14,6 +14,7 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/gateway"
+	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/library"
 	"github.com/toolret/toolret/serve"
 	"github.com/toolret/toolret/toolindex"
@@ -62,9 +63,13 @@ type ServeConfig struct {
 	Depth        int
 	RerankWeight float64
 	// Hybrid fuses the index's first stage with BM25: "", "rrf", "minmax" or "zscore", the
-	// dense side weighted HybridWeight (minmax and zscore).
+	// dense side weighted HybridWeight (minmax and zscore). "" serves the fusion the model's
+	// recipe gives (export.Recipe: Pretrained's toolret_recipe.json, or the fusion Index
+	// records from it), if any, unless NoRecipe.
 	Hybrid       string
 	HybridWeight float64
+	// NoRecipe serves the dense first stage when Hybrid is "", ignoring the model's recipe.
+	NoRecipe bool
 	// Ensemble names more exported indexes over the index's tools, fused with it per query
 	// by EnsembleFusion ("rrf", "minmax" or "zscore") with EnsembleWeights (one per index,
 	// the index's first; none for rrf): toolindex.WithEnsemble. Not with Library.
@@ -163,6 +168,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if err := export.CheckQuantization(be, cfg.Quantize); err != nil {
 		return fmt.Errorf("-quantize: %w", err)
 	}
+	if err := applyRecipe(ctx, &cfg); err != nil {
+		return err
+	}
 	var lib *library.Library
 	if cfg.Library != "" {
 		if lib, err = library.Read(cfg.Library); err != nil {
@@ -211,6 +219,8 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 	if cfg.Hybrid != "" {
 		ropts = append(ropts, toolindex.WithHybrid(cfg.Hybrid, cfg.HybridWeight))
+	} else if cfg.NoRecipe {
+		ropts = append(ropts, toolindex.WithoutRecipe())
 	}
 	if len(cfg.Ensemble) > 0 || cfg.EnsembleFusion != "" {
 		ropts = append(ropts, toolindex.WithEnsemble(cfg.EnsembleFusion, cfg.Ensemble, cfg.EnsembleWeights))
@@ -222,8 +232,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		return err
 	}
 	ilib := store.R.Library()
+	hybrid, hybridW := store.R.Hybrid()
 	log.Info("index loaded", "index", cfg.Index, "tools", ilib.Len(), "version", ilib.Version, "replayed_updates", store.Pending(),
-		"dim", store.R.Dim(), "tool_updates", store.R.CanEmbedTools() == nil, "hybrid", cfg.Hybrid, "ensemble", len(cfg.Ensemble), "ms", time.Since(start).Milliseconds())
+		"dim", store.R.Dim(), "tool_updates", store.R.CanEmbedTools() == nil, "hybrid", hybrid, "hybrid_weight", hybridW, "ensemble", len(cfg.Ensemble), "ms", time.Since(start).Milliseconds())
 	scfg := serve.Config{DefaultK: cfg.K, MaxK: cfg.MaxK, MaxBatch: cfg.MaxBatch, MaxBody: cfg.MaxBody, Timeout: cfg.Timeout,
 		Token: cfg.Token, Model: cfg.Model, MCP: cfg.MCP == "http", Keys: cfg.Keys, Rate: cfg.Rate, Burst: cfg.Burst, Logger: log,
 		MaxInFlight: cfg.MaxInFlight}
@@ -269,6 +280,41 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		log.Warn("no API keys (-keys, TOOLRET_KEYS): anyone who reaches the server can call the library's tools")
 	}
 	return front.serve(ctx, cfg, serve.New(store, scfg).Handler(), 2*cfg.Timeout+callTimeout+5*time.Second, store, info, closeAll)
+}
+
+// applyRecipe sets cfg's Hybrid from the recipe of cfg.Pretrained (export.ReadRecipe) when
+// cfg serves a library with it and gives neither Hybrid nor NoRecipe. A recipe that does not
+// read is an error; one with a hybrid and a Reranker is refused.
+func applyRecipe(ctx context.Context, cfg *ServeConfig) error {
+	if cfg.Library == "" || cfg.Index != "" || cfg.Pretrained == "" || cfg.Hybrid != "" || cfg.NoRecipe {
+		return nil
+	}
+	r, err := ModelRecipe(ctx, cfg.Pretrained)
+	if err != nil {
+		return fmt.Errorf("serve: -model %s: %w", cfg.Pretrained, err)
+	}
+	if r == nil || r.Hybrid == nil {
+		return nil
+	}
+	if cfg.Reranker != "" {
+		return fmt.Errorf("serve: the recipe of %s fuses with BM25 (%s), and -reranker: a reranker over hybrid candidates is not supported; give -no-recipe to rerank the dense first stage", cfg.Pretrained, r.Hybrid)
+	}
+	cfg.Hybrid, cfg.HybridWeight = r.Hybrid.Fusion, r.Hybrid.Weight
+	return nil
+}
+
+// ModelRecipe returns the retrieval recipe (export.Recipe, toolret_recipe.json) of the
+// pre-trained model ref names (a directory or a hub id): nil when it has none, or is a run.
+// A recipe that does not read or validate is an error naming the file.
+func ModelRecipe(ctx context.Context, ref string) (*export.Recipe, error) {
+	dir, err := hub.Resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if !export.IsHFDir(dir) {
+		return nil, nil
+	}
+	return export.ReadRecipe(dir)
 }
 
 // startGateway reads the upstream configuration, syncs the index to the library and

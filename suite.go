@@ -55,6 +55,10 @@ type SuiteConfig struct {
 	Backend string
 	// Lengths replace the token limits of the dense models (EvalConfig.Lengths).
 	Lengths export.Lengths
+	// NoRecipe evaluates every Model and Index without its recipe's BM25 fusion
+	// (EvalConfig.NoRecipe); without it, a system whose recipe fuses is named with the fusion
+	// applied, "model:DIR (+bm25 zscore 0.3)".
+	NoRecipe bool
 	// Cutoffs are the K of Recall/NDCG/COMP@K (nil: DefaultSuiteCutoffs).
 	Cutoffs []int
 	// Log receives a line per evaluation (set, system, time; nil: none).
@@ -71,7 +75,9 @@ type SuiteSystem struct {
 }
 
 // Name labels the system in the suite's tables: "bm25", "run:RUN", "model:REF", "index:DIR",
-// or "rrf(bm25 + run:RUN)" for a Fuse (minmax or zscore with its weights).
+// or "rrf(bm25 + run:RUN)" for a Fuse (minmax or zscore with its weights). A suite's table
+// adds the BM25 fusion of a Model's or Index's recipe when it applies it:
+// "model:DIR (+bm25 zscore 0.3)".
 func (s SuiteSystem) Name() string {
 	switch {
 	case s.Run != "":
@@ -104,7 +110,39 @@ func (s SuiteSystem) evalConfig(cfg *SuiteConfig) EvalConfig {
 	if s.Run != "" || s.Model != "" || len(s.Fuse) > 0 {
 		c.Lengths = cfg.Lengths // BM25 and an Index have none
 	}
+	c.NoRecipe = cfg.NoRecipe && (s.Model != "" || s.Index != "")
 	return c
+}
+
+// recipeName is the system's Name with, when cfg applies a recipe's BM25 fusion to its
+// Model or Index, that fusion: "model:DIR (+bm25 zscore 0.3)". A recipe that does not read
+// is an error.
+func (s SuiteSystem) recipeName(ctx context.Context, cfg *SuiteConfig) (string, error) {
+	name := s.Name()
+	if cfg.NoRecipe {
+		return name, nil
+	}
+	var h *export.HybridRecipe
+	switch {
+	case s.Model != "":
+		r, err := ModelRecipe(ctx, s.Model)
+		if err != nil {
+			return "", err
+		}
+		if r != nil {
+			h = r.Hybrid
+		}
+	case s.Index != "":
+		man, err := export.ReadManifest(s.Index)
+		if err != nil {
+			return "", err
+		}
+		h = man.Hybrid
+	}
+	if h != nil {
+		name += " (" + h.String() + ")"
+	}
+	return name, nil
 }
 
 // SuiteResult is a suite's figures: per system, a row per set and their mean.
@@ -162,9 +200,13 @@ func Suite(ctx context.Context, cfg SuiteConfig) (*SuiteResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range systems {
+	names := make([]string, len(systems))
+	for i, s := range systems {
 		c := s.evalConfig(&cfg)
 		if err := c.check(); err != nil {
+			return nil, fmt.Errorf("suite: system %s: %w", s.Name(), err)
+		}
+		if names[i], err = s.recipeName(ctx, &cfg); err != nil {
 			return nil, fmt.Errorf("suite: system %s: %w", s.Name(), err)
 		}
 	}
@@ -183,7 +225,7 @@ func Suite(ctx context.Context, cfg SuiteConfig) (*SuiteResult, error) {
 	res := &SuiteResult{Dir: cfg.Dir, Sets: cfg.Sets, Cutoffs: cfg.Cutoffs}
 	mid := res.middleCutoff()
 	for i, sys := range systems {
-		sr := SystemResult{Name: sys.Name(), Note: notes[i]}
+		sr := SystemResult{Name: names[i], Note: notes[i]}
 		for j, d := range sets {
 			c := sys.evalConfig(&cfg)
 			c.Data = filepath.Join(cfg.Dir, zeroShotPaths[cfg.Sets[j]])

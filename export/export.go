@@ -87,6 +87,11 @@ type Options struct {
 	// backend: Model.Quantize) and records it (Manifest.Quantization), so that it is served
 	// with the same weights. QuantDefault: the model's own (Model.Quantization).
 	Quantize Quantization
+	// Recipe replaces the model's retrieval recipe (Model.Recipe, read from its directory's
+	// toolret_recipe.json) in the export: an hf export writes it as its RecipeFile, an index
+	// records its hybrid (Manifest.Hybrid). nil: the model's own; NoRecipe drops it.
+	Recipe   *Recipe
+	NoRecipe bool
 }
 
 // Manifest describes an export; it is written as manifest.json.
@@ -130,6 +135,9 @@ type Manifest struct {
 	// Quantization is the int8 quantization of the export's extra ONNX files and, for an
 	// index, of the weights its tools were embedded with (Options.Quantize); "" for fp32.
 	Quantization Quantization `json:"quantization,omitempty"`
+	// Hybrid, in an index, is the BM25 fusion of the recipe of the model it was exported
+	// from (Recipe.Hybrid): toolindex.Load serves it unless told otherwise.
+	Hybrid *HybridRecipe `json:"hybrid,omitempty"`
 	// Notes are one-line remarks on what the export could not include (an encoder without
 	// an ONNX graph); cmd/export prints them.
 	Notes []string `json:"notes,omitempty"`
@@ -181,6 +189,24 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 	if opts.Refiner != "" && opts.Format != FormatIndex {
 		return nil, fmt.Errorf("export: a refiner is packaged with an index (-format index), not -format %s", opts.Format)
 	}
+	recipe := m.Recipe
+	if opts.Recipe != nil {
+		recipe = opts.Recipe
+	}
+	if opts.NoRecipe {
+		recipe = nil
+	}
+	if recipe != nil {
+		if _, err := marshalRecipe(recipe); err != nil {
+			return nil, fmt.Errorf("export: recipe: %w", err)
+		}
+		if m.Kind != KindBiEncoder && !recipe.Empty() {
+			return nil, fmt.Errorf("export: recipe: %s is a %s; a retrieval recipe is a bi-encoder's", m.Source, m.Kind)
+		}
+		if recipe.Hybrid != nil && opts.Refiner != "" {
+			return nil, fmt.Errorf("export: recipe hybrid %s and a refiner: the refiner was trained over the dense first stage's candidates; give one", recipe.Hybrid)
+		}
+	}
 	if opts.Format == FormatIndex && m.Kind != KindBiEncoder && m.Kind != KindClassifier {
 		return nil, fmt.Errorf("export: -format index needs a bi-encoder or an mlc classifier, %s is a %s", m.Source, m.Kind)
 	}
@@ -231,9 +257,18 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 	switch opts.Format {
 	case FormatHF:
 		err = writeHF(m, tmp, man)
+		if err == nil && recipe != nil {
+			var b []byte
+			if b, err = marshalRecipe(recipe); err == nil {
+				err = writeFile(tmp, RecipeFile, b)
+			}
+		}
 	case FormatONNX:
 		err = writeONNX(m, tmp, man)
 	case FormatIndex:
+		if recipe != nil {
+			man.Hybrid = recipe.Hybrid
+		}
 		if m.Kind == KindClassifier {
 			err = writeMLCIndex(m, tmp, man, opts)
 		} else {

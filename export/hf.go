@@ -447,6 +447,9 @@ func LoadHF(dir string, be compute.Backend) (*Model, error) {
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("model %s: %w", dir, err)
 	}
+	if m.Recipe, err = ReadRecipe(dir); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 

@@ -55,6 +55,10 @@ type Model struct {
 	// QueryMaxLen and ToolMaxLen are a bi-encoder's per-side length limits (a shared tower's
 	// MaxLen is the larger one).
 	QueryMaxLen, ToolMaxLen int
+	// Recipe is the retrieval recipe of the model directory it was loaded from (LoadHF reads
+	// its toolret_recipe.json); nil: none. An hf export writes it again, an index records its
+	// hybrid (Options.Recipe replaces it).
+	Recipe *Recipe
 	// Source is the checkpoint directory the model came from, and Fingerprint the training
 	// data fingerprint recorded in it (both may be empty for models built in memory).
 	Source      string

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/fusion"
 	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rank/bm25"
@@ -45,8 +46,26 @@ const DefaultHybridDepth = 100
 // first stage of its own: Load refuses it with a reranker or a refiner (whose training and
 // weights assumed the dense first stage's candidates and scores); WithoutRefiner drops an
 // index's packaged refiner.
+//
+// An index exported from a model whose recipe fuses with BM25 records that fusion
+// (export.Manifest.Hybrid): Load serves it as if WithHybrid had been given, unless
+// WithHybrid is given (WithHybrid("", 0): the dense first stage alone) or WithoutRecipe.
 func WithHybrid(method string, w float64) Option {
-	return func(o *options) { o.hybrid, o.hybridW = method, w }
+	return func(o *options) { o.hybrid, o.hybridW, o.hybridSet = method, w, true }
+}
+
+// WithoutRecipe ignores the hybrid fusion the index records from its model's recipe
+// (export.Manifest.Hybrid): the dense first stage is served, unless WithHybrid is given.
+func WithoutRecipe() Option { return func(o *options) { o.noRecipe = true } }
+
+// recordedHybrid applies the hybrid man records to o, unless o says otherwise; it reports
+// whether it did.
+func recordedHybrid(o *options, man *export.Manifest) bool {
+	if o.hybridSet || o.noRecipe || man.Hybrid == nil {
+		return false
+	}
+	o.hybrid, o.hybridW = man.Hybrid.Fusion, man.Hybrid.Weight
+	return true
 }
 
 // WithHybridDepth sets m, the number of tools each side of WithHybrid ranks per query (at

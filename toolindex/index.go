@@ -107,6 +107,8 @@ type options struct {
 	hybridW        float64
 	hybridDepth    int
 	hybridDepthSet bool
+	// hybridSet: WithHybrid was given; noRecipe: WithoutRecipe.
+	hybridSet, noRecipe bool
 	// ann: WithANN's configuration; nil: DefaultANNConfig.
 	ann *ANNConfig
 	// batching and cacheSize: WithBatching, WithQueryCache.
@@ -434,7 +436,11 @@ func Load(dir string, opts ...Option) (*Index, error) {
 	if r.ref != nil {
 		refDir = r.ref.dir
 	}
+	recorded := recordedHybrid(&o, man)
 	if r.hyb, err = newHybrid(o, refDir); err != nil {
+		if recorded {
+			return nil, fmt.Errorf("index %s records its model's recipe, hybrid %s: %w (WithoutRecipe, or -no-recipe, serves the dense first stage)", dir, man.Hybrid, err)
+		}
 		return nil, err
 	}
 	if r.ref != nil {

@@ -48,6 +48,8 @@ type options struct {
 	// hybrid, hybridWeight: -hybrid, -hybrid-weight (-1: not given) of -index.
 	hybrid       string
 	hybridWeight float64
+	// noRecipe: -no-recipe, -model's or -index's dense ranking without its recipe's fusion.
+	noRecipe bool
 	// ens: -ensemble, -ensemble-fusion, -ensemble-weights of -index.
 	ens *cli.Ensemble
 	// compare: -compare A,B (compare.go), with compareSamples resamples seeded by seed.
@@ -104,6 +106,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.BoolVar(&o.noRefiner, "no-refiner", false, "-index: its first stage alone, without its packaged refiner")
 	fs.StringVar(&o.hybrid, "hybrid", "", "-index: its first stage fused with BM25 as serve -hybrid serves it: rrf, minmax or zscore")
 	fs.Float64Var(&o.hybridWeight, "hybrid-weight", -1, "-index -hybrid minmax|zscore: the dense weight w in [0, 1] (-1: 0.5)")
+	fs.BoolVar(&o.noRecipe, "no-recipe", false, "-model, -index, -suite: the dense ranking alone, without the BM25 fusion of the model's recipe (toolret_recipe.json; an index records it from its model)")
 	o.ens = cli.EnsembleFlags(fs) // -index: fused with more indexes as serve -ensemble serves them
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object instead of a table")
 	fs.BoolVar(&o.subsets, "subsets", false, "also print per-subset rows (number of relevant tools, seen/unseen tools, queries within / over the encoder's token budget)")

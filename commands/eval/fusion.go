@@ -259,7 +259,7 @@ func fusionModel(o *options, d *data.Dataset, ref string) (rank.QueryRanker, err
 	if !export.IsHFDir(dir) {
 		return nil, fmt.Errorf("%s is not a pre-trained model directory (a trained run is run:RUN)", dir)
 	}
-	mo := &options{data: o.data, backend: o.backend, quantize: o.quantize, model: dir, hybridWeight: -1, lengths: o.lengths}
+	mo := &options{data: o.data, backend: o.backend, quantize: o.quantize, model: dir, hybridWeight: -1, lengths: o.lengths, noRecipe: true} // the fusion is -runs'
 	r, _, err := buildModel(mo, d)
 	o.tmp = append(o.tmp, mo.tmp...)
 	return r, err

@@ -29,6 +29,8 @@ func buildIndex(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
 			return nil, "", err
 		}
 		opts = append(opts, toolindex.WithHybrid(o.hybrid, w))
+	} else if o.noRecipe {
+		opts = append(opts, toolindex.WithoutRecipe())
 	}
 	members, method, w, err := o.ens.Values()
 	if err != nil {
@@ -52,6 +54,9 @@ func buildIndex(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
 		desc += ", hybrid rrf with bm25"
 	} else if h != "" {
 		desc += fmt.Sprintf(", hybrid %s with bm25, dense weight %g", h, w)
+	}
+	if h, _ := r.Hybrid(); h != "" && o.hybrid == "" {
+		desc += " (the model's recipe; -no-recipe: dense only)"
 	}
 	if m, mem, w := r.Ensemble(); m != "" {
 		desc += fmt.Sprintf(", ensemble %s with %s", m, strings.Join(mem, ", "))

@@ -9,6 +9,7 @@
 //	eval ... [-save-run FILE [-run-tag TAG]] [-k 100] [-holdout-tools F -holdout-seed N] [-split dev]
 //	eval -model REF [-query-prompt P] [-tool-prompt P]   (a pre-trained model zero-shot, or a run)
 //	eval -index DIR [-no-refiner]     (an exported index as toolindex.Load serves it)
+//	eval -model DIR|-index DIR [-no-recipe]   (without the BM25 fusion of the model's recipe)
 //	eval -index DIR -hybrid rrf|minmax|zscore [-hybrid-weight W]   (as serve -hybrid serves it)
 //	eval -run RUN -feedback FILE [-iterations T]     (replay a collection's refinements: metrics per round)
 //	eval -run RUN -rewriter prf -prf-model RUN [-prf-threshold 0.5] [-iterations 3] [-rewriter-k 10]   (live)
@@ -30,7 +31,9 @@
 // sentence-transformers directory or hub id org/name[@revision] (resolved in the Hugging
 // Face hub cache, downloaded when missing) zero-shot: its index over the dataset's tools is
 // built as cmd/export -model REF -format index builds it and evaluated as -index evaluates
-// one, with the model's "query"/"document" prompts unless -query-prompt/-tool-prompt.
+// one, with the model's "query"/"document" prompts unless -query-prompt/-tool-prompt, and
+// the BM25 fusion of its recipe (toolret_recipe.json, export -hybrid) unless -hybrid or
+// -no-recipe; an -index exported from such a model records the fusion and applies it alike.
 //
 // -suite zeroshot evaluates on every zero-shot test set at once (toolret.Suite, suite.go): BM25,
 // the system given, the pre-trained model a -run started from, and -suite-models, each on
@@ -131,6 +134,8 @@ func run(o *options, w io.Writer) error {
 		m, ok = method{"exported index", buildIndex}, true
 	} else if o.noRefiner {
 		return fmt.Errorf("-no-refiner applies to -index")
+	} else if o.noRecipe {
+		return fmt.Errorf("-no-recipe applies to -model, -index and -suite")
 	} else if o.hybrid != "" || o.hybridWeight != -1 {
 		return fmt.Errorf("-hybrid and -hybrid-weight apply to -index (-method fusion -runs run:RUN,bm25 fuses a trained run)")
 	}

@@ -59,6 +59,9 @@ func buildModel(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
 	if err := m.Quantize(o.quantize); err != nil {
 		return nil, "", fmt.Errorf("-quantize: %w", err)
 	}
+	if o.noRecipe {
+		m.Recipe = nil
+	}
 	tmp, err := os.MkdirTemp("", "toolret-eval-")
 	if err != nil {
 		return nil, "", err

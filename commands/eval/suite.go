@@ -65,7 +65,7 @@ func (s *suiteOptions) check(given map[string]bool) error {
 // suiteConfig turns the options into the suite's configuration.
 func suiteConfig(o *options) (toolret.SuiteConfig, error) {
 	s := &o.suite
-	cfg := toolret.SuiteConfig{Dir: s.dir, NoStart: s.noStart, Backend: o.backend, Lengths: o.lengths, Log: os.Stderr}
+	cfg := toolret.SuiteConfig{Dir: s.dir, NoStart: s.noStart, Backend: o.backend, Lengths: o.lengths, NoRecipe: o.noRecipe, Log: os.Stderr}
 	if s.sets != "zeroshot" {
 		cfg.Sets = splitRuns(s.sets)
 	}

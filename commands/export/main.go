@@ -3,6 +3,7 @@
 //	export -run RUN -format hf|onnx|index -out DIR [-force] [-data DIR] [-refiner RUN] [-backend go]
 //	export -model REF -data DIR -format index -out DIR [-query-prompt P] [-tool-prompt P]
 //	export -format index -update -out DIR [-data DIR] [-backend go]
+//	export -model REF -format hf -out DIR -hybrid zscore -hybrid-weight W [-selected-on TEXT]
 //
 // RUN is a run directory (its best checkpoint is exported) or one checkpoint directory, of
 // any kind package export knows (bi-encoder, cross-encoder, classifier).
@@ -43,6 +44,12 @@
 // -format index that is a zero-shot index over -data, no training and no queries needed.
 // -query-prompt and -tool-prompt set the prefixes put before queries and tool texts (default:
 // the model's "query" and "document" prompts); they are recorded in the index.
+//
+// -hybrid rrf|minmax|zscore [-hybrid-weight W] [-selected-on TEXT] gives the model its recipe:
+// an hf export writes toolret_recipe.json (docs/export.md, "The model's recipe"), whose BM25
+// fusion eval -model, serve -library -model and export -format index (which records it in the
+// index, for serve -index) apply without flags. A -model that has a recipe keeps it in its
+// exports unless -hybrid replaces it or -no-recipe drops it.
 //
 // -quantize int8 adds int8 weights (export.QuantizeONNX: onnxruntime's dynamic quantization,
 // per output channel; int8-tensor: per matrix): hf and onnx write onnx/model_int8.onnx (and
@@ -94,6 +101,10 @@ func Main(args []string) int {
 	var prompts export.Prompts
 	fs.Func("query-prompt", "prefix put before every query (default: the model's \"query\" prompt); recorded in the export", func(s string) error { prompts.Query = &s; return nil })
 	fs.Func("tool-prompt", "prefix put before every tool text (default: the model's \"document\" prompt); recorded in the export", func(s string) error { prompts.Tool = &s; return nil })
+	hybrid := fs.String("hybrid", "", "-format hf or index: the model's recipe fuses its dense ranking with BM25 over the library's tool texts as serve -hybrid does: rrf, minmax or zscore (written to toolret_recipe.json; eval -model, serve -library -model and an index exported from it apply it)")
+	hybridW := fs.Float64("hybrid-weight", -1, "with -hybrid minmax|zscore: the recipe's dense weight w in [0, 1] (w·dense + (1-w)·bm25); -1: 0.5")
+	selectedOn := fs.String("selected-on", "", "with -hybrid: free text recorded in the recipe, the dev split its weight was chosen on")
+	noRecipe := fs.Bool("no-recipe", false, "export without the recipe of -model (toolret_recipe.json)")
 	if err := cli.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -130,9 +141,14 @@ func Main(args []string) int {
 		fmt.Fprintf(os.Stderr, "export: -%v\n", err)
 		return 2
 	}
+	recipe, err := recipeFlags(*hybrid, *hybridW, *selectedOn)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "export: %v\n", err)
+		return 2
+	}
 	man, err := toolret.Export(context.Background(), toolret.ExportConfig{Model: *run, Format: *format, Out: *out, Force: *force,
 		Data: *dataDir, Backend: *be, Refiner: *refinerRun, Prompts: prompts, Interpolate: *interp, InterpolateWeight: *interpW, KeepLayers: keep, Lengths: lengths,
-		Quantize: q, Log: os.Stderr})
+		Quantize: q, Recipe: recipe, NoRecipe: *noRecipe, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "export:", cli.Unprefixed("export", err))
 		return 1
@@ -142,6 +158,28 @@ func Main(args []string) int {
 		fmt.Fprintln(os.Stderr, "export: note:", n)
 	}
 	return 0
+}
+
+// recipeFlags turns -hybrid, -hybrid-weight (-1: not given) and -selected-on into the recipe
+// the export carries; nil when -hybrid is not given.
+func recipeFlags(hybrid string, w float64, selectedOn string) (*export.Recipe, error) {
+	switch {
+	case hybrid == "" && (w != -1 || selectedOn != ""):
+		return nil, errors.New("-hybrid-weight and -selected-on need -hybrid")
+	case hybrid == "":
+		return nil, nil
+	case hybrid == "rrf" && w != -1:
+		return nil, errors.New("-hybrid-weight applies to -hybrid minmax or zscore; rrf has no weight")
+	case hybrid == "rrf":
+		w = 0
+	case w == -1:
+		w = 0.5
+	}
+	r := &export.Recipe{Version: export.RecipeVersion, Hybrid: &export.HybridRecipe{Fusion: hybrid, Weight: w}, SelectedOn: selectedOn}
+	if err := r.Validate(); err != nil {
+		return nil, fmt.Errorf("-%v", err)
+	}
+	return r, nil
 }
 
 func runExport(run, format, out string, force bool, dataDir, beName string) (*export.Manifest, error) {

@@ -133,3 +133,46 @@ func TestExportOutParents(t *testing.T) {
 		t.Error("a failed export left the parents it created")
 	}
 }
+
+// TestRecipeFlags: -hybrid, -hybrid-weight and -selected-on make the export's recipe, as
+// serve takes -hybrid and -hybrid-weight.
+func TestRecipeFlags(t *testing.T) {
+	for _, c := range []struct {
+		hybrid     string
+		w          float64
+		selectedOn string
+		want       *export.HybridRecipe
+		err        string
+	}{
+		{"", -1, "", nil, ""},
+		{"zscore", 0.3, "toolmix dev", &export.HybridRecipe{Fusion: "zscore", Weight: 0.3}, ""},
+		{"minmax", -1, "", &export.HybridRecipe{Fusion: "minmax", Weight: 0.5}, ""},
+		{"rrf", -1, "", &export.HybridRecipe{Fusion: "rrf"}, ""},
+		{"rrf", 0.3, "", nil, "rrf has no weight"},
+		{"", 0.3, "", nil, "need -hybrid"},
+		{"", -1, "dev", nil, "need -hybrid"},
+		{"zscore", 2, "", nil, "-hybrid.weight 2"},
+		{"sum", -1, "", nil, `-hybrid.fusion "sum"`},
+	} {
+		r, err := recipeFlags(c.hybrid, c.w, c.selectedOn)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q %g: error %v, want %q", c.hybrid, c.w, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q %g: %v", c.hybrid, c.w, err)
+		}
+		var got *export.HybridRecipe
+		if r != nil {
+			got = r.Hybrid
+			if r.SelectedOn != c.selectedOn || r.Version != export.RecipeVersion {
+				t.Errorf("%q: recipe %+v", c.hybrid, r)
+			}
+		}
+		if (got == nil) != (c.want == nil) || (got != nil && *got != *c.want) {
+			t.Errorf("%q %g: hybrid %+v, want %+v", c.hybrid, c.w, got, c.want)
+		}
+	}
+}

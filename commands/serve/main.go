@@ -3,7 +3,7 @@
 //
 //	serve -index DIR [-addr 127.0.0.1:8080] [-backend go] [-k 5] [-reranker DIR -depth 20]
 //	      [-max-k 100] [-max-batch 64] [-max-body 1048576] [-timeout 10s] [-grace 30s]
-//	      [-compact-every 1000] [-model NAME] [-mcp stdio|http] [-hybrid rrf|minmax|zscore [-hybrid-weight W]]
+//	      [-compact-every 1000] [-model NAME] [-mcp stdio|http] [-hybrid rrf|minmax|zscore [-hybrid-weight W] | -no-recipe]
 //	      [-ensemble DIR,... [-ensemble-fusion rrf|minmax|zscore] [-ensemble-weights W,...]]
 //	      [-ann auto|on|off] [-database URL] [-warmup 1] [-drain-delay 0s] [-max-inflight 512] [-max-conns 4096] [-header-timeout 5s]
 //	      [-quantize int8|int8-tensor|none (with -backend onnx)]
@@ -17,6 +17,11 @@
 // calls go to the upstreams of -upstreams (an mcpServers configuration plus OpenAPI
 // upstreams). -keys (default $TOOLRET_KEYS) names the API keys file: "NAME KEY SCOPES"
 // lines, scopes search, call, admin. See docs/gateway.md.
+//
+// A model directory that carries its recipe (toolret_recipe.json, export -hybrid) is served
+// as it says without flags: with -library -model DIR its BM25 fusion is applied, and an
+// -index exported from it records the fusion and applies it. -hybrid replaces it, -no-recipe
+// serves the dense first stage.
 //
 // HTTP (package serve): POST /v1/retrieve, POST /v1/embeddings (OpenAI's format), POST
 // /v1/tools, GET and DELETE /v1/tools/{id}, GET /healthz, GET /livez, GET /readyz, GET /metrics (Prometheus). Tool
@@ -72,7 +77,7 @@ type options struct {
 	ensembleFusion                                  string
 	ensembleWeights                                 []float64
 	quantize                                        export.Quantization
-	noRefiner                                       bool
+	noRefiner, noRecipe                             bool
 	batching                                        toolindex.Batching
 	queryCache                                      int
 	timeout, grace                                  time.Duration
@@ -117,6 +122,7 @@ func parse(args []string) (*options, error) {
 	fs.Float64Var(&o.hybridWeight, "hybrid-weight", -1, "with -hybrid minmax|zscore: w·dense + (1-w)·bm25, w in [0, 1] (cmd/eval -method fusion -runs run:RUN,bm25 -weight dev prints it); -1: 0.5")
 	ens := cli.EnsembleFlags(fs)
 	fs.StringVar(&o.ann, "ann", "auto", "approximate (HNSW) search: auto (from 50000 tools; docs/large-libraries.md), on, off (exact: every tool scored)")
+	fs.BoolVar(&o.noRecipe, "no-recipe", false, "without -hybrid: serve the dense first stage, not the BM25 fusion of the model's recipe (toolret_recipe.json of -library's -model, or the fusion an -index records from it)")
 	fs.BoolVar(&o.noRefiner, "no-refiner", false, "serve the index's first stage alone, without the refiner packaged in it (cmd/export -refiner)")
 	fs.IntVar(&o.maxK, "max-k", 100, "largest k a request may ask for")
 	fs.IntVar(&o.maxBatch, "max-batch", 64, "most queries, embedding inputs or tools in one request")
@@ -249,7 +255,7 @@ func run(o *options, log *slog.Logger) error {
 	return toolret.Serve(ctx, toolret.ServeConfig{Index: o.index, Library: o.library, Pretrained: pretrained, State: o.state,
 		Upstreams: o.upstreams, Keys: keys, Rate: o.rate, Burst: o.burst, Addr: o.addr, MCP: o.mcp, Backend: o.backend,
 		Quantize: o.quantize, K: o.k, MaxK: o.maxK, Reranker: o.reranker, Depth: o.depth, RerankWeight: o.rerankWeight,
-		Hybrid: o.hybrid, HybridWeight: o.hybridWeight, Ensemble: o.ensemble, EnsembleFusion: o.ensembleFusion, EnsembleWeights: o.ensembleWeights, NoRefiner: o.noRefiner, ANN: o.ann, Batching: o.batching, QueryCache: o.queryCache, MaxBatch: o.maxBatch,
+		Hybrid: o.hybrid, HybridWeight: o.hybridWeight, Ensemble: o.ensemble, EnsembleFusion: o.ensembleFusion, EnsembleWeights: o.ensembleWeights, NoRefiner: o.noRefiner, NoRecipe: o.noRecipe, ANN: o.ann, Batching: o.batching, QueryCache: o.queryCache, MaxBatch: o.maxBatch,
 		MaxBody: o.maxBody, Timeout: o.timeout, Grace: o.grace, CompactEvery: o.compactEvery, Database: o.database, DatabaseLogKeep: o.logKeep, Model: model,
 		MaxInFlight: o.maxInFlight, MaxConns: o.maxConns, HeaderTimeout: o.headerTimeout, Warmup: o.warmup, DrainDelay: o.drainDelay,
 		Token: os.Getenv("TOOLRET_TOKEN"), Log: log})
