@@ -71,7 +71,8 @@ lap "BM25 fusion: dense weight $hw on dev"
 # 4. The model directory with its recipe.
 rm -rf "$out/model.tmp"
 bin/toolret export -model "$ft" -interpolate "$model" -interpolate-weight "$best" "${lens[@]}" -format hf \
-  -hybrid zscore -hybrid-weight "$hw" -out "$out/model.tmp" >/dev/null
+  -hybrid zscore -hybrid-weight "$hw" -selected-on "WiSE-FT $best and BM25 zscore $hw on the pooled dev split of $data ($ft)" \
+  -out "$out/model.tmp" >/dev/null
 rm -rf "$out/model" && mv "$out/model.tmp" "$out/model"
 lap "wrote $out/model"
 
