@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -183,5 +184,28 @@ func TestPlotRuns(t *testing.T) {
 	}
 	if err := PlotRuns(out); err == nil {
 		t.Error("no runs: no error")
+	}
+}
+
+// TestPanelsLibraries: a multi-source run's per-library metrics get a chart per metric, one
+// line per library, apart from the pooled metric families.
+func TestPanelsLibraries(t *testing.T) {
+	series := map[string][]point{}
+	for _, k := range []string{"loss", "lr", "dev_ndcg@5", "dev_ndcg@10", "dev_lib/toollens/ndcg@5", "dev_lib/toolmix/seal_tools/ndcg@5", "dev_lib/toollens/recall@5"} {
+		series[k] = nil
+	}
+	got := map[string][]string{}
+	for _, p := range panelsOf([]*curves{{series: series}}) {
+		got[p.title] = p.keys
+	}
+	want := map[string][]string{
+		"training loss and dev losses": {"loss"},
+		"learning rate":                {"lr"},
+		"dev ndcg@K":                   {"dev_ndcg@5", "dev_ndcg@10"},
+		"dev ndcg@5 per library":       {"dev_lib/toollens/ndcg@5", "dev_lib/toolmix/seal_tools/ndcg@5"},
+		"dev recall@5 per library":     {"dev_lib/toollens/recall@5"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("panels %v\nwant %v", got, want)
 	}
 }

@@ -3,10 +3,10 @@
 # retriever"): the model to start from when a library has no queries of its own.
 #  1. MODEL fine-tuned on several tool libraries in one run (DATA, default toollens:1,toolmix:1:
 #     ToolLens and toolmix's eight sources, every batch from one library), STEPS steps of 64;
-#  2. the fine-tuned weights averaged with MODEL's (WiSE-FT), the weight picked among
-#     WISE_WEIGHTS by N@5 on the run's pooled dev split (each library's dev queries ranked in
-#     their own library);
-#  3. the BM25 zscore fusion weight picked on the same dev split;
+#  2. the fine-tuned weights averaged with MODEL's (WiSE-FT) at each weight of WISE_WEIGHTS,
+#     each fused with BM25 (zscore) at the fusion weight best on the run's pooled dev split
+#     (each library's dev queries ranked in their own library);
+#  3. the WiSE-FT weight whose fused dev N@5 is best, with its fusion weight;
 #  4. exported as a model directory that carries that recipe (OUT/model: lengths 256, the
 #     hybrid weight), which `eval -model`, `export -model` and `serve -library LIB -model` apply;
 #  5. reported on the seven zero-shot sets (eval -suite zeroshot: never trained or selected on)
@@ -19,7 +19,7 @@ source "$(dirname "$0")/build.sh"
 model="${MODEL:-sentence-transformers/all-MiniLM-L6-v2}"
 data="${DATA:-toollens:1,toolmix:1}"
 steps="${STEPS:-150}"
-weights="${WISE_WEIGHTS:-0 0.3 0.5 0.7}"
+weights="${WISE_WEIGHTS:-0.3 0.5}"
 out="${OUT:-runs/general}"
 export TOOLRET_DATASETS="${TOOLRET_DATASETS:-$PWD/../shared/datasets}"
 lens=(-query-len 256 -tool-len 256)
@@ -37,36 +37,37 @@ fi
 grep -E "Maximum resident|Elapsed \(wall" "$out/train.log" || true
 lap "trained $ft"
 
-# 2. WiSE-FT: (1-W)·fine-tuned + W·MODEL, each W evaluated on the run's dev split.
-best="" bestn=-1
+# 2-3. WiSE-FT, (1-W)·fine-tuned + W·MODEL, fused with BM25 (zscore): for each W the fusion
+# weight is tuned on the run's dev split (eval -weight dev), and W is the one whose fused dev
+# N@5 is best (one embedding pass per W: the dense-only weight 1 is among those tried).
+best="" bestn=-1 hw=""
 for w in $weights; do
   d="$out/wise-$w"
   if [ ! -f "$d/config.json" ]; then
     rm -rf "$d"
     bin/toolret export -model "$ft" -interpolate "$model" -interpolate-weight "$w" "${lens[@]}" -format hf -out "$d" >/dev/null
   fi
-  if [ ! -s "$d-dev.json" ]; then
-    bin/toolret eval -data "$data" -model "$d" -first-stage "$ft" -split dev -backend "$be" -json > "$d-dev.json.tmp"
-    mv "$d-dev.json.tmp" "$d-dev.json"
+  if [ ! -s "$d-dev.txt" ]; then
+    bin/toolret eval -data "$data" -method fusion -runs "model:$d,bm25" -fusion zscore -weight dev \
+      -first-stage "$ft" -split dev -backend "$be" > "$d-dev.txt.tmp"
+    mv "$d-dev.txt.tmp" "$d-dev.txt"
   fi
-  n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ndcg@5"])' "$d-dev.json")
-  echo "general: WiSE-FT weight $w: pooled dev N@5 $n"
+  read -r n fw < <(python3 - "$d-dev.txt" <<'EOF'
+import re, sys
+t = open(sys.argv[1]).read()
+w = re.search(r"weights ([0-9.]+),([0-9.]+)", t).group(1)
+head = next(l for l in t.splitlines() if l.strip().startswith("queries")).split()
+row = next(l for l in t.splitlines() if l.startswith("all")).split()[1:]
+print(row[head.index("N@5")], w)
+EOF
+)
+  echo "general: WiSE-FT weight $w: dense weight $fw with BM25, pooled dev N@5 $n"
   if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)' "$n" "$bestn"; then
-    best="$w" bestn="$n"
+    best="$w" bestn="$n" hw="$fw"
   fi
 done
 [ -n "$best" ] || { echo "general: WISE_WEIGHTS names no weight" >&2; exit 1; }
-lap "WiSE-FT weight $best (dev N@5 $bestn)"
-
-# 3. The BM25 fusion weight on the same dev split (zscore; the dense side's weight).
-if [ ! -s "$out/fusion-dev.txt" ]; then
-  bin/toolret eval -data "$data" -method fusion -runs "model:$out/wise-$best,bm25" -fusion zscore -weight dev \
-    -first-stage "$ft" -split dev -backend "$be" > "$out/fusion-dev.txt.tmp" 2>&1
-  mv "$out/fusion-dev.txt.tmp" "$out/fusion-dev.txt"
-fi
-hw=$(grep -oE 'weights [0-9.]+,[0-9.]+' "$out/fusion-dev.txt" | head -1 | sed -E 's/weights ([0-9.]+),.*/\1/')
-[ -n "$hw" ] || { echo "general: no fusion weights in $out/fusion-dev.txt" >&2; cat "$out/fusion-dev.txt" >&2; exit 1; }
-lap "BM25 fusion: dense weight $hw on dev"
+lap "WiSE-FT weight $best, BM25 fusion dense weight $hw (pooled dev N@5 $bestn)"
 
 # 4. The model directory with its recipe.
 rm -rf "$out/model.tmp"
