@@ -15,6 +15,7 @@ import (
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/models/crossencoder"
 )
 
 // xlmrFixture is the tiny XLM-RoBERTa sentence-transformers directory of
@@ -23,7 +24,7 @@ const xlmrFixture = "../../models/xlmroberta/testdata"
 
 // TestXLMRobertaEndToEnd runs the commands on the tiny XLM-RoBERTa (issue 56): eval -model by
 // directory and by hub id rank alike; train biencoder -init fine-tunes it (the run keeps
-// model_type xlm-roberta and exports); export -model -format hf writes a directory whose
+// model_type xlm-roberta and exports), train crossencoder -init too (one token type); export -model -format hf writes a directory whose
 // embeddings are still sentence-transformers' (within 1e-5); a model_type still unsupported
 // is refused naming it and the supported ones, xlm-roberta among them. With the reference venv,
 // sentence-transformers loads the fine-tuned export and embeds as toolret does.
@@ -162,6 +163,22 @@ func TestXLMRobertaEndToEnd(t *testing.T) {
 		if worst > 1e-5 {
 			t.Errorf("sentence-transformers embeds the trained export %.2e away from toolret (> 1e-5)", worst)
 		}
+	}
+
+	// train crossencoder -init: XLM-RoBERTa's one token type takes pairs (<s> q </s></s> t </s>,
+	// every token type 0), as bge-reranker-v2-m3's does.
+	ce := filepath.Join(dir, "ce")
+	toolret(0, "train", "crossencoder", "-init", src, "-first-stage", runDir, "-run", ce, "-depth", "10", "-max-len", "48",
+		"-batch", "8", "-max-steps", "3", "-lr", "1e-3", "-dev-max", "10", "-test", "", "-quiet")
+	raw, err = os.ReadFile(filepath.Join(ce, crossencoder.ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Encoder["model_type"] != "xlm-roberta" || c.Encoder["type_vocab_size"] != 1.0 {
+		t.Errorf("cross-encoder run encoder %v: want model_type xlm-roberta, type_vocab_size 1", c.Encoder)
 	}
 
 	// A model_type toolret does not implement is refused, naming it and the supported ones.

@@ -63,6 +63,9 @@ func (x xlmrConfig) HF() HFNames {
 }
 func (x xlmrConfig) copy() *xlmroberta.Config { c := *x.c; return &c }
 
+// PairsWithOneType: with type_vocab_size 1 every token is type 0 (see PairsWithOneType).
+func (x xlmrConfig) PairsWithOneType() bool { return x.c.TypeVocabSize == 1 }
+
 func (x xlmrConfig) WithPooler(has bool) Config {
 	c := x.copy()
 	c.Pooler = &has
