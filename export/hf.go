@@ -123,12 +123,13 @@ func writeTowerHF(m *Model, t *Tower, dir string, maxLen int) error {
 		// XxxForSequenceClassification reads the first token (through the pooler), never a mean.
 		return fmt.Errorf("export: hf: a classification head over the mean of the token states (-pooling mean) cannot be written in HF layout (XxxForSequenceClassification reads the first token); use -format onnx, or -format index for an MLC classifier")
 	}
-	if mt := t.Encoder.ModelType(); mt == "mpnet" && head != nil {
-		// MPNetForSequenceClassification's head is its own classifier.dense (tanh) and
-		// out_proj over <s>, not the encoder's pooler with one linear layer.
-		return fmt.Errorf("export: hf: a classification head over an mpnet encoder cannot be written in HF layout (MPNetForSequenceClassification has a two-layer head of its own); use -format onnx or index")
-	} else if mt != "bert" && mt != "mpnet" {
-		// MPNet's pooler is BERT's (dense + tanh over the first token).
+	if mt := t.Encoder.ModelType(); (mt == "mpnet" || mt == "xlm-roberta") && head != nil {
+		// MPNetForSequenceClassification's and XLMRobertaForSequenceClassification's heads
+		// are their own classifier.dense (tanh) and out_proj over <s>, not the encoder's
+		// pooler with one linear layer.
+		return fmt.Errorf("export: hf: a classification head over an %s encoder cannot be written in HF layout (%s has a two-layer head of its own); use -format onnx or index", mt, t.Encoder.HF().SequenceClassification)
+	} else if mt != "bert" && mt != "mpnet" && mt != "xlm-roberta" {
+		// MPNet's and XLM-RoBERTa's poolers are BERT's (dense + tanh over the first token).
 		// The [CLS] head's scaled identity pooler and the sentence-transformers Dense module
 		// stand for BERT's tanh pooler; other encoders' poolers (DeBERTa: dense + GELU, which
 		// cannot stand for the identity) differ. A head over the pooler is the encoder's own

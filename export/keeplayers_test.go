@@ -52,7 +52,7 @@ func TestParseLayers(t *testing.T) {
 
 var testLayer = regexp.MustCompile(`encoder\.layer\.(\d+)\.`)
 
-// TestKeepLayersHF prunes tiny BERT, MPNet and DeBERTa-v2 checkpoints: layer j of the output
+// TestKeepLayersHF prunes tiny BERT, MPNet, DeBERTa-v2 and XLM-RoBERTa checkpoints: layer j of the output
 // is byte for byte layer keep[j] of the input, every other tensor is kept, config.json says
 // the new depth, the result loads and embeds, and keeping every layer changes no embedding.
 func TestKeepLayersHF(t *testing.T) {
@@ -61,7 +61,7 @@ func TestKeepLayersHF(t *testing.T) {
 		t.Fatal(err)
 	}
 	texts := []string{"book a flight to Paris", "what is the weather"}
-	for _, arch := range []string{"bert", "mpnet", "deberta-v2"} {
+	for _, arch := range []string{"bert", "mpnet", "deberta-v2", "xlm-roberta"} {
 		t.Run(arch, func(t *testing.T) {
 			dir := t.TempDir()
 			src := filepath.Join(dir, "src")

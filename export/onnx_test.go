@@ -193,6 +193,8 @@ func TestONNXParity(t *testing.T) {
 		{"wordbag-mean-cosine", exporttest.Options{Arch: "wordbag", Hidden: 48}, true},
 		{"mpnet-mean-cosine", exporttest.Options{Arch: "mpnet"}, true},
 		{"mpnet-pooler-dot-separate", exporttest.Options{Arch: "mpnet", Pooling: encoder.PoolPooler, Similarity: "dot", Separate: true}, true},
+		{"xlm-roberta-mean-cosine", exporttest.Options{Arch: "xlm-roberta"}, false},
+		{"xlm-roberta-pooler-dot-separate", exporttest.Options{Arch: "xlm-roberta", Pooling: encoder.PoolPooler, Similarity: "dot", Separate: true}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := exporttest.BiEncoder(tc.o, be, 21)

@@ -310,7 +310,8 @@ func parseJSON(path string, b []byte) (*Tokenizer, error) {
 
 // postProcessor checks that p adds BERT's [CLS] A [SEP] (B [SEP]) and takes its special ids:
 // BertProcessing, or TemplateProcessing with that template; or RoBERTa's <s> A </s> (</s> B
-// </s>), RobertaProcessing (MPNet's tokenizer).
+// </s>): RobertaProcessing (MPNet's tokenizer), or TemplateProcessing with that template
+// (XLM-RoBERTa's tokenizer.json).
 func (t *Tokenizer) postProcessor(p map[string]any) error {
 	typ, _ := p["type"].(string)
 	lookup := func(tok string, id float64, hasID bool) (int32, error) {
@@ -357,20 +358,31 @@ func (t *Tokenizer) postProcessor(p map[string]any) error {
 			}
 			return "", "", 0
 		}
-		tmpl := func(key string, want []string) ([]string, error) {
+		// tmpl checks a template against want's kinds and returns its special tokens. The
+		// second text (items from secondFrom on) has type 1 in BERT's template, 0 or 1 in
+		// RoBERTa's (XLM-RoBERTa's tokenizer.json: every type 0).
+		tmpl := func(key string, want []string, secondFrom int, anyType bool) ([]string, error) {
 			items, _ := p[key].([]any)
 			if len(items) != len(want) {
-				return nil, fmt.Errorf("%s template %v is not BERT's", key, p[key])
+				return nil, fmt.Errorf("%s template %v is neither BERT's nor RoBERTa's", key, p[key])
 			}
 			var sp []string
+			secondType := -1.0
 			for i, x := range items {
 				kind, id, ty := piece(x)
+				seq := "A"
 				wantTy := 0.0
-				if key == "pair" && i >= 3 {
-					wantTy = 1
+				if i >= secondFrom {
+					seq, wantTy = "B", 1
+					if anyType {
+						if secondType < 0 && (ty == 0 || ty == 1) {
+							secondType = ty
+						}
+						wantTy = secondType
+					}
 				}
-				if kind != want[i] || ty != wantTy || (kind == "Sequence" && id != []string{"A", "B"}[min(i/3, 1)]) {
-					return nil, fmt.Errorf("%s template %v is not BERT's", key, p[key])
+				if kind != want[i] || ty != wantTy || (kind == "Sequence" && id != seq) {
+					return nil, fmt.Errorf("%s template %v is neither BERT's nor RoBERTa's", key, p[key])
 				}
 				if kind == "SpecialToken" {
 					sp = append(sp, id)
@@ -378,16 +390,26 @@ func (t *Tokenizer) postProcessor(p map[string]any) error {
 			}
 			return sp, nil
 		}
-		single, err := tmpl("single", []string{"SpecialToken", "Sequence", "SpecialToken"})
+		single, err := tmpl("single", []string{"SpecialToken", "Sequence", "SpecialToken"}, 3, false)
 		if err != nil {
 			return err
 		}
-		pair, err := tmpl("pair", []string{"SpecialToken", "Sequence", "SpecialToken", "Sequence", "SpecialToken"})
+		var pair []string
+		if items, _ := p["pair"].([]any); len(items) == 6 {
+			// RoBERTa's <s> A </s> </s> B </s> (XLM-RoBERTa's converter writes it so).
+			pair, err = tmpl("pair", []string{"SpecialToken", "Sequence", "SpecialToken", "SpecialToken", "Sequence", "SpecialToken"}, 3, true)
+			if err == nil && (pair[0] != single[0] || pair[1] != single[1] || pair[2] != single[1] || pair[3] != single[1]) {
+				err = fmt.Errorf("pair template specials %v differ from single %v", pair, single)
+			}
+			t.doubleSep = true
+		} else {
+			pair, err = tmpl("pair", []string{"SpecialToken", "Sequence", "SpecialToken", "Sequence", "SpecialToken"}, 3, false)
+			if err == nil && (pair[0] != single[0] || pair[1] != single[1] || pair[2] != single[1]) {
+				err = fmt.Errorf("pair template specials %v differ from single %v", pair, single)
+			}
+		}
 		if err != nil {
 			return err
-		}
-		if pair[0] != single[0] || pair[1] != single[1] || pair[2] != single[1] {
-			return fmt.Errorf("pair template specials %v differ from single %v", pair, single)
 		}
 		specials, _ := p["special_tokens"].(map[string]any)
 		var ids [2]int32
@@ -407,6 +429,9 @@ func (t *Tokenizer) postProcessor(p map[string]any) error {
 			ids[i] = v
 		}
 		t.cls, t.sep = ids[0], ids[1]
+		if id, ok := t.vocab["<mask>"]; ok && t.doubleSep {
+			t.mask = id
+		}
 		return nil
 	case "":
 		return fmt.Errorf("missing (toolret adds [CLS]/[SEP] and needs BertProcessing or TemplateProcessing)")

@@ -35,6 +35,7 @@ type unigram struct {
 	// HF: the normalizer steps, pre-tokenizer and min score over the whole vocabulary.
 	norms    []normStep
 	punct    bool   // Punctuation(isolated) pre-tokenizer before Metaspace
+	wsSplit  bool   // WhitespaceSplit pre-tokenizer before Metaspace (transformers 5's XLM-RoBERTa)
 	metaRep  string // Metaspace replacement ("" = no Metaspace)
 	prepend  bool   // Metaspace prepend_scheme "always"
 	split    bool   // Metaspace split
@@ -272,7 +273,7 @@ func (u *unigram) viterbiSPM(s string, out []int32) []int32 {
 }
 
 // encodeHF runs the HF tokenizer.json pipeline on text: normalizers, pre-tokenizer
-// (Punctuation, Metaspace), Unigram on each pre-token.
+// (WhitespaceSplit, Punctuation, Metaspace), Unigram on each pre-token.
 func (u *unigram) encodeHF(text string, out []int32) []int32 {
 	text = strings.ToValidUTF8(text, "\uFFFD")
 	for _, f := range u.norms {
@@ -282,8 +283,17 @@ func (u *unigram) encodeHF(text string, out []int32) []int32 {
 		return out
 	}
 	pre := []string{text}
+	if u.wsSplit {
+		// Unicode White_Space, as Rust's char::is_whitespace; both splits only cut (and
+		// this one drops whitespace), so their order does not matter.
+		pre = strings.FieldsFunc(text, func(r rune) bool { return unicode.Is(unicode.White_Space, r) })
+	}
 	if u.punct {
-		pre = splitPunct(text)
+		var out []string
+		for _, p := range pre {
+			out = append(out, splitPunct(p)...)
+		}
+		pre = out
 	}
 	for _, p := range pre {
 		if u.metaRep == "" {

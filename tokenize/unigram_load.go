@@ -314,8 +314,9 @@ func truncate(b []byte) string {
 // parseUnigramJSON reads a tokenizer.json whose model is Unigram, with HF tokenizers'
 // semantics: normalizers Sequence, Precompiled, Strip, Replace (string or regex), NFC, NFD,
 // NFKC, NFKD, Lowercase; pre-tokenizers Metaspace (prepend_scheme always or never, or the
-// older add_prefix_space) optionally after Punctuation (isolated), in a Sequence; post
-// processor BertProcessing or TemplateProcessing with BERT's template.
+// older add_prefix_space) optionally after Punctuation (isolated) and WhitespaceSplit (as
+// transformers 5 writes XLM-RoBERTa's), in a Sequence; post processor BertProcessing, or
+// TemplateProcessing with BERT's template or RoBERTa's (<s> A </s> </s> B </s>).
 func parseUnigramJSON(path string, b []byte) (*Tokenizer, error) {
 	var j uniJSON
 	if err := json.Unmarshal(b, &j); err != nil {
@@ -542,6 +543,11 @@ func (u *unigram) hfPreTokenizer(raw json.RawMessage, depth int) error {
 			return fmt.Errorf("Punctuation behavior %q is not supported (Isolated only)", p.Behavior)
 		}
 		u.punct = true
+	case "WhitespaceSplit":
+		if u.metaRep != "" {
+			return fmt.Errorf("WhitespaceSplit after Metaspace is not supported")
+		}
+		u.wsSplit = true
 	case "Metaspace":
 		if u.metaRep != "" {
 			return fmt.Errorf("more than one Metaspace")
@@ -559,7 +565,7 @@ func (u *unigram) hfPreTokenizer(raw json.RawMessage, depth int) error {
 		}
 		u.split = p.Split == nil || *p.Split
 	default:
-		return fmt.Errorf("type %q is not supported with a Unigram model (Metaspace, Punctuation, Sequence)", p.Type)
+		return fmt.Errorf("type %q is not supported with a Unigram model (Metaspace, Punctuation, WhitespaceSplit, Sequence)", p.Type)
 	}
 	return nil
 }
@@ -616,9 +622,15 @@ func (t *Tokenizer) saveUnigram(dir string) error {
 		preTok = map[string]any{"type": "Sequence", "pretokenizers": []any{meta}}
 		decoder = meta
 	}
+	// The post-processor read (XLM-RoBERTa's <s> A </s> </s> B </s>) is kept; an spm.model's
+	// is BERT's template.
+	var post any = t.bertTemplate()
+	if t.doubleSep && t.uniCfg != nil && t.uniCfg.PostProcessor != nil {
+		post = t.uniCfg.PostProcessor
+	}
 	j := map[string]any{
 		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added,
-		"normalizer": normalizer, "pre_tokenizer": preTok, "post_processor": t.bertTemplate(), "decoder": decoder,
+		"normalizer": normalizer, "pre_tokenizer": preTok, "post_processor": post, "decoder": decoder,
 		"model": map[string]any{"type": "Unigram", "unk_id": u.unk, "vocab": vocab, "byte_fallback": false},
 	}
 	b, err := json.MarshalIndent(j, "", "  ")
@@ -648,6 +660,10 @@ func (t *Tokenizer) saveUnigram(dir string) error {
 	}
 	cfg := map[string]any{"do_lower_case": u.lower, "split_by_punct": u.punct, "vocab_type": "spm",
 		"tokenizer_class": "DebertaV2Tokenizer", "model_max_length": 512}
+	if t.doubleSep {
+		// RoBERTa's specials around a SentencePiece Unigram model: XLM-RoBERTa's tokenizer.
+		cfg = map[string]any{"tokenizer_class": "XLMRobertaTokenizer", "model_max_length": 512}
+	}
 	for k, v := range sp {
 		cfg[k] = v
 	}

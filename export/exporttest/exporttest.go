@@ -47,7 +47,7 @@ type Options struct {
 	Similarity            string          // default cosine
 	Separate              bool            // separate query and tool towers
 	Act                   string          // hidden_act, default gelu
-	Arch                  string          // encoder model_type (bert, the default, deberta-v2, mpnet; wordbag: Hidden only)
+	Arch                  string          // encoder model_type (bert, the default, deberta-v2, mpnet, xlm-roberta; wordbag: Hidden only)
 }
 
 // Config returns the bi-encoder configuration (a BERT encoder) for o and a vocabulary of

@@ -14,8 +14,7 @@ import (
 // float32 values of an HF parameter (Params naming); it may return nil after recording an
 // error, which the caller checks once the graph is built.
 func ONNX(g *onnxgraph.Builder, cfg *Config, param func(name string) []float32, ids, types, mask string) string {
-	h, heads := cfg.HiddenSize, cfg.NumAttentionHeads
-	dh := h / heads
+	h := cfg.HiddenSize
 	layerNorm := func(x, name string) string { return hflayers.ONNXLayerNorm(g, param, x, name, h, cfg.LayerNormEps) }
 
 	// Embeddings.
@@ -29,6 +28,16 @@ func ONNX(g *onnxgraph.Builder, cfg *Config, param func(name string) []float32, 
 	typeEmb := g.F32("embeddings.token_type_embeddings.weight", param("embeddings.token_type_embeddings.weight"), cfg.TypeVocabSize, h)
 	x = g.Op("Add", []string{x, g.Op("Gather", []string{typeEmb, types}, onnxgraph.AttrInt("axis", 0))})
 	x = layerNorm(x, "embeddings.LayerNorm")
+	return ONNXLayers(g, cfg, param, x, mask)
+}
+
+// ONNXLayers adds the transformer layers of ONNX over the embedded inputs x [batch, sequence,
+// hidden] with the float32 attention mask [batch, sequence] and returns the name of the last
+// hidden states (XLM-RoBERTa's ONNX runs them after its own embeddings).
+func ONNXLayers(g *onnxgraph.Builder, cfg *Config, param func(name string) []float32, x, mask string) string {
+	h, heads := cfg.HiddenSize, cfg.NumAttentionHeads
+	dh := h / heads
+	layerNorm := func(x, name string) string { return hflayers.ONNXLayerNorm(g, param, x, name, h, cfg.LayerNormEps) }
 
 	// Additive attention mask (1 - mask) * finfo(float32).min, [batch, 1, 1, sequence].
 	addMask := g.Op("Mul", []string{g.Op("Sub", []string{g.ScalarF("one", 1), mask}), g.ScalarF("lowest", -math.MaxFloat32)})

@@ -46,8 +46,9 @@ func (c *Config) Validate() error {
 	}
 	// Type 0 for the query, 1 for the tool text; an encoder without token-type embeddings
 	// (type_vocab_size 0: DeBERTa-v3, which ignores token types) sees the [SEP] between them
-	// only. BERT's config refuses type_vocab_size 0.
-	if n := c.Encoder.TypeVocab(); n == 1 {
+	// only. BERT's config refuses type_vocab_size 0. XLM-RoBERTa's one type is every token's
+	// (encoder.PairsWithOneType): <s> query </s></s> tool </s> tells the texts apart.
+	if n := c.Encoder.TypeVocab(); n == 1 && !encoder.PairsWithOneType(c.Encoder) {
 		return fmt.Errorf("crossencoder: type_vocab_size %d: pairs need 2 token types (or none, as DeBERTa-v3)", n)
 	}
 	if c.MaxLen < 3 || c.MaxLen > c.Encoder.MaxPositions() {

@@ -1,7 +1,8 @@
 // Package encoder is the one interface every model kind (bi-encoder, cross-encoder,
 // classifiers, export, the commands) uses for its transformer encoder. Implementations
-// register themselves by HuggingFace model_type: "bert" (models/bert, registered in bert.go)
-// and "deberta-v2" (DeBERTa-v2/v3, models/deberta, registered in deberta.go).
+// register themselves by HuggingFace model_type: "bert" (models/bert, registered in bert.go),
+// "deberta-v2" (DeBERTa-v2/v3, models/deberta, registered in deberta.go), "mpnet"
+// (models/mpnet) and "xlm-roberta" (models/xlmroberta: multilingual-e5, bge-m3).
 // Adding another architecture is one registration file here plus its own package.
 //
 // Variables live under scope paths that mirror HF parameter names ("encoder.layer.0.output.
@@ -389,6 +390,15 @@ type ONNX interface {
 	ONNX(g *onnxgraph.Builder, param func(name string) []float32, ids, types, mask string) string
 	// ONNXPooler adds the pooler layer over the [CLS] states cls [batch, hidden].
 	ONNXPooler(g *onnxgraph.Builder, param func(name string) []float32, cls string) string
+}
+
+// PairsWithOneType reports whether c encodes text pairs with a single token type, as HF's
+// RoBERTa-family models do (XLM-RoBERTa: type_vocab_size 1, every token of a pair type 0, the
+// texts told apart by <s> A </s></s> B </s>): its Encode ignores types when TypeVocab is 1.
+// Other encoders with one token type cannot take the type-1 ids of a pair's second text.
+func PairsWithOneType(c Config) bool {
+	p, ok := c.(interface{ PairsWithOneType() bool })
+	return ok && p.PairsWithOneType()
 }
 
 // CheckVocab reports an error when a tokenizer of n tokens does not fit cfg's embedding
