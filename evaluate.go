@@ -73,6 +73,9 @@ type EvalConfig struct {
 	// recipe is evaluated as its recipe says. Fuse's entries are always ranked without their
 	// recipes: the fusion is Fuse's.
 	NoRecipe bool
+	// Clauses, when set, ranks each query whole and clause by clause and merges the rankings
+	// (rank.Clauses; eval -clauses).
+	Clauses *rank.ClauseOptions
 }
 
 // Evaluate ranks the queries of cfg.Split with what cfg names and returns the metrics: overall,
@@ -116,6 +119,11 @@ func (cfg *EvalConfig) check() error {
 	}
 	if len(cfg.Fuse) == 0 && (cfg.Fusion != "" || len(cfg.FusionWeights) > 0 || cfg.FusionK != 0 || cfg.FusionDepth != 0) {
 		return errors.New("evaluate: Fusion, FusionWeights, FusionK and FusionDepth apply to Fuse")
+	}
+	if cfg.Clauses != nil {
+		if err := cfg.Clauses.Check(); err != nil {
+			return fmt.Errorf("evaluate: %w", err)
+		}
 	}
 	if len(cfg.Fuse) > 0 {
 		if _, err := fusionRanker(cfg); err != nil {
@@ -167,6 +175,9 @@ func evaluateOn(ctx context.Context, cfg EvalConfig, d *data.Dataset) (metrics.R
 	}
 	r, cleanup, err := newRanker(ctx, cfg, d, be)
 	defer cleanup()
+	if err == nil && cfg.Clauses != nil {
+		r, err = rank.WithClauses(r, *cfg.Clauses)
+	}
 	if err != nil {
 		return none, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
+	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -72,6 +73,9 @@ type SuiteSystem struct {
 	Fuse              []string
 	Fusion            string
 	FusionWeights     []float64
+	// Clauses ranks with the system's queries split into clauses and merged
+	// (EvalConfig.Clauses); the name gets " +clauses".
+	Clauses *rank.ClauseOptions
 }
 
 // Name labels the system in the suite's tables: "bm25", "run:RUN", "model:REF", "index:DIR",
@@ -79,6 +83,11 @@ type SuiteSystem struct {
 // adds the BM25 fusion of a Model's or Index's recipe when it applies it:
 // "model:DIR (+bm25 zscore 0.3)".
 func (s SuiteSystem) Name() string {
+	if s.Clauses != nil {
+		c := s
+		c.Clauses = nil
+		return c.Name() + " +" + s.Clauses.String()
+	}
 	switch {
 	case s.Run != "":
 		return "run:" + s.Run
@@ -106,7 +115,7 @@ func (s SuiteSystem) Name() string {
 // evalConfig is the system's EvalConfig in suite cfg, without its Data.
 func (s SuiteSystem) evalConfig(cfg *SuiteConfig) EvalConfig {
 	c := EvalConfig{Run: s.Run, Model: s.Model, Index: s.Index, Fuse: s.Fuse, Fusion: s.Fusion, FusionWeights: s.FusionWeights,
-		Split: "test", Backend: cfg.Backend, Cutoffs: cfg.Cutoffs}
+		Split: "test", Backend: cfg.Backend, Cutoffs: cfg.Cutoffs, Clauses: s.Clauses}
 	if s.Run != "" || s.Model != "" || len(s.Fuse) > 0 {
 		c.Lengths = cfg.Lengths // BM25 and an Index have none
 	}

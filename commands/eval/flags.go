@@ -60,6 +60,8 @@ type options struct {
 	quantize export.Quantization
 	// suite: -suite and its flags (suite.go).
 	suite suiteOptions
+	// clauses: -clauses and its flags (clauses.go).
+	clauses clauseOptions
 }
 
 // rerankOptions are the flags of the rerank methods.
@@ -147,11 +149,15 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.Uint64Var(&o.seed, "seed", cli.DefaultSeed, "-compare: the seed of the resampling")
 	o.fb.register(fs)
 	o.suite.register(fs)
+	o.clauses.register(fs)
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	given := cli.Set(fs)
 	if err := o.suite.check(given); err != nil {
+		return nil, err
+	}
+	if err := o.clauses.check(given); err != nil {
 		return nil, err
 	}
 	o.suite.modelRef = *modelRef

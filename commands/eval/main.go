@@ -114,6 +114,9 @@ func run(o *options, w io.Writer) error {
 	if o.suite.sets != "" {
 		return runSuite(o, w)
 	}
+	if o.clauses.on && (o.compare != "" || o.fb.active() || o.ablations) {
+		return fmt.Errorf("-clauses applies to one ranking evaluated (-method, -model, -run, -index or -suite): not with -compare, -feedback, -refiner or -ablations")
+	}
 	if o.compare != "" {
 		return runCompare(o, w)
 	}
@@ -172,6 +175,14 @@ func run(o *options, w io.Writer) error {
 	r, desc, err := m.build(o, d)
 	if err != nil {
 		return err
+	}
+	if co, err := o.clauses.options(); err != nil {
+		return err
+	} else if co != nil {
+		if r, err = rank.WithClauses(r, *co); err != nil {
+			return err
+		}
+		desc += ", " + co.String()
 	}
 	var rec *evaluate.Recorder
 	if o.saveRun != "" {

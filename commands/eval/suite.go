@@ -25,7 +25,7 @@ type suiteOptions struct {
 
 func (s *suiteOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.sets, "suite", "", "evaluate on every zero-shot test set at once, one table: zeroshot (the seven: "+strings.Join(toolret.ZeroShotSets, ", ")+") or a comma list of their names; "+
-		"BM25 always, the -model, -run, -index or -method fusion -runs given (rrf, or -fusion minmax|zscore with -weight W1,W2,...), the pre-trained model a -run started from (-init; -no-start: not), and -suite-models")
+		"BM25 always, the -model, -run, -index or -method fusion -runs given (rrf, or -fusion minmax|zscore with -weight W1,W2,...), the pre-trained model a -run started from (-init; -no-start: not), and -suite-models; with -clauses each of these also with clauses")
 	fs.StringVar(&s.dir, "suite-dir", "", "-suite: the directory holding bfcl/ and zeroshot/NAME/ (default: $TOOLRET_DATASETS, else ../shared/datasets)")
 	fs.StringVar(&s.models, "suite-models", "", "-suite: more models evaluated beside, comma-separated: pre-trained models (directory or hub id) or runs")
 	fs.BoolVar(&s.noStart, "no-start", false, "-suite: leave out the pre-trained model a -run (or -runs' run:RUN) started from")
@@ -36,6 +36,7 @@ var suiteFlags = map[string]bool{
 	"suite": true, "suite-dir": true, "suite-models": true, "no-start": true,
 	"model": true, "run": true, "index": true, "method": true, "runs": true, "fusion": true, "weight": true,
 	"backend": true, "query-len": true, "tool-len": true, "cutoffs": true, "json": true,
+	"clauses": true, "clauses-merge": true, "clauses-norm": true, "clauses-whole": true, "clauses-min-words": true, "clauses-depth": true,
 }
 
 // check refuses with -suite the flags given that do not apply to it; without it, its own.
@@ -121,6 +122,22 @@ func suiteConfig(o *options) (toolret.SuiteConfig, error) {
 		} else {
 			cfg.Systems = append(cfg.Systems, toolret.SuiteSystem{Run: dir})
 		}
+	}
+	co, err := o.clauses.options()
+	if err != nil {
+		return cfg, err
+	}
+	if co != nil { // each system first alone, then with clauses: the first stage beside
+		if len(cfg.Systems) == 0 {
+			cfg.Systems = []toolret.SuiteSystem{{}} // BM25 with clauses, after BM25 alone
+		}
+		var both []toolret.SuiteSystem
+		for _, sys := range cfg.Systems {
+			c := sys
+			c.Clauses = co
+			both = append(both, sys, c)
+		}
+		cfg.Systems = both
 	}
 	return cfg, nil
 }
