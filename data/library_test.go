@@ -33,8 +33,12 @@ func TestLoadLibrary(t *testing.T) {
 	if d.Name != "tools" || len(d.Tools) != 2 || d.HasQueries() || len(d.Queries) != 0 {
 		t.Fatalf("dataset %s: %d tools, %d queries", d.Name, len(d.Tools), len(d.Queries))
 	}
-	want := Tool{ID: "everything.echo", Title: "everything.echo", Text: "echo: Echoes back the input.. parameters: message (Message to echo)",
+	// The text is the library's tool text (library.ToolText), as every path embeds it.
+	want := Tool{ID: "everything.echo", Title: "everything.echo", Text: library.ToolText(lib.Tools[0]),
 		ToolName: "everything", APIName: "echo"}
+	if want.Text != "everything.echo: Echoes back the input. Parameters: message (string, required): Message to echo" {
+		t.Errorf("library.ToolText: %q", want.Text)
+	}
 	if got := d.Tools[0]; got.ID != want.ID || got.Title != want.Title || got.Text != want.Text || got.Group() != "/everything" || got.APIName != want.APIName {
 		t.Errorf("tool 0: %+v, want %+v", got, want)
 	}

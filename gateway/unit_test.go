@@ -143,3 +143,57 @@ func FuzzValidate(f *testing.F) {
 		}
 	})
 }
+
+// TestIndexText: the text the gateway's index embeds for a tool, when the index is built and
+// when it is synced to a changed library, is the library's tool text (library.ToolText).
+func TestIndexText(t *testing.T) {
+	mk := func(desc string) *library.Library {
+		return &library.Library{Tools: []library.Tool{
+			{Name: "create_entities", Namespace: "memory", Title: "Create Entities", Description: desc,
+				InputSchema: json.RawMessage(`{"type":"object","properties":{"entities":{"type":"array"}},"required":["entities"]}`),
+				Source:      library.Source{Kind: library.KindMCP, Server: "memory", Transport: "stdio"}},
+			{Name: "issues/list-for-repo", Namespace: "github", Title: "List repository issues",
+				Description: "List repository issues\n\nList issues in a repository.\n\nThis endpoint supports the following custom media types.",
+				InputSchema: json.RawMessage(`{"type":"object","properties":{"owner":{"type":"string"},"per_page":{"type":"integer"},"accept":{"type":"string"}},"required":["owner"]}`),
+				Source: library.Source{Kind: library.KindOpenAPI, Method: "GET", Path: "/repos/{owner}/issues",
+					Params: []library.Param{{Name: "owner", In: library.InPath}, {Name: "per_page", In: library.InQuery}, {Name: "accept", In: library.InHeader}}}},
+			{Name: "get_weather", Description: "Weather now.", InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`),
+				Source: library.Source{Kind: library.KindFunctions}},
+		}}
+	}
+	check := func(what string, l *library.Library, tl *toolindex.Library) {
+		t.Helper()
+		for _, tool := range l.Tools {
+			i, ok := tl.Lookup(tool.ID())
+			if !ok {
+				t.Fatalf("%s: %s is not in the index", what, tool.ID())
+			}
+			if got, want := tl.Tool(i).Text, library.ToolText(tool); got != want {
+				t.Errorf("%s: %s: index text\n%q\nwant library.ToolText\n%q", what, tool.ID(), got, want)
+			}
+		}
+	}
+	be, _ := backend.Open("go")
+	libPath := filepath.Join(t.TempDir(), "lib.jsonl")
+	l := mk("Create new entities in the knowledge graph")
+	idx, _, err := gateway.BuildIndex(context.Background(), l, libPath, stubModel(t), gateway.StateDir(libPath), be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := serve.Open(idx, 0, toolindex.WithBackend(be))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	check("built", l, st.R.Library())
+	l = mk("Remember people, places and facts as entities")
+	g, err := gateway.New(gateway.Options{Library: l, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if a, c, d, err := g.SyncIndex(); err != nil || a+c+d != 1 {
+		t.Fatalf("sync: +%d ~%d -%d %v", a, c, d, err)
+	}
+	check("synced", l, st.R.Library())
+}

@@ -80,7 +80,9 @@ func TestText(t *testing.T) {
 		tmpl string
 		want []string
 	}{
-		{"", []string{"read_file: Read a file.. parameters: path (The path.), head", "repos/get: Get a repository <b>&</b>. parameters: owner, repo", "now: The time."}},
+		{"", []string{"fs.read_file: Read file. Read a file. Parameters: path (string, required): The path; head (integer)",
+			"github.repos/get: Get a repository &. Parameters: owner (string); repo (string)", "now: The time."}},
+		{BFCLTemplate, []string{"read_file: Read a file.. parameters: path (The path.), head", "repos/get: Get a repository <b>&</b>. parameters: owner, repo", "now: The time."}},
 		{"{{.ID}} [{{.Kind}} {{.Method}} {{.Path}}] {{range .Params}}{{.Name}}:{{.Type}}{{if .Required}}!{{end}} {{end}}",
 			[]string{"fs.read_file [mcp  ] path:string! head:integer", "github.repos/get [openapi GET /repos/{owner}/{repo}] owner:string repo:string", "now [functions  ]"}},
 	} {

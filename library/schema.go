@@ -68,11 +68,13 @@ func kindOf(v any) string {
 type Property struct {
 	Name, Type, Description string
 	Required                bool
+	// Enum is the property's enumeration, if any: strings as they are, other values as JSON.
+	Enum []string
 }
 
 // Properties returns the top-level properties of input schema raw in the order the schema
 // lists them, with their type ("string", "integer|null", ...; empty when not given),
-// description (surrounding white space removed) and whether they are required. A malformed
+// description (surrounding white space removed), enumeration and whether they are required. A malformed
 // schema has none.
 func Properties(raw json.RawMessage) []Property {
 	var s struct {
@@ -89,6 +91,7 @@ func Properties(raw json.RawMessage) []Property {
 	var props map[string]struct {
 		Type        json.RawMessage `json:"type"`
 		Description any             `json:"description"`
+		Enum        json.RawMessage `json:"enum"`
 	}
 	if json.Unmarshal(s.Properties, &props) != nil {
 		// A property schema may be a boolean (true/false) in 2020-12.
@@ -105,6 +108,15 @@ func Properties(raw json.RawMessage) []Property {
 			p.Type = typeString(v.Type)
 			if d, ok := v.Description.(string); ok {
 				p.Description = strings.TrimSpace(d)
+			}
+			var enum []json.RawMessage
+			_ = json.Unmarshal(v.Enum, &enum) // not a list: no enumeration
+			for _, e := range enum {
+				var s string
+				if json.Unmarshal(e, &s) != nil {
+					s = string(bytes.TrimSpace(e))
+				}
+				p.Enum = append(p.Enum, s)
 			}
 		}
 		out = append(out, p)

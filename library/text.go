@@ -6,10 +6,32 @@ import (
 	"text/template"
 )
 
-// DefaultTemplate derives a tool's retrieval text as "name: description. parameters: p1 (its
-// description), p2 (...)", the parameters part only when the input schema has properties.
-// It is the text of the BFCL corpus made from its function list.
-const DefaultTemplate = `{{.Name}}: {{.Description}}{{if .Params}}. parameters: {{.ParamList}}{{end}}`
+// DefaultTemplate is the tool text every path embeds (ToolText): import to a library, a
+// library as a dataset (data.FromLibrary) for training, evaluation and export -format index,
+// the gateway's index and serve -library. It reads
+//
+//	ID: Summary Parameters: Args
+//
+// the tool's ID (namespace.name: the MCP server, the OpenAPI description or the function
+// list, then the tool's name), its summary (title and description without OpenAPI
+// boilerplate, within SummaryBudget) and its parameters (name, type or short enumeration,
+// "required", the first sentence of the description; an OpenAPI operation's standard header,
+// credential and pagination parameters left out; within ArgsBudget), the parameters part only
+// when there are any. For example
+//
+//	github.issues/list-for-repo: List repository issues. List issues in a repository. Only
+//	open issues will be listed. Parameters: owner (string, required): The account owner of
+//	the repository; repo (string, required): ...; state (open|closed|all): Indicates the
+//	state of the issues to return; ...
+//
+// See docs/tool-libraries.md, "The retrieval text".
+const DefaultTemplate = `{{.ID}}: {{.Summary}}{{if .Args}} Parameters: {{.Args}}{{end}}`
+
+// BFCLTemplate was the default before DefaultTemplate: "name: description. parameters: p1
+// (its description), p2 (...)", the parameters part only when the input schema has
+// properties, the whole description and every parameter. It gives exactly the text of BFCL's
+// corpus from its function list; a library that wants it names it (import -template).
+const BFCLTemplate = `{{.Name}}: {{.Description}}{{if .Params}}. parameters: {{.ParamList}}{{end}}`
 
 // TextData is what a template sees of a tool.
 type TextData struct {
@@ -21,6 +43,13 @@ type TextData struct {
 	// them as "p1 (description), p2 (description)" ("p1" alone when it has no description).
 	Params    []Property
 	ParamList string
+	// Summary is the title and description as the default text gives them (Summarize): OpenAPI
+	// boilerplate paragraphs out, Markdown reduced to words, within SummaryBudget.
+	Summary string
+	// TextParams are Params less an OpenAPI operation's boilerplate parameters (TextParams,
+	// BoilerplateParam); Args lists them as the default text does (ArgList), within ArgsBudget.
+	TextParams []Property
+	Args       string
 	// Kind, Server, Method and Path come from the tool's Source.
 	Kind, Server, Method, Path string
 }
@@ -84,6 +113,9 @@ func Data(t Tool) TextData {
 		}
 	}
 	d.ParamList = strings.Join(parts, ", ")
+	d.Summary = Summarize(t.Title, t.Description)
+	d.TextParams = TextParams(t, d.Params)
+	d.Args = ArgList(d.TextParams)
 	return d
 }
 

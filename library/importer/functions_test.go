@@ -13,8 +13,8 @@ import (
 const bfcl = "../../../shared/datasets/bfcl"
 
 // TestFunctionsBFCL imports BFCL's 894 functions, whose schemas use Python's type names,
-// and checks every schema was normalised to compile, and that the default template gives
-// BFCL's own corpus text for every function.
+// and checks every schema was normalised to compile, and that BFCLTemplate (the default
+// before DefaultTemplate) gives BFCL's own corpus text for every function.
 func TestFunctionsBFCL(t *testing.T) {
 	if _, err := os.Stat(bfcl + "/functions.json"); err != nil {
 		t.Skipf("BFCL not found beside the repository: %v", err)
@@ -57,7 +57,7 @@ func TestFunctionsBFCL(t *testing.T) {
 		}
 		corpus[rec.ID] = rec.Text
 	}
-	texts, err := (&library.Library{Tools: tools}).Texts()
+	texts, err := (&library.Library{Template: library.BFCLTemplate, Tools: tools}).Texts()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -164,7 +164,7 @@ func TestMCPPython(t *testing.T) {
 		}
 		checkTools(t, tools, library.KindMCP)
 		text, _ := library.Text(tools[1], "")
-		if tools[1].Title != "Search the docs" || text != "search_docs: Search the documentation for pages matching a query.. parameters: limit, query, tags" {
+		if tools[1].Title != "Search the docs" || text != "py-tools.search_docs: Search the docs. Search the documentation for pages matching a query. Parameters: query (string, required); tags; limit (integer)" {
 			t.Errorf("title %q, text %q", tools[1].Title, text)
 		}
 		if len(tools[0].OutputSchema) == 0 {

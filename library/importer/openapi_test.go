@@ -73,7 +73,7 @@ func TestOpenAPISmall(t *testing.T) {
 		t.Errorf("createItems: %+v", s)
 	}
 	text, _ := library.Text(m["shop.getItem"], "")
-	if want := "getItem: Get an item\n\nReturns one item of the catalogue.. parameters: itemId (The item's id.), fields (Fields to return.), header_fields"; text != want {
+	if want := "shop.getItem: Get an item. Returns one item of the catalogue. Parameters: itemId (string, required): The item's id; fields (array): Fields to return; header_fields (string)"; text != want {
 		t.Errorf("text %q, want %q", text, want)
 	}
 }
