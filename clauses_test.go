@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolret/toolret"
-	"github.com/toolret/toolret/rank"
+	"github.com/toolret/toolret/rerank"
 )
 
 // TestEvalConfigClauses: Clauses is checked with the rest of the configuration, and the
@@ -16,11 +16,11 @@ func TestEvalConfigClauses(t *testing.T) {
 	dir := t.TempDir()
 	writeSet(t, filepath.Join(dir, "bfcl"), []string{"weather forecast for a city", "book a flight ticket", "send an email"},
 		map[string][]int{"weather forecast in Oslo and then book a flight to Oslo": {0, 1}, "send an email to Ada": {2}})
-	bad := toolret.EvalConfig{Data: filepath.Join(dir, "bfcl"), Clauses: &rank.ClauseOptions{Merge: "sum"}}
+	bad := toolret.EvalConfig{Data: filepath.Join(dir, "bfcl"), Clauses: &rerank.ClauseOptions{Merge: "sum"}}
 	if _, err := toolret.Evaluate(context.Background(), bad); err == nil || !strings.Contains(err.Error(), `merge "sum"`) {
 		t.Errorf("Evaluate: %v, want the bad merge named", err)
 	}
-	res, err := toolret.Suite(context.Background(), toolret.SuiteConfig{Dir: dir, Sets: []string{"bfcl"}, Systems: []toolret.SuiteSystem{{Clauses: &rank.ClauseOptions{}}}})
+	res, err := toolret.Suite(context.Background(), toolret.SuiteConfig{Dir: dir, Sets: []string{"bfcl"}, Systems: []toolret.SuiteSystem{{Clauses: &rerank.ClauseOptions{}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

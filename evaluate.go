@@ -74,8 +74,8 @@ type EvalConfig struct {
 	// recipes: the fusion is Fuse's.
 	NoRecipe bool
 	// Clauses, when set, ranks each query whole and clause by clause and merges the rankings
-	// (rank.Clauses; eval -clauses).
-	Clauses *rank.ClauseOptions
+	// (rerank.Clauses; eval -clauses).
+	Clauses *rerank.ClauseOptions
 }
 
 // Evaluate ranks the queries of cfg.Split with what cfg names and returns the metrics: overall,
@@ -176,7 +176,7 @@ func evaluateOn(ctx context.Context, cfg EvalConfig, d *data.Dataset) (metrics.R
 	r, cleanup, err := newRanker(ctx, cfg, d, be)
 	defer cleanup()
 	if err == nil && cfg.Clauses != nil {
-		r, err = rank.WithClauses(r, *cfg.Clauses)
+		r, err = rerank.WithClauses(r, *cfg.Clauses)
 	}
 	if err != nil {
 		return none, err

@@ -16,7 +16,7 @@ import (
 	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
-	"github.com/toolret/toolret/rank"
+	"github.com/toolret/toolret/rerank"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -75,7 +75,7 @@ type SuiteSystem struct {
 	FusionWeights     []float64
 	// Clauses ranks with the system's queries split into clauses and merged
 	// (EvalConfig.Clauses); the name gets " +clauses".
-	Clauses *rank.ClauseOptions
+	Clauses *rerank.ClauseOptions
 }
 
 // Name labels the system in the suite's tables: "bm25", "run:RUN", "model:REF", "index:DIR",

@@ -4,12 +4,11 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rerank"
 )
 
 // clauseOptions are the flags of -clauses: each query ranked whole and clause by clause, the
-// rankings merged (rank.Clauses).
+// rankings merged (rerank.Clauses).
 type clauseOptions struct {
 	on         bool
 	merge      string
@@ -21,12 +20,12 @@ type clauseOptions struct {
 }
 
 func (c *clauseOptions) register(fs *flag.FlagSet) {
-	fs.BoolVar(&c.on, "clauses", false, "split each query into clauses (sentences, \";\", \"and then\", \", then\", \"and\" before an action verb, ...), rank the whole query and every clause, and merge the rankings so that each need's tools reach the top (rank.Clauses); a query of one clause ranks as before")
-	fs.StringVar(&c.merge, "clauses-merge", string(rank.DefaultClauseMerge), "-clauses: max (each tool's best normalised score over the whole query and the clauses), mix (w·whole + (1-w)·best clause) or rrf (w/(60+rank in whole) + (1-w)·best 1/(60+rank in a clause))")
-	fs.StringVar(&c.norm, "clauses-norm", string(rank.DefaultClauseNorm), "-clauses max and mix: each ranking's scores normalised per query: zscore, minmax, or off (the raw scores)")
-	fs.Float64Var(&c.whole, "clauses-whole", rank.DefaultClauseWhole, "-clauses mix and rrf: the whole query's weight w in (0, 1]")
-	fs.IntVar(&c.minWords, "clauses-min-words", rank.DefaultClauseMinWords, "-clauses: a clause of fewer words is merged into its neighbour")
-	fs.IntVar(&c.depth, "clauses-depth", rank.DefaultClauseDepth, "-clauses: how many tools of each ranking are merged")
+	fs.BoolVar(&c.on, "clauses", false, "split each query into clauses (sentences, \";\", \"and then\", \", then\", \"and\" before an action verb, ...), rank the whole query and every clause, and merge the rankings so that each need's tools reach the top (rerank.Clauses); a query of one clause ranks as before")
+	fs.StringVar(&c.merge, "clauses-merge", string(rerank.DefaultClauseMerge), "-clauses: max (each tool's best normalised score over the whole query and the clauses), mix (w·whole + (1-w)·best clause) or rrf (w/(60+rank in whole) + (1-w)·best 1/(60+rank in a clause))")
+	fs.StringVar(&c.norm, "clauses-norm", string(rerank.DefaultClauseNorm), "-clauses max and mix: each ranking's scores normalised per query: zscore, minmax, or off (the raw scores)")
+	fs.Float64Var(&c.whole, "clauses-whole", rerank.DefaultClauseWhole, "-clauses mix and rrf: the whole query's weight w in (0, 1]")
+	fs.IntVar(&c.minWords, "clauses-min-words", rerank.DefaultClauseMinWords, "-clauses: a clause of fewer words is merged into its neighbour")
+	fs.IntVar(&c.depth, "clauses-depth", rerank.DefaultClauseDepth, "-clauses: how many tools of each ranking are merged")
 }
 
 // check records which -clauses-* flags were given and refuses them without -clauses.
@@ -46,8 +45,8 @@ func (c *clauseOptions) check(given map[string]bool) error {
 	return err
 }
 
-// options returns the rank.ClauseOptions of the flags, nil without -clauses.
-func (c *clauseOptions) options() (*rank.ClauseOptions, error) {
+// options returns the rerank.ClauseOptions of the flags, nil without -clauses.
+func (c *clauseOptions) options() (*rerank.ClauseOptions, error) {
 	if !c.on {
 		return nil, nil
 	}
@@ -60,7 +59,7 @@ func (c *clauseOptions) options() (*rank.ClauseOptions, error) {
 	if !(c.whole > 0 && c.whole <= 1) {
 		return nil, fmt.Errorf("-clauses-whole %v: want (0, 1]", c.whole)
 	}
-	o := &rank.ClauseOptions{MinWords: c.minWords, Merge: rank.Merge(c.merge), Norm: rerank.Norm(c.norm), Whole: c.whole, Depth: c.depth}
+	o := &rerank.ClauseOptions{MinWords: c.minWords, Merge: rerank.Merge(c.merge), Norm: rerank.Norm(c.norm), Whole: c.whole, Depth: c.depth}
 	if err := o.Check(); err != nil {
 		return nil, fmt.Errorf("-%w", err)
 	}

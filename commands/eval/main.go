@@ -60,6 +60,7 @@ import (
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rank/bm25"
+	"github.com/toolret/toolret/rerank"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -179,7 +180,7 @@ func run(o *options, w io.Writer) error {
 	if co, err := o.clauses.options(); err != nil {
 		return err
 	} else if co != nil {
-		if r, err = rank.WithClauses(r, *co); err != nil {
+		if r, err = rerank.WithClauses(r, *co); err != nil {
 			return err
 		}
 		desc += ", " + co.String()

@@ -1,4 +1,4 @@
-package rank
+package rerank
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolret/toolret/rerank"
+	"github.com/toolret/toolret/rank"
 )
 
 func TestSplitClauses(t *testing.T) {
@@ -69,31 +69,31 @@ func TestSplitClauses(t *testing.T) {
 
 func TestMergeClauses(t *testing.T) {
 	// The whole query finds tools 1 and 2, its clauses 3 and 4: scores on different scales.
-	whole := Ranking{Tools: []int{1, 2, 3, 4, 5}, Scores: []float32{0.9, 0.8, 0.5, 0.4, 0.3}}
-	c1 := Ranking{Tools: []int{3, 1, 5}, Scores: []float32{0.7, 0.6, 0.2}}
-	c2 := Ranking{Tools: []int{4, 2, 6}, Scores: []float32{10, 2, 0}}
+	whole := rank.Ranking{Tools: []int{1, 2, 3, 4, 5}, Scores: []float32{0.9, 0.8, 0.5, 0.4, 0.3}}
+	c1 := rank.Ranking{Tools: []int{3, 1, 5}, Scores: []float32{0.7, 0.6, 0.2}}
+	c2 := rank.Ranking{Tools: []int{4, 2, 6}, Scores: []float32{10, 2, 0}}
 	for _, tc := range []struct {
 		name string
 		o    ClauseOptions
 		want []int
 	}{
 		// minmax: whole 1, .83, .33, .17, 0; c1 3:1, 1:.8, 5:0; c2 4:1, 2:.2, 6:0.
-		{"max minmax", ClauseOptions{Merge: MergeMax, Norm: rerank.NormMinMax}, []int{1, 3, 4, 2, 5, 6}},
+		{"max minmax", ClauseOptions{Merge: MergeMax, Norm: NormMinMax}, []int{1, 3, 4, 2, 5, 6}},
 		// raw: 4 (10) first, 2 (2), then 1 (.9), 3 (.7), 5 (.3), 6 (0).
 		{"max raw", ClauseOptions{Merge: MergeMax, Norm: "off"}, []int{4, 2, 1, 3, 5, 6}},
 		// w .5: 1: .5+.4=.9, 2: .42+.1=.52, 3: .17+.5=.67, 4: .08+.5=.58, 5: 0, 6: 0 (whole's
 		// floor 0 + .5·max(c1 floor 0, 0)).
-		{"mix minmax .5", ClauseOptions{Merge: MergeMix, Norm: rerank.NormMinMax, Whole: 0.5}, []int{1, 3, 4, 2, 5, 6}},
+		{"mix minmax .5", ClauseOptions{Merge: MergeMix, Norm: NormMinMax, Whole: 0.5}, []int{1, 3, 4, 2, 5, 6}},
 		// w .9: the whole query dominates: 1, 2, 3, 4, 5, 6.
-		{"mix minmax .9", ClauseOptions{Merge: MergeMix, Norm: rerank.NormMinMax, Whole: 0.9}, []int{1, 2, 3, 4, 5, 6}},
+		{"mix minmax .9", ClauseOptions{Merge: MergeMix, Norm: NormMinMax, Whole: 0.9}, []int{1, 2, 3, 4, 5, 6}},
 		// rrf w .5: 1: .5/61+.5/62, 3: .5/63+.5/61, 2: .5/62+.5/62, 4: .5/64+.5/61, 5:
 		// .5/65+.5/63, 6: .5/63.
 		{"rrf .5", ClauseOptions{Merge: MergeRRF, Whole: 0.5}, []int{1, 3, 2, 4, 5, 6}},
 		// depth 1: only 1, 3 and 4 merged, then the rest of the whole query's ranking.
-		{"depth 1", ClauseOptions{Merge: MergeMax, Norm: rerank.NormMinMax, Depth: 1}, []int{1, 3, 4, 2, 5}},
+		{"depth 1", ClauseOptions{Merge: MergeMax, Norm: NormMinMax, Depth: 1}, []int{1, 3, 4, 2, 5}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := MergeClauses(whole, []Ranking{c1, c2}, tc.o)
+			got, err := MergeClauses(whole, []rank.Ranking{c1, c2}, tc.o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,10 +107,10 @@ func TestMergeClauses(t *testing.T) {
 			}
 		})
 	}
-	if _, err := MergeClauses(Ranking{Tools: []int{1}}, []Ranking{c1}, ClauseOptions{}); err == nil || !strings.Contains(err.Error(), "scores") {
+	if _, err := MergeClauses(rank.Ranking{Tools: []int{1}}, []rank.Ranking{c1}, ClauseOptions{}); err == nil || !strings.Contains(err.Error(), "scores") {
 		t.Errorf("max without scores: err %v, want one about scores", err)
 	}
-	if _, err := MergeClauses(Ranking{Tools: []int{1}}, []Ranking{{Tools: []int{2}}}, ClauseOptions{Merge: MergeRRF}); err != nil {
+	if _, err := MergeClauses(rank.Ranking{Tools: []int{1}}, []rank.Ranking{{Tools: []int{2}}}, ClauseOptions{Merge: MergeRRF}); err != nil {
 		t.Errorf("rrf without scores: %v", err)
 	}
 }
@@ -123,16 +123,16 @@ type wordRanker struct {
 	ks    *[]int
 }
 
-func (r wordRanker) Rank(_ context.Context, qs []string, k int) ([]Ranking, error) {
+func (r wordRanker) Rank(_ context.Context, qs []string, k int) ([]rank.Ranking, error) {
 	*r.seen = append(*r.seen, qs...)
 	*r.ks = append(*r.ks, k)
-	out := make([]Ranking, len(qs))
+	out := make([]rank.Ranking, len(qs))
 	for i, q := range qs {
 		s := make([]float32, len(r.vocab))
 		for t, w := range r.vocab {
 			s[t] = float32(strings.Count(strings.ToLower(q), w)) + float32(len(r.vocab)-t)/100
 		}
-		out[i] = TopK(s, k)
+		out[i] = rank.TopK(s, k)
 	}
 	return out, nil
 }
@@ -140,15 +140,15 @@ func (r wordRanker) Rank(_ context.Context, qs []string, k int) ([]Ranking, erro
 func TestClausesRanker(t *testing.T) {
 	var seen []string
 	var ks []int
-	inner := Texts(wordRanker{[]string{"flight", "hotel", "taxi", "weather", "flights"}, &seen, &ks})
-	r, err := WithClauses(inner, ClauseOptions{Merge: MergeMax, Norm: rerank.NormMinMax, Depth: 3})
+	inner := rank.Texts(wordRanker{[]string{"flight", "hotel", "taxi", "weather", "flights"}, &seen, &ks})
+	r, err := WithClauses(inner, ClauseOptions{Merge: MergeMax, Norm: NormMinMax, Depth: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := r.(QueryTokenizer); !ok {
-		t.Errorf("WithClauses of a Texts ranker is not a QueryTokenizer")
+	if _, ok := r.(rank.QueryTokenizer); !ok {
+		t.Errorf("WithClauses of a rank.Texts ranker is not a QueryTokenizer")
 	}
-	qs := []Query{
+	qs := []rank.Query{
 		{Index: 4, Text: "Find a taxi to the station"},
 		{Index: 9, Text: "Book a flight flight to Oslo and then find a hotel hotel near the airport"},
 	}

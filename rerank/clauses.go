@@ -1,4 +1,4 @@
-package rank
+package rerank
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/toolret/toolret/rerank"
+	"github.com/toolret/toolret/rank"
 )
 
 // A query that states several needs ("book a flight to Paris, then find a hotel near the
@@ -21,7 +21,7 @@ type Merge string
 
 // Merge rules. Each list is the top Depth of one ranking: the whole query's (q) or one
 // clause's (c); n_l(t) is list l's score of tool t normalised over the list by ClauseOptions.Norm
-// (rerank.Normalize: min-max, z-score, or the raw scores), a tool missing from a list gets the
+// (Normalize: min-max, z-score, or the raw scores), a tool missing from a list gets the
 // list's lowest normalised score, and r_l(t) is t's 1-based rank in list l.
 const (
 	// MergeMax: s(t) = max(n_q(t), max_c n_c(t)): each tool keeps its best score over the
@@ -41,7 +41,7 @@ const (
 	DefaultClauseMinWords = 3
 	DefaultClauseDepth    = 100
 	DefaultClauseMerge    = MergeMax
-	DefaultClauseNorm     = rerank.NormZScore
+	DefaultClauseNorm     = NormZScore
 	DefaultClauseWhole    = 0.5
 	// ClauseRRFK is MergeRRF's constant K (as fusion.DefaultK).
 	ClauseRRFK = 60
@@ -54,10 +54,10 @@ type ClauseOptions struct {
 	MinWords int
 	// Merge is the merge rule ("": DefaultClauseMerge).
 	Merge Merge
-	// Norm normalises each list's scores for MergeMax and MergeMix: rerank.NormZScore,
-	// rerank.NormMinMax, or "off" for the ranker's raw scores ("": DefaultClauseNorm).
+	// Norm normalises each list's scores for MergeMax and MergeMix: NormZScore,
+	// NormMinMax, or "off" for the ranker's raw scores ("": DefaultClauseNorm).
 	// MergeRRF uses ranks only.
-	Norm rerank.Norm
+	Norm Norm
 	// Whole is the whole query's weight w in (0, 1] of MergeMix and MergeRRF
 	// (0: DefaultClauseWhole).
 	Whole float64
@@ -99,7 +99,7 @@ func (o ClauseOptions) withDefaults() (ClauseOptions, error) {
 		return o, fmt.Errorf("clauses: merge %q: want max, mix or rrf", o.Merge)
 	}
 	switch o.Norm {
-	case rerank.NormMinMax, rerank.NormZScore, "off":
+	case NormMinMax, NormZScore, "off":
 	default:
 		return o, fmt.Errorf("clauses: normalisation %q: want zscore, minmax or off", o.Norm)
 	}
@@ -132,23 +132,23 @@ func (o ClauseOptions) String() string {
 	return s
 }
 
-// Clauses is a QueryRanker that ranks each query whole and clause by clause with Inner and
+// Clauses is a rank.QueryRanker that ranks each query whole and clause by clause with Inner and
 // merges the rankings (ClauseOptions.Merge). A query of one clause is Inner's ranking as it
 // is. All texts of a call, whole queries and clauses, go to Inner in one call; a clause is
 // passed with its query's Index, so Inner must rank by Text (a ranker that ranks from inputs
-// computed per query index, such as Fixed, ranks every clause as the whole query).
+// computed per query index, such as rank.Fixed, ranks every clause as the whole query).
 type Clauses struct {
-	Inner QueryRanker
+	Inner rank.QueryRanker
 	ClauseOptions
 }
 
-// WithClauses returns r wrapped in Clauses with options o, a QueryTokenizer when r is one.
-func WithClauses(r QueryRanker, o ClauseOptions) (QueryRanker, error) {
+// WithClauses returns r wrapped in Clauses with options o, a rank.QueryTokenizer when r is one.
+func WithClauses(r rank.QueryRanker, o ClauseOptions) (rank.QueryRanker, error) {
 	if err := o.Check(); err != nil {
 		return nil, err
 	}
 	c := &Clauses{Inner: r, ClauseOptions: o}
-	if t, ok := r.(QueryTokenizer); ok {
+	if t, ok := r.(rank.QueryTokenizer); ok {
 		return clausesTokens{c, t}, nil
 	}
 	return c, nil
@@ -156,19 +156,19 @@ func WithClauses(r QueryRanker, o ClauseOptions) (QueryRanker, error) {
 
 type clausesTokens struct {
 	*Clauses
-	t QueryTokenizer
+	t rank.QueryTokenizer
 }
 
-// QueryTokens implements QueryTokenizer: the whole query's count.
+// QueryTokens implements rank.QueryTokenizer: the whole query's count.
 func (c clausesTokens) QueryTokens(text string) (int, int) { return c.t.QueryTokens(text) }
 
-// RankQueries implements QueryRanker.
-func (c *Clauses) RankQueries(ctx context.Context, qs []Query, k int) ([]Ranking, error) {
+// RankQueries implements rank.QueryRanker.
+func (c *Clauses) RankQueries(ctx context.Context, qs []rank.Query, k int) ([]rank.Ranking, error) {
 	o, err := c.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	all := append([]Query(nil), qs...)
+	all := append([]rank.Query(nil), qs...)
 	first := make([]int, len(qs)) // first[i]: the index in all of query i's first clause
 	clauses := make([]int, len(qs))
 	for i, q := range qs {
@@ -177,7 +177,7 @@ func (c *Clauses) RankQueries(ctx context.Context, qs []Query, k int) ([]Ranking
 		if len(cl) > 1 {
 			clauses[i] = len(cl)
 			for _, t := range cl {
-				all = append(all, Query{Index: q.Index, Text: t})
+				all = append(all, rank.Query{Index: q.Index, Text: t})
 			}
 		}
 	}
@@ -192,7 +192,7 @@ func (c *Clauses) RankQueries(ctx context.Context, qs []Query, k int) ([]Ranking
 	if len(rs) != len(all) {
 		return nil, fmt.Errorf("clauses: the ranker returned %d rankings for %d texts", len(rs), len(all))
 	}
-	out := make([]Ranking, len(qs))
+	out := make([]rank.Ranking, len(qs))
 	for i := range qs {
 		if clauses[i] == 0 {
 			out[i] = cut(rs[i], k)
@@ -207,7 +207,7 @@ func (c *Clauses) RankQueries(ctx context.Context, qs []Query, k int) ([]Ranking
 	return out, nil
 }
 
-func cut(r Ranking, k int) Ranking {
+func cut(r rank.Ranking, k int) rank.Ranking {
 	if k > 0 && len(r.Tools) > k {
 		r.Tools = r.Tools[:k]
 		if r.Scores != nil {
@@ -221,17 +221,17 @@ func cut(r Ranking, k int) Ranking {
 // tools of the first o.Depth of every ranking, by merged score (ties to the whole query's
 // better rank, then the lower tool index), then the rest of whole in its order with scores
 // below the merged ones. Rankings are best first; MergeMax and MergeMix need their scores.
-func MergeClauses(whole Ranking, clauses []Ranking, o ClauseOptions) (Ranking, error) {
+func MergeClauses(whole rank.Ranking, clauses []rank.Ranking, o ClauseOptions) (rank.Ranking, error) {
 	o, err := o.withDefaults()
 	if err != nil {
-		return Ranking{}, err
+		return rank.Ranking{}, err
 	}
-	lists := append([]Ranking{whole}, clauses...)
+	lists := append([]rank.Ranking{whole}, clauses...)
 	for i := range lists {
 		lists[i] = cut(lists[i], o.Depth)
 		if o.Merge != MergeRRF {
 			if len(lists[i].Scores) != len(lists[i].Tools) {
-				return Ranking{}, fmt.Errorf("merge %s: ranking %d has %d scores for %d tools (rrf needs none)", o.Merge, i, len(lists[i].Scores), len(lists[i].Tools))
+				return rank.Ranking{}, fmt.Errorf("merge %s: ranking %d has %d scores for %d tools (rrf needs none)", o.Merge, i, len(lists[i].Scores), len(lists[i].Tools))
 			}
 		}
 	}
@@ -244,7 +244,7 @@ func MergeClauses(whole Ranking, clauses []Ranking, o ClauseOptions) (Ranking, e
 		if o.Merge != MergeRRF {
 			ns = r.Scores
 			if o.Norm != "off" {
-				ns = rerank.Normalize(r.Scores, o.Norm)
+				ns = Normalize(r.Scores, o.Norm)
 			}
 			floor[l] = math.Inf(1)
 			for _, v := range ns {
@@ -317,7 +317,7 @@ func MergeClauses(whole Ranking, clauses []Ranking, o ClauseOptions) (Ranking, e
 		}
 		return ta < tb
 	})
-	out := Ranking{Tools: tools, Scores: make([]float32, len(tools))}
+	out := rank.Ranking{Tools: tools, Scores: make([]float32, len(tools))}
 	lo := float32(0)
 	for i, t := range tools {
 		out.Scores[i] = float32(merged[t])
