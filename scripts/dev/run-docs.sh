@@ -27,6 +27,7 @@ encode -backend xla:cpu -model HF_DIR -in texts.txt -out out.jsonl
 bench train -backends go,onnx,xla:cpu -steps 5 -python ""
 eval -data DIR -compare bm25,run:runs/be
 eval -suite zeroshot -model sentence-transformers/all-MiniLM-L6-v2
+eval -suite zeroshot -model sentence-transformers/all-MiniLM-L6-v2 -backend onnx -clauses
 import -mcp mcp.json -out tools.jsonl
 import -openapi petstore=petstore.yaml -out tools.jsonl
 serve -library tools.jsonl -model sentence-transformers/all-MiniLM-L6-v2 -upstreams mcp.json -mcp http -addr 127.0.0.1:8080
