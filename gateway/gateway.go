@@ -89,7 +89,10 @@ type state struct {
 	lib  *library.Library
 	byID map[string]int
 	// byName maps a tool's name to its index when no other tool has that name.
-	byName  map[string]int
+	byName map[string]int
+	// client is each tool's client name (library.ClientNames); byClient maps it back.
+	client   []string
+	byClient map[string]int
 	mu      sync.Mutex
 	schemas map[string]*jsonschema.Schema // compiled on first use
 }
@@ -105,6 +108,11 @@ func newState(l *library.Library) *state {
 	}
 	for n := range dup {
 		delete(s.byName, n)
+	}
+	s.client = l.ClientNames()
+	s.byClient = make(map[string]int, len(s.client))
+	for i, n := range s.client {
+		s.byClient[n] = i
 	}
 	return s
 }
@@ -193,8 +201,9 @@ func (g *Gateway) Close() error {
 // Library returns the library served now.
 func (g *Gateway) Library() *library.Library { return g.lib.Load().lib }
 
-// Tool returns the tool called name: its ID (namespace.name), or its name alone when no
-// other tool has it.
+// Tool returns the tool called name: its ID (namespace.name), its client name
+// (library.ClientNames: what an OpenAI or Anthropic client calls it), or its name alone when
+// no other tool has it.
 func (g *Gateway) Tool(name string) (*library.Tool, bool) {
 	st := g.lib.Load()
 	return st.tool(name)
@@ -203,12 +212,23 @@ func (g *Gateway) Tool(name string) (*library.Tool, bool) {
 func (st *state) tool(name string) (*library.Tool, bool) {
 	i, ok := st.byID[name]
 	if !ok {
+		i, ok = st.byClient[name]
+	}
+	if !ok {
 		i, ok = st.byName[name]
 	}
 	if !ok {
 		return nil, false
 	}
 	return &st.lib.Tools[i], true
+}
+
+// clientName returns the client name of the tool with ID id.
+func (st *state) clientName(id string) string {
+	if i, ok := st.byID[id]; ok && i < len(st.client) {
+		return st.client[i]
+	}
+	return library.ClientName(id)
 }
 
 func (st *state) schema(t *library.Tool) (*jsonschema.Schema, error) {

@@ -28,7 +28,7 @@ var (
 		`"tags":{"type":"array","items":{"type":"string"},"description":"only tools with every one of these tags"}},"additionalProperties":false}},` +
 		`"required":["query"],"additionalProperties":false}`)
 	callSchema = json.RawMessage(`{"type":"object","properties":{` +
-		`"name":{"type":"string","description":"the tool's name as search_tools gave it"},` +
+		`"name":{"type":"string","description":"the tool's name as search_tools gave it, or its client_name"},` +
 		`"arguments":{"type":"object","description":"the tool's arguments, following its input_schema"},` +
 		`"search_id":{"type":"string","description":"the search_id of the search that found the tool (optional)"}},` +
 		`"required":["name"],"additionalProperties":false}`)

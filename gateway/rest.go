@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolret/toolret/library"
 	"github.com/toolret/toolret/serve"
 )
 
@@ -88,8 +89,13 @@ func (g *Gateway) Routes(r *serve.Router) {
 		tools, total := g.List(f, offset, limit)
 		return &ToolList{Version: g.store.R.Library().Version, Total: total, Offset: offset, Tools: tools}, nil
 	}})
-	r.Handle(serve.Route{Pattern: "GET /v1/tools/{id}", Name: "tools_get", Scope: serve.ScopeSearch, Handler: func(w http.ResponseWriter, req *http.Request) (any, error) {
+	getTool := func(w http.ResponseWriter, req *http.Request) (any, error) {
+		// An ID with slashes (GitHub's "github.issues/list-for-repo") needs no escaping: the
+		// second pattern takes what follows the first segment.
 		name := req.PathValue("id")
+		if rest := req.PathValue("rest"); name == "" {
+			name = req.PathValue("first") + "/" + rest
+		}
 		lib := g.store.R.Library()
 		out := &ToolDetail{Version: lib.Version}
 		t, ok := g.Tool(name)
@@ -106,14 +112,18 @@ func (g *Gateway) Routes(r *serve.Router) {
 			rec := lib.Tool(i)
 			out.Text = rec.Text
 			if !ok {
-				out.Definition = Definition{Name: rec.ID, ToolName: rec.ID, Title: rec.Title, InputSchema: json.RawMessage(`{"type":"object"}`)}
+				out.Definition = Definition{Name: rec.ID, ClientName: library.ClientName(rec.ID), ToolName: rec.ID, Title: rec.Title, InputSchema: json.RawMessage(`{"type":"object"}`)}
 			}
 			if rec.Category != "" || rec.ToolName != "" || rec.APIName != "" {
 				out.Hierarchy = &serve.Hierarchy{Category: rec.Category, Tool: rec.ToolName, API: rec.APIName}
 			}
 		}
 		return out, nil
-	}})
+	}
+	// Two patterns, as the server's own "/v1/tools/{id}" (other methods) would conflict with
+	// "GET /v1/tools/{id...}".
+	r.Handle(serve.Route{Pattern: "GET /v1/tools/{id}", Name: "tools_get", Scope: serve.ScopeSearch, Handler: getTool})
+	r.Handle(serve.Route{Pattern: "GET /v1/tools/{first}/{rest...}", Name: "tools_get", Scope: serve.ScopeSearch, Handler: getTool})
 	r.Handle(serve.Route{Pattern: "POST /v1/call", Name: "call", Scope: serve.ScopeCall, Timeout: g.callTimeout() + cfg.Timeout, Handler: func(w http.ResponseWriter, req *http.Request) (any, error) {
 		var in CallInput
 		if err := r.ReadJSON(w, req, &in); err != nil {

@@ -42,9 +42,13 @@ func (f *Filters) match(t *library.Tool) bool {
 }
 
 // Definition is a tool as search_tools and the REST API give it: everything an agent needs
-// to call it. Name is what call_tool takes (the library's tool ID, namespace.name).
+// to call it. Name is what call_tool takes (the library's tool ID, namespace.name);
+// ClientName is the name to give the tool in an OpenAI or Anthropic request
+// (library.ClientNames: ^[a-zA-Z0-9_-]{1,64}$, unique in the library), which call_tool and
+// POST /v1/call take as well.
 type Definition struct {
 	Name         string          `json:"name"`
+	ClientName   string          `json:"client_name"`
 	ToolName     string          `json:"tool_name"`
 	Namespace    string          `json:"namespace,omitempty"`
 	Server       string          `json:"server,omitempty"`
@@ -62,8 +66,11 @@ type Definition struct {
 }
 
 // Define returns t's definition.
-func (g *Gateway) Define(t *library.Tool) Definition {
-	return Definition{Name: t.ID(), ToolName: t.Name, Namespace: t.Namespace, Server: t.Source.Server, Source: t.Source.Kind,
+func (g *Gateway) Define(t *library.Tool) Definition { return g.define(g.lib.Load(), t) }
+
+// define returns t's definition with its client name in st.
+func (g *Gateway) define(st *state, t *library.Tool) Definition {
+	return Definition{Name: t.ID(), ClientName: st.clientName(t.ID()), ToolName: t.Name, Namespace: t.Namespace, Server: t.Source.Server, Source: t.Source.Kind,
 		Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema,
 		Annotations: t.Annotations, Tags: t.Tags, Callable: g.Callable(t)}
 }
@@ -110,12 +117,12 @@ func (g *Gateway) Search(ctx context.Context, query string, k int, f *Filters, k
 				if !f.match(t) {
 					continue
 				}
-				d = g.Define(t)
+				d = g.define(st, t)
 			} else {
 				if !f.empty() {
 					continue
 				}
-				d = Definition{Name: x.ToolID, ToolName: x.ToolID, Title: x.Title, Description: x.Text, InputSchema: json.RawMessage(`{"type":"object"}`)}
+				d = Definition{Name: x.ToolID, ClientName: library.ClientName(x.ToolID), ToolName: x.ToolID, Title: x.Title, Description: x.Text, InputSchema: json.RawMessage(`{"type":"object"}`)}
 			}
 			score := x.Score
 			d.Score = &score
@@ -145,7 +152,7 @@ func (g *Gateway) List(f *Filters, offset, limit int) ([]Definition, int) {
 			continue
 		}
 		if total >= offset && len(out) < limit {
-			out = append(out, g.Define(t))
+			out = append(out, g.define(st, t))
 		}
 		total++
 	}
