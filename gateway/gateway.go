@@ -93,8 +93,8 @@ type state struct {
 	// client is each tool's client name (library.ClientNames); byClient maps it back.
 	client   []string
 	byClient map[string]int
-	mu      sync.Mutex
-	schemas map[string]*jsonschema.Schema // compiled on first use
+	mu       sync.Mutex
+	schemas  map[string]*jsonschema.Schema // compiled on first use
 }
 
 func newState(l *library.Library) *state {
