@@ -25,16 +25,16 @@ def main(base, query, server, message, key=""):
     t = time.perf_counter()
     found = post(base, "/v1/search", {"query": query, "k": 50, "filters": {"server": server}}, key)
     out["search_ms"] = round(1000 * (time.perf_counter() - t), 1)
-    # OpenAI function names allow letters, digits, '_' and '-': namespace.name -> namespace__name.
-    tools = [{"type": "function", "function": {"name": d["name"].replace(".", "__"), "description": d.get("description", ""),
+    # OpenAI function names allow 1 to 64 letters, digits, '_' and '-': each definition's
+    # client_name is such a name, and /v1/call takes it as it is.
+    tools = [{"type": "function", "function": {"name": d["client_name"], "description": d.get("description", ""),
                                                "parameters": d["input_schema"]}} for d in found["tools"]]
-    names = {x["function"]["name"]: d["name"] for x, d in zip(tools, found["tools"])}
     echo = next(x for x in tools if x["function"]["name"].endswith("__echo"))
     out["openai_tool"] = echo
     tool_call = {"id": "call_1", "type": "function",
                  "function": {"name": echo["function"]["name"], "arguments": json.dumps({"message": message})}}
     t = time.perf_counter()
-    res = post(base, "/v1/call", {"name": names[tool_call["function"]["name"]],
+    res = post(base, "/v1/call", {"name": tool_call["function"]["name"],
                                   "arguments": json.loads(tool_call["function"]["arguments"]),
                                   "search_id": found["search_id"]}, key)
     out["call_ms"] = round(1000 * (time.perf_counter() - t), 1)
