@@ -52,9 +52,10 @@ type ServeConfig struct {
 	// Backend names the compute backend (backend.Open).
 	Backend string
 	// IndexBackend names the backend that builds the zero-shot index of -library (the bulk
-	// encoding of every tool; the server then loads it on Backend): "" or "auto" is
-	// backend.Auto (ONNX Runtime when the binary has it and the library is installed, else
-	// Backend); any other name is opened as it is.
+	// encoding of every tool; the server then loads it on Backend): "" is Backend; "auto" is
+	// ONNX Runtime when the binary has it and the library is installed (backend.Auto), else
+	// Backend; any other name is opened as it is. "" is the default because ONNX Runtime was
+	// not the faster on a loaded 2-core machine (docs/results/2026-11-29-cold-start.md).
 	IndexBackend string
 	// Quantize runs the index's encoders with int8 weights (export.QuantInt8, on Backend
 	// onnx) or fp32 (export.QuantNone); "": the index's own (toolindex.WithQuantization). With
@@ -365,11 +366,14 @@ func startGateway(ctx context.Context, cfg ServeConfig, lib *library.Library, st
 }
 
 // indexBackend returns the backend that builds the zero-shot index (ServeConfig.IndexBackend):
-// with "" or "auto", ONNX Runtime when present (an onnx backend that fails to open is
-// logged and be is used), else be, the serving backend.
+// "" is be, the serving backend; "auto" is ONNX Runtime when present (an onnx backend that
+// fails to open is logged and be is used), else be.
 func indexBackend(cfg ServeConfig, be compute.Backend, log *slog.Logger) (compute.Backend, error) {
 	name := strings.TrimSpace(cfg.IndexBackend)
-	if name != "" && name != "auto" {
+	if name == "" {
+		return be, nil
+	}
+	if name != "auto" {
 		b, err := backend.Open(name)
 		if err != nil {
 			return nil, fmt.Errorf("-index-backend: %w", err)

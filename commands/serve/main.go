@@ -149,7 +149,7 @@ func parse(args []string) (*options, error) {
 	fs.StringVar(&o.keys, "keys", os.Getenv("TOOLRET_KEYS"), "API keys `FILE` (lines NAME KEY SCOPES, scopes search, call, admin); every endpoint but /healthz, /metrics and /openapi.json then needs one (default $TOOLRET_KEYS)")
 	fs.Float64Var(&o.rate, "rate", 0, "requests a second each caller (API key, else address) may make (0: no limit)")
 	fs.IntVar(&o.burst, "burst", 0, "with -rate: requests a caller may make at once (default: -rate)")
-	fs.StringVar(&o.indexBackend, "index-backend", "auto", "with -library -model: the backend that builds the zero-shot index (auto: onnx when this binary has it and libonnxruntime.so.1 is installed, else -backend)")
+	fs.StringVar(&o.indexBackend, "index-backend", "", "with -library -model: the backend that builds the zero-shot index (default -backend; auto: onnx when this binary has it and libonnxruntime.so.1 is installed, else -backend)")
 	fs.StringVar(&o.mcp, "mcp", "", "serve MCP: stdio (find_tools on stdin/stdout, no HTTP) or http (adds /mcp to the HTTP API)")
 	err := cli.Parse(fs, args)
 	if err != nil {
