@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gomlx/compute"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
@@ -50,6 +51,12 @@ type ServeConfig struct {
 	MCP string
 	// Backend names the compute backend (backend.Open).
 	Backend string
+	// IndexBackend names the backend that builds the zero-shot index of -library (the bulk
+	// encoding of every tool; the server then loads it on Backend): "" is Backend; "auto" is
+	// ONNX Runtime when the binary has it and the library is installed (backend.Auto), else
+	// Backend; any other name is opened as it is. "" is the default because ONNX Runtime was
+	// not the faster on a loaded 2-core machine (docs/results/2026-11-29-cold-start.md).
+	IndexBackend string
 	// Quantize runs the index's encoders with int8 weights (export.QuantInt8, on Backend
 	// onnx) or fp32 (export.QuantNone); "": the index's own (toolindex.WithQuantization). With
 	// Library and Pretrained, the zero-shot index is built with it
@@ -188,11 +195,16 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 			}
 			start := time.Now()
 			front.stage("building the zero-shot index of " + cfg.Library)
-			dir, built, err := gateway.BuildIndexQuantized(ctx, lib, cfg.Library, cfg.Pretrained, cfg.State, be, cfg.Quantize)
+			bbe, err := indexBackend(cfg, be, log)
 			if err != nil {
 				return err
 			}
-			log.Info("zero-shot index", "library", cfg.Library, "tools", len(lib.Tools), "model", cfg.Pretrained, "index", dir, "built", built, "ms", time.Since(start).Milliseconds())
+			dir, built, err := gateway.BuildIndexQuantized(ctx, lib, cfg.Library, cfg.Pretrained, cfg.State, bbe, cfg.Quantize)
+			if err != nil {
+				return err
+			}
+			log.Info("zero-shot index", "library", cfg.Library, "tools", len(lib.Tools), "model", cfg.Pretrained, "index", dir, "built", built,
+				"backend", bbe.Name(), "ms", time.Since(start).Milliseconds())
 			cfg.Index = dir
 			if cfg.Model == "" {
 				cfg.Model = filepath.Base(strings.TrimRight(cfg.Pretrained, "/"))
@@ -351,4 +363,30 @@ func startGateway(ctx context.Context, cfg ServeConfig, lib *library.Library, st
 	log.Info("gateway", "library", cfg.Library, "tools", len(lib.Tools), "callable", callable, "upstreams", cfg.Upstreams, "state", cfg.State)
 	gw.Start(ctx)
 	return gw, nil
+}
+
+// indexBackend returns the backend that builds the zero-shot index (ServeConfig.IndexBackend):
+// "" is be, the serving backend; "auto" is ONNX Runtime when present (an onnx backend that
+// fails to open is logged and be is used), else be.
+func indexBackend(cfg ServeConfig, be compute.Backend, log *slog.Logger) (compute.Backend, error) {
+	name := strings.TrimSpace(cfg.IndexBackend)
+	if name == "" {
+		return be, nil
+	}
+	if name != "auto" {
+		b, err := backend.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("-index-backend: %w", err)
+		}
+		return b, nil
+	}
+	if backend.Auto() != "onnx" || backend.RunsONNX(be) || cfg.Quantize.Int8() {
+		return be, nil
+	}
+	b, err := backend.Open("onnx")
+	if err != nil {
+		log.Warn("index backend: ONNX Runtime did not open; building on the serving backend", "backend", be.Name(), "error", err.Error())
+		return be, nil
+	}
+	return b, nil
 }

@@ -3,6 +3,8 @@
 // Names accepted by Open (and by every command's -backend flag, or $TOOLRET_BACKEND):
 //
 //	go        pure Go (default), run as "go:ops_sequential"; needs nothing installed.
+//	auto      the fastest backend present for bulk encoding (Auto): onnx when the binary has it
+//	          and libonnxruntime.so.1 is found, else go.
 //	onnx      ONNX Runtime on CPU ("onnx:cpu"); build with -tags onnx and install
 //	          libonnxruntime.so.1 (scripts/install-onnxruntime.sh).
 //	xla:cpu   XLA's PJRT CPU plugin; build with -tags xla and run `make install-xla`, which puts
@@ -60,8 +62,35 @@ func Config(name string) string {
 		return "onnx:cpu"
 	case "xla":
 		return "xla:cpu"
+	case "auto":
+		return Config(Auto())
 	}
 	return name
+}
+
+// Auto names the fastest backend present for bulk encoding (a zero-shot index of a whole
+// library): "onnx" when this binary has the onnx backend (-tags onnx) and libonnxruntime.so.1
+// is found ($ONNXRUNTIME_SHARED_LIBRARY_PATH, else ONNXRuntimeCachePath), else "go". XLA is
+// never picked: its first compilation of each shape costs more than a library's encoding.
+func Auto() string {
+	if ONNXAvailable() {
+		return "onnx"
+	}
+	return "go"
+}
+
+// ONNXAvailable reports whether Open("onnx") can find what it needs: the backend compiled in
+// and the ONNX Runtime library on disk.
+func ONNXAvailable() bool {
+	if !registered("onnx") {
+		return false
+	}
+	lib := os.Getenv("ONNXRUNTIME_SHARED_LIBRARY_PATH")
+	if lib == "" {
+		lib = ONNXRuntimeCachePath()
+	}
+	_, err := os.Stat(lib)
+	return err == nil
 }
 
 // Training returns the backend name a training run opens for name: plain "onnx" (or

@@ -148,3 +148,21 @@ func TestOpenBadOption(t *testing.T) {
 		t.Errorf("error should name the option and say to check the options: %v", err)
 	}
 }
+
+// TestAuto checks that "auto" is the onnx backend exactly when ONNX Runtime is present.
+func TestAuto(t *testing.T) {
+	want := "go"
+	if ONNXAvailable() {
+		want = "onnx"
+	}
+	if got := Auto(); got != want {
+		t.Fatalf("Auto() = %q, want %q", got, want)
+	}
+	if Config("auto") != Config(want) {
+		t.Fatalf("Config(auto) = %q, want %q", Config("auto"), Config(want))
+	}
+	t.Setenv("ONNXRUNTIME_SHARED_LIBRARY_PATH", filepath.Join(t.TempDir(), "missing.so"))
+	if Auto() != "go" {
+		t.Fatalf("Auto() = %q with no ONNX Runtime library", Auto())
+	}
+}

@@ -462,3 +462,46 @@ func TestSync(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncEmbedsOnlyChanged counts the tool texts the encoder embeds: syncing an index to a
+// library with one tool changed and one added embeds those two, and after a restart (the
+// store reopened over the same directory, as `serve -library` reuses its zero-shot index)
+// syncing to the same library embeds none, and to a library with one more change, one.
+func TestSyncEmbedsOnlyChanged(t *testing.T) {
+	dir := newIndex(t)
+	st := openStore(t, dir, 0)
+	lib := st.R.Library()
+	tools := make([]export.ToolRecord, lib.Len())
+	for i := range tools {
+		tools[i] = lib.Tool(i)
+	}
+	if n := st.R.Stats().ToolTexts; n != 0 {
+		t.Fatalf("opening the index embedded %d tool texts", n)
+	}
+	tools[3].Text += " (changed)"
+	tools = append(tools, tool("new-1", "New"))
+	if _, _, _, err := st.Sync(tools, "fp", "lib"); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.R.Stats().ToolTexts; n != 2 {
+		t.Fatalf("one changed and one new tool of %d: %d tool texts embedded, want 2", len(tools), n)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st = openStore(t, dir, 0) // the restart
+	defer st.Close()
+	if _, _, _, err := st.Sync(tools, "fp", "lib"); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.R.Stats().ToolTexts; n != 0 {
+		t.Fatalf("restart, library unchanged: %d tool texts embedded, want 0", n)
+	}
+	tools[5].Title += " v2"
+	if _, _, _, err := st.Sync(tools, "fp", "lib"); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.R.Stats().ToolTexts; n != 1 {
+		t.Fatalf("restart, one tool changed: %d tool texts embedded, want 1", n)
+	}
+}

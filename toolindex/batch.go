@@ -38,15 +38,18 @@ type EmbedStats struct {
 	CacheHits, CacheMisses int64
 	// Batches is the number of encoder calls for queries; Texts the texts they embedded.
 	Batches, Texts int64
+	// ToolTexts counts the tool texts embedded with the tool tower (Embed): tools added or
+	// changed since the index was loaded (Sync embeds only those).
+	ToolTexts int64
 }
 
 // Stats returns the counts of query embeddings so far.
 func (r *Index) Stats() EmbedStats {
 	return EmbedStats{CacheHits: r.stats.hits.Load(), CacheMisses: r.stats.misses.Load(),
-		Batches: r.stats.batches.Load(), Texts: r.stats.texts.Load()}
+		Batches: r.stats.batches.Load(), Texts: r.stats.texts.Load(), ToolTexts: r.stats.toolTexts.Load()}
 }
 
-type embedStats struct{ hits, misses, batches, texts atomic.Int64 }
+type embedStats struct{ hits, misses, batches, texts, toolTexts atomic.Int64 }
 
 // queryEmbedder embeds query texts through the cache and the batcher.
 type queryEmbedder struct {

@@ -645,6 +645,9 @@ func (r *Index) Embed(tower string, texts []string) ([][]float32, error) {
 	if r.tool == r.query {
 		side = tower // a shared tower: the side's length recorded with it
 	}
+	if tower == biencoder.ToolTower {
+		r.stats.toolTexts.Add(int64(len(texts)))
+	}
 	out, err := m.Embed(side, texts)
 	if err != nil {
 		return nil, fmt.Errorf("retriever: embed %s texts: %w", tower, err)

@@ -73,6 +73,7 @@ type options struct {
 	maxBody                                         int64
 	rerankWeight, hybridWeight                      float64
 	hybrid, ann                                     string
+	indexBackend                                    string
 	ensemble                                        []string
 	ensembleFusion                                  string
 	ensembleWeights                                 []float64
@@ -148,6 +149,7 @@ func parse(args []string) (*options, error) {
 	fs.StringVar(&o.keys, "keys", os.Getenv("TOOLRET_KEYS"), "API keys `FILE` (lines NAME KEY SCOPES, scopes search, call, admin); every endpoint but /healthz, /metrics and /openapi.json then needs one (default $TOOLRET_KEYS)")
 	fs.Float64Var(&o.rate, "rate", 0, "requests a second each caller (API key, else address) may make (0: no limit)")
 	fs.IntVar(&o.burst, "burst", 0, "with -rate: requests a caller may make at once (default: -rate)")
+	fs.StringVar(&o.indexBackend, "index-backend", "", "with -library -model: the backend that builds the zero-shot index (default -backend; auto: onnx when this binary has it and libonnxruntime.so.1 is installed, else -backend)")
 	fs.StringVar(&o.mcp, "mcp", "", "serve MCP: stdio (find_tools on stdin/stdout, no HTTP) or http (adds /mcp to the HTTP API)")
 	err := cli.Parse(fs, args)
 	if err != nil {
@@ -253,7 +255,7 @@ func run(o *options, log *slog.Logger) error {
 		model, pretrained = "", o.model
 	}
 	return toolret.Serve(ctx, toolret.ServeConfig{Index: o.index, Library: o.library, Pretrained: pretrained, State: o.state,
-		Upstreams: o.upstreams, Keys: keys, Rate: o.rate, Burst: o.burst, Addr: o.addr, MCP: o.mcp, Backend: o.backend,
+		Upstreams: o.upstreams, Keys: keys, Rate: o.rate, Burst: o.burst, Addr: o.addr, MCP: o.mcp, Backend: o.backend, IndexBackend: o.indexBackend,
 		Quantize: o.quantize, K: o.k, MaxK: o.maxK, Reranker: o.reranker, Depth: o.depth, RerankWeight: o.rerankWeight,
 		Hybrid: o.hybrid, HybridWeight: o.hybridWeight, Ensemble: o.ensemble, EnsembleFusion: o.ensembleFusion, EnsembleWeights: o.ensembleWeights, NoRefiner: o.noRefiner, NoRecipe: o.noRecipe, ANN: o.ann, Batching: o.batching, QueryCache: o.queryCache, MaxBatch: o.maxBatch,
 		MaxBody: o.maxBody, Timeout: o.timeout, Grace: o.grace, CompactEvery: o.compactEvery, Database: o.database, DatabaseLogKeep: o.logKeep, Model: model,
