@@ -259,3 +259,41 @@ func Save(scope *model.Scope, params []Param, dir, prefix string, cfg any) error
 	}
 	return SaveJSON(filepath.Join(dir, "config.json"), cfg)
 }
+
+// ReadConfig decodes the HF config.json at path into c (holding its defaults) and validates
+// it; errors name the file.
+func ReadConfig(path string, c interface{ Validate() error }) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, c); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// LoadEncoder reads an HF encoder directory: its config.json with loadConfig, then its
+// weights under scope (Load, every tensor checked before any variable is touched), telling
+// the configuration whether the checkpoint has a pooler (setPooler) before its parameters
+// (params) are listed.
+func LoadEncoder[C any](scope *model.Scope, dir, kind string, rename func(string) (string, bool),
+	loadConfig func(path string) (C, error), setPooler func(C, bool), params func(C) []Param) (C, error) {
+	cfg, err := loadConfig(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return cfg, err
+	}
+	pooler, err := Load(scope, dir, kind, rename, func(pooler bool) []Param {
+		setPooler(cfg, pooler)
+		return params(cfg)
+	})
+	if err != nil {
+		var zero C
+		return zero, err
+	}
+	setPooler(cfg, pooler)
+	return cfg, nil
+}

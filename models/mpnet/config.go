@@ -11,9 +11,7 @@
 package mpnet
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/toolret/toolret/models/hfweights"
@@ -90,16 +88,9 @@ func (c *Config) Validate() error {
 
 // LoadConfig reads an HF config.json.
 func LoadConfig(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	c := Default()
-	if err := json.Unmarshal(b, c); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := hfweights.ReadConfig(path, c); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -3,7 +3,6 @@ package xlmroberta
 import (
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
 
 	"github.com/gomlx/gomlx/ml/model"
@@ -33,19 +32,8 @@ func normalize(name string) (string, bool) {
 // index) into variables under scope. Every tensor is read and checked before any variable is
 // touched.
 func LoadHF(scope *model.Scope, dir string) (*Config, error) {
-	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
-	if err != nil {
-		return nil, err
-	}
-	pooler, err := hfweights.Load(scope, dir, ModelType, normalize, func(pooler bool) []hfweights.Param {
-		cfg.Pooler = &pooler
-		return Params(cfg)
-	})
-	if err != nil {
-		return nil, err
-	}
-	cfg.Pooler = &pooler
-	return cfg, nil
+	return hfweights.LoadEncoder(scope, dir, ModelType, normalize, LoadConfig,
+		func(c *Config, pooler bool) { c.Pooler = &pooler }, Params)
 }
 
 // SaveHF writes cfg and the variables under scope as an HF directory (config.json,
