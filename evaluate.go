@@ -67,14 +67,15 @@ type EvalConfig struct {
 	// Lengths replace a bi-encoder Run's training lengths or a Model's max_seq_length (0: keep;
 	// eval -query-len, -tool-len); an Index embeds with the lengths it was exported with.
 	Lengths export.Lengths
-	// NoRecipe evaluates a Model's dense ranking alone, without the BM25 fusion of its
-	// recipe (export.Recipe, the model directory's toolret_recipe.json), and an Index without
-	// the fusion it records (toolindex.WithoutRecipe). Without it a Model or an Index with a
+	// NoRecipe evaluates a Model's dense ranking alone, without the BM25 fusion and clauses
+	// of its recipe (export.Recipe, the model directory's toolret_recipe.json), and an Index
+	// without those it records (toolindex.WithoutRecipe). Without it a Model or an Index with a
 	// recipe is evaluated as its recipe says. Fuse's entries are always ranked without their
 	// recipes: the fusion is Fuse's.
 	NoRecipe bool
 	// Clauses, when set, ranks each query whole and clause by clause and merges the rankings
-	// (rerank.Clauses; eval -clauses).
+	// (rerank.Clauses; eval -clauses), in place of the clauses a Model's or Index's recipe
+	// gives.
 	Clauses *rerank.ClauseOptions
 }
 
@@ -228,6 +229,10 @@ func newRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, be compute.
 		opts := []toolindex.Option{toolindex.WithBackend(be), toolindex.WithQuantization(cfg.Quantize)}
 		if cfg.NoRecipe {
 			opts = append(opts, toolindex.WithoutRecipe())
+		}
+		if cfg.Clauses != nil {
+			// Evaluate wraps the ranker in cfg.Clauses: the index's own would split twice.
+			opts = append(opts, toolindex.WithClauses(nil))
 		}
 		if len(cfg.Ensemble) > 0 || cfg.EnsembleFusion != "" {
 			opts = append(opts, toolindex.WithEnsemble(cfg.EnsembleFusion, cfg.Ensemble, cfg.EnsembleWeights))

@@ -18,6 +18,7 @@ import (
 	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/library"
 	"github.com/toolret/toolret/serve"
+	"github.com/toolret/toolret/rerank"
 	"github.com/toolret/toolret/toolindex"
 )
 
@@ -77,6 +78,10 @@ type ServeConfig struct {
 	HybridWeight float64
 	// NoRecipe serves the dense first stage when Hybrid is "", ignoring the model's recipe.
 	NoRecipe bool
+	// Clauses ranks each query whole and clause by clause and merges the rankings
+	// (toolindex.WithClauses). nil: the clauses of the model's recipe (or those Index
+	// records), if any, unless NoRecipe.
+	Clauses *rerank.ClauseOptions
 	// Ensemble names more exported indexes over the index's tools, fused with it per query
 	// by EnsembleFusion ("rrf", "minmax" or "zscore") with EnsembleWeights (one per index,
 	// the index's first; none for rrf): toolindex.WithEnsemble. Not with Library.
@@ -229,6 +234,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if cfg.NoRefiner {
 		ropts = append(ropts, toolindex.WithoutRefiner())
 	}
+	if cfg.Clauses != nil {
+		ropts = append(ropts, toolindex.WithClauses(cfg.Clauses))
+	}
 	if cfg.Hybrid != "" {
 		ropts = append(ropts, toolindex.WithHybrid(cfg.Hybrid, cfg.HybridWeight))
 	} else if cfg.NoRecipe {
@@ -294,18 +302,23 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	return front.serve(ctx, cfg, serve.New(store, scfg).Handler(), 2*cfg.Timeout+callTimeout+5*time.Second, store, info, closeAll)
 }
 
-// applyRecipe sets cfg's Hybrid from the recipe of cfg.Pretrained (export.ReadRecipe) when
-// cfg serves a library with it and gives neither Hybrid nor NoRecipe. A recipe that does not
-// read is an error; one with a hybrid and a Reranker is refused.
+// applyRecipe sets cfg's Hybrid and Clauses from the recipe of cfg.Pretrained
+// (export.ReadRecipe) when cfg serves a library with it and gives neither them nor NoRecipe
+// (also over a zero-shot index built before the recipe was). A recipe that does not read is
+// an error; one with a hybrid and a Reranker is refused.
 func applyRecipe(ctx context.Context, cfg *ServeConfig) error {
-	if cfg.Library == "" || cfg.Index != "" || cfg.Pretrained == "" || cfg.Hybrid != "" || cfg.NoRecipe {
+	if cfg.Library == "" || cfg.Index != "" || cfg.Pretrained == "" || cfg.NoRecipe || (cfg.Hybrid != "" && cfg.Clauses != nil) {
 		return nil
 	}
 	r, err := ModelRecipe(ctx, cfg.Pretrained)
 	if err != nil {
 		return fmt.Errorf("serve: -model %s: %w", cfg.Pretrained, err)
 	}
-	if r == nil || r.Hybrid == nil {
+	if r != nil && r.Clauses != nil && cfg.Clauses == nil {
+		c := r.Clauses.Options()
+		cfg.Clauses = &c
+	}
+	if r == nil || r.Hybrid == nil || cfg.Hybrid != "" {
 		return nil
 	}
 	if cfg.Reranker != "" {

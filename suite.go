@@ -80,8 +80,8 @@ type SuiteSystem struct {
 
 // Name labels the system in the suite's tables: "bm25", "run:RUN", "model:REF", "index:DIR",
 // or "rrf(bm25 + run:RUN)" for a Fuse (minmax or zscore with its weights). A suite's table
-// adds the BM25 fusion of a Model's or Index's recipe when it applies it:
-// "model:DIR (+bm25 zscore 0.3)".
+// adds the BM25 fusion and clauses of a Model's or Index's recipe when it applies them:
+// "model:DIR (+bm25 zscore 0.3, +clauses max zscore)".
 func (s SuiteSystem) Name() string {
 	if s.Clauses != nil {
 		c := s
@@ -123,15 +123,16 @@ func (s SuiteSystem) evalConfig(cfg *SuiteConfig) EvalConfig {
 	return c
 }
 
-// recipeName is the system's Name with, when cfg applies a recipe's BM25 fusion to its
-// Model or Index, that fusion: "model:DIR (+bm25 zscore 0.3)". A recipe that does not read
-// is an error.
+// recipeName is the system's Name with, when cfg applies a recipe's BM25 fusion or clauses
+// to its Model or Index, those: "model:DIR (+bm25 zscore 0.3, +clauses max zscore)". A
+// recipe that does not read is an error.
 func (s SuiteSystem) recipeName(ctx context.Context, cfg *SuiteConfig) (string, error) {
 	name := s.Name()
 	if cfg.NoRecipe {
 		return name, nil
 	}
 	var h *export.HybridRecipe
+	var c *export.ClausesRecipe
 	switch {
 	case s.Model != "":
 		r, err := ModelRecipe(ctx, s.Model)
@@ -139,17 +140,24 @@ func (s SuiteSystem) recipeName(ctx context.Context, cfg *SuiteConfig) (string, 
 			return "", err
 		}
 		if r != nil {
-			h = r.Hybrid
+			h, c = r.Hybrid, r.Clauses
 		}
 	case s.Index != "":
 		man, err := export.ReadManifest(s.Index)
 		if err != nil {
 			return "", err
 		}
-		h = man.Hybrid
+		h, c = man.Hybrid, man.Clauses
 	}
+	var parts []string
 	if h != nil {
-		name += " (" + h.String() + ")"
+		parts = append(parts, h.String())
+	}
+	if c != nil && s.Clauses == nil { // explicit Clauses replace the recipe's
+		parts = append(parts, "+"+c.String())
+	}
+	if len(parts) > 0 {
+		name += " (" + strings.Join(parts, ", ") + ")"
 	}
 	return name, nil
 }

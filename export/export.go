@@ -138,6 +138,9 @@ type Manifest struct {
 	// Hybrid, in an index, is the BM25 fusion of the recipe of the model it was exported
 	// from (Recipe.Hybrid): toolindex.Load serves it unless told otherwise.
 	Hybrid *HybridRecipe `json:"hybrid,omitempty"`
+	// Clauses, in an index, is the per-clause retrieval of the recipe of the model it was
+	// exported from (Recipe.Clauses): toolindex.Load applies it unless told otherwise.
+	Clauses *ClausesRecipe `json:"clauses,omitempty"`
 	// Notes are one-line remarks on what the export could not include (an encoder without
 	// an ONNX graph); cmd/export prints them.
 	Notes []string `json:"notes,omitempty"`
@@ -267,7 +270,7 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 		err = writeONNX(m, tmp, man)
 	case FormatIndex:
 		if recipe != nil {
-			man.Hybrid = recipe.Hybrid
+			man.Hybrid, man.Clauses = recipe.Hybrid, recipe.Clauses
 		}
 		if m.Kind == KindClassifier {
 			err = writeMLCIndex(m, tmp, man, opts)

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/toolret/toolret/internal/atomicfile"
+	"github.com/toolret/toolret/rerank"
 )
 
 // RecipeFile is the name of a model directory's retrieval recipe (Recipe), beside its
@@ -37,6 +38,10 @@ type Recipe struct {
 	// Hybrid fuses the model's dense ranking with BM25 over the library's tool texts
 	// (toolindex.WithHybrid); nil: the dense ranking alone.
 	Hybrid *HybridRecipe `json:"hybrid,omitempty"`
+	// Clauses, when set, ranks each query whole and clause by clause and merges the rankings
+	// (rerank.Clauses, eval -clauses), after the hybrid fusion: a query that states several
+	// needs gets each need's tools. nil: the whole query only.
+	Clauses *ClausesRecipe `json:"clauses,omitempty"`
 	// Reranker is a cross-encoder reranking the first stage's top tools. Not supported yet:
 	// a recipe naming one is refused (Validate), so that a model directory never claims a
 	// second stage that is not applied.
@@ -83,6 +88,39 @@ func (h *HybridRecipe) check() error {
 	return nil
 }
 
+// ClausesRecipe is a recipe's per-clause retrieval (rerank.ClauseOptions); a zero field is
+// rerank's default.
+type ClausesRecipe struct {
+	// Merge is max, mix or rrf (rerank.Merge).
+	Merge string `json:"merge,omitempty"`
+	// Norm is zscore, minmax or off (rerank.Norm).
+	Norm string `json:"norm,omitempty"`
+	// MinWords: a shorter clause is merged into its neighbour.
+	MinWords int `json:"min_words,omitempty"`
+	// Whole is the whole query's weight of mix and rrf.
+	Whole float64 `json:"whole,omitempty"`
+	// Depth is how many tools of each ranking are merged.
+	Depth int `json:"depth,omitempty"`
+}
+
+// Options returns c as rerank's options.
+func (c *ClausesRecipe) Options() rerank.ClauseOptions {
+	return rerank.ClauseOptions{Merge: rerank.Merge(c.Merge), Norm: rerank.Norm(c.Norm), MinWords: c.MinWords, Whole: c.Whole, Depth: c.Depth}
+}
+
+// ClausesOf returns the recipe of options o.
+func ClausesOf(o rerank.ClauseOptions) *ClausesRecipe {
+	return &ClausesRecipe{Merge: string(o.Merge), Norm: string(o.Norm), MinWords: o.MinWords, Whole: o.Whole, Depth: o.Depth}
+}
+
+// String describes the clauses as rerank.ClauseOptions does ("clauses max zscore").
+func (c *ClausesRecipe) String() string {
+	if c == nil {
+		return ""
+	}
+	return c.Options().String()
+}
+
 // RerankerRecipe names a cross-encoder inside the model directory (not supported yet; see
 // Recipe.Reranker).
 type RerankerRecipe struct {
@@ -104,14 +142,21 @@ func (r *Recipe) Validate() error {
 			return err
 		}
 	}
+	if r.Clauses != nil {
+		if err := r.Clauses.Options().Check(); err != nil {
+			return fmt.Errorf("clauses: %w", err)
+		}
+	}
 	if r.Reranker != nil {
 		return fmt.Errorf("reranker %q: a reranker in the recipe is not supported yet (serve -reranker and eval -method rerank-m apply one)", r.Reranker.Path)
 	}
 	return nil
 }
 
-// Empty reports whether the recipe changes nothing (no hybrid, no reranker).
-func (r *Recipe) Empty() bool { return r == nil || (r.Hybrid == nil && r.Reranker == nil) }
+// Empty reports whether the recipe changes nothing (no hybrid, no clauses, no reranker).
+func (r *Recipe) Empty() bool {
+	return r == nil || (r.Hybrid == nil && r.Clauses == nil && r.Reranker == nil)
+}
 
 // ReadRecipe reads and validates dir's toolret_recipe.json: nil, nil when dir has none.
 // Errors name the file, and the line and column of a JSON error.

@@ -19,6 +19,8 @@ func TestRecipeRoundTrip(t *testing.T) {
 		{Version: 1, Hybrid: &export.HybridRecipe{Fusion: "minmax", Weight: 1}},
 		{Version: 1, Hybrid: &export.HybridRecipe{Fusion: "rrf"}},
 		{Version: 1, SelectedOn: "no fusion won on dev"},
+		{Version: 1, Hybrid: &export.HybridRecipe{Fusion: "zscore", Weight: 0.7}, Clauses: &export.ClausesRecipe{}},
+		{Version: 1, Clauses: &export.ClausesRecipe{Merge: "mix", Norm: "minmax", Whole: 0.6, MinWords: 4, Depth: 50}},
 	} {
 		dir := t.TempDir()
 		if got, err := export.ReadRecipe(dir); got != nil || err != nil {
@@ -56,6 +58,9 @@ func TestRecipeCorrupt(t *testing.T) {
 		{"no version", `{"hybrid": {"fusion": "zscore", "weight": 0.3}}`, []string{"version 0"}},
 		{"unknown field", `{"version": 1, "hybird": {}}`, []string{`unknown field "hybird"`}},
 		{"reranker", `{"version": 1, "reranker": {"path": "reranker", "depth": 20}}`, []string{"reranker", "not supported yet"}},
+		{"clauses merge", `{"version": 1, "clauses": {"merge": "best"}}`, []string{"clauses", `merge "best"`, "max, mix or rrf"}},
+		{"clauses whole", `{"version": 1, "clauses": {"merge": "mix", "whole": 1.5}}`, []string{"clauses", "whole-query weight 1.5"}},
+		{"clauses field", `{"version": 1, "clauses": {"merge": "max", "words": 3}}`, []string{`unknown field "words"`}},
 		{"trailing", `{"version": 1} {}`, []string{"after the JSON object"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

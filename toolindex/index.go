@@ -109,6 +109,9 @@ type options struct {
 	hybridDepthSet bool
 	// hybridSet: WithHybrid was given; noRecipe: WithoutRecipe.
 	hybridSet, noRecipe bool
+	// clauses: WithClauses's options (nil: none); clausesSet: WithClauses was given.
+	clauses    *rerank.ClauseOptions
+	clausesSet bool
 	// ann: WithANN's configuration; nil: DefaultANNConfig.
 	ann *ANNConfig
 	// batching and cacheSize: WithBatching, WithQueryCache.
@@ -185,6 +188,8 @@ type Index struct {
 	mlc *export.MLCManifest
 	// hyb fuses the first stage with BM25 (WithHybrid); nil: the dense first stage alone.
 	hyb *hybridStage
+	// clauses ranks each query whole and by clause (WithClauses); nil: whole queries only.
+	clauses *rerank.ClauseOptions
 	// ens fuses the first stage with other indexes' (WithEnsemble); nil: none.
 	ens *ensembleStage
 	// probs: an MLC index's first-stage scores are its probabilities (softmax over the
@@ -436,6 +441,16 @@ func Load(dir string, opts ...Option) (*Index, error) {
 	if r.ref != nil {
 		refDir = r.ref.dir
 	}
+	if recordedClauses(&o, man) {
+		if err := o.clauses.Check(); err != nil {
+			return nil, fmt.Errorf("index %s records its model's recipe, %s: %w", dir, man.Clauses, err)
+		}
+	} else if o.clauses != nil {
+		if err := o.clauses.Check(); err != nil {
+			return nil, fmt.Errorf("retriever: WithClauses: %w", err)
+		}
+	}
+	r.clauses = o.clauses
 	recorded := recordedHybrid(&o, man)
 	if r.hyb, err = newHybrid(o, refDir); err != nil {
 		if recorded {
@@ -719,6 +734,12 @@ func (r *Index) RetrieveBatch(ctx context.Context, queries []string, k int) ([][
 // one library version. The index of an iteration-aware bi-encoder (Marker) embeds each query
 // as round 0's instruction, as its training did.
 func (r *Index) RetrieveFrom(ctx context.Context, lib *Library, queries []string, k int) ([][]Result, error) {
+	if r.clauses != nil {
+		if k <= 0 {
+			return nil, fmt.Errorf("retriever: k = %d, want > 0", k)
+		}
+		return r.retrieveClauses(ctx, lib, queries, k)
+	}
 	return r.retrieveFrom(ctx, lib, r.mark(queries, 0), queries, k)
 }
 

@@ -49,7 +49,9 @@
 // an hf export writes toolret_recipe.json (docs/export.md, "The model's recipe"), whose BM25
 // fusion eval -model, serve -library -model and export -format index (which records it in the
 // index, for serve -index) apply without flags. A -model that has a recipe keeps it in its
-// exports unless -hybrid replaces it or -no-recipe drops it.
+// exports unless -hybrid replaces it or -no-recipe drops it. -clauses adds per-clause
+// retrieval to the recipe (-hybrid's, else the model's own): eval -clauses as the model's
+// default.
 //
 // -quantize int8 adds int8 weights (export.QuantizeONNX: onnxruntime's dynamic quantization,
 // per output channel; int8-tensor: per matrix): hf and onnx write onnx/model_int8.onnx (and
@@ -104,6 +106,7 @@ func Main(args []string) int {
 	hybrid := fs.String("hybrid", "", "-format hf or index: the model's recipe fuses its dense ranking with BM25 over the library's tool texts as serve -hybrid does: rrf, minmax or zscore (written to toolret_recipe.json; eval -model, serve -library -model and an index exported from it apply it)")
 	hybridW := fs.Float64("hybrid-weight", -1, "with -hybrid minmax|zscore: the recipe's dense weight w in [0, 1] (w·dense + (1-w)·bm25); -1: 0.5")
 	selectedOn := fs.String("selected-on", "", "with -hybrid: free text recorded in the recipe, the dev split its weight was chosen on")
+	clauses := fs.Bool("clauses", false, "-format hf or index: the model's recipe ranks each query whole and clause by clause and merges the rankings (as eval -clauses; rerank's defaults: max of z-scores, clauses of 3 words or more, depth 100), after its BM25 fusion: the fusion of -hybrid, else the model's own recipe's")
 	noRecipe := fs.Bool("no-recipe", false, "export without the recipe of -model (toolret_recipe.json)")
 	if err := cli.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -145,6 +148,22 @@ func Main(args []string) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "export: %v\n", err)
 		return 2
+	}
+	if *clauses {
+		if *noRecipe {
+			fmt.Fprintln(os.Stderr, "export: -clauses and -no-recipe: give one")
+			return 2
+		}
+		if recipe == nil { // the model's own recipe, plus clauses
+			if recipe, err = toolret.ModelRecipe(context.Background(), *run); err != nil {
+				fmt.Fprintln(os.Stderr, "export:", err)
+				return 1
+			}
+			if recipe == nil {
+				recipe = &export.Recipe{Version: export.RecipeVersion}
+			}
+		}
+		recipe.Clauses = &export.ClausesRecipe{}
 	}
 	man, err := toolret.Export(context.Background(), toolret.ExportConfig{Model: *run, Format: *format, Out: *out, Force: *force,
 		Data: *dataDir, Backend: *be, Refiner: *refinerRun, Prompts: prompts, Interpolate: *interp, InterpolateWeight: *interpW, KeepLayers: keep, Lengths: lengths,

@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -174,5 +175,51 @@ func TestRecipeFlags(t *testing.T) {
 		if (got == nil) != (c.want == nil) || (got != nil && *got != *c.want) {
 			t.Errorf("%q %g: hybrid %+v, want %+v", c.hybrid, c.w, got, c.want)
 		}
+	}
+}
+
+// TestExportClauses: -clauses adds per-clause retrieval to the recipe of -hybrid, else to the
+// model's own recipe (whose fusion it keeps), and refuses -no-recipe.
+func TestExportClauses(t *testing.T) {
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	run := filepath.Join(tmp, "run")
+	if err := exporttest.WriteRun(run, exporttest.Options{}, be, 9); err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(tmp, "model")
+	if _, err := runExport(run, "hf", model, false, "", "go"); err != nil {
+		t.Fatal(err)
+	}
+	own := &export.HybridRecipe{Fusion: "zscore", Weight: 0.7}
+	if err := export.WriteRecipe(model, &export.Recipe{Version: 1, Hybrid: own, SelectedOn: "dev"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want *export.HybridRecipe
+	}{
+		{"model's own fusion", nil, own},
+		{"-hybrid's", []string{"-hybrid", "rrf"}, &export.HybridRecipe{Fusion: "rrf"}},
+	} {
+		out := filepath.Join(tmp, c.name)
+		args := append([]string{"-model", model, "-format", "hf", "-out", out, "-clauses", "-backend", "go"}, c.args...)
+		if rc := Main(args); rc != 0 {
+			t.Fatalf("%s: exit %d", c.name, rc)
+		}
+		r, err := export.ReadRecipe(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r == nil || r.Clauses == nil || !reflect.DeepEqual(r.Hybrid, c.want) {
+			t.Fatalf("%s: recipe %+v, want clauses and hybrid %+v", c.name, r, c.want)
+		}
+	}
+	if rc := Main([]string{"-model", model, "-format", "hf", "-out", filepath.Join(tmp, "x"), "-clauses", "-no-recipe"}); rc != 2 {
+		t.Fatalf("-clauses -no-recipe: exit %d, want 2", rc)
 	}
 }

@@ -8,7 +8,8 @@
 #     (each library's dev queries ranked in their own library);
 #  3. the WiSE-FT weight whose fused dev N@5 is best, with its fusion weight;
 #  4. exported as a model directory that carries that recipe (OUT/model: lengths 256, the
-#     hybrid weight), which `eval -model`, `export -model` and `serve -library LIB -model` apply;
+#     hybrid weight, and per-clause retrieval when it wins on the pooled dev split), which
+#     `eval -model`, `export -model` and `serve -library LIB -model` apply;
 #  5. reported on the seven zero-shot sets (eval -suite zeroshot: never trained or selected on)
 #     beside BM25, MODEL and the dense model alone, into OUT/suite.md and OUT/suite.json.
 # Usage: scripts/pretrained/general.sh   (env: MODEL, DATA, STEPS, WISE_WEIGHTS, OUT; needs
@@ -69,17 +70,47 @@ done
 [ -n "$best" ] || { echo "general: WISE_WEIGHTS names no weight" >&2; exit 1; }
 lap "WiSE-FT weight $best, BM25 fusion dense weight $hw (pooled dev N@5 $bestn)"
 
-# 4. The model directory with its recipe.
+# 4. The model directory with its recipe (the fusion), then per-clause retrieval (eval
+# -clauses) added to the recipe when it wins on the pooled dev split (N@5) over the fusion
+# alone; OUT/model-hybrid keeps the recipe without clauses, for the suite's rows.
+if [ ! -f "$out/model-hybrid/config.json" ]; then
+  rm -rf "$out/model-hybrid.tmp"
+  bin/toolret export -model "$ft" -interpolate "$model" -interpolate-weight "$best" "${lens[@]}" -format hf \
+    -hybrid zscore -hybrid-weight "$hw" -selected-on "WiSE-FT $best and BM25 zscore $hw on the pooled dev split of $data ($ft)" \
+    -out "$out/model-hybrid.tmp" >/dev/null
+  rm -rf "$out/model-hybrid" && mv "$out/model-hybrid.tmp" "$out/model-hybrid"
+fi
+devn5() { python3 - "$1" <<'EOF'
+import sys
+t = open(sys.argv[1]).read()
+head = next(l for l in t.splitlines() if l.strip().startswith("queries")).split()
+print(next(l for l in t.splitlines() if l.startswith("all")).split()[1:][head.index("N@5")])
+EOF
+}
+for c in "" -clauses; do
+  f="$out/model-hybrid-dev$c.txt"
+  if [ ! -s "$f" ]; then
+    bin/toolret eval -data "$data" -model "$out/model-hybrid" -first-stage "$ft" -split dev -backend "$be" $c > "$f.tmp"
+    mv "$f.tmp" "$f"
+  fi
+done
+n0=$(devn5 "$out/model-hybrid-dev.txt") n1=$(devn5 "$out/model-hybrid-dev-clauses.txt")
 rm -rf "$out/model.tmp"
-bin/toolret export -model "$ft" -interpolate "$model" -interpolate-weight "$best" "${lens[@]}" -format hf \
-  -hybrid zscore -hybrid-weight "$hw" -selected-on "WiSE-FT $best and BM25 zscore $hw on the pooled dev split of $data ($ft)" \
-  -out "$out/model.tmp" >/dev/null
+if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)' "$n1" "$n0"; then
+  echo "general: per-clause retrieval wins on the pooled dev split (N@5 $n1 > $n0): in the recipe"
+  bin/toolret export -model "$out/model-hybrid" -format hf -clauses -out "$out/model.tmp" >/dev/null
+else
+  echo "general: per-clause retrieval does not win on the pooled dev split (N@5 $n1 <= $n0): not in the recipe"
+  cp -r "$out/model-hybrid" "$out/model.tmp"
+fi
 rm -rf "$out/model" && mv "$out/model.tmp" "$out/model"
 lap "wrote $out/model"
 
-# 5. The zero-shot suite: BM25, MODEL, the dense model alone (WiSE-FT at dev's weight) and the
-# general model with its recipe.
-bin/toolret eval -suite zeroshot -model "$out/model" -suite-models "$model,$out/wise-$best" -backend "$be" -json > "$out/suite.json"
+# 5. The zero-shot suite: BM25, MODEL, the dense model alone (WiSE-FT at dev's weight), its
+# BM25 fusion (model-hybrid) and the general model with its whole recipe.
+suite_models="$model,$out/wise-$best"
+cmp -s "$out/model/toolret_recipe.json" "$out/model-hybrid/toolret_recipe.json" || suite_models+=",$out/model-hybrid"
+bin/toolret eval -suite zeroshot -model "$out/model" -suite-models "$suite_models" -backend "$be" -json > "$out/suite.json"
 python3 - "$out/suite.json" > "$out/suite.md" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
