@@ -17,8 +17,8 @@ import (
 	"github.com/toolret/toolret/gateway"
 	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/library"
-	"github.com/toolret/toolret/serve"
 	"github.com/toolret/toolret/rerank"
+	"github.com/toolret/toolret/serve"
 	"github.com/toolret/toolret/toolindex"
 )
 
