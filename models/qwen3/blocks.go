@@ -93,18 +93,15 @@ func RoPE(x, cos, sin *Node) *Node {
 
 // Attention is grouped-query attention: q [batch, seq, heads, dim], k and v [batch, seq,
 // kvHeads, dim] (heads a multiple of kvHeads; query head h uses key-value head h / (heads /
-// kvHeads), as transformers' repeat_kv), scores scaled by scale, soft-capped as
-// softcap tanh(s / softcap) when softcap > 0, plus addMask (broadcastable to [batch, 1, 1,
-// seq, seq]: query, key), softmax over the keys. It returns [batch, seq, heads * dim].
-func Attention(q, k, v, addMask *Node, scale, softcap float64) *Node {
+// kvHeads), as transformers' repeat_kv), scores scaled by scale plus addMask (broadcastable
+// to [batch, 1, 1, seq, seq]: query, key), softmax over the keys. It returns [batch, seq,
+// heads * dim].
+func Attention(q, k, v, addMask *Node, scale float64) *Node {
 	dims := q.Shape().Dimensions
 	batch, seq, heads, dim := dims[0], dims[1], dims[2], dims[3]
 	kv := k.Shape().Dimensions[2]
 	q = Reshape(q, batch, seq, kv, heads/kv, dim)
 	s := MulScalar(Einsum("bqngd,bknd->bngqk", q, k), scale) // [batch, kv, group, seq, seq]
-	if softcap > 0 {
-		s = MulScalar(Tanh(DivScalar(s, softcap)), softcap)
-	}
 	p := Softmax(Add(s, addMask), -1)
 	ctx := Einsum("bngqk,bknd->bqngd", p, v)
 	return Reshape(ctx, batch, seq, heads*dim)

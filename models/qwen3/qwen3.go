@@ -27,7 +27,7 @@ func Encode(scope *model.Scope, cfg *Config, ids, types, mask *Node) *Node {
 
 // Embed is the token embedding, [batch, seq, hidden].
 func Embed(scope *model.Scope, cfg *Config, ids, _, _ *Node) *Node {
-	words := spec(cfg).Variable(scope.In("embed_tokens"), ids.Graph(), "weight", cfg.VocabSize, cfg.HiddenSize)
+	words := spec(cfg).Variable(scope.At("embed_tokens"), ids.Graph(), "weight", cfg.VocabSize, cfg.HiddenSize)
 	return Gather(words, InsertAxes(ConvertDType(ids, dtypes.Int32), -1))
 }
 
@@ -46,11 +46,11 @@ func Layers(scope *model.Scope, cfg *Config, x, mask *Node) *Node {
 	dt := cfg.dtype()
 	cos, sin := RoPETables(g, seq, cfg.HeadDim, cfg.Theta(), dt)
 	addMask := AddMask(Allowed(mask, true, 0), dt)
-	layers := scope.In("layers")
+	layers := scope.At("layers")
 	for l := 0; l < cfg.NumHiddenLayers; l++ {
 		x = layer(layers.In("%d", l), cfg, x, addMask, cos, sin)
 	}
-	return RMSNormVar(spec(cfg), scope.In("norm"), x, cfg.RMSNormEps, false)
+	return RMSNormVar(spec(cfg), scope.At("norm"), x, cfg.RMSNormEps, false)
 }
 
 func layer(scope *model.Scope, cfg *Config, x, addMask, cos, sin *Node) *Node {
@@ -66,7 +66,7 @@ func layer(scope *model.Scope, cfg *Config, x, addMask, cos, sin *Node) *Node {
 	v := Reshape(Linear(sp, attn.In("v_proj"), h, kv*dh, cfg.AttentionBias), batch, seq, kv, dh)
 	q = RoPE(RMSNormVar(sp, attn.In("q_norm"), q, cfg.RMSNormEps, false), cos, sin)
 	k = RoPE(RMSNormVar(sp, attn.In("k_norm"), k, cfg.RMSNormEps, false), cos, sin)
-	a := Attention(q, k, v, addMask, 1/math.Sqrt(float64(dh)), 0)
+	a := Attention(q, k, v, addMask, 1/math.Sqrt(float64(dh)))
 	x = Add(x, Linear(sp, attn.In("o_proj"), a, hidden, cfg.AttentionBias))
 
 	h = RMSNormVar(sp, scope.In("post_attention_layernorm"), x, cfg.RMSNormEps, false)
