@@ -499,6 +499,11 @@ func readSentenceTransformers(dir string, t *Tower) error {
 			}
 			t.Pooling = pool
 		case encoder.STModDense:
+			// An encoder that loaded the Dense modules with its weights applies them in Pool
+			// (EmbeddingGemma's 2_Dense, 3_Dense).
+			if o, ok := t.Encoder.(interface{ OwnsSTDense() bool }); ok && o.OwnsSTDense() {
+				continue
+			}
 			var c struct {
 				Activation string `json:"activation_function"`
 			}

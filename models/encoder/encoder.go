@@ -40,6 +40,7 @@ const (
 	PoolMean   = pooling.Mean   // mean over real (unpadded) tokens
 	PoolPooler = pooling.Pooler // the model's pooler layer over [CLS] (needs HasPooler)
 	PoolNone   = pooling.None   // no pooling: all token states [batch, seq, hidden]
+	PoolLast   = pooling.Last   // the last real token's state (decoders: Qwen3-Embedding)
 )
 
 // ParsePooling validates a pooling name.

@@ -27,9 +27,13 @@ func Encode(scope *model.Scope, cfg *Config, ids, types, mask *Node) *Node {
 }
 
 // Embed is the token embedding times sqrt(hidden_size) (the factor rounded to the weights'
-// dtype, as Gemma3TextScaledWordEmbedding does), [batch, seq, hidden].
+// dtype, as Gemma3TextScaledWordEmbedding does), [batch, seq, hidden]. A sequence longer
+// than max_position_embeddings is refused (a panic, which model.Exec turns into an error).
 func Embed(scope *model.Scope, cfg *Config, ids, _, _ *Node) *Node {
 	g := ids.Graph()
+	if seq := ids.Shape().Dimensions[1]; seq > cfg.MaxPositionEmbeddings {
+		exceptions.Panicf("gemma3: sequence length %d exceeds max_position_embeddings %d", seq, cfg.MaxPositionEmbeddings)
+	}
 	words := spec(cfg).Variable(scope.At("embed_tokens"), g, "weight", cfg.VocabSize, cfg.HiddenSize)
 	x := Gather(words, InsertAxes(ConvertDType(ids, dtypes.Int32), -1))
 	scale := math.Sqrt(float64(cfg.HiddenSize))
@@ -41,13 +45,10 @@ func Embed(scope *model.Scope, cfg *Config, ids, _, _ *Node) *Node {
 
 // Layers runs the decoder layers and the final RMSNorm over embedded inputs x [batch, seq,
 // hidden] with mask [batch, seq] (1 for real positions; nil: all real), positions
-// 0..seq-1.
+// 0..seq-1 (seq may exceed max_position_embeddings: RoPE has no table).
 func Layers(scope *model.Scope, cfg *Config, x, mask *Node) *Node {
 	g := x.Graph()
 	batch, seq := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
-	if seq > cfg.MaxPositionEmbeddings {
-		exceptions.Panicf("gemma3: sequence length %d exceeds max_position_embeddings %d", seq, cfg.MaxPositionEmbeddings)
-	}
 	if mask == nil {
 		mask = Ones(g, shapes.Make(dtypes.Float32, batch, seq))
 	}

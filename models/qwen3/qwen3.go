@@ -25,21 +25,23 @@ func Encode(scope *model.Scope, cfg *Config, ids, types, mask *Node) *Node {
 	return Layers(scope, cfg, Embed(scope, cfg, ids, types, mask), mask)
 }
 
-// Embed is the token embedding, [batch, seq, hidden].
+// Embed is the token embedding, [batch, seq, hidden]. A sequence longer than
+// max_position_embeddings is refused (a panic, which model.Exec turns into an error).
 func Embed(scope *model.Scope, cfg *Config, ids, _, _ *Node) *Node {
+	if seq := ids.Shape().Dimensions[1]; seq > cfg.MaxPositionEmbeddings {
+		exceptions.Panicf("qwen3: sequence length %d exceeds max_position_embeddings %d", seq, cfg.MaxPositionEmbeddings)
+	}
 	words := spec(cfg).Variable(scope.At("embed_tokens"), ids.Graph(), "weight", cfg.VocabSize, cfg.HiddenSize)
 	return Gather(words, InsertAxes(ConvertDType(ids, dtypes.Int32), -1))
 }
 
 // Layers runs the decoder layers and the final RMSNorm over embedded inputs x [batch, seq,
 // hidden] with mask [batch, seq] (1 for real positions; nil: all real): causal attention
-// over the real tokens, positions 0..seq-1.
+// over the real tokens, positions 0..seq-1 (RoPE has no table: seq may exceed
+// max_position_embeddings, as a model appending inputs after Embed needs).
 func Layers(scope *model.Scope, cfg *Config, x, mask *Node) *Node {
 	g := x.Graph()
 	batch, seq := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
-	if seq > cfg.MaxPositionEmbeddings {
-		exceptions.Panicf("qwen3: sequence length %d exceeds max_position_embeddings %d", seq, cfg.MaxPositionEmbeddings)
-	}
 	if mask == nil {
 		mask = Ones(g, shapes.Make(dtypes.Float32, batch, seq))
 	}
