@@ -135,7 +135,7 @@ func (c *Config) ropeTheta(layerType string) float64 {
 	return c.RopeTheta
 }
 
-// LayerType returns layer l's attention type.
+// LayerType returns the attention type of layer l (0 <= l < num_hidden_layers).
 func (c *Config) LayerType(l int) string {
 	if len(c.LayerTypes) > 0 {
 		return c.LayerTypes[l]
