@@ -116,6 +116,17 @@ func (x gemma3Config) PairsWithOneType() bool { return true }
 // itself (in Pool): readers of a sentence-transformers directory leave those modules to it.
 func (x gemma3Config) OwnsSTDense() bool { return len(x.c.Dense) > 0 }
 
+// STDenseDirs are the directories, relative to the model directory, SaveHF writes the Dense
+// modules to ("2_Dense", "3_Dense"), in order: the entries a writer of modules.json lists
+// after the Pooling module.
+func (x gemma3Config) STDenseDirs() []string {
+	out := make([]string, len(x.c.Dense))
+	for i := range out {
+		out[i] = gemma3.DenseDir(i)
+	}
+	return out
+}
+
 // WithPooler returns x: Gemma3 has no pooler layer to add (PoolPooler is an error).
 func (x gemma3Config) WithPooler(bool) Config { return x }
 
