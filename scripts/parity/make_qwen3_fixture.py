@@ -17,8 +17,8 @@ The model: hidden 48, 3 layers, 4 heads of head_dim 16 (q_proj is 48 -> 64: head
 hidden / heads), 2 key-value heads (GQA), intermediate 80, rope_theta 1000 (so positions
 matter in a short text), rms_norm_eps 1e-6; weights drawn larger than initializer_range so every
 layer matters numerically (RMSNorm weights 1 + 0.2 N(0, 1)). max_seq_length 64 truncates the
-long text (Qwen3-Embedding's tokenizer truncates before appending <|endoftext|>? no: the
-template is applied by the tokenizer after truncation, so the last id stays <|endoftext|>).
+long document; the tokenizer truncates the text and still appends <|endoftext|>, so the pooled
+last token is <|endoftext|> there too.
 
 Outputs, in testdata/: tiny/ (the sentence-transformers directory) and expected.json: for the
 queries (encode_query, prompt applied) and documents (encode_document) the ids
