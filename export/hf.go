@@ -271,7 +271,11 @@ func stPoolingConfig(hidden int, mean bool) map[string]any {
 func writeSentenceTransformers(m *Model, t *Tower, dir string, maxLen int) error {
 	h := t.Encoder.Hidden()
 	mods := []stModule{{0, "0", "", stTransformer}, {1, "1", "1_Pooling", stPooling}}
-	if err := writeJSON(dir, "1_Pooling/config.json", stPoolingConfig(h, t.Pooling == encoder.PoolMean)); err != nil {
+	pc := stPoolingConfig(h, t.Pooling == encoder.PoolMean)
+	if t.Pooling == encoder.PoolLast {
+		pc["pooling_mode_cls_token"], pc["pooling_mode_lasttoken"] = false, true
+	}
+	if err := writeJSON(dir, "1_Pooling/config.json", pc); err != nil {
 		return err
 	}
 	if t.Pooling == encoder.PoolPooler {
@@ -296,6 +300,13 @@ func writeSentenceTransformers(m *Model, t *Tower, dir string, maxLen int) error
 		}
 		if err := safetensors.Write(dst, []safetensors.Tensor{{Name: "linear.weight", Shape: []int{h, h}, Data: w}, {Name: "linear.bias", Shape: []int{h}, Data: b}}, map[string]string{"format": "pt"}); err != nil {
 			return fmt.Errorf("export: %w", err)
+		}
+	}
+	if o, ok := t.Encoder.(interface{ STDenseDirs() []string }); ok {
+		// Dense modules the encoder applies itself (EmbeddingGemma's), written by its SaveHF.
+		for _, p := range o.STDenseDirs() {
+			n := len(mods)
+			mods = append(mods, stModule{n, strconv.Itoa(n), p, stDense})
 		}
 	}
 	if t.Normalize {
@@ -499,6 +510,11 @@ func readSentenceTransformers(dir string, t *Tower) error {
 			}
 			t.Pooling = pool
 		case encoder.STModDense:
+			// An encoder that loaded the Dense modules with its weights applies them in Pool
+			// (EmbeddingGemma's 2_Dense, 3_Dense).
+			if o, ok := t.Encoder.(interface{ OwnsSTDense() bool }); ok && o.OwnsSTDense() {
+				continue
+			}
 			var c struct {
 				Activation string `json:"activation_function"`
 			}

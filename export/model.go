@@ -176,13 +176,13 @@ func (m *Model) Validate() error {
 			return fmt.Errorf("export: %s tower max length %d outside [2, %d]", name, t.MaxLen, t.Encoder.MaxPositions())
 		}
 		switch t.Pooling {
-		case encoder.PoolCLS, encoder.PoolMean:
+		case encoder.PoolCLS, encoder.PoolMean, encoder.PoolLast:
 		case encoder.PoolPooler:
 			if !t.Encoder.HasPooler() {
 				return fmt.Errorf("export: %s tower pools with the pooler but has no pooler weights", name)
 			}
 		default:
-			return fmt.Errorf("export: %s tower pooling %q not exportable (cls, mean, pooler)", name, t.Pooling)
+			return fmt.Errorf("export: %s tower pooling %q not exportable (cls, mean, lasttoken, pooler)", name, t.Pooling)
 		}
 		if t.Name != "" && t.Name != biencoder.QueryTower && t.Name != biencoder.ToolTower {
 			return fmt.Errorf("export: tower name %q (want %q or %q)", t.Name, biencoder.QueryTower, biencoder.ToolTower)

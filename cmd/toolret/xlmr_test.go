@@ -182,7 +182,7 @@ func TestXLMRobertaEndToEnd(t *testing.T) {
 	}
 
 	// A model_type toolret does not implement is refused, naming it and the supported ones.
-	bad := filepath.Join(dir, "qwen3")
+	bad := filepath.Join(dir, "llama")
 	if err := os.MkdirAll(bad, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -193,10 +193,10 @@ func TestXLMRobertaEndToEnd(t *testing.T) {
 		}
 		os.WriteFile(filepath.Join(bad, f), b, 0o644)
 	}
-	os.WriteFile(filepath.Join(bad, "config.json"), []byte(`{"model_type": "qwen3", "hidden_size": 32}`), 0o644)
+	os.WriteFile(filepath.Join(bad, "config.json"), []byte(`{"model_type": "llama", "hidden_size": 32}`), 0o644)
 	msg := toolret(2, "eval", "-model", bad)
-	if !strings.Contains(msg, `model_type "qwen3" not supported`) || !strings.Contains(msg, "xlm-roberta") {
-		t.Errorf("eval -model of a qwen3 checkpoint: %q, want it refused naming qwen3 and the supported types (xlm-roberta among them)", msg)
+	if !strings.Contains(msg, `model_type "llama" not supported`) || !strings.Contains(msg, "xlm-roberta") {
+		t.Errorf("eval -model of a llama checkpoint: %q, want it refused naming llama and the supported types (xlm-roberta among them)", msg)
 	}
 }
 

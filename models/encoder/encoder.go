@@ -2,7 +2,8 @@
 // classifiers, export, the commands) uses for its transformer encoder. Implementations
 // register themselves by HuggingFace model_type: "bert" (models/bert, registered in bert.go),
 // "deberta-v2" (DeBERTa-v2/v3, models/deberta, registered in deberta.go), "mpnet"
-// (models/mpnet) and "xlm-roberta" (models/xlmroberta: multilingual-e5, bge-m3).
+// (models/mpnet), "xlm-roberta" (models/xlmroberta: multilingual-e5, bge-m3), "qwen3"
+// (models/qwen3: Qwen3-Embedding) and "gemma3_text" (models/gemma3: EmbeddingGemma).
 // Adding another architecture is one registration file here plus its own package.
 //
 // Variables live under scope paths that mirror HF parameter names ("encoder.layer.0.output.
@@ -40,6 +41,7 @@ const (
 	PoolMean   = pooling.Mean   // mean over real (unpadded) tokens
 	PoolPooler = pooling.Pooler // the model's pooler layer over [CLS] (needs HasPooler)
 	PoolNone   = pooling.None   // no pooling: all token states [batch, seq, hidden]
+	PoolLast   = pooling.Last   // the last real token's state (decoders: Qwen3-Embedding)
 )
 
 // ParsePooling validates a pooling name.

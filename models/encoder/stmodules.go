@@ -37,8 +37,8 @@ func STModuleOf(typ string) (STModule, bool) {
 
 // STPoolingMode reads a Pooling module's config.json (decoded): sentence-transformers <= 5
 // writes one boolean per mode (pooling_mode_mean_tokens, pooling_mode_cls_token, ...), 6.x one
-// string (pooling_mode: "mean", "cls", ...). ok is false for a mode toolret lacks (max,
-// weighted mean, last token, several at once).
+// string (pooling_mode: "mean", "cls", "lasttoken", ...). ok is false for a mode toolret lacks
+// (max, weighted mean, several at once).
 func STPoolingMode(c map[string]any) (p Pooling, ok bool) {
 	if s, isString := c["pooling_mode"].(string); isString {
 		switch strings.ToLower(s) {
@@ -46,20 +46,24 @@ func STPoolingMode(c map[string]any) (p Pooling, ok bool) {
 			return PoolMean, true
 		case "cls", "cls_token":
 			return PoolCLS, true
+		case "lasttoken":
+			return PoolLast, true
 		}
 		return "", false
 	}
-	mean, cls := c["pooling_mode_mean_tokens"] == true, c["pooling_mode_cls_token"] == true
-	for _, k := range []string{"pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken"} {
+	mean, cls, last := c["pooling_mode_mean_tokens"] == true, c["pooling_mode_cls_token"] == true, c["pooling_mode_lasttoken"] == true
+	for _, k := range []string{"pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens"} {
 		if c[k] == true {
 			return "", false
 		}
 	}
 	switch {
-	case mean && !cls:
+	case mean && !cls && !last:
 		return PoolMean, true
-	case cls && !mean:
+	case cls && !mean && !last:
 		return PoolCLS, true
+	case last && !mean && !cls:
+		return PoolLast, true
 	}
 	return "", false
 }

@@ -16,7 +16,10 @@ func TestSTPoolingMode(t *testing.T) {
 		{"5.x mean and cls", map[string]any{"pooling_mode_mean_tokens": true, "pooling_mode_cls_token": true}, "", false},
 		{"6.x mean", map[string]any{"pooling_mode": "mean"}, PoolMean, true},
 		{"6.x cls", map[string]any{"pooling_mode": "cls"}, PoolCLS, true},
-		{"6.x lasttoken", map[string]any{"pooling_mode": "lasttoken"}, "", false},
+		{"6.x lasttoken", map[string]any{"pooling_mode": "lasttoken"}, PoolLast, true},
+		{"5.x lasttoken", map[string]any{"pooling_mode_lasttoken": true}, PoolLast, true},
+		{"5.x lasttoken and mean", map[string]any{"pooling_mode_lasttoken": true, "pooling_mode_mean_tokens": true}, "", false},
+		{"6.x weightedmean", map[string]any{"pooling_mode": "weightedmean"}, "", false},
 		{"nothing", map[string]any{}, "", false},
 	} {
 		got, ok := STPoolingMode(tc.cfg)

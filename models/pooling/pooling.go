@@ -24,10 +24,10 @@ const (
 // Parse validates a pooling name.
 func Parse(s string) (Pooling, error) {
 	switch p := Pooling(s); p {
-	case CLS, Mean, Pooler, None:
+	case CLS, Mean, Pooler, None, Last:
 		return p, nil
 	}
-	return "", fmt.Errorf("unknown pooling %q (cls, mean, pooler, none)", s)
+	return "", fmt.Errorf("unknown pooling %q (cls, mean, pooler, lasttoken, none)", s)
 }
 
 // Pool reduces hidden [batch, seq, hidden] to [batch, hidden], or returns hidden unchanged for
@@ -45,13 +45,15 @@ func Pool(hidden, mask *Node, p Pooling, pooler func(cls *Node) *Node) *Node {
 		return Div(sum, n)
 	case CLS:
 		return First(hidden)
+	case Last:
+		return LastToken(hidden, mask)
 	case Pooler:
 		if pooler == nil {
 			exceptions.Panicf("pooling %q: this encoder has no pooler layer", p)
 		}
 		return pooler(First(hidden))
 	}
-	exceptions.Panicf("unknown pooling %q (cls, mean, pooler, none)", p)
+	exceptions.Panicf("unknown pooling %q (cls, mean, pooler, lasttoken, none)", p)
 	return nil
 }
 

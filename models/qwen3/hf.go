@@ -1,0 +1,91 @@
+package qwen3
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/models/hfweights"
+)
+
+// Prefix is HF's base_model_prefix: Qwen3ForCausalLM names the encoder's tensors
+// "model.<name>".
+const Prefix = "model"
+
+// Params lists the encoder's parameters in HF naming (Qwen3Model's, without "model.").
+func Params(cfg *Config) []hfweights.Param {
+	h, dh := cfg.HiddenSize, cfg.HeadDim
+	qOut, kvOut := cfg.NumAttentionHeads*dh, cfg.NumKeyValueHeads*dh
+	ps := []hfweights.Param{{Name: "embed_tokens.weight", Shape: []int{cfg.VocabSize, h}}}
+	for l := 0; l < cfg.NumHiddenLayers; l++ {
+		p := fmt.Sprintf("layers.%d.", l)
+		add := func(name string, shape ...int) { ps = append(ps, hfweights.Param{Name: p + name, Shape: shape}) }
+		add("input_layernorm.weight", h)
+		for _, proj := range []struct {
+			name string
+			out  int
+		}{{"q_proj", qOut}, {"k_proj", kvOut}, {"v_proj", kvOut}} {
+			add("self_attn."+proj.name+".weight", proj.out, h)
+			if cfg.AttentionBias {
+				add("self_attn."+proj.name+".bias", proj.out)
+			}
+		}
+		add("self_attn.o_proj.weight", h, qOut)
+		if cfg.AttentionBias {
+			add("self_attn.o_proj.bias", h)
+		}
+		add("self_attn.q_norm.weight", dh)
+		add("self_attn.k_norm.weight", dh)
+		add("post_attention_layernorm.weight", h)
+		add("mlp.gate_proj.weight", cfg.IntermediateSize, h)
+		add("mlp.up_proj.weight", cfg.IntermediateSize, h)
+		add("mlp.down_proj.weight", h, cfg.IntermediateSize)
+	}
+	return append(ps, hfweights.Param{Name: "norm.weight", Shape: []int{h}})
+}
+
+// normalize maps a checkpoint tensor name to toolret's HF name (without "model."); ok is
+// false for tensors outside the encoder (lm_head, rotary buffers).
+func normalize(name string) (string, bool) {
+	name = strings.TrimPrefix(name, Prefix+".")
+	if name == "embed_tokens.weight" || name == "norm.weight" {
+		return name, true
+	}
+	if strings.HasPrefix(name, "layers.") && !strings.Contains(name, "rotary_emb") {
+		return name, true
+	}
+	return "", false
+}
+
+// LoadHF reads an HF Qwen3 directory (config.json + model.safetensors or a sharded index)
+// into variables under scope. Every tensor is read and checked before any variable is
+// touched.
+func LoadHF(scope *model.Scope, dir string) (*Config, error) {
+	return hfweights.LoadEncoder(scope, dir, ModelType, normalize, LoadConfig,
+		func(*Config, bool) {}, Params)
+}
+
+// SaveHF writes cfg and the variables under scope as an HF directory (config.json,
+// model.safetensors in F32; tensor names with the "model." prefix when prefix is true).
+func SaveHF(scope *model.Scope, cfg *Config, dir string, prefix bool) error {
+	p := ""
+	if prefix {
+		p = Prefix
+	}
+	return hfweights.Save(scope, Params(cfg), dir, p, cfg)
+}
+
+// Init creates (or overwrites) the variables under scope with HF's Qwen3PreTrainedModel
+// initialisation (normal(0, initializer_range) matrices and embeddings, unit RMSNorm weights,
+// zero biases); the values depend only on cfg and seed.
+func Init(scope *model.Scope, cfg *Config, seed uint64) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x7177656e))
+	if err := hfweights.Init(scope, Params(cfg), rng, cfg.InitializerRange, -1, cfg.dtype()); err != nil {
+		return fmt.Errorf("qwen3 init: %w", err)
+	}
+	return nil
+}
