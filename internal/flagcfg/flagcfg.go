@@ -354,3 +354,27 @@ func ReplaceSection(page []byte, name, body string) ([]byte, error) {
 func Section(name, body string) string {
 	return fmt.Sprintf(beginMark, name) + body + fmt.Sprintf(endMark, name)
 }
+
+// CheckDoc compares the generated section name of the markdown page at path with the flag
+// reference of fs (Markdown). With update, a section that differs is rewritten; without, it
+// is an error that says how to rewrite it.
+func CheckDoc(path, name string, fs *flag.FlagSet, update bool) error {
+	page, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("flag reference: %w", err)
+	}
+	want, err := ReplaceSection(page, name, Markdown(fs))
+	if err != nil {
+		return fmt.Errorf("flag reference in %s: %w", path, err)
+	}
+	if string(want) == string(page) {
+		return nil
+	}
+	if !update {
+		return fmt.Errorf("the flags of %s differ from their reference in %s: rewrite it with go test -run TestFlagReference -update", name, path)
+	}
+	if err := os.WriteFile(path, want, 0o644); err != nil {
+		return fmt.Errorf("flag reference: %w", err)
+	}
+	return nil
+}
