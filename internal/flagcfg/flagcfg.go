@@ -43,6 +43,9 @@ type Field struct {
 	v    reflect.Value
 }
 
+// Value returns the field's current value (before parsing: the default).
+func (f Field) Value() any { return f.v.Interface() }
+
 // Fields returns the flags the struct cfg points to declares, in field order.
 func Fields(cfg any) ([]Field, error) {
 	v := reflect.ValueOf(cfg)
