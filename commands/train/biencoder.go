@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/toolret/toolret/internal/check"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/internal/flagcfg"
 	"github.com/toolret/toolret/internal/runs"
@@ -126,5 +127,5 @@ func biencoderCmd(args []string) error {
 	}
 	cfg.RunDir, cfg.Resume, cfg.Backend, cfg.Devices, cfg.Quiet, cfg.Args = *op.run, *op.resume, *op.backend, *op.devices, *op.quiet, cli.Args(fs)
 	_, err = recipe.BiEncoder(context.Background(), *cfg)
-	return err
+	return check.Flag(err) // the library names a setting ("batch 0: ..."), the command its flag
 }
