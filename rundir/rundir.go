@@ -264,6 +264,9 @@ func DiffError(dir string, diffs []string) error {
 // configuration leaves it to the default: every command's -dev.
 const DefaultDev = 0.1
 
+// DefaultSeed is the random seed of a configuration left to the default: every command's -seed.
+const DefaultSeed = 1
+
 // RecordedHoldout returns the held-out-tool view the run at dir (or its checkpoint) was
 // trained on, nil for none or when dir has no readable run description (the caller's own
 // checks report that).

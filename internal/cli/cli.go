@@ -41,7 +41,7 @@ import (
 
 // Defaults shared by every command.
 const (
-	DefaultSeed = 1
+	DefaultSeed = rundir.DefaultSeed
 	DefaultDev  = rundir.DefaultDev
 )
 
