@@ -9,7 +9,7 @@ export GOMLX_BACKEND ?= go:ops_sequential
 GO ?= go
 BIN := bin
 
-.PHONY: env train train-scratch general models install-st eval test test-xla vet build install-onnx install-xla install-xla-cuda fuzz bench-encode bench-train bench-train-st export bench-retrieve bench-colt serve bench-serve
+.PHONY: env train train-scratch general models install-st eval test test-xla vet build install-onnx install-xla install-xla-cuda fuzz bench-encode bench-train bench-train-st export bench-retrieve bench-colt serve bench-serve docs-flags
 
 ## env: the variables above as shell exports, for `go run` and `go test` by hand:
 ## eval "$$(make -s env)"
@@ -66,6 +66,11 @@ test-xla:
 
 vet:
 	$(GO) vet ./...
+
+## docs-flags: rewrite the generated flag tables of docs/command-line-vocabulary.md from the
+## configuration structs' tags (TestFlagReference fails until they match).
+docs-flags:
+	$(GO) test -count=1 -run TestFlagReference ./commands/train ./commands/serve -args -update
 
 build:
 	mkdir -p $(BIN)

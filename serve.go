@@ -23,124 +23,130 @@ import (
 )
 
 // ServeConfig configures Serve. Zero fields take the defaults DefaultServeConfig gives.
+// `toolret serve` declares one flag per field from its tags (package internal/flagcfg: the
+// field's name in kebab case or its flag tag, its help tag, its value in DefaultServeConfig as
+// the default); the fields tagged flag:"-" are the command's own flags or none.
 type ServeConfig struct {
 	// Index is the exported index directory (Export with export.FormatIndex); tool updates
 	// are written into it. With Library and no Index, the index is built from Pretrained.
-	Index string
+	Index string `help:"exported index directory (cmd/export -format index; required); tool updates are written into it"`
 	// Library is a tool library file (package library): the server becomes a tool gateway
 	// (package gateway: search_tools and call_tool, POST /v1/search, /v1/call, ...) over it.
 	// Without Index, a zero-shot index of it is built at start by the model Pretrained (a
 	// run, a checkpoint, a HuggingFace directory or a hub id) into State, or the one built
 	// there before is reused; either way the index is synced to the library (only new and
 	// changed tools are embedded).
-	Library, Pretrained string
+	Library    string "help:\"tool library `LIB.jsonl` (toolret import) to serve as a tool gateway: search_tools, call_tool, /v1/search, /v1/call\""
+	Pretrained string `flag:"-"`
 	// State is the gateway's state directory: its index and usage log (default
 	// gateway.StateDir(Library)).
-	State string
+	State string `help:"with -library: state directory of the built index and the usage log (default: LIB without .jsonl, plus .toolret)"`
 	// Upstreams is the gateway's upstream configuration file (gateway.ReadUpstreams): the
 	// mcpServers configuration plus OpenAPI upstreams; "" for none (calls then fail, saying so).
-	Upstreams string
+	Upstreams string "help:\"with -library: the gateway's upstream configuration `CONFIG.json` (the mcpServers configuration, plus \\\"openapi\\\" upstreams)\""
 	// Keys are the API keys the server requires, with their scopes (serve.Config.Keys);
 	// Rate and Burst limit each caller (serve.Config.Rate).
-	Keys  *serve.Keys
-	Rate  float64
-	Burst int
+	Keys  *serve.Keys `flag:"-"`
+	Rate  float64     `help:"requests a second each caller (API key, else address) may make (0: no limit)"`
+	Burst int         `help:"with -rate: requests a caller may make at once (default: -rate)"`
 	// Addr is the HTTP listen address.
-	Addr string
+	Addr string `help:"HTTP listen address"`
 	// MCP is "" (HTTP only), "stdio" (MCP on standard input and output, no HTTP) or "http"
 	// (the MCP streamable HTTP endpoint /mcp beside the HTTP API).
-	MCP string
+	MCP string `help:"serve MCP: stdio (find_tools on stdin/stdout, no HTTP) or http (adds /mcp to the HTTP API)"`
 	// Backend names the compute backend (backend.Open).
-	Backend string
+	Backend string `help:"compute backend: go (default), onnx, xla:cpu, xla:cuda"`
 	// IndexBackend names the backend that builds the zero-shot index of -library (the bulk
 	// encoding of every tool; the server then loads it on Backend): "" is Backend; "auto" is
 	// ONNX Runtime when the binary has it and the library is installed (backend.Auto), else
 	// Backend; any other name is opened as it is. "" is the default because ONNX Runtime was
 	// not the faster on a loaded 2-core machine (docs/results/2026-11-29-cold-start.md).
-	IndexBackend string
+	IndexBackend string `help:"with -library -model: the backend that builds the zero-shot index (default -backend; auto: onnx when this binary has it and libonnxruntime.so.1 is installed, else -backend)"`
 	// Quantize runs the index's encoders with int8 weights (export.QuantInt8, on Backend
 	// onnx) or fp32 (export.QuantNone); "": the index's own (toolindex.WithQuantization). With
 	// Library and Pretrained, the zero-shot index is built with it
 	// (gateway.BuildIndexQuantized).
-	Quantize export.Quantization
+	Quantize export.Quantization `help:"the encoder's weights (default: the index's own, int8 for an index exported with -quantize int8): int8 (int8 weights per output channel, activations quantized per batch; needs -backend onnx), int8-tensor (one scale per matrix) or none (fp32)"`
 	// K is the number of tools a request gets when it gives none; MaxK the most it may ask.
-	K, MaxK int
+	K    int `help:"tools returned per query when a request gives no k"`
+	MaxK int `help:"largest k a request may ask for"`
 	// Reranker is an exported cross-encoder reranking the top Depth tools; RerankWeight in
 	// [0, 1] interpolates it with the first stage (-1: the cross-encoder's order alone).
-	Reranker     string
-	Depth        int
-	RerankWeight float64
+	Reranker     string  `help:"exported cross-encoder (cmd/export -format hf) reranking the top -depth tools"`
+	Depth        int     `help:"tools the -reranker rescores per query"`
+	RerankWeight float64 `help:"with -reranker: w·minmax(cross-encoder) + (1-w)·minmax(retriever) over the top -depth, w in [0, 1] (the weight cmd/eval -method rerank -weight dev prints); -1: the cross-encoder's order alone"`
 	// Hybrid fuses the index's first stage with BM25: "", "rrf", "minmax" or "zscore", the
 	// dense side weighted HybridWeight (minmax and zscore). "" serves the fusion the model's
 	// recipe gives (export.Recipe: Pretrained's toolret_recipe.json, or the fusion Index
 	// records from it), if any, unless NoRecipe.
-	Hybrid       string
-	HybridWeight float64
+	Hybrid       string  `help:"fuse the index's first stage with BM25 over the tool texts: rrf (k 60), minmax or zscore (-hybrid-weight); each side ranks its top max(k, 100)"`
+	HybridWeight float64 `help:"with -hybrid minmax|zscore: w·dense + (1-w)·bm25, w in [0, 1] (cmd/eval -method fusion -runs run:RUN,bm25 -weight dev prints it)"`
 	// NoRecipe serves the dense first stage when Hybrid is "", ignoring the model's recipe.
-	NoRecipe bool
+	NoRecipe bool `help:"without -hybrid: serve the dense first stage, not the BM25 fusion of the model's recipe (toolret_recipe.json of -library's -model, or the fusion an -index records from it)"`
 	// Clauses ranks each query whole and clause by clause and merges the rankings
 	// (toolindex.WithClauses). nil: the clauses of the model's recipe (or those Index
 	// records), if any, unless NoRecipe.
-	Clauses *rerank.ClauseOptions
+	Clauses *rerank.ClauseOptions `help:"rank each query whole and clause by clause and merge the rankings (eval -clauses): on (rerank's defaults), max, mix or rrf, then optional ,norm=zscore|minmax|off ,whole=W ,min-words=N ,depth=N; in place of the clauses of the model's recipe"`
 	// Ensemble names more exported indexes over the index's tools, fused with it per query
 	// by EnsembleFusion ("rrf", "minmax" or "zscore") with EnsembleWeights (one per index,
 	// the index's first; none for rrf): toolindex.WithEnsemble. Not with Library.
-	Ensemble        []string
-	EnsembleFusion  string
-	EnsembleWeights []float64
+	Ensemble        []string  `flag:"-"`
+	EnsembleFusion  string    `flag:"-"`
+	EnsembleWeights []float64 `flag:"-"`
 	// NoRefiner serves the index's first stage without its packaged refiner.
-	NoRefiner bool
+	NoRefiner bool `help:"serve the index's first stage alone, without the refiner packaged in it (cmd/export -refiner)"`
 	// ANN is the first stage's search: "auto" or "" (HNSW from toolindex.DefaultANNThreshold
 	// tools), "on" or "off" (exact); toolindex.WithANN.
-	ANN string
+	ANN string `help:"approximate (HNSW) search: auto (from 50000 tools; docs/large-libraries.md), on, off (exact: every tool scored)"`
 	// Batching embeds the queries of concurrent requests together (toolindex.Batching; zero
 	// MaxBatch: each request alone); QueryCache keeps the embeddings of that many recent
 	// query texts (0: none).
 	Batching   toolindex.Batching
-	QueryCache int
+	QueryCache int `help:"query embeddings kept in an LRU cache keyed by the text (0: none)"`
 	// MaxBatch, MaxBody, Timeout and Grace bound requests and the shutdown.
-	MaxBatch int
-	MaxBody  int64
-	Timeout  time.Duration
-	Grace    time.Duration
+	MaxBatch int           `help:"most queries, embedding inputs or tools in one request"`
+	MaxBody  int64         `help:"request body limit in bytes"`
+	Timeout  time.Duration `help:"time limit of one request"`
+	Grace    time.Duration `help:"at shutdown, how long requests under way may take to finish"`
 	// MaxInFlight is the most requests answered at once (serve.Config.MaxInFlight), MaxConns
 	// the most open connections (serve.LimitConns), HeaderTimeout the time a client has to
 	// send a request's headers (serve.Limits; 0: 5s); 0 MaxInFlight or MaxConns: no limit.
-	MaxInFlight, MaxConns int
-	HeaderTimeout         time.Duration
+	MaxInFlight   int           `flag:"max-inflight" help:"most requests answered at once; past it a request gets 503 with Retry-After at once (0: no limit)"`
+	MaxConns      int           `help:"most open connections; past it a new connection gets 503 and is closed (0: no limit)"`
+	HeaderTimeout time.Duration `help:"time a client has to send a request's headers"`
 	// Warmup, when > 0, runs the models on every input shape, in batches of up to Warmup
 	// queries, before the server reports ready (toolindex.Warmup); 0: no warm-up.
-	Warmup int
+	Warmup int `help:"before reporting ready, run the model on every padded length in batches of 1, 2, 4, ... up to this many queries (0: no warm-up)"`
 	// DrainDelay is how long the server keeps answering, with /readyz at 503, after ctx ends
 	// and before it stops taking connections (time for load balancers to see it go).
-	DrainDelay time.Duration
+	DrainDelay time.Duration `help:"at shutdown, how long to keep answering with /readyz at 503 before refusing new connections (time for a load balancer to take the server out)"`
 	// CompactEvery is the number of logged tool updates compacted into the index at once (0:
 	// only at shutdown).
-	CompactEvery int
+	CompactEvery int `help:"tool updates logged before they are compacted into the index (0: only at shutdown)"`
 	// Database, when set, is the URL of a PostgreSQL database (postgres://USER:PASSWORD@HOST/DB)
 	// through which several servers (replicas) share the tool library, its update log and the
 	// gateway's usage log (serve.OpenPG, serve.OpenShared; docs/replicas.md): an update one
 	// replica acknowledges is committed there first and applied by the others. "" keeps the
 	// library in the index directory's files (updates.log), for one server.
-	Database string
+	Database string "env:\"TOOLRET_DATABASE_URL\" help:\"PostgreSQL `URL` (postgres://USER:PASSWORD@HOST/DB) through which several servers share the tool library, its updates and the usage log (docs/replicas.md); default $TOOLRET_DATABASE_URL; none: the index directory's files\""
 	// DatabaseLogKeep is how many of the newest versions the shared update log keeps
 	// (serve.PGOptions.LogKeep): a replica further behind reloads the library instead of
 	// replaying the log. 0 keeps every version.
-	DatabaseLogKeep int
+	DatabaseLogKeep int `help:"with -database: the newest versions the shared update log keeps; a replica further behind reloads the library (0: every version)"`
 	// Model is the model name reported by /v1/embeddings (default: the index directory's name).
-	Model string
+	Model string `help:"with -library: the pre-trained model (run, checkpoint, HuggingFace directory or hub id) its zero-shot index is built with; with -index: the model name /v1/embeddings reports when a request names none (default: the index directory's name)"`
 	// Token, when set, is the bearer token that tool updates need (the command reads
 	// TOOLRET_TOKEN).
-	Token string
+	Token string `flag:"-"`
 	// Log receives one JSON line per event; nil: standard error.
-	Log *slog.Logger
+	Log *slog.Logger `flag:"-"`
 }
 
 // DefaultServeConfig returns the configuration `toolret serve` starts from.
 func DefaultServeConfig() ServeConfig {
-	return ServeConfig{Addr: "127.0.0.1:8080", K: 5, MaxK: 100, Depth: 20, RerankWeight: -1, HybridWeight: 0.5,
+	return ServeConfig{Addr: "127.0.0.1:8080", K: 5, MaxK: 100, Depth: 20, RerankWeight: -1, HybridWeight: 0.5, ANN: "auto",
 		Batching: toolindex.DefaultBatching, QueryCache: 10000,
-		MaxBatch: 64, MaxBody: 1 << 20, Timeout: 10 * time.Second, Grace: 30 * time.Second, CompactEvery: 1000,
+		MaxBatch: 64, MaxBody: 1 << 20, Timeout: 10 * time.Second, Grace: 30 * time.Second, CompactEvery: 1000, DatabaseLogKeep: 10000,
 		MaxInFlight: 512, MaxConns: 4096, HeaderTimeout: 5 * time.Second, Warmup: DefaultWarmup}
 }
 

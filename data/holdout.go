@@ -12,6 +12,7 @@ import (
 	"sort"
 
 	"github.com/toolret/toolret/internal/atomicfile"
+	"github.com/toolret/toolret/internal/check"
 )
 
 // Holdout identifies a held-out-tool view of a dataset (Dataset.HoldoutTools): the fraction
@@ -19,6 +20,19 @@ import (
 type Holdout struct {
 	Fraction float64 `json:"fraction"`
 	Seed     int64   `json:"seed"`
+}
+
+// NewHoldout returns the held-out-tool view of fraction frac of the judged tools, seeded by
+// seed: nil for frac 0 (the dataset's own splits), an error (the setting holdout-tools)
+// unless frac is in [0, 1).
+func NewHoldout(frac float64, seed uint64) (*Holdout, error) {
+	if frac == 0 {
+		return nil, nil
+	}
+	if !(frac > 0 && frac < 1) {
+		return nil, check.Invalid("holdout-tools", frac, "must be in [0, 1) (0: the dataset's own splits)")
+	}
+	return &Holdout{Fraction: frac, Seed: int64(seed)}, nil
 }
 
 // Flags returns the command-line flags that make this view ("no -holdout-tools" for nil).

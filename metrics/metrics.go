@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/toolret/toolret/internal/check"
 	"github.com/toolret/toolret/rank"
 )
 
@@ -171,4 +172,21 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// CheckDevMetric reports an error unless name is a metric every dev evaluation computes:
+// recall@K, ndcg@K or comp@K with K in DevKs (the setting "metric" that selects the best
+// checkpoint).
+func CheckDevMetric(name string) error {
+	var valid []string
+	for _, m := range []string{"recall", "ndcg", "comp"} {
+		for _, k := range DevKs {
+			n := fmt.Sprintf("%s@%d", m, k)
+			if n == name {
+				return nil
+			}
+			valid = append(valid, n)
+		}
+	}
+	return check.Quoted("metric", name, "want one of "+strings.Join(valid, ", "))
 }

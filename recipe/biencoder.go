@@ -14,7 +14,7 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/hub"
-	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/internal/check"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/encoder"
@@ -91,18 +91,8 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 	if t.LR == 0 {
 		t.LR = 5e-4
 	}
-	if err := cli.First(cli.Positive("batch", t.Batch), cli.Positive("epochs", t.Epochs), cli.Positive("lr", t.LR),
-		cli.Positive("temperature", m.Temperature), cli.Positive("accumulate", t.Accumulate), cli.NonNegative("mini-batch", t.MiniBatch), checkDev(sp.Dev),
-		cli.NonNegative("weight-decay", t.WeightDecay), cli.NonNegative("clip", t.Clip), cli.NonNegative("hard-negatives", t.HardNegatives),
-		cli.NonNegative("eval-every", t.EvalEvery), cli.NonNegative("patience", t.Patience), cli.CheckMetric(t.Metric),
-		cli.NonNegative("max-steps", t.MaxSteps), cli.NonNegative("max-time", int64(t.MaxTime)), checkWarmup(t.Warmup), checkArch(m.Arch)); err != nil {
+	if err := check.First(cfg.Validate(), checkArch(m.Arch)); err != nil {
 		return nil, err
-	}
-	if pa.Init == "" {
-		if err := cli.First(cli.Positive("layers", m.Layers), cli.Positive("hidden", m.Hidden), cli.Positive("heads", m.Heads),
-			cli.NonNegative("intermediate", m.Intermediate), cli.Positive("vocab-size", m.VocabSize)); err != nil {
-			return nil, err
-		}
 	}
 	if m.QueryLen < 2 || m.ToolLen < 2 {
 		return nil, fmt.Errorf("-query-len %d, -tool-len %d: each must be >= 2 ([CLS] and [SEP])", m.QueryLen, m.ToolLen)
@@ -130,8 +120,8 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 	}
 	q2q := obj == biencoder.ObjectiveQuery2Query
 	if q2q {
-		if err := cli.First(cli.Positive("positives-per-query", t.PositivesPerQuery), cli.Positive("negatives-per-query", t.NegativesPerQuery),
-			cli.Positive("margin", m.Margin)); err != nil {
+		if err := check.First(check.Positive("positives-per-query", t.PositivesPerQuery), check.Positive("negatives-per-query", t.NegativesPerQuery),
+			check.Positive("margin", m.Margin)); err != nil {
 			return nil, err
 		}
 		switch {
@@ -211,7 +201,7 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 	} else {
 		var split rundir.Split
 		if sp.Dev == 0 {
-			sp.Dev = cli.DefaultDev
+			sp.Dev = rundir.DefaultDev
 		}
 		if split, trainSplit, dev, err = rundir.Carve(d, "train", sp.Dev, int64(t.Seed)); err != nil {
 			return nil, err
@@ -441,12 +431,12 @@ func resolveInit(ctx context.Context, cfg *biencoder.TrainConfig) error {
 // with neither, Data may be a list of sources (data.OpenSources: "toollens:1,toolmix:1").
 func openData(cfg *biencoder.TrainConfig) (*data.Dataset, error) {
 	sp := &cfg.Split
-	h, err := cli.MakeHoldout(sp.HoldoutTools, sp.HoldoutSeed)
+	h, err := data.NewHoldout(sp.HoldoutTools, sp.HoldoutSeed)
 	if err != nil {
 		return nil, err
 	}
 	if h == nil {
-		if h = cli.RecordedHoldout(cfg.Parent.Retriever); h != nil {
+		if h = rundir.RecordedHoldout(cfg.Parent.Retriever); h != nil {
 			sp.HoldoutTools, sp.HoldoutSeed = h.Fraction, uint64(h.Seed)
 		}
 	}
@@ -508,18 +498,4 @@ func checkToolQueries(n int, q2q, feedback bool) error {
 		return fmt.Errorf("-tool-queries %d is not supported with -feedback (its examples are feedback loops of real queries)", n)
 	}
 	return nil
-}
-
-func checkWarmup(w float64) error {
-	if !(w >= 0 && w < 1) {
-		return fmt.Errorf("-warmup %v: a fraction of the steps, must be in [0, 1)", w)
-	}
-	return nil
-}
-
-func checkDev(f float64) error {
-	if f == 0 {
-		return nil
-	}
-	return cli.Fraction("dev", f)
 }

@@ -80,9 +80,9 @@ func TestBiEncoderChecks(t *testing.T) {
 		want string
 	}{
 		{"no run", func(c *biencoder.TrainConfig) { c.RunDir = "" }, "no run directory (-run)"},
-		{"batch", func(c *biencoder.TrainConfig) { c.Training.Batch = 0 }, "-batch 0: must be > 0"},
+		{"batch", func(c *biencoder.TrainConfig) { c.Training.Batch = 0 }, "batch 0: must be > 0"}, // the library names the setting, train biencoder its flag
 		{"arch", func(c *biencoder.TrainConfig) { c.Model.Arch = "xlnet" }, `-arch "xlnet"`},
-		{"dev", func(c *biencoder.TrainConfig) { c.Split.Dev = 1.5 }, "-dev 1.5"},
+		{"dev", func(c *biencoder.TrainConfig) { c.Split.Dev = 1.5 }, "dev 1.5: must be in (0, 1)"},
 		{"negatives", func(c *biencoder.TrainConfig) { c.Training.HardNegatives = 2 }, "-hard-negatives 2 needs -negatives"},
 		{"feedback flag", func(c *biencoder.TrainConfig) { c.Training.Alpha = 0.5 }, "-alpha is a flag of -feedback training"},
 		{"tool queries", func(c *biencoder.TrainConfig) { c.Training.ToolQueries = -1 }, "-tool-queries -1"},

@@ -201,3 +201,43 @@ func TestClauseOptionsCheck(t *testing.T) {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 }
+
+// TestClauseOptionsText: the text form of ClauseOptions (serve -clauses) reads what it
+// writes, takes "on" for the defaults, and refuses a bad rule, key or value naming it.
+func TestClauseOptionsText(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want ClauseOptions
+		err  string
+	}{
+		{"on", ClauseOptions{}, ""},
+		{"max", ClauseOptions{Merge: MergeMax}, ""},
+		{"mix,whole=0.6", ClauseOptions{Merge: MergeMix, Whole: 0.6}, ""},
+		{"rrf, min-words=4, depth=50", ClauseOptions{Merge: MergeRRF, MinWords: 4, Depth: 50}, ""},
+		{"max,norm=minmax", ClauseOptions{Merge: MergeMax, Norm: NormMinMax}, ""},
+		{"best", ClauseOptions{}, "want a merge rule first"},
+		{"max,whole", ClauseOptions{}, "want key=value"},
+		{"max,size=3", ClauseOptions{}, `unknown key "size"`},
+		{"mix,whole=x", ClauseOptions{}, "whole"},
+		{"mix,whole=2", ClauseOptions{}, "whole-query weight 2"},
+		{"max,norm=l2", ClauseOptions{}, `normalisation "l2"`},
+	} {
+		var o ClauseOptions
+		err := o.UnmarshalText([]byte(c.in))
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: error %v, want %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil || o != c.want {
+			t.Errorf("%q: %+v, %v; want %+v", c.in, o, err, c.want)
+			continue
+		}
+		b, _ := o.MarshalText()
+		var back ClauseOptions
+		if err := back.UnmarshalText(b); err != nil || back != o {
+			t.Errorf("%q: wrote %q, read back %+v, %v", c.in, b, back, err)
+		}
+	}
+}

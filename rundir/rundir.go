@@ -260,6 +260,27 @@ func DiffError(dir string, diffs []string) error {
 	return fmt.Errorf("resume %s: refused, flags differ from the run's (omit them to use the run's values):\n  %s", dir, strings.Join(diffs, "\n  "))
 }
 
+// DefaultDev is the fraction of the training queries carved as the dev split (Carve) when a
+// configuration leaves it to the default: every command's -dev.
+const DefaultDev = 0.1
+
+// DefaultSeed is the random seed of a configuration left to the default: every command's -seed.
+const DefaultSeed = 1
+
+// RecordedHoldout returns the held-out-tool view the run at dir (or its checkpoint) was
+// trained on, nil for none or when dir has no readable run description (the caller's own
+// checks report that).
+func RecordedHoldout(dir string) *data.Holdout {
+	if dir == "" {
+		return nil
+	}
+	m, err := Read(RunOf(dir))
+	if err != nil {
+		return nil
+	}
+	return m.Split.Holdout
+}
+
 // RunOf returns the run directory of path: path itself, or the run a checkpoint directory
 // (RUN/checkpoints/step-N) belongs to.
 func RunOf(path string) string {

@@ -16,10 +16,12 @@ import (
 // that arrive while the encoder is busy, or within MaxWait of the first waiting one, are
 // embedded together, up to MaxBatch texts and MaxTokens tokens per encoder call (as
 // text-embeddings-inference and infinity batch by token budget).
+//
+// The tags declare serve's -embed-batch, -embed-tokens and -embed-wait (package internal/flagcfg).
 type Batching struct {
-	MaxBatch  int           // texts per encoder call (> 0)
-	MaxTokens int           // tokens per encoder call, [CLS] and [SEP] included (> 0)
-	MaxWait   time.Duration // longest a query waits for others to fill its batch (>= 0)
+	MaxBatch  int           `flag:"embed-batch" help:"dynamic batching: most query texts of concurrent requests embedded in one encoder call (0: each request alone)"` // texts per encoder call (> 0)
+	MaxTokens int           `flag:"embed-tokens" help:"dynamic batching: most tokens in one encoder call"`                                                             // tokens per encoder call, [CLS] and [SEP] included (> 0)
+	MaxWait   time.Duration `flag:"embed-wait" help:"dynamic batching: longest a query waits for others to share its encoder call"`                                    // longest a query waits for others to fill its batch (>= 0)
 }
 
 // DefaultBatching is what serve uses unless told otherwise.

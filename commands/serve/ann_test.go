@@ -23,8 +23,8 @@ func TestParseANN(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || o.ann != tc.want {
-			t.Errorf("parse(%q): ann %q, %v; want %q", tc.args, o.ann, err, tc.want)
+		if err != nil || o.cfg.ANN != tc.want {
+			t.Errorf("parse(%q): ann %q, %v; want %q", tc.args, o.cfg.ANN, err, tc.want)
 		}
 	}
 }

@@ -16,8 +16,8 @@ func TestDatabaseFlag(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if o.database != c.want {
-			t.Errorf("%q: -database %q, want %q", c.args, o.database, c.want)
+		if o.cfg.Database != c.want {
+			t.Errorf("%q: -database %q, want %q", c.args, o.cfg.Database, c.want)
 		}
 	}
 }

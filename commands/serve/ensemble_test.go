@@ -22,8 +22,8 @@ func TestParseEnsemble(t *testing.T) {
 		if err != nil {
 			t.Fatalf("parse(%q): %v", tc.args, err)
 		}
-		if !slices.Equal(o.ensemble, tc.members) || o.ensembleFusion != tc.method || !slices.Equal(o.ensembleWeights, tc.w) {
-			t.Errorf("parse(%q): ensemble %q %q %v, want %q %q %v", tc.args, o.ensemble, o.ensembleFusion, o.ensembleWeights, tc.members, tc.method, tc.w)
+		if !slices.Equal(o.cfg.Ensemble, tc.members) || o.cfg.EnsembleFusion != tc.method || !slices.Equal(o.cfg.EnsembleWeights, tc.w) {
+			t.Errorf("parse(%q): ensemble %q %q %v, want %q %q %v", tc.args, o.cfg.Ensemble, o.cfg.EnsembleFusion, o.cfg.EnsembleWeights, tc.members, tc.method, tc.w)
 		}
 	}
 	for _, tc := range []struct {

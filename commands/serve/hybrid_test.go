@@ -11,7 +11,7 @@ func TestParseHybrid(t *testing.T) {
 		method string
 		w      float64
 	}{
-		{[]string{"-index", "x"}, "", -1},
+		{[]string{"-index", "x"}, "", 0.5}, // DefaultServeConfig's weight, unused without -hybrid
 		{[]string{"-index", "x", "-hybrid", "rrf"}, "rrf", 0},
 		{[]string{"-index", "x", "-hybrid", "minmax"}, "minmax", 0.5},
 		{[]string{"-index", "x", "-hybrid", "zscore", "-hybrid-weight", "0.3"}, "zscore", 0.3},
@@ -21,8 +21,8 @@ func TestParseHybrid(t *testing.T) {
 		if err != nil {
 			t.Fatalf("parse(%q): %v", tc.args, err)
 		}
-		if o.hybrid != tc.method || o.hybridWeight != tc.w {
-			t.Errorf("parse(%q): hybrid %q weight %g, want %q %g", tc.args, o.hybrid, o.hybridWeight, tc.method, tc.w)
+		if o.cfg.Hybrid != tc.method || o.cfg.HybridWeight != tc.w {
+			t.Errorf("parse(%q): hybrid %q weight %g, want %q %g", tc.args, o.cfg.Hybrid, o.cfg.HybridWeight, tc.method, tc.w)
 		}
 	}
 	for _, tc := range []struct {

@@ -55,35 +55,19 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/internal/flagcfg"
 	"github.com/toolret/toolret/serve"
-	"github.com/toolret/toolret/toolindex"
 )
 
+// options is what serve's flags give: the server's configuration, and the API keys file
+// -keys that fills its Keys.
 type options struct {
-	index, addr, backend, reranker, model, mcp      string
-	library, upstreams, state, keys, database       string
-	rate                                            float64
-	burst                                           int
-	k, depth, maxK, maxBatch, compactEvery, logKeep int
-	maxBody                                         int64
-	rerankWeight, hybridWeight                      float64
-	hybrid, ann                                     string
-	indexBackend                                    string
-	ensemble                                        []string
-	ensembleFusion                                  string
-	ensembleWeights                                 []float64
-	quantize                                        export.Quantization
-	noRefiner, noRecipe                             bool
-	batching                                        toolindex.Batching
-	queryCache                                      int
-	timeout, grace                                  time.Duration
-	maxInFlight, maxConns, warmup                   int
-	headerTimeout, drainDelay                       time.Duration
+	cfg  toolret.ServeConfig
+	keys string
 }
 
 // Main runs `toolret serve` with args (the words after it) and returns the exit code.
@@ -108,133 +92,106 @@ func Main(args []string) int {
 	return 0
 }
 
-func parse(args []string) (*options, error) {
+// serveFlags returns serve's flags and the options they write: one flag per field of
+// toolret.ServeConfig (flagcfg.Bind: its tags name the flag and give its help, its value in
+// DefaultServeConfig is the default), the shared -ensemble flags, and -keys.
+func serveFlags() (*flag.FlagSet, *options, *cli.Ensemble, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	o := &options{}
-	fs.StringVar(&o.index, "index", "", "exported index directory (cmd/export -format index; required); tool updates are written into it")
-	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "HTTP listen address")
-	be := cli.Backend(fs)
-	quant := cli.Quantize(fs, "the encoder's weights (default: the index's own, int8 for an index exported with -quantize int8)")
-	fs.IntVar(&o.k, "k", 5, "tools returned per query when a request gives no k")
-	fs.StringVar(&o.reranker, "reranker", "", "exported cross-encoder (cmd/export -format hf) reranking the top -depth tools")
-	fs.IntVar(&o.depth, "depth", 20, "tools the -reranker rescores per query")
-	fs.Float64Var(&o.rerankWeight, "rerank-weight", -1, "with -reranker: w·minmax(cross-encoder) + (1-w)·minmax(retriever) over the top -depth, w in [0, 1] (the weight cmd/eval -method rerank -weight dev prints); -1: the cross-encoder's order alone")
-	fs.StringVar(&o.hybrid, "hybrid", "", "fuse the index's first stage with BM25 over the tool texts: rrf (k 60), minmax or zscore (-hybrid-weight); each side ranks its top max(k, 100)")
-	fs.Float64Var(&o.hybridWeight, "hybrid-weight", -1, "with -hybrid minmax|zscore: w·dense + (1-w)·bm25, w in [0, 1] (cmd/eval -method fusion -runs run:RUN,bm25 -weight dev prints it); -1: 0.5")
+	o := &options{cfg: toolret.DefaultServeConfig()}
+	if _, err := flagcfg.Bind(fs, &o.cfg); err != nil {
+		return nil, nil, nil, err
+	}
 	ens := cli.EnsembleFlags(fs)
-	fs.StringVar(&o.ann, "ann", "auto", "approximate (HNSW) search: auto (from 50000 tools; docs/large-libraries.md), on, off (exact: every tool scored)")
-	fs.BoolVar(&o.noRecipe, "no-recipe", false, "without -hybrid: serve the dense first stage, not the BM25 fusion of the model's recipe (toolret_recipe.json of -library's -model, or the fusion an -index records from it)")
-	fs.BoolVar(&o.noRefiner, "no-refiner", false, "serve the index's first stage alone, without the refiner packaged in it (cmd/export -refiner)")
-	fs.IntVar(&o.maxK, "max-k", 100, "largest k a request may ask for")
-	fs.IntVar(&o.maxBatch, "max-batch", 64, "most queries, embedding inputs or tools in one request")
-	fs.Int64Var(&o.maxBody, "max-body", 1<<20, "request body limit in bytes")
-	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "time limit of one request")
-	fs.DurationVar(&o.grace, "grace", 30*time.Second, "at shutdown, how long requests under way may take to finish")
-	fs.DurationVar(&o.drainDelay, "drain-delay", 0, "at shutdown, how long to keep answering with /readyz at 503 before refusing new connections (time for a load balancer to take the server out)")
-	fs.IntVar(&o.maxInFlight, "max-inflight", 512, "most requests answered at once; past it a request gets 503 with Retry-After at once (0: no limit)")
-	fs.IntVar(&o.maxConns, "max-conns", 4096, "most open connections; past it a new connection gets 503 and is closed (0: no limit)")
-	fs.DurationVar(&o.headerTimeout, "header-timeout", 5*time.Second, "time a client has to send a request's headers")
-	fs.IntVar(&o.warmup, "warmup", toolret.DefaultWarmup, "before reporting ready, run the model on every padded length in batches of 1, 2, 4, ... up to this many queries (0: no warm-up)")
-	fs.IntVar(&o.batching.MaxBatch, "embed-batch", toolindex.DefaultBatching.MaxBatch, "dynamic batching: most query texts of concurrent requests embedded in one encoder call (0: each request alone)")
-	fs.IntVar(&o.batching.MaxTokens, "embed-tokens", toolindex.DefaultBatching.MaxTokens, "dynamic batching: most tokens in one encoder call")
-	fs.DurationVar(&o.batching.MaxWait, "embed-wait", toolindex.DefaultBatching.MaxWait, "dynamic batching: longest a query waits for others to share its encoder call")
-	fs.IntVar(&o.queryCache, "query-cache", 10000, "query embeddings kept in an LRU cache keyed by the text (0: none)")
-	fs.StringVar(&o.database, "database", os.Getenv(toolret.EnvDatabase), "PostgreSQL `URL` (postgres://USER:PASSWORD@HOST/DB) through which several servers share the tool library, its updates and the usage log (docs/replicas.md); default $TOOLRET_DATABASE_URL; none: the index directory's files")
-	fs.IntVar(&o.logKeep, "database-log-keep", 10000, "with -database: the newest versions the shared update log keeps; a replica further behind reloads the library (0: every version)")
-	fs.IntVar(&o.compactEvery, "compact-every", 1000, "tool updates logged before they are compacted into the index (0: only at shutdown)")
-	fs.StringVar(&o.model, "model", "", "with -library: the pre-trained model (run, checkpoint, HuggingFace directory or hub id) its zero-shot index is built with; with -index: the model name /v1/embeddings reports when a request names none (default: the index directory's name)")
-	fs.StringVar(&o.library, "library", "", "tool library `LIB.jsonl` (toolret import) to serve as a tool gateway: search_tools, call_tool, /v1/search, /v1/call")
-	fs.StringVar(&o.upstreams, "upstreams", "", "with -library: the gateway's upstream configuration `CONFIG.json` (the mcpServers configuration, plus \"openapi\" upstreams)")
-	fs.StringVar(&o.state, "state", "", "with -library: state directory of the built index and the usage log (default: LIB without .jsonl, plus .toolret)")
 	fs.StringVar(&o.keys, "keys", os.Getenv("TOOLRET_KEYS"), "API keys `FILE` (lines NAME KEY SCOPES, scopes search, call, admin); every endpoint but /healthz, /metrics and /openapi.json then needs one (default $TOOLRET_KEYS)")
-	fs.Float64Var(&o.rate, "rate", 0, "requests a second each caller (API key, else address) may make (0: no limit)")
-	fs.IntVar(&o.burst, "burst", 0, "with -rate: requests a caller may make at once (default: -rate)")
-	fs.StringVar(&o.indexBackend, "index-backend", "", "with -library -model: the backend that builds the zero-shot index (default -backend; auto: onnx when this binary has it and libonnxruntime.so.1 is installed, else -backend)")
-	fs.StringVar(&o.mcp, "mcp", "", "serve MCP: stdio (find_tools on stdin/stdout, no HTTP) or http (adds /mcp to the HTTP API)")
-	err := cli.Parse(fs, args)
+	return fs, o, ens, nil
+}
+
+func parse(args []string) (*options, error) {
+	fs, o, ens, err := serveFlags()
 	if err != nil {
 		return nil, err
 	}
-	o.backend = *be
-	if o.quantize, err = export.ParseQuantization(*quant); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
+		return nil, err
+	}
+	c := &o.cfg
+	if c.Quantize, err = export.ParseQuantization(string(c.Quantize)); err != nil {
 		return nil, fmt.Errorf("-%w", err)
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	switch {
-	case o.index == "" && o.library == "":
+	case c.Index == "" && c.Library == "":
 		return nil, errors.New("-index is required (or -library LIB.jsonl with -model REF)")
-	case o.library == "" && (o.upstreams != "" || o.state != ""):
+	case c.Library == "" && (c.Upstreams != "" || c.State != ""):
 		return nil, errors.New("-upstreams and -state apply to -library")
-	case o.library != "" && o.index == "" && o.model == "":
+	case c.Library != "" && c.Index == "" && c.Model == "":
 		return nil, errors.New("-library needs -model (the pre-trained model to index it with) or an exported -index")
 	}
-	if err := cli.First(cli.NonNegative("rate", o.rate), cli.NonNegative("burst", o.burst)); err != nil {
+	if err := cli.First(cli.NonNegative("rate", c.Rate), cli.NonNegative("burst", c.Burst)); err != nil {
 		return nil, err
 	}
-	switch o.mcp {
+	switch c.MCP {
 	case "", "stdio", "http":
 	default:
-		return nil, fmt.Errorf("-mcp %q: want stdio or http", o.mcp)
+		return nil, fmt.Errorf("-mcp %q: want stdio or http", c.MCP)
 	}
-	if err := cli.First(cli.Positive("k", o.k), cli.Positive("depth", o.depth), cli.Positive("max-k", o.maxK),
-		cli.Positive("max-batch", o.maxBatch), cli.Positive("max-body", o.maxBody), cli.Positive("timeout", o.timeout.Seconds()),
-		cli.NonNegative("grace", o.grace.Seconds()), cli.NonNegative("compact-every", o.compactEvery), cli.NonNegative("database-log-keep", o.logKeep), cli.NonNegative("embed-batch", o.batching.MaxBatch),
-		cli.NonNegative("drain-delay", o.drainDelay.Seconds()), cli.NonNegative("max-inflight", o.maxInFlight), cli.NonNegative("max-conns", o.maxConns),
-		cli.Positive("header-timeout", o.headerTimeout.Seconds()), cli.NonNegative("warmup", o.warmup),
-		cli.Positive("embed-tokens", o.batching.MaxTokens), cli.NonNegative("embed-wait", o.batching.MaxWait.Seconds()), cli.NonNegative("query-cache", o.queryCache)); err != nil {
+	if err := cli.First(cli.Positive("k", c.K), cli.Positive("depth", c.Depth), cli.Positive("max-k", c.MaxK),
+		cli.Positive("max-batch", c.MaxBatch), cli.Positive("max-body", c.MaxBody), cli.Positive("timeout", c.Timeout.Seconds()),
+		cli.NonNegative("grace", c.Grace.Seconds()), cli.NonNegative("compact-every", c.CompactEvery), cli.NonNegative("database-log-keep", c.DatabaseLogKeep), cli.NonNegative("embed-batch", c.Batching.MaxBatch),
+		cli.NonNegative("drain-delay", c.DrainDelay.Seconds()), cli.NonNegative("max-inflight", c.MaxInFlight), cli.NonNegative("max-conns", c.MaxConns),
+		cli.Positive("header-timeout", c.HeaderTimeout.Seconds()), cli.NonNegative("warmup", c.Warmup),
+		cli.Positive("embed-tokens", c.Batching.MaxTokens), cli.NonNegative("embed-wait", c.Batching.MaxWait.Seconds()), cli.NonNegative("query-cache", c.QueryCache)); err != nil {
 		return nil, err
 	}
-	if o.rerankWeight != -1 {
-		if o.reranker == "" {
+	if c.RerankWeight != -1 {
+		if c.Reranker == "" {
 			return nil, errors.New("-rerank-weight needs -reranker")
 		}
-		if o.rerankWeight < 0 || o.rerankWeight > 1 {
-			return nil, fmt.Errorf("-rerank-weight %g: want a weight in [0, 1], or -1 for none", o.rerankWeight)
+		if c.RerankWeight < 0 || c.RerankWeight > 1 {
+			return nil, fmt.Errorf("-rerank-weight %g: want a weight in [0, 1], or -1 for none", c.RerankWeight)
 		}
 	}
-	switch o.hybrid {
+	weighted := cli.Set(fs)["hybrid-weight"]
+	switch c.Hybrid {
 	case "":
-		if o.hybridWeight != -1 {
+		if weighted {
 			return nil, errors.New("-hybrid-weight needs -hybrid minmax or zscore")
 		}
 	case "rrf":
-		if o.hybridWeight != -1 {
+		if weighted {
 			return nil, errors.New("-hybrid-weight applies to -hybrid minmax or zscore; rrf has no weight")
 		}
-		o.hybridWeight = 0
+		c.HybridWeight = 0
 	case "minmax", "zscore":
-		if o.hybridWeight == -1 {
-			o.hybridWeight = 0.5
-		}
-		if !(o.hybridWeight >= 0 && o.hybridWeight <= 1) {
-			return nil, fmt.Errorf("-hybrid-weight %g: want a weight in [0, 1]", o.hybridWeight)
+		if !(c.HybridWeight >= 0 && c.HybridWeight <= 1) {
+			return nil, fmt.Errorf("-hybrid-weight %g: want a weight in [0, 1]", c.HybridWeight)
 		}
 	default:
-		return nil, fmt.Errorf("-hybrid %q: want rrf, minmax or zscore", o.hybrid)
+		return nil, fmt.Errorf("-hybrid %q: want rrf, minmax or zscore", c.Hybrid)
 	}
-	if o.ensemble, o.ensembleFusion, o.ensembleWeights, err = ens.Values(); err != nil {
+	if c.Ensemble, c.EnsembleFusion, c.EnsembleWeights, err = ens.Values(); err != nil {
 		return nil, err
 	}
-	if len(o.ensemble) > 0 && (o.index == "" || o.library != "") {
+	if len(c.Ensemble) > 0 && (c.Index == "" || c.Library != "") {
 		return nil, errors.New("-ensemble fuses -index with more exported indexes: give -index, without -library")
 	}
-	if o.ann != "auto" && o.ann != "on" && o.ann != "off" {
-		return nil, fmt.Errorf("-ann %q: want auto, on or off", o.ann)
+	if c.ANN != "auto" && c.ANN != "on" && c.ANN != "off" {
+		return nil, fmt.Errorf("-ann %q: want auto, on or off", c.ANN)
 	}
-	if o.hybrid != "" && o.reranker != "" {
+	if c.Hybrid != "" && c.Reranker != "" {
 		return nil, errors.New("-hybrid and -reranker: a reranker over hybrid candidates is not supported; give one")
 	}
-	if o.k > o.maxK {
-		return nil, fmt.Errorf("-k %d is above -max-k %d", o.k, o.maxK)
+	if c.K > c.MaxK {
+		return nil, fmt.Errorf("-k %d is above -max-k %d", c.K, c.MaxK)
 	}
-	if o.model == "" && o.index != "" {
-		abs, err := filepath.Abs(o.index)
+	if c.Model == "" && c.Index != "" {
+		abs, err := filepath.Abs(c.Index)
 		if err != nil {
-			return nil, fmt.Errorf("-index %s: %w", o.index, err)
+			return nil, fmt.Errorf("-index %s: %w", c.Index, err)
 		}
-		o.model = filepath.Base(abs)
+		c.Model = filepath.Base(abs)
 	}
 	return o, nil
 }
@@ -243,22 +200,16 @@ func run(o *options, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() { <-ctx.Done(); stop() }() // a second signal kills the process
-	var keys *serve.Keys
+	cfg := o.cfg
 	if o.keys != "" {
 		var err error
-		if keys, err = serve.ReadKeys(o.keys); err != nil {
+		if cfg.Keys, err = serve.ReadKeys(o.keys); err != nil {
 			return fmt.Errorf("-keys: %w", err)
 		}
 	}
-	model, pretrained := o.model, ""
-	if o.library != "" && o.index == "" {
-		model, pretrained = "", o.model
+	if cfg.Library != "" && cfg.Index == "" { // -model is the pre-trained model that indexes the library
+		cfg.Pretrained, cfg.Model = cfg.Model, ""
 	}
-	return toolret.Serve(ctx, toolret.ServeConfig{Index: o.index, Library: o.library, Pretrained: pretrained, State: o.state,
-		Upstreams: o.upstreams, Keys: keys, Rate: o.rate, Burst: o.burst, Addr: o.addr, MCP: o.mcp, Backend: o.backend, IndexBackend: o.indexBackend,
-		Quantize: o.quantize, K: o.k, MaxK: o.maxK, Reranker: o.reranker, Depth: o.depth, RerankWeight: o.rerankWeight,
-		Hybrid: o.hybrid, HybridWeight: o.hybridWeight, Ensemble: o.ensemble, EnsembleFusion: o.ensembleFusion, EnsembleWeights: o.ensembleWeights, NoRefiner: o.noRefiner, NoRecipe: o.noRecipe, ANN: o.ann, Batching: o.batching, QueryCache: o.queryCache, MaxBatch: o.maxBatch,
-		MaxBody: o.maxBody, Timeout: o.timeout, Grace: o.grace, CompactEvery: o.compactEvery, Database: o.database, DatabaseLogKeep: o.logKeep, Model: model,
-		MaxInFlight: o.maxInFlight, MaxConns: o.maxConns, HeaderTimeout: o.headerTimeout, Warmup: o.warmup, DrainDelay: o.drainDelay,
-		Token: os.Getenv("TOOLRET_TOKEN"), Log: log})
+	cfg.Token, cfg.Log = os.Getenv("TOOLRET_TOKEN"), log
+	return toolret.Serve(ctx, cfg)
 }

@@ -11,17 +11,17 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.rerankWeight != -1 || o.noRefiner {
-		t.Fatalf("defaults: rerank weight %g, no-refiner %v", o.rerankWeight, o.noRefiner)
+	if o.cfg.RerankWeight != -1 || o.cfg.NoRefiner {
+		t.Fatalf("defaults: rerank weight %g, no-refiner %v", o.cfg.RerankWeight, o.cfg.NoRefiner)
 	}
-	if o.addr != "127.0.0.1:8080" || o.k != 3 || o.maxK != 100 || o.maxBatch != 64 || o.maxBody != 1<<20 || o.model != "my-index" || o.mcp != "" {
+	if o.cfg.Addr != "127.0.0.1:8080" || o.cfg.K != 3 || o.cfg.MaxK != 100 || o.cfg.MaxBatch != 64 || o.cfg.MaxBody != 1<<20 || o.cfg.Model != "my-index" || o.cfg.MCP != "" {
 		t.Fatalf("defaults: %+v", o)
 	}
-	if o.warmup != 1 || o.maxInFlight != 512 || o.maxConns != 4096 || o.headerTimeout != 5*time.Second || o.drainDelay != 0 {
+	if o.cfg.Warmup != 1 || o.cfg.MaxInFlight != 512 || o.cfg.MaxConns != 4096 || o.cfg.HeaderTimeout != 5*time.Second || o.cfg.DrainDelay != 0 {
 		t.Fatalf("defaults of the start, drain and limits: %+v", o)
 	}
 	o, err = parse([]string{"-library", "lib.jsonl", "-model", "org/model", "-upstreams", "up.json", "-keys", "", "-rate", "5"})
-	if err != nil || o.library != "lib.jsonl" || o.model != "org/model" || o.upstreams != "up.json" || o.rate != 5 || o.index != "" {
+	if err != nil || o.cfg.Library != "lib.jsonl" || o.cfg.Model != "org/model" || o.cfg.Upstreams != "up.json" || o.cfg.Rate != 5 || o.cfg.Index != "" {
 		t.Fatalf("-library: %+v %v", o, err)
 	}
 	for _, tc := range []struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 
+	"github.com/toolret/toolret/internal/check"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/classifier"
 )
@@ -33,7 +34,7 @@ func classifierCmd(args []string) error {
 	}
 	cfg := classifier.TrainConfig{Head: h.config(), Kind: *kind, Loss: *loss, HeadInit: *headInit, FreezeUntrained: *freeze}
 	if err := cfg.Validate(); err != nil {
-		return err
+		return check.Flag(err) // the library names a setting, the command its flag
 	}
 	d, err := cli.LoadData(fs)
 	if err != nil {
@@ -41,5 +42,5 @@ func classifierCmd(args []string) error {
 	}
 	cfg.Data, cfg.Args = d, cli.Args(fs)
 	_, err = classifier.Train(context.Background(), cfg)
-	return err
+	return check.Flag(err)
 }

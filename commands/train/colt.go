@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/toolret/toolret/internal/check"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/colt"
 )
@@ -59,7 +60,7 @@ func coltCmd(args []string) error {
 		RunDir: *runDir, Resume: *resume, Retriever: *retriever, Epochs: *epochs, Batch: *batch, LR: *lr, WeightDecay: *wd,
 		Patience: *patience, Metric: *metric, Seed: *seed, Backend: *be, Devices: *devices, Quiet: *quiet}
 	if err := cfg.Validate(); err != nil {
-		return err
+		return check.Flag(err) // the library names a setting, the command its flag
 	}
 	d, err := cli.LoadData(fs)
 	if err != nil {
@@ -67,5 +68,5 @@ func coltCmd(args []string) error {
 	}
 	cfg.Data, cfg.Args = d, cli.Args(fs)
 	_, err = colt.Train(context.Background(), cfg)
-	return err
+	return check.Flag(err)
 }

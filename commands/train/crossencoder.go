@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 
+	"github.com/toolret/toolret/internal/check"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/crossencoder"
 )
@@ -30,7 +31,7 @@ func crossencoderCmd(args []string) error {
 	}
 	cfg := crossencoder.TrainConfig{Head: h.config(), Depth: *m, Negatives: *negs, Loss: *loss, DevMax: *devMax}
 	if err := cfg.Validate(); err != nil {
-		return err
+		return check.Flag(err) // the library names a setting, the command its flag
 	}
 	d, err := cli.LoadData(fs)
 	if err != nil {
@@ -38,5 +39,5 @@ func crossencoderCmd(args []string) error {
 	}
 	cfg.Data, cfg.Args = d, cli.Args(fs)
 	_, err = crossencoder.Train(context.Background(), cfg)
-	return err
+	return check.Flag(err)
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/toolret/toolret/internal/check"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/biencoder"
 )
@@ -30,7 +31,7 @@ func mineCmd(args []string) error {
 	}
 	cfg := biencoder.MineConfig{Run: *run, Split: *split, PerQuery: *perQuery, Skip: *skip, Out: *out, Backend: *be}
 	if err := cfg.Validate(); err != nil {
-		return err
+		return check.Flag(err)
 	}
 	d, err := cli.LoadData(fs)
 	if err != nil {
@@ -38,5 +39,5 @@ func mineCmd(args []string) error {
 	}
 	cfg.Data = d
 	_, err = biencoder.Mine(context.Background(), cfg)
-	return err
+	return check.Flag(err)
 }

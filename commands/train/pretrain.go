@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/toolret/toolret/internal/check"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/pretrain"
 )
@@ -66,7 +67,7 @@ func pretrainCmd(args []string) error {
 		WeightDecay: *wd, Warmup: *warmup, Schedule: *schedule, Clip: *clip, Accumulate: *accum, Dev: *devFrac, DevMax: *devMax,
 		EvalEvery: *evalEvery, MaxSteps: *maxSteps, MaxTime: *maxTime, Metric: *metric, Patience: *patience, Seed: *seed, Backend: *be, Devices: *devices, Quiet: *quiet}
 	if err := cfg.Validate(); err != nil {
-		return err
+		return check.Flag(err) // the library names a setting, the command its flag
 	}
 	*metric = cfg.Metric // recorded resolved
 	d, err := cli.LoadData(fs)
@@ -75,5 +76,5 @@ func pretrainCmd(args []string) error {
 	}
 	cfg.Data, cfg.Args = d, cli.Args(fs)
 	_, err = pretrain.Train(context.Background(), cfg)
-	return err
+	return check.Flag(err)
 }

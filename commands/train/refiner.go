@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 
+	"github.com/toolret/toolret/internal/check"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/refiner"
 )
@@ -33,7 +34,7 @@ func refinerCmd(args []string) error {
 	cfg := refiner.TrainConfig{Head: h.config(), Candidates: *src, CandidatesRun: *srcRun, N: *n, Depth: *depth, Loss: *loss,
 		Missing: *missing, Order: *order, SlotPositions: *slotPos, FirstStageWeight: *weight}
 	if err := cfg.Validate(); err != nil {
-		return err
+		return check.Flag(err) // the library names a setting, the command its flag
 	}
 	d, err := cli.LoadData(fs)
 	if err != nil {
@@ -41,5 +42,5 @@ func refinerCmd(args []string) error {
 	}
 	cfg.Data, cfg.Args = d, cli.Args(fs)
 	_, err = refiner.Train(context.Background(), cfg)
-	return err
+	return check.Flag(err)
 }

@@ -8,9 +8,6 @@ import (
 	"github.com/toolret/toolret/rundir"
 )
 
-// toolQueriesUsage is the help of train biencoder -tool-queries.
-const toolQueriesUsage = "query2tool, training only: each epoch, besides the real (query, tool) pairs, this many pseudo pairs per tool of the data, EVERY tool with a text (held-out and dev tools included: tool texts are known when the index is built; no test or dev query is used), whose query is drawn from the tool's own text (its name, or a random span of 10-50% of its description's words, at least 3) anew per (seed, epoch, pair), and whose positive is the tool; batched with the real pairs (0: none)"
-
 // checkToolQueries checks -tool-queries n: not negative; only for -objective query2tool
 // without -feedback. A resumed run made before the flag existed (its recorded flags lack
 // it) trained without pseudo pairs: giving it n != 0 is refused, as the run would change

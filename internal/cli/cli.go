@@ -34,14 +34,15 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolret/toolret/internal/check"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/rundir"
 )
 
 // Defaults shared by every command.
 const (
-	DefaultSeed = 1
-	DefaultDev  = 0.1
+	DefaultSeed = rundir.DefaultSeed
+	DefaultDev  = rundir.DefaultDev
 )
 
 // Data registers -data, and -holdout-tools and -holdout-seed (Holdout): load the dataset they
@@ -105,20 +106,9 @@ func Metric(fs *flag.FlagSet, def string) *string {
 // DevKs are the cutoffs of every dev evaluation during training (metrics.DevKs).
 var DevKs = metrics.DevKs
 
-// CheckMetric reports an error unless name is a metric the dev evaluation computes.
-func CheckMetric(name string) error {
-	var valid []string
-	for _, m := range []string{"recall", "ndcg", "comp"} {
-		for _, k := range DevKs {
-			n := fmt.Sprintf("%s@%d", m, k)
-			if n == name {
-				return nil
-			}
-			valid = append(valid, n)
-		}
-	}
-	return fmt.Errorf("-metric %q: want one of %s", name, strings.Join(valid, ", "))
-}
+// CheckMetric reports an error unless name is a metric the dev evaluation computes
+// (metrics.CheckDevMetric, worded as -metric).
+func CheckMetric(name string) error { return check.Flag(metrics.CheckDevMetric(name)) }
 
 // ParseCutoffs parses a -cutoffs list: positive integers, comma-separated.
 func ParseCutoffs(s string) ([]int, error) {
@@ -187,20 +177,14 @@ func ApplyRecorded(fs *flag.FlagSet, dir string, recorded map[string]string) err
 	return nil
 }
 
-// Positive returns an error naming the flag when v <= 0.
+// Positive returns an error naming the flag when v <= 0 (check.Positive, worded as a flag).
 func Positive[T int | int64 | uint64 | float64](name string, v T) error {
-	if v <= 0 {
-		return fmt.Errorf("-%s %v: must be > 0", name, v)
-	}
-	return nil
+	return check.Flag(check.Positive(name, v))
 }
 
 // NonNegative returns an error naming the flag when v < 0.
 func NonNegative[T int | int64 | float64](name string, v T) error {
-	if v < 0 {
-		return fmt.Errorf("-%s %v: must be >= 0", name, v)
-	}
-	return nil
+	return check.Flag(check.NonNegative(name, v))
 }
 
 // The learning rates LR accepts without a warning: AdamW on transformers trains from scratch
@@ -232,22 +216,10 @@ func LR(v float64) error {
 }
 
 // Fraction returns an error naming the flag unless 0 < v < 1.
-func Fraction(name string, v float64) error {
-	if !(v > 0 && v < 1) {
-		return fmt.Errorf("-%s %v: must be in (0, 1)", name, v)
-	}
-	return nil
-}
+func Fraction(name string, v float64) error { return check.Flag(check.Fraction(name, v)) }
 
 // First returns the first non-nil error.
-func First(errs ...error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
-}
+func First(errs ...error) error { return check.First(errs...) }
 
 // Unprefixed returns err with a leading "name: " removed from its message, for a command
 // that prints "name: " before its errors and would otherwise print it twice ("export:

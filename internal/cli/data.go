@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/internal/check"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -39,30 +40,16 @@ func HoldoutOf(fs *flag.FlagSet) (*data.Holdout, error) {
 	return MakeHoldout(frac, seed)
 }
 
-// MakeHoldout validates -holdout-tools frac and -holdout-seed seed: nil for frac 0.
+// MakeHoldout validates -holdout-tools frac and -holdout-seed seed: nil for frac 0
+// (data.NewHoldout, its error worded as the flag).
 func MakeHoldout(frac float64, seed uint64) (*data.Holdout, error) {
-	if frac == 0 {
-		return nil, nil
-	}
-	if !(frac > 0 && frac < 1) {
-		return nil, fmt.Errorf("-holdout-tools %v: must be in [0, 1) (0: the dataset's own splits)", frac)
-	}
-	return &data.Holdout{Fraction: frac, Seed: int64(seed)}, nil
+	h, err := data.NewHoldout(frac, seed)
+	return h, check.Flag(err)
 }
 
 // RecordedHoldout returns the held-out-tool view the run at dir (or its checkpoint) was
-// trained on, nil for none or when dir has no readable run description (the caller's own
-// checks report that).
-func RecordedHoldout(dir string) *data.Holdout {
-	if dir == "" {
-		return nil
-	}
-	m, err := rundir.Read(rundir.RunOf(dir))
-	if err != nil {
-		return nil
-	}
-	return m.Split.Holdout
-}
+// trained on (rundir.RecordedHoldout).
+func RecordedHoldout(dir string) *data.Holdout { return rundir.RecordedHoldout(dir) }
 
 // LoadData loads the dataset fs's -data names (the embedded default when empty), as the
 // held-out-tool view -holdout-tools and -holdout-seed name. When -holdout-tools is not given

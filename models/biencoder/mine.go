@@ -10,7 +10,7 @@ import (
 
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/internal/check"
 	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rundir"
 )
@@ -40,7 +40,7 @@ func (c *MineConfig) Validate() error {
 	if c.Run == "" {
 		return fmt.Errorf("mine: -run is required")
 	}
-	return cli.First(cli.Positive("per-query", c.PerQuery), cli.NonNegative("skip", c.Skip))
+	return check.First(check.Positive("per-query", c.PerQuery), check.NonNegative("skip", c.Skip))
 }
 
 // MineResult is what Mine did: the file written and the negatives of each query, by query

@@ -79,8 +79,8 @@ func TestMine(t *testing.T) {
 		want string
 	}{
 		{"no run", func(c *biencoder.MineConfig) { c.Run = "" }, "-run is required"},
-		{"per-query", func(c *biencoder.MineConfig) { c.PerQuery = 0 }, "-per-query 0"},
-		{"skip", func(c *biencoder.MineConfig) { c.Skip = -1 }, "-skip -1"},
+		{"per-query", func(c *biencoder.MineConfig) { c.PerQuery = 0 }, "per-query 0: must be > 0"}, // the library names the setting, train mine its flag
+		{"skip", func(c *biencoder.MineConfig) { c.Skip = -1 }, "skip -1: must be >= 0"},
 		{"split", func(c *biencoder.MineConfig) { c.Split = "nope" }, "nope"},
 	} {
 		bad := cfg

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/internal/runs"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/encoder"
@@ -107,7 +106,7 @@ func (c *TrainConfig) check() error {
 		if c.Loss != "bce" && c.Loss != "softmax" {
 			return fmt.Errorf("-loss %q: -kind mlc wants bce or softmax", c.Loss)
 		}
-		return cli.CheckMetric(c.Metric)
+		return metrics.CheckDevMetric(c.Metric)
 	}
 	if c.Loss != "ce" && c.Loss != "bce" {
 		return fmt.Errorf("-loss %q: -kind querytype wants ce or bce", c.Loss)

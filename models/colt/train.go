@@ -16,7 +16,7 @@ import (
 	"github.com/toolret/toolret/checkpoints"
 	"github.com/toolret/toolret/data"
 	tgraph "github.com/toolret/toolret/graph"
-	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/internal/check"
 	"github.com/toolret/toolret/internal/runs"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
@@ -60,7 +60,7 @@ type TrainConfig struct {
 // DefaultTrainConfig returns the command's defaults (the model's: Default).
 func DefaultTrainConfig() TrainConfig {
 	return TrainConfig{Model: Default(), Epochs: 60, Batch: 2048, LR: 1e-3, WeightDecay: 1e-7, Patience: 10, Metric: "ndcg@5",
-		Seed: cli.DefaultSeed}
+		Seed: rundir.DefaultSeed}
 }
 
 // Result is what Train did: the run directory, the trainer's summary, the seconds per epoch
@@ -79,11 +79,11 @@ func (c *TrainConfig) Validate() error {
 		return fmt.Errorf("colt: -first-stage RUN (the stage-1 bi-encoder run) is required")
 	}
 	m := c.Model
-	if err := cli.First(cli.Positive("batch", c.Batch), cli.Positive("epochs", c.Epochs), cli.NonNegative("layers", m.Layers),
-		checkListLen(m.ListLen), cli.Positive("lr", c.LR), cli.Positive("temperature", m.Temperature), checkDropout(m.EdgeDropout),
-		cli.Positive("attach-temp", m.AttachTemp), cli.NonNegative("lambda", m.Lambda), cli.NonNegative("weight-decay", c.WeightDecay),
-		cli.NonNegative("patience", c.Patience), cli.NonNegative("tool-layer-weight", m.ToolWeight),
-		cli.NonNegative("scene-layer-weight", m.SceneWeight), checkViews(m.Views), cli.CheckMetric(c.Metric)); err != nil {
+	if err := check.First(check.Positive("batch", c.Batch), check.Positive("epochs", c.Epochs), check.NonNegative("layers", m.Layers),
+		checkListLen(m.ListLen), check.Positive("lr", c.LR), check.Positive("temperature", m.Temperature), checkDropout(m.EdgeDropout),
+		check.Positive("attach-temp", m.AttachTemp), check.NonNegative("lambda", m.Lambda), check.NonNegative("weight-decay", c.WeightDecay),
+		check.NonNegative("patience", c.Patience), check.NonNegative("tool-layer-weight", m.ToolWeight),
+		check.NonNegative("scene-layer-weight", m.SceneWeight), checkViews(m.Views), metrics.CheckDevMetric(c.Metric)); err != nil {
 		return err
 	}
 	return m.Validate()

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/internal/check"
 	"github.com/toolret/toolret/internal/runs"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
@@ -58,8 +58,8 @@ func (c *TrainConfig) Validate() error {
 		}
 		return fmt.Errorf("crossencoder needs -first-stage RUN (a trained bi-encoder: hard negatives and dev candidates)")
 	}
-	if err := cli.First(cli.Positive("depth", c.Depth), cli.Positive("negatives-per-positive", c.Negatives), cli.NonNegative("dev-max", c.DevMax),
-		runs.CheckMaxLen(c.MaxLen, 3, "[CLS], [SEP], [SEP]"), cli.CheckMetric(c.Metric)); err != nil {
+	if err := check.First(check.Positive("depth", c.Depth), check.Positive("negatives-per-positive", c.Negatives), check.NonNegative("dev-max", c.DevMax),
+		runs.CheckMaxLen(c.MaxLen, 3, "[CLS], [SEP], [SEP]"), metrics.CheckDevMetric(c.Metric)); err != nil {
 		return err
 	}
 	if c.Loss != LossBCE && c.Loss != LossListwise {

@@ -61,8 +61,8 @@ func TestTrain(t *testing.T) {
 		want string
 	}{
 		{"no retriever", func(c *crossencoder.TrainConfig) { c.Retriever = "" }, "needs -first-stage"},
-		{"depth", func(c *crossencoder.TrainConfig) { c.Depth = 0 }, "-depth 0"},
-		{"negatives", func(c *crossencoder.TrainConfig) { c.Negatives = 0 }, "-negatives-per-positive 0"},
+		{"depth", func(c *crossencoder.TrainConfig) { c.Depth = 0 }, "depth 0: must be > 0"}, // the library names the setting, train crossencoder its flag,
+		{"negatives", func(c *crossencoder.TrainConfig) { c.Negatives = 0 }, "negatives-per-positive 0: must be > 0"},
 		{"max-len", func(c *crossencoder.TrainConfig) { c.MaxLen = 2 }, "-max-len 2"},
 		{"loss", func(c *crossencoder.TrainConfig) { c.Loss = "hinge" }, `-loss "hinge"`},
 		{"pooling", func(c *crossencoder.TrainConfig) { c.Pooling = "mean" }, `-pooling "mean"`},

@@ -14,7 +14,7 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/checkpoints"
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/internal/check"
 	"github.com/toolret/toolret/internal/runs"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/models/encoder"
@@ -89,7 +89,7 @@ func DefaultTrainConfig() TrainConfig {
 	return TrainConfig{VocabSize: 8000, Layers: 2, Hidden: 128, Heads: 4, Arch: runs.DefaultArch, MaxLen: 64,
 		Objective: "mlm,contrastive", ContrastiveWeight: 1, MaskRate: 0.15, Temperature: 0.05, CropMin: 0.1, CropMax: 0.5,
 		CropDelete: 0.1, Views: ViewsBoth, Batch: 64, Epochs: 10, LR: 5e-4, WeightDecay: 0.01, Warmup: 0.1, Schedule: "linear",
-		Clip: 1, Accumulate: 1, Dev: cli.DefaultDev, DevMax: 1024, Seed: cli.DefaultSeed}
+		Clip: 1, Accumulate: 1, Dev: rundir.DefaultDev, DevMax: 1024, Seed: rundir.DefaultSeed}
 }
 
 // DefaultMetric returns the dev metric of objective when none is given: contrastive_acc,
@@ -128,11 +128,11 @@ func (c *TrainConfig) Validate() error {
 	if err != nil {
 		return fmt.Errorf("-objective: %w", err)
 	}
-	if err := cli.First(cli.Positive("batch", c.Batch), cli.Positive("epochs", c.Epochs), cli.Positive("lr", c.LR),
-		cli.Positive("accumulate", c.Accumulate), cli.Fraction("dev", c.Dev), cli.Fraction("mask-rate", c.MaskRate),
-		cli.Positive("temperature", c.Temperature), cli.Positive("contrastive-weight", c.ContrastiveWeight),
-		cli.NonNegative("weight-decay", c.WeightDecay), cli.NonNegative("clip", c.Clip), cli.NonNegative("eval-every", c.EvalEvery),
-		cli.NonNegative("dev-max", c.DevMax), cli.NonNegative("patience", c.Patience), cli.NonNegative("max-steps", c.MaxSteps), cli.NonNegative("max-time", int64(c.MaxTime)),
+	if err := check.First(check.Positive("batch", c.Batch), check.Positive("epochs", c.Epochs), check.Positive("lr", c.LR),
+		check.Positive("accumulate", c.Accumulate), check.Fraction("dev", c.Dev), check.Fraction("mask-rate", c.MaskRate),
+		check.Positive("temperature", c.Temperature), check.Positive("contrastive-weight", c.ContrastiveWeight),
+		check.NonNegative("weight-decay", c.WeightDecay), check.NonNegative("clip", c.Clip), check.NonNegative("eval-every", c.EvalEvery),
+		check.NonNegative("dev-max", c.DevMax), check.NonNegative("patience", c.Patience), check.NonNegative("max-steps", c.MaxSteps), check.NonNegative("max-time", int64(c.MaxTime)),
 		runs.CheckWarmup(c.Warmup), runs.CheckArch(c.Arch), runs.CheckMaxLen(c.MaxLen, 3, "[CLS], a token, [SEP]")); err != nil {
 		return err
 	}
@@ -153,8 +153,8 @@ func (c *TrainConfig) Validate() error {
 		c.Metric = DefaultMetric(c.Objective)
 	}
 	if c.Init == "" {
-		if err := cli.First(cli.Positive("layers", c.Layers), cli.Positive("hidden", c.Hidden), cli.Positive("heads", c.Heads),
-			cli.NonNegative("intermediate", c.Intermediate), cli.Positive("vocab-size", c.VocabSize)); err != nil {
+		if err := check.First(check.Positive("layers", c.Layers), check.Positive("hidden", c.Hidden), check.Positive("heads", c.Heads),
+			check.NonNegative("intermediate", c.Intermediate), check.Positive("vocab-size", c.VocabSize)); err != nil {
 			return err
 		}
 	}

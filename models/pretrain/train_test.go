@@ -71,7 +71,7 @@ func TestTrain(t *testing.T) {
 		{"crop-max", func(c *pretrain.TrainConfig) { c.CropMax = 0.05 }, "-crop-max 0.05"},
 		{"views", func(c *pretrain.TrainConfig) { c.Views = "pairs" }, `-views "pairs"`},
 		{"metric", func(c *pretrain.TrainConfig) { c.Objective, c.Metric = "mlm", "contrastive_acc" }, `-metric "contrastive_acc"`},
-		{"vocab-size", func(c *pretrain.TrainConfig) { c.VocabSize = 0 }, "-vocab-size 0"},
+		{"vocab-size", func(c *pretrain.TrainConfig) { c.VocabSize = 0 }, "vocab-size 0: must be > 0"}, // the library names the setting, train pretrain its flag,
 		{"max-len", func(c *pretrain.TrainConfig) { c.MaxLen = 2 }, "-max-len 2"},
 		{"a run already", func(c *pretrain.TrainConfig) { c.RunDir = cfg.RunDir }, "-resume"},
 	} {

@@ -14,7 +14,7 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/candidates"
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/internal/check"
 	"github.com/toolret/toolret/internal/progress"
 	"github.com/toolret/toolret/internal/runs"
 	"github.com/toolret/toolret/metrics"
@@ -82,7 +82,7 @@ func (c *TrainConfig) Validate() error {
 	if c.Retriever == "" {
 		return fmt.Errorf("-first-stage RUN is required: the bi-encoder run whose Tool2Vec vectors fill the slots (and whose dev split is used)")
 	}
-	if err := cli.First(cli.Positive("n", c.N), cli.Positive("depth", c.Depth)); err != nil {
+	if err := check.First(check.Positive("n", c.N), check.Positive("depth", c.Depth)); err != nil {
 		return err
 	}
 	if c.FirstStageWeight != -1 && (c.FirstStageWeight < 0 || c.FirstStageWeight > 1) {
