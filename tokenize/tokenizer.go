@@ -31,6 +31,10 @@ type Tokenizer struct {
 	specials      []string // added tokens matched literally in raw text (longest first on ties)
 
 	uni    *unigram // Unigram segmentation (nil: WordPiece)
+	bpe    *bpe     // BPE segmentation with its own pipeline (bpe.go)
+	tmpl   *template
+	// bpeJSON is the BPE tokenizer.json read (Save writes it back).
+	bpeJSON []byte
 	spm    []byte   // the spm.model it was read from, if any (Save writes it back)
 	uniCfg *uniJSON // the Unigram tokenizer.json it was read from, if any
 }
@@ -210,15 +214,18 @@ func parseJSON(path string, b []byte) (*Tokenizer, error) {
 	if err := json.Unmarshal(b, &head); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if head.Model.Type == "Unigram" {
+	switch head.Model.Type {
+	case "Unigram":
 		return parseUnigramJSON(path, b)
+	case "BPE":
+		return parseBPEJSON(path, b)
 	}
 	var j jsonTokenizer
 	if err := json.Unmarshal(b, &j); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if j.Model.Type != "WordPiece" {
-		return nil, fmt.Errorf("%s: model type %q is not supported (WordPiece or Unigram only)", path, j.Model.Type)
+		return nil, fmt.Errorf("%s: model type %q is not supported (WordPiece, Unigram or BPE only)", path, j.Model.Type)
 	}
 	if j.Normalizer != nil && j.Normalizer.Type != "BertNormalizer" {
 		return nil, fmt.Errorf("%s: normalizer %q is not supported (BertNormalizer only)", path, j.Normalizer.Type)
@@ -445,6 +452,9 @@ func (t *Tokenizer) postProcessor(p map[string]any) error {
 func (t *Tokenizer) Save(dir string) error {
 	if t.uni != nil {
 		return t.saveUnigram(dir)
+	}
+	if t.bpe != nil {
+		return t.saveBPE(dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
