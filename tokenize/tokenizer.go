@@ -30,13 +30,13 @@ type Tokenizer struct {
 	doubleSep     bool     // RoBERTa's pair template, <s> A </s></s> B </s> (RobertaProcessing)
 	specials      []string // added tokens matched literally in raw text (longest first on ties)
 
-	uni    *unigram // Unigram segmentation (nil: WordPiece)
-	bpe    *bpe     // BPE segmentation with its own pipeline (bpe.go)
-	tmpl   *template
+	uni  *unigram // Unigram segmentation (nil: WordPiece)
+	bpe  *bpe     // BPE segmentation with its own pipeline (bpe.go)
+	tmpl *template
 	// bpeJSON is the BPE tokenizer.json read (Save writes it back).
 	bpeJSON []byte
-	spm    []byte   // the spm.model it was read from, if any (Save writes it back)
-	uniCfg *uniJSON // the Unigram tokenizer.json it was read from, if any
+	spm     []byte   // the spm.model it was read from, if any (Save writes it back)
+	uniCfg  *uniJSON // the Unigram tokenizer.json it was read from, if any
 }
 
 // Special token names.
