@@ -89,13 +89,28 @@ TEXTS = [
 ]
 
 
+def random_texts(n=150, seed=56):
+    """Random strings over a pool that stresses the pre-tokenizer regexes: every kind of
+    whitespace, letters, digits, punctuation, apostrophes, CJK, emoji, combining marks."""
+    import random
+    rnd = random.Random(seed)
+    pool = list(" \t\n\r\u000b\u000c\u0085\u00a0\u1680\u2000\u2003\u2028\u2029\u202f\u205f\u3000\u200b")
+    pool += list("aZéßĳ'sStTdDmlLrvV") + ["'s", "'ll", "'RE", "'t"] + list("0123456789٣½Ⅻ")
+    pool += list(".,;:!?-_()[]{}<>\"'#$%&*+/=@\\^`|~") + list("查询天气😀🎉👍🏽\u0301\u200d")
+    pool += ["<|endoftext|>", "[MASK]", "[SEP]", " [MASK]", "<mask>", "<bos>", "<0x41>"]
+    out = []
+    for _ in range(n):
+        out.append("".join(rnd.choice(pool) for _ in range(rnd.randint(1, 24))))
+    return out
+
+
 def dump(tok, name, add_special=True):
     d = os.path.join(OUT, name)
     os.makedirs(d, exist_ok=True)
     tok.save(os.path.join(d, "tokenizer.json"), pretty=True)
     back = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
     rows = []
-    for t in TEXTS:
+    for t in TEXTS + random_texts():
         e = back.encode(t, add_special_tokens=add_special)
         norm = back.normalizer.normalize_str(t) if back.normalizer else t
         pre = [p for p, _ in back.pre_tokenizer.pre_tokenize_str(norm)] if back.pre_tokenizer else [norm]
