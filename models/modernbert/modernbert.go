@@ -7,8 +7,8 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/ml/layers/attention"
 	"github.com/gomlx/gomlx/ml/layers/activation"
+	"github.com/gomlx/gomlx/ml/layers/attention"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/nn"
 	"github.com/gomlx/gomlx/support/exceptions"
@@ -123,7 +123,7 @@ func applyRope(x, cos, sin *Node) *Node {
 func masks(cfg *Config, mask *Node, batch, seq int) (global, local *Node) {
 	g := mask.Graph()
 	dt := cfg.dtype()
-	real := NotEqual(mask, ScalarZero(g, mask.DType()))                     // [B, S]
+	real := NotEqual(mask, ScalarZero(g, mask.DType()))                    // [B, S]
 	keys := BroadcastToDims(Reshape(real, batch, 1, seq), batch, seq, seq) // [B, S(query), S(key)]
 	band := make([]bool, seq*seq)
 	for q := 0; q < seq; q++ {

@@ -290,7 +290,9 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *Config) { c.LayerTypes = []string{FullAttention} }, "layer_types has 1 entries"},
 		{func(c *Config) { c.LayerTypes = make([]string, 22) }, `layer_types[0] ""`},
 		{func(c *Config) { c.HiddenActivation = "swish" }, "hidden_activation"},
-		{func(c *Config) { c.RopeParameters = map[string]RopeParameter{FullAttention: {RopeType: "yarn", RopeTheta: 1}} }, "rope_type"},
+		{func(c *Config) {
+			c.RopeParameters = map[string]RopeParameter{FullAttention: {RopeType: "yarn", RopeTheta: 1}}
+		}, "rope_type"},
 		{func(c *Config) { c.Pooler = true }, "no pooler"},
 		{func(c *Config) { c.NormEps = 0 }, "norm_eps"},
 	} {
