@@ -123,8 +123,8 @@ func applyRope(x, cos, sin *Node) *Node {
 func masks(cfg *Config, mask *Node, batch, seq int) (global, local *Node) {
 	g := mask.Graph()
 	dt := cfg.dtype()
-	real := NotEqual(mask, ScalarZero(g, mask.DType()))                    // [B, S]
-	keys := BroadcastToDims(Reshape(real, batch, 1, seq), batch, seq, seq) // [B, S(query), S(key)]
+	isReal := NotEqual(mask, ScalarZero(g, mask.DType()))                    // [B, S]
+	keys := BroadcastToDims(Reshape(isReal, batch, 1, seq), batch, seq, seq) // [B, S(query), S(key)]
 	band := make([]bool, seq*seq)
 	for q := 0; q < seq; q++ {
 		for k := 0; k < seq; k++ {
