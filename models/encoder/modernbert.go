@@ -119,5 +119,5 @@ func (m mbertConfig) SaveHF(scope *model.Scope, dir string, prefix bool) error {
 func (m mbertConfig) MarshalJSON() ([]byte, error) {
 	c := m.copy()
 	c.ModelType = modernbert.ModelType
-	return json.Marshal(c)
+	return c.MarshalJSON()
 }

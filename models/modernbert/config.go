@@ -19,6 +19,7 @@ package modernbert
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/toolret/toolret/models/hfweights"
@@ -162,7 +163,7 @@ func (c *Config) Validate() error {
 		c.MLPDropout < 0 || c.MLPDropout >= 1:
 		return fmt.Errorf("%s: dropout probabilities must be in [0, 1)", what)
 	case c.Pooler:
-		return fmt.Errorf("%s: ModernBERT has no pooler layer (pool with cls or mean)", what)
+		return fmt.Errorf("%s: ModernBERT has no pooler layer: pool with cls or mean (-pooling cls)", what)
 	case c.dtype() != dtypes.Float32 && c.dtype() != dtypes.Float64:
 		return fmt.Errorf("%s: dtype %s not supported (Float32, Float64)", what, c.dtype())
 	}
@@ -197,6 +198,50 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("rope_scaling %s is not supported", s)
 	}
 	return json.Unmarshal(b, (*plain)(c))
+}
+
+// floatFields are the config.json fields transformers' ModernBertConfig types as float: they
+// are written with a decimal point (2.0, not 2), which its strict dataclass requires.
+var floatFields = []string{"initializer_range", "initializer_cutoff_factor", "norm_eps", "global_rope_theta",
+	"local_rope_theta", "attention_dropout", "embedding_dropout", "mlp_dropout"}
+
+// MarshalJSON writes the config.json fields, floats as floats (floatFields).
+func (c Config) MarshalJSON() ([]byte, error) {
+	type plain Config
+	b, err := json.Marshal(plain(c))
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	asFloat := func(r json.RawMessage) json.RawMessage {
+		if s := string(r); !strings.ContainsAny(s, ".eE") && s != "null" {
+			return json.RawMessage(s + ".0")
+		}
+		return r
+	}
+	for _, k := range floatFields {
+		if r, ok := m[k]; ok {
+			m[k] = asFloat(r)
+		}
+	}
+	if r, ok := m["rope_parameters"]; ok {
+		var rp map[string]map[string]json.RawMessage
+		if err := json.Unmarshal(r, &rp); err != nil {
+			return nil, err
+		}
+		for _, p := range rp {
+			if t, ok := p["rope_theta"]; ok {
+				p["rope_theta"] = asFloat(t)
+			}
+		}
+		if m["rope_parameters"], err = json.Marshal(rp); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(m)
 }
 
 // LoadConfig reads an HF config.json.

@@ -232,6 +232,9 @@ func TestSaveHFRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s prefix %v: %v", dir, prefix, err)
 			}
+			if b, err := os.ReadFile(out + "/config.json"); err != nil || !strings.Contains(string(b), `"initializer_cutoff_factor": 2.0`) {
+				t.Errorf("%s: config.json writes initializer_cutoff_factor as an int (transformers wants a float): %v", dir, err)
+			}
 			if cfg2.ModelType != ModelType || cfg2.NormBias != cfg.NormBias || cfg2.Window() != cfg.Window() ||
 				cfg2.RopeTheta(true) != cfg.RopeTheta(true) || cfg2.RopeTheta(false) != cfg.RopeTheta(false) {
 				t.Errorf("%s prefix %v: reloaded config %+v", dir, prefix, cfg2)
