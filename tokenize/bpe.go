@@ -98,12 +98,18 @@ func splitAdded(s string, added []bpeAdded) []addedSeg {
 	}
 	var out []addedSeg
 	done := 0 // end of the last segment emitted
+	var first [256]bool // first bytes of the added tokens: most positions start none
+	for k := range added {
+		first[added[k].content[0]] = true
+	}
 	for i := 0; i < len(s); {
 		best := -1
-		for k := range added {
-			a := &added[k]
-			if strings.HasPrefix(s[i:], a.content) && (best < 0 || len(a.content) > len(added[best].content)) {
-				best = k
+		if first[s[i]] {
+			for k := range added {
+				a := &added[k]
+				if strings.HasPrefix(s[i:], a.content) && (best < 0 || len(a.content) > len(added[best].content)) {
+					best = k
+				}
 			}
 		}
 		if best < 0 {
