@@ -97,7 +97,7 @@ func splitAdded(s string, added []bpeAdded) []addedSeg {
 		return []addedSeg{{s, -1}}
 	}
 	var out []addedSeg
-	done := 0 // end of the last segment emitted
+	done := 0           // end of the last segment emitted
 	var first [256]bool // first bytes of the added tokens: most positions start none
 	for k := range added {
 		first[added[k].content[0]] = true

@@ -6,6 +6,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/models/encoder/onnxgraph"
 	"github.com/toolret/toolret/models/modernbert"
 )
 
@@ -14,11 +15,10 @@ import (
 // global attention every third layer, a local window of 128) with the given sizes
 // (intermediate_size 1.5 x hidden unless given, as ModernBERT's GeGLU halves its Wi output);
 // Sizes.MaxPositions sets max_position_embeddings (rotary positions: no table). ModernBERT has
-// no token types: Encode ignores types, and a pair's texts are told apart by [SEP] alone
-// (PairsWithOneType). It has no pooler layer: pool with cls (gte-modernbert) or mean
-// (modernbert-embed); WithPooler(true) makes a configuration Validate refuses. It has no ONNX
-// graph (it does not implement ONNX): export writes its HF directory without model.onnx and
-// says so in the manifest, and int8 quantization refuses it, naming the model_type.
+// no token types (TypeVocab 0, as MPNet): Encode ignores types, and a pair's texts are told
+// apart by [SEP] alone. It has no pooler layer: pool with cls (gte-modernbert) or mean
+// (modernbert-embed); WithPooler(true) makes a configuration Validate refuses. It implements
+// ONNX (modernbert.ONNX: RoPE tables and the local window built in the graph).
 func init() {
 	Register(modernbert.ModelType, Type{
 		New: func(s Sizes) (Config, error) {
@@ -67,7 +67,7 @@ func (m mbertConfig) Hidden() int        { return m.c.HiddenSize }
 func (m mbertConfig) Layers() int        { return m.c.NumHiddenLayers }
 func (m mbertConfig) MaxPositions() int  { return m.c.MaxPositionEmbeddings }
 func (m mbertConfig) Vocab() int         { return m.c.VocabSize }
-func (m mbertConfig) TypeVocab() int     { return 1 }
+func (m mbertConfig) TypeVocab() int     { return 0 }
 func (m mbertConfig) Dropout() float64   { return m.c.MLPDropout }
 func (m mbertConfig) InitRange() float64 { return m.c.InitializerRange }
 func (m mbertConfig) HasPooler() bool    { return false }
@@ -76,9 +76,6 @@ func (m mbertConfig) HF() HFNames {
 	return HFNames{modernbert.Prefix, "ModernBertModel", "ModernBertForSequenceClassification"}
 }
 func (m mbertConfig) copy() *modernbert.Config { c := *m.c; return &c }
-
-// PairsWithOneType: ModernBERT has no token types (see PairsWithOneType).
-func (m mbertConfig) PairsWithOneType() bool { return true }
 
 func (m mbertConfig) WithPooler(has bool) Config {
 	c := m.copy()
@@ -120,4 +117,12 @@ func (m mbertConfig) MarshalJSON() ([]byte, error) {
 	c := m.copy()
 	c.ModelType = modernbert.ModelType
 	return c.MarshalJSON()
+}
+
+func (m mbertConfig) ONNX(g *onnxgraph.Builder, param func(name string) []float32, ids, types, mask string) string {
+	return modernbert.ONNX(g, m.c, param, ids, types, mask)
+}
+
+func (m mbertConfig) ONNXPooler(g *onnxgraph.Builder, param func(name string) []float32, cls string) string {
+	return modernbert.ONNXPooler(g, m.c, param, cls)
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // TestModernBERTNew: the registration's sizes, its HF names, the JSON round trip through the
-// registry, Override, one token type taking pairs, no pooler, and the refusal of an
+// registry, Override, no token types, no pooler, and the refusal of an
 // unsupported model_type naming modernbert among the supported ones.
 func TestModernBERTNew(t *testing.T) {
 	c, err := encoder.New("modernbert", encoder.Sizes{Vocab: 64, Hidden: 16, Layers: 3, Heads: 2, MaxPositions: 96})
@@ -19,7 +19,7 @@ func TestModernBERTNew(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.ModelType() != "modernbert" || c.Vocab() != 64 || c.Hidden() != 16 || c.Layers() != 3 || c.MaxPositions() != 96 ||
-		c.TypeVocab() != 1 || c.HasPooler() || c.HF().Prefix != "model" || c.HF().Model != "ModernBertModel" {
+		c.TypeVocab() != 0 || c.HasPooler() || c.HF().Prefix != "model" || c.HF().Model != "ModernBertModel" {
 		t.Errorf("config %s", mustJSON(t, c))
 	}
 	var f map[string]any
@@ -45,14 +45,11 @@ func TestModernBERTNew(t *testing.T) {
 	if _, err := encoder.Override(c, map[string]any{"hidden_activation": "swish"}); err == nil {
 		t.Error("hidden_activation swish accepted")
 	}
-	if !encoder.PairsWithOneType(c) {
-		t.Error("PairsWithOneType: want true for modernbert")
-	}
 	if err := c.WithPooler(true).Validate(); err == nil || !strings.Contains(err.Error(), "no pooler") {
 		t.Errorf("WithPooler(true): %v, want refused", err)
 	}
-	if _, ok := c.(encoder.ONNX); ok {
-		t.Error("modernbert claims an ONNX graph")
+	if _, ok := c.(encoder.ONNX); !ok {
+		t.Error("modernbert has no ONNX graph")
 	}
 	if err := c.WithDType(dtypes.Float64).Init(model.NewStore().RootScope(), 1); err != nil {
 		t.Fatal(err)
