@@ -23,6 +23,7 @@ type bpe struct {
 	ignoreMerges bool
 
 	norms []normStep
+	lower bool // a Lowercase normalizer
 	pre   []preStep
 
 	added     []bpeAdded // split out of the raw text (normalized false)
@@ -449,7 +450,7 @@ func literalFinder(lit string) func(string) [][2]int {
 // byteLevelStep is HF's ByteLevel pre-tokenizer: a space before each piece that does not
 // start with one (add_prefix_space), the GPT-2 regex split (use_regex), then every byte
 // mapped to its character.
-func byteLevelStep(addPrefixSpace bool, re *hfRegex) preStep {
+func byteLevelStep(addPrefixSpace bool, find func(string) [][2]int) preStep {
 	return func(pieces []string) []string {
 		var out []string
 		for _, s := range pieces {
@@ -457,8 +458,8 @@ func byteLevelStep(addPrefixSpace bool, re *hfRegex) preStep {
 				s = " " + s
 			}
 			parts := []string{s}
-			if re != nil {
-				parts = splitPiece(s, re.find(s), splitIsolated, false)
+			if find != nil {
+				parts = splitPiece(s, find(s), splitIsolated, false)
 			}
 			for _, p := range parts {
 				out = append(out, byteLevel(p))

@@ -172,7 +172,7 @@ func parseBPEJSON(path string, raw []byte) (*Tokenizer, error) {
 			return nil, fmt.Errorf("%s: no token has id %d", path, i)
 		}
 	}
-	t := &Tokenizer{vocab: index, inv: inv, bpe: b, unk: b.unk, mask: -1, pad: -1, bpeJSON: raw}
+	t := &Tokenizer{vocab: index, inv: inv, bpe: b, unk: b.unk, mask: -1, pad: -1, bpeJSON: raw, lower: b.lower}
 	for _, a := range j.AddedTokens {
 		ad := bpeAdded{content: a.Content, id: int32(a.ID), singleWord: a.SingleWord, lstrip: a.Lstrip, rstrip: a.Rstrip}
 		if a.Normalized {
@@ -269,6 +269,7 @@ func (b *bpe) normalizer(raw json.RawMessage, depth int) error {
 		b.norms = append(b.norms, unicodeStep(norm.NFKD))
 	case "Lowercase":
 		b.norms = append(b.norms, lowercaseStep)
+		b.lower = true
 	case "Strip":
 		b.norms = append(b.norms, stripStep(n.StripLeft == nil || *n.StripLeft, n.StripRight == nil || *n.StripRight))
 	case "Prepend":
@@ -330,14 +331,11 @@ func (b *bpe) preTokenizer(raw json.RawMessage, depth int) error {
 			}
 		}
 	case "ByteLevel":
-		var re *hfRegex
+		var find func(string) [][2]int
 		if p.UseRegex == nil || *p.UseRegex {
-			var err error
-			if re, err = compileHFRegex(gpt2Pattern); err != nil {
-				return fmt.Errorf("ByteLevel: %w", err)
-			}
+			find, _ = knownSplitter(gpt2Pattern)
 		}
-		b.pre = append(b.pre, byteLevelStep(p.AddPrefixSpace, re))
+		b.pre = append(b.pre, byteLevelStep(p.AddPrefixSpace, find))
 	case "Split":
 		behavior, ok := map[string]splitBehavior{"Removed": splitRemoved, "Isolated": splitIsolated,
 			"MergedWithPrevious": splitMergedWithPrevious, "MergedWithNext": splitMergedWithNext,
@@ -350,11 +348,14 @@ func (b *bpe) preTokenizer(raw json.RawMessage, depth int) error {
 		case p.Pattern.String != nil:
 			find = literalFinder(*p.Pattern.String)
 		case p.Pattern.Regex != nil:
-			re, err := compileHFRegex(*p.Pattern.Regex)
-			if err != nil {
-				return fmt.Errorf("Split: %w", err)
+			var ok bool
+			if find, ok = knownSplitter(*p.Pattern.Regex); !ok {
+				re, err := compileHFRegex(*p.Pattern.Regex)
+				if err != nil {
+					return fmt.Errorf("Split: %w", err)
+				}
+				find = re.find
 			}
-			find = re.find
 		default:
 			return fmt.Errorf("Split: pattern must be a String or a Regex")
 		}

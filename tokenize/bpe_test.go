@@ -274,3 +274,88 @@ func FuzzBPE(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkBPE encodes the fixture texts with each layout (the per-word cache warm after the
+// first pass, as in serving).
+func BenchmarkBPE(b *testing.B) {
+	for _, name := range []string{"qwen3", "modernbert", "gemma"} {
+		b.Run(name, func(b *testing.B) {
+			dir := filepath.Join("testdata", "bpe", name)
+			tok, err := Load(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cases := loadBPECases(b, dir)
+			n := 0
+			for _, c := range cases {
+				n += len(c.Text)
+			}
+			b.SetBytes(int64(n))
+			b.ResetTimer()
+			for range b.N {
+				for _, c := range cases {
+					tok.Encode(c.Text)
+				}
+			}
+		})
+	}
+}
+
+// splitterTexts are the fixture texts, which the parity tests check against the tokenizers
+// library, and a few more edge cases.
+func splitterTexts(t testing.TB) []string {
+	var texts []string
+	for _, c := range loadBPECases(t, filepath.Join("testdata", "bpe", "qwen3")) {
+		texts = append(texts, c.Text)
+	}
+	return append(texts, "'", "''s", " '", "a'S", "x 12345 y", "\r\n\r\n ", " \n", "\t\n x", "1\u00a0\u00a02", "ǅ'LL")
+}
+
+// TestSplittersAgree: the hand-written matchers of the GPT-2, Qwen2 and Llama 3 patterns give
+// the regex emulation's matches (compileHFRegex, used for any other pattern), so each checks
+// the other.
+func TestSplittersAgree(t *testing.T) {
+	for _, pat := range []string{gpt2Pattern, qwen2Pattern, llama3Pattern} {
+		hand, ok := knownSplitter(pat)
+		if !ok {
+			t.Fatalf("%s: no hand-written matcher", pat)
+		}
+		re, err := compileHFRegex(pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range splitterTexts(t) {
+			if got, want := hand(s), re.find(s); !slices.Equal(got, want) {
+				t.Errorf("pattern %.20s... %q:\n hand  %v\n regex %v", pat, s, got, want)
+			}
+		}
+	}
+}
+
+// FuzzSplitters compares the hand-written matchers with the regex emulation on any text.
+func FuzzSplitters(f *testing.F) {
+	type pair struct {
+		hand func(string) [][2]int
+		re   *hfRegex
+	}
+	var ps []pair
+	for _, pat := range []string{gpt2Pattern, qwen2Pattern, llama3Pattern} {
+		hand, _ := knownSplitter(pat)
+		re, err := compileHFRegex(pat)
+		if err != nil {
+			f.Fatal(err)
+		}
+		ps = append(ps, pair{hand, re})
+	}
+	for _, s := range splitterTexts(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+		for i, p := range ps {
+			if got, want := p.hand(s), p.re.find(s); !slices.Equal(got, want) {
+				t.Fatalf("pattern %d %q:\n hand  %v\n regex %v", i, s, got, want)
+			}
+		}
+	})
+}
