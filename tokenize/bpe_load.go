@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -98,23 +99,12 @@ func parseBPEJSON(path string, raw []byte) (*Tokenizer, error) {
 		}
 	}
 	for i, rm := range m.Merges {
-		var l, r string
-		var s string
+		var l, r, str string
 		var pair []string
-		if err := json.Unmarshal(rm, &s); err == nil {
-			n := 0
-			for k := 0; k < len(s); k++ {
-				if s[k] == ' ' {
-					n++
-				}
-			}
-			if n != 1 {
-				return nil, fmt.Errorf("%s: model: merge %d %q is not two tokens separated by one space", path, i, s)
-			}
-			for k := 0; k < len(s); k++ {
-				if s[k] == ' ' {
-					l, r = s[:k], s[k+1:]
-				}
+		if err := json.Unmarshal(rm, &str); err == nil {
+			var ok bool
+			if l, r, ok = strings.Cut(str, " "); !ok || strings.Contains(r, " ") {
+				return nil, fmt.Errorf("%s: model: merge %d %q is not two tokens separated by one space", path, i, str)
 			}
 		} else if err := json.Unmarshal(rm, &pair); err == nil && len(pair) == 2 {
 			l, r = pair[0], pair[1]
