@@ -23,7 +23,8 @@ const modernbertFixture = "../../models/modernbert/testdata"
 
 // TestModernBERTEndToEnd runs the commands on the tiny ModernBERT (issue 56): eval -model
 // ranks with it; export -model -format hf writes a directory whose embeddings are still
-// sentence-transformers' (within 1e-5), with its ONNX graph; train
+// sentence-transformers' (within 1e-5), with its ONNX graph; laid out with CLS pooling (as
+// gte-modernbert) it embeds as the CLS states; train
 // biencoder -init fine-tunes it (the run keeps model_type modernbert and exports, and the
 // export moved, and sentence-transformers embeds the export as toolret does); train crossencoder -init takes pairs with its one token type, pooling cls
 // (ModernBERT has no pooler layer: the default pooling is refused saying so).
@@ -56,6 +57,7 @@ func TestModernBERTEndToEnd(t *testing.T) {
 	var e struct {
 		Texts []string    `json:"texts"`
 		Emb   [][]float64 `json:"embeddings"`
+		CLS   [][]float64 `json:"cls"`
 	}
 	raw, err := os.ReadFile(filepath.Join(modernbertFixture, "expected.json"))
 	if err != nil {
@@ -99,6 +101,28 @@ func TestModernBERTEndToEnd(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, export.ONNXFile)); err != nil {
 		t.Errorf("export wrote no ONNX graph: %v", err)
+	}
+
+	// The same model laid out as gte-modernbert (CLS pooling, the older Pooling config) embeds
+	// each text as its CLS state.
+	gte := filepath.Join(dir, "gte")
+	if err := os.CopyFS(gte, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	pool := `{"word_embedding_dimension": 32, "pooling_mode_cls_token": true, "pooling_mode_mean_tokens": false,
+		"pooling_mode_max_tokens": false, "pooling_mode_mean_sqrt_len_tokens": false}`
+	if err := os.WriteFile(filepath.Join(gte, "1_Pooling", "config.json"), []byte(pool), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	worst = 0
+	for i, row := range embed(gte) {
+		for j, v := range row {
+			worst = math.Max(worst, math.Abs(float64(v)-e.CLS[i][j]))
+		}
+	}
+	t.Logf("CLS pooling (gte-modernbert's layout): max |toolret - transformers' CLS states| = %.2e", worst)
+	if worst > 1e-5 {
+		t.Errorf("CLS-pooled embeddings differ from transformers' CLS states by %.2e (> 1e-5)", worst)
 	}
 
 	runDir := filepath.Join(dir, "run")
