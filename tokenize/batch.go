@@ -1,7 +1,8 @@
 package tokenize
 
-// Single returns [CLS] text [SEP] ids, truncated to maxLen tokens (specials kept; maxLen <= 0
-// means no limit, and maxLen < 2 is treated as 2).
+// Single returns [CLS] text [SEP] ids (a BPE tokenizer: its post-processor's template, such
+// as text <|endoftext|>), truncated to maxLen tokens (specials kept; maxLen <= 0 means no
+// limit, and a maxLen below the number of specials is treated as that number).
 func (t *Tokenizer) Single(text string, maxLen int) []int32 {
 	ids := t.Encode(text)
 	if t.tmpl != nil {

@@ -11,8 +11,10 @@ import (
 )
 
 // Tokenizer is a BERT WordPiece tokenizer or, loaded from an spm.model or a Unigram
-// tokenizer.json, a SentencePiece Unigram one (unigram.go); both add [CLS]/[SEP] and share
-// truncation, padding and bucketing. It is safe for concurrent use (once Buckets is set).
+// tokenizer.json, a SentencePiece Unigram one (unigram.go), or, loaded from a BPE
+// tokenizer.json, a byte-level or byte-fallback BPE one (bpe.go) with its post-processor's
+// template; all add their special tokens ([CLS]/[SEP] or the template's) and share truncation,
+// padding and bucketing. It is safe for concurrent use (once Buckets is set).
 type Tokenizer struct {
 	// Buckets are the padded lengths Pad uses (any order); nil means DefaultBuckets.
 	Buckets []int
@@ -160,8 +162,8 @@ type jsonModel struct {
 	Vocab                   map[string]int32 `json:"vocab"`
 }
 
-// Load reads a tokenizer from a model directory: tokenizer.json if present (WordPiece or
-// Unigram), else a SentencePiece spm.model (Unigram, with tokenizer_config.json and
+// Load reads a tokenizer from a model directory: tokenizer.json if present (WordPiece,
+// Unigram or BPE), else a SentencePiece spm.model (Unigram, with tokenizer_config.json and
 // added_tokens.json, as DeBERTa-v3 ships it), else vocab.txt with do_lower_case (default
 // true), strip_accents and tokenize_chinese_chars from tokenizer_config.json.
 func Load(dir string) (*Tokenizer, error) {
