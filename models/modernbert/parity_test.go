@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -308,5 +309,50 @@ func TestConfigErrors(t *testing.T) {
 	c := Default()
 	if err := json.Unmarshal([]byte(`{"rope_scaling": {"type": "linear", "factor": 2}}`), c); err == nil || !strings.Contains(err.Error(), "rope_scaling") {
 		t.Errorf("rope_scaling: %v", err)
+	}
+}
+
+// TestFloat64: the same initialisation computed in float64 agrees with float32 (the float64
+// path, RoPE tables included, is what gradient checks run).
+func TestFloat64(t *testing.T) {
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Skip(err)
+	}
+	e := loadExpected(t)
+	var outs [][]float64
+	for _, dt := range []dtypes.DType{dtypes.Float32, dtypes.Float64} {
+		cfg, err := LoadConfig(fixtureDir + "/config.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.DType = dt
+		cfg.InitializerRange = 0.2
+		store := model.NewStore()
+		if err := Init(store.RootScope(), cfg, 5); err != nil {
+			t.Fatal(err)
+		}
+		exec, err := model.NewExec(be, store, func(root *model.Scope, ids, mask *Node) *Node {
+			return ConvertDType(Encode(root, cfg, ids, mask), dtypes.Float64)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Exec(flat(e.BatchIDs), flat(e.BatchMask))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := out[0].Shape().Dimensions; !slices.Equal(got, e.Shape) {
+			t.Fatalf("%s: shape %v, want %v", dt, got, e.Shape)
+		}
+		outs = append(outs, tensors.MustCopyFlatData[float64](out[0]))
+	}
+	d := 0.0
+	for i := range outs[0] {
+		d = math.Max(d, math.Abs(outs[0][i]-outs[1][i]))
+	}
+	t.Logf("max |float32 - float64| = %.2e", d)
+	if d > 1e-4 || d == 0 {
+		t.Errorf("float32 and float64 differ by %.2e (want (0, 1e-4])", d)
 	}
 }
