@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,8 +90,12 @@ func hfConfig(cfg encoder.Config, head *Head) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Numbers are kept as written (json.Number): transformers' strict configs (ModernBERT's)
+	// want a float field written as 2.0, not 2.
 	var c map[string]any
-	if err := json.Unmarshal(b, &c); err != nil {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&c); err != nil {
 		return nil, err
 	}
 	c["model_type"] = cfg.ModelType()

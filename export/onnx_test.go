@@ -4,6 +4,8 @@ package export_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -195,6 +197,12 @@ func TestONNXParity(t *testing.T) {
 		{"mpnet-pooler-dot-separate", exporttest.Options{Arch: "mpnet", Pooling: encoder.PoolPooler, Similarity: "dot", Separate: true}, true},
 		{"xlm-roberta-mean-cosine", exporttest.Options{Arch: "xlm-roberta"}, false},
 		{"xlm-roberta-pooler-dot-separate", exporttest.Options{Arch: "xlm-roberta", Pooling: encoder.PoolPooler, Similarity: "dot", Separate: true}, false},
+		// ModernBERT: 3 layers (0 and 2 global, 1 local) with a window of 4 each side, shorter
+		// than the texts; the second also with every bias.
+		{"modernbert-mean-cosine", exporttest.Options{Arch: "modernbert", Layers: 3,
+			Fields: map[string]any{"local_attention": 8, "global_attn_every_n_layers": 2}}, true},
+		{"modernbert-cls-dot-separate-bias", exporttest.Options{Arch: "modernbert", Layers: 3, Pooling: encoder.PoolCLS, Similarity: "dot", Separate: true,
+			Fields: map[string]any{"local_attention": 8, "global_attn_every_n_layers": 2, "norm_bias": true, "attention_bias": true, "mlp_bias": true}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := exporttest.BiEncoder(tc.o, be, 21)
@@ -331,4 +339,75 @@ func TestONNXParity(t *testing.T) {
 		})
 	}
 	t.Logf("worst ONNX Runtime vs toolret max abs diff: %.3g", worst)
+}
+
+// TestONNXModernBERTTransformers exports the tiny ModernBERT of
+// scripts/parity/make_modernbert_fixture.py (-format hf, which writes its ONNX graph) and runs
+// the graph on ONNX Runtime over the fixture's padded batch: last_hidden_state at real tokens
+// and the mean-pooled sentence_embedding against transformers' and sentence-transformers'.
+func TestONNXModernBERTTransformers(t *testing.T) {
+	const fixture = "../models/modernbert/testdata"
+	var e struct {
+		BatchIDs  [][]int32   `json:"batch_ids"`
+		BatchMask [][]int32   `json:"batch_mask"`
+		Shape     []int       `json:"hidden_shape"`
+		Hidden    []float64   `json:"last_hidden_state"`
+		Emb       [][]float64 `json:"embeddings"`
+	}
+	raw, err := os.ReadFile(filepath.Join(fixture, "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &e); err != nil {
+		t.Fatal(err)
+	}
+	m, err := export.Open(context.Background(), filepath.Join(fixture, "tiny"), goBackend(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "hf")
+	man, err := export.Export(m, export.Options{Format: export.FormatHF, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := man.TowerDir(out, biencoder.QueryTower)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := loadORT(t, filepath.Join(dir, export.ONNXFile))
+	r := o.run(t, map[string][][]int32{export.InputIDs: e.BatchIDs, export.AttentionMask: e.BatchMask})
+	hs := r[export.OutLastHiddenState]
+	if !slices.Equal(hs.dims, e.Shape) {
+		t.Fatalf("last_hidden_state dims %v, want %v", hs.dims, e.Shape)
+	}
+	n, l, h := e.Shape[0], e.Shape[1], e.Shape[2]
+	dStates := 0.0
+	for i := 0; i < n; i++ {
+		for j := 0; j < l && e.BatchMask[i][j] == 1; j++ {
+			for k := 0; k < h; k++ {
+				dStates = max(dStates, math.Abs(float64(hs.data[(i*l+j)*h+k])-e.Hidden[(i*l+j)*h+k]))
+			}
+		}
+	}
+	// sentence_embedding is L2-normalised for a cosine model: then compare with the normalised
+	// reference.
+	se := r[export.OutSentenceEmbedding]
+	dEmb := 0.0
+	for i, row := range e.Emb {
+		norm := 1.0
+		if m.Towers[0].Normalize {
+			norm = 0
+			for _, v := range row {
+				norm += v * v
+			}
+			norm = math.Sqrt(norm)
+		}
+		for k, v := range row {
+			dEmb = max(dEmb, math.Abs(float64(se.data[i*h+k])-v/norm))
+		}
+	}
+	t.Logf("ModernBERT ONNX graph on ONNX Runtime vs transformers: last_hidden_state %.3g, sentence_embedding vs sentence-transformers %.3g (normalised: %v)", dStates, dEmb, m.Towers[0].Normalize)
+	if dStates > 1e-5 || dEmb > 1e-5 {
+		t.Errorf("ONNX Runtime differs from transformers by %g (last_hidden_state), %g (sentence_embedding), > 1e-5", dStates, dEmb)
+	}
 }

@@ -201,3 +201,43 @@ func BenchmarkEmbedInt8(b *testing.B) {
 		}
 	}
 }
+
+// TestQuantizedModernBERTONNX embeds the tiny ModernBERT fixture (scripts/parity/
+// make_modernbert_fixture.py) in fp32 and int8 on ONNX Runtime: the int8 graph (its own ONNX
+// graph, quantized, both granularities) stays within int8MinCos of fp32 on every text.
+func TestQuantizedModernBERTONNX(t *testing.T) {
+	be, err := backend.Open("onnx")
+	if err != nil {
+		t.Skipf("no ONNX Runtime (scripts/install-onnxruntime.sh): %v", err)
+	}
+	m, err := export.LoadHF(filepath.Join("..", "models", "modernbert", "testdata", "tiny"), be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"Find the weather in Paris", "def add(a, b):\n    return a + b\n", "查询明天北京的天气",
+		"Send an email to Bob with the quarterly report attached and then create a calendar event for the team meeting"}
+	fp32, err := m.Embed(biencoder.ToolTower, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []export.Quantization{export.QuantInt8, export.QuantInt8Tensor} {
+		if err := m.Quantize(q); err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.Embed(biencoder.ToolTower, texts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst, diff := 1.0, 0.0
+		for i := range texts {
+			worst = min(worst, cosine(got[i], fp32[i]))
+			for j := range got[i] {
+				diff = max(diff, math.Abs(float64(got[i][j]-fp32[i][j])))
+			}
+		}
+		t.Logf("modernbert %s: min cosine to fp32 %.5f, max |int8 - fp32| %.3g", q, worst, diff)
+		if worst < int8MinCos || diff == 0 {
+			t.Errorf("%s: min cosine %.5f (want >= %v), max difference %g (want > 0: the int8 graph ran)", q, worst, int8MinCos, diff)
+		}
+	}
+}

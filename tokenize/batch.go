@@ -1,9 +1,13 @@
 package tokenize
 
-// Single returns [CLS] text [SEP] ids, truncated to maxLen tokens (specials kept; maxLen <= 0
-// means no limit, and maxLen < 2 is treated as 2).
+// Single returns [CLS] text [SEP] ids (a BPE tokenizer: its post-processor's template, such
+// as text <|endoftext|>), truncated to maxLen tokens (specials kept; maxLen <= 0 means no
+// limit, and a maxLen below the number of specials is treated as that number).
 func (t *Tokenizer) Single(text string, maxLen int) []int32 {
 	ids := t.Encode(text)
+	if t.tmpl != nil {
+		return t.singleTemplate(ids, maxLen)
+	}
 	if maxLen > 0 {
 		maxLen = max(maxLen, 2)
 		if len(ids) > maxLen-2 {
@@ -28,6 +32,9 @@ func (t *Tokenizer) Pair(a, b string, maxLen int) (ids, types []int32) {
 // with RoBERTa's two separators between them when DoubleSep (<s> a </s></s> b </s>), types 1
 // from b on; truncated longest-first to maxLen tokens (specials included) when maxLen > 0.
 func (t *Tokenizer) PairOf(a, b []int32, maxLen int) (ids, types []int32) {
+	if t.tmpl != nil {
+		return t.pairTemplate(a, b, maxLen)
+	}
 	x, y := a, b
 	specials := 3
 	if t.doubleSep {
@@ -142,4 +149,58 @@ func (t *Tokenizer) PadBuckets(seqs, types [][]int32, maxLen int, buckets []int)
 		b.IDs[i], b.Types[i], b.Mask[i] = ids, ty, m
 	}
 	return b
+}
+
+// singleTemplate lays ids out with the post-processor's single template (a BPE
+// tokenizer.json's: "$A <|endoftext|>", "[CLS] $A [SEP]", "<bos> $A <eos>"), the text
+// truncated so that the whole fits maxLen (maxLen <= 0: no limit; at least the specials).
+func (t *Tokenizer) singleTemplate(ids []int32, maxLen int) []int32 {
+	n := specialsIn(t.tmpl.single)
+	if maxLen > 0 {
+		maxLen = max(maxLen, n)
+		if len(ids) > maxLen-n {
+			ids = ids[:maxLen-n]
+		}
+	}
+	out := make([]int32, 0, len(ids)+n)
+	for _, it := range t.tmpl.single {
+		if it.seq == 1 {
+			out = append(out, ids...)
+		} else {
+			out = append(out, it.ids...)
+		}
+	}
+	return out
+}
+
+// pairTemplate is PairOf with the post-processor's pair template, its token types included.
+func (t *Tokenizer) pairTemplate(a, b []int32, maxLen int) (ids, types []int32) {
+	n := specialsIn(t.tmpl.pair)
+	x, y := a, b
+	if maxLen > 0 {
+		maxLen = max(maxLen, n)
+		for len(x)+len(y) > maxLen-n {
+			if len(x) > len(y) {
+				x = x[:len(x)-1]
+			} else {
+				y = y[:len(y)-1]
+			}
+		}
+	}
+	ids = make([]int32, 0, len(x)+len(y)+n)
+	types = make([]int32, 0, cap(ids))
+	for _, it := range t.tmpl.pair {
+		part := it.ids
+		switch it.seq {
+		case 1:
+			part = x
+		case 2:
+			part = y
+		}
+		ids = append(ids, part...)
+		for range part {
+			types = append(types, it.typeID)
+		}
+	}
+	return ids, types
 }

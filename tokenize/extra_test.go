@@ -192,7 +192,8 @@ func TestLoadJSON(t *testing.T) {
 		{name: "added token", edit: func(m map[string]any) {
 			m["added_tokens"] = append(m["added_tokens"].([]any), map[string]any{"id": 17, "content": "<tool>", "special": true})
 		}, text: "hello<tool>world", want: []string{"hello", "<tool>", "world"}},
-		{name: "bpe", edit: func(m map[string]any) { model(m)["type"] = "BPE" }, err: `model type "BPE" is not supported`},
+		{name: "wordlevel", edit: func(m map[string]any) { model(m)["type"] = "WordLevel" }, err: `model type "WordLevel" is not supported`},
+		{name: "bpe with a subword prefix", edit: func(m map[string]any) { model(m)["type"] = "BPE" }, err: `continuing_subword_prefix "##" is not supported`},
 		{name: "normalizer", edit: func(m map[string]any) { m["normalizer"] = map[string]any{"type": "NFC"} }, err: `normalizer "NFC"`},
 		{name: "pretokenizer", edit: func(m map[string]any) { m["pre_tokenizer"] = map[string]any{"type": "Whitespace"} }, err: `pre_tokenizer "Whitespace"`},
 		{name: "no post", edit: func(m map[string]any) { m["post_processor"] = nil }, err: "post_processor: missing"},

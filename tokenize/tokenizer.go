@@ -11,8 +11,10 @@ import (
 )
 
 // Tokenizer is a BERT WordPiece tokenizer or, loaded from an spm.model or a Unigram
-// tokenizer.json, a SentencePiece Unigram one (unigram.go); both add [CLS]/[SEP] and share
-// truncation, padding and bucketing. It is safe for concurrent use (once Buckets is set).
+// tokenizer.json, a SentencePiece Unigram one (unigram.go), or, loaded from a BPE
+// tokenizer.json, a byte-level or byte-fallback BPE one (bpe.go) with its post-processor's
+// template; all add their special tokens ([CLS]/[SEP] or the template's) and share truncation,
+// padding and bucketing. It is safe for concurrent use (once Buckets is set).
 type Tokenizer struct {
 	// Buckets are the padded lengths Pad uses (any order); nil means DefaultBuckets.
 	Buckets []int
@@ -30,9 +32,13 @@ type Tokenizer struct {
 	doubleSep     bool     // RoBERTa's pair template, <s> A </s></s> B </s> (RobertaProcessing)
 	specials      []string // added tokens matched literally in raw text (longest first on ties)
 
-	uni    *unigram // Unigram segmentation (nil: WordPiece)
-	spm    []byte   // the spm.model it was read from, if any (Save writes it back)
-	uniCfg *uniJSON // the Unigram tokenizer.json it was read from, if any
+	uni  *unigram // Unigram segmentation (nil: WordPiece)
+	bpe  *bpe     // BPE segmentation with its own pipeline (bpe.go)
+	tmpl *template
+	// bpeJSON is the BPE tokenizer.json read (Save writes it back).
+	bpeJSON []byte
+	spm     []byte   // the spm.model it was read from, if any (Save writes it back)
+	uniCfg  *uniJSON // the Unigram tokenizer.json it was read from, if any
 }
 
 // Special token names.
@@ -156,8 +162,8 @@ type jsonModel struct {
 	Vocab                   map[string]int32 `json:"vocab"`
 }
 
-// Load reads a tokenizer from a model directory: tokenizer.json if present (WordPiece or
-// Unigram), else a SentencePiece spm.model (Unigram, with tokenizer_config.json and
+// Load reads a tokenizer from a model directory: tokenizer.json if present (WordPiece,
+// Unigram or BPE), else a SentencePiece spm.model (Unigram, with tokenizer_config.json and
 // added_tokens.json, as DeBERTa-v3 ships it), else vocab.txt with do_lower_case (default
 // true), strip_accents and tokenize_chinese_chars from tokenizer_config.json.
 func Load(dir string) (*Tokenizer, error) {
@@ -210,15 +216,18 @@ func parseJSON(path string, b []byte) (*Tokenizer, error) {
 	if err := json.Unmarshal(b, &head); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if head.Model.Type == "Unigram" {
+	switch head.Model.Type {
+	case "Unigram":
 		return parseUnigramJSON(path, b)
+	case "BPE":
+		return parseBPEJSON(path, b)
 	}
 	var j jsonTokenizer
 	if err := json.Unmarshal(b, &j); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if j.Model.Type != "WordPiece" {
-		return nil, fmt.Errorf("%s: model type %q is not supported (WordPiece or Unigram only)", path, j.Model.Type)
+		return nil, fmt.Errorf("%s: model type %q is not supported (WordPiece, Unigram or BPE only)", path, j.Model.Type)
 	}
 	if j.Normalizer != nil && j.Normalizer.Type != "BertNormalizer" {
 		return nil, fmt.Errorf("%s: normalizer %q is not supported (BertNormalizer only)", path, j.Normalizer.Type)
@@ -445,6 +454,9 @@ func (t *Tokenizer) postProcessor(p map[string]any) error {
 func (t *Tokenizer) Save(dir string) error {
 	if t.uni != nil {
 		return t.saveUnigram(dir)
+	}
+	if t.bpe != nil {
+		return t.saveBPE(dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

@@ -197,6 +197,9 @@ func (t *Tokenizer) wordPiece(word string, out []int32) []int32 {
 // Special tokens written literally in the text ("[SEP]") are matched first, on the raw text,
 // as HF does with its added tokens.
 func (t *Tokenizer) Encode(text string) []int32 {
+	if t.bpe != nil {
+		return t.bpe.encode(text, nil) // added tokens split out its own way (HF's AddedVocabulary)
+	}
 	var ids []int32
 	for len(text) > 0 {
 		at, special, id := len(text), "", int32(-1)

@@ -47,7 +47,8 @@ type Options struct {
 	Similarity            string          // default cosine
 	Separate              bool            // separate query and tool towers
 	Act                   string          // hidden_act, default gelu
-	Arch                  string          // encoder model_type (bert, the default, deberta-v2, mpnet, xlm-roberta; wordbag: Hidden only)
+	Arch                  string          // encoder model_type (bert, the default, deberta-v2, mpnet, xlm-roberta, modernbert; wordbag: Hidden only)
+	Fields                map[string]any  // further config.json fields of the encoder (ModernBERT's local_attention)
 }
 
 // Config returns the bi-encoder configuration (a BERT encoder) for o and a vocabulary of
@@ -76,6 +77,9 @@ func Config(o Options, vocabSize int) (*biencoder.Config, error) {
 	fields := map[string]any{"initializer_range": 0.2}
 	if o.Act != "" {
 		fields["hidden_act"] = o.Act
+	}
+	for k, v := range o.Fields {
+		fields[k] = v
 	}
 	if enc, err = encoder.Override(enc, fields); err != nil {
 		return nil, fmt.Errorf("exporttest: %w", err)

@@ -154,7 +154,7 @@ func TestNew(t *testing.T) {
 		s    encoder.Sizes
 		want string
 	}{
-		{"gpt2", encoder.Sizes{}, `model_type "gpt2" not supported (supported: bert, deberta-v2, gemma3_text, mpnet, qwen3, wordbag, xlm-roberta)`},
+		{"gpt2", encoder.Sizes{}, `model_type "gpt2" not supported (supported: bert, deberta-v2, gemma3_text, modernbert, mpnet, qwen3, wordbag, xlm-roberta)`},
 		{"bert", encoder.Sizes{Hidden: 10, Heads: 3}, "not a multiple of num_attention_heads"},
 		{"bert", encoder.Sizes{Layers: -1}, "must all be > 0"},
 	} {
@@ -183,7 +183,7 @@ func TestUnmarshal(t *testing.T) {
 		t.Errorf("round trip:\n%s\nwant\n%s", mustJSON(t, back), mustJSON(t, c))
 	}
 	for _, tc := range []struct{ name, json, want string }{
-		{"no model_type", `{"hidden_size": 8}`, "no model_type (supported: bert, deberta-v2, gemma3_text, mpnet, qwen3, wordbag, xlm-roberta)"},
+		{"no model_type", `{"hidden_size": 8}`, "no model_type (supported: bert, deberta-v2, gemma3_text, modernbert, mpnet, qwen3, wordbag, xlm-roberta)"},
 		{"unknown model_type", `{"model_type": "gpt2"}`, `model_type "gpt2" not supported`},
 		{"not an object", `[1]`, "encoder config"},
 		{"bad field", `{"model_type": "bert", "hidden_size": "big"}`, "encoder config (bert)"},
@@ -265,7 +265,7 @@ func TestLoadHF(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ name, config, want string }{
-		{"unknown model_type", `{"model_type": "gpt2", "hidden_size": 64}`, `config.json: model_type "gpt2" not supported (supported: bert, deberta-v2, gemma3_text, mpnet, qwen3, wordbag, xlm-roberta)`},
+		{"unknown model_type", `{"model_type": "gpt2", "hidden_size": 64}`, `config.json: model_type "gpt2" not supported (supported: bert, deberta-v2, gemma3_text, modernbert, mpnet, qwen3, wordbag, xlm-roberta)`},
 		{"no model_type", `{"hidden_size": 64}`, "config.json: no model_type"},
 		{"bad json", `{`, "config.json"},
 	} {
