@@ -362,6 +362,10 @@ func startGateway(ctx context.Context, cfg ServeConfig, lib *library.Library, st
 	}
 	log.Info("gateway", "library", cfg.Library, "tools", len(lib.Tools), "callable", callable, "upstreams", cfg.Upstreams, "state", cfg.State)
 	gw.Start(ctx)
+	// toolret import -out LIB rewrites the file: the gateway serves the new library at once.
+	if err := gw.WatchLibrary(ctx); err != nil {
+		log.Warn("the library file is not watched: a re-import reaches the server only at its restart", "library", cfg.Library, "error", err.Error())
+	}
 	return gw, nil
 }
 

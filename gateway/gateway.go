@@ -81,6 +81,7 @@ type Gateway struct {
 	closed  atomic.Bool
 	wg      sync.WaitGroup
 	refresh refreshing
+	stop    chan struct{} // closed by Close: background work ends
 	shared  *sharedLibrary // nil: the library is the file's alone
 }
 
@@ -133,7 +134,7 @@ func New(opts Options) (*Gateway, error) {
 		opts.K = 5
 	}
 	opts.K = min(opts.K, opts.MaxK)
-	g := &Gateway{opts: opts, store: opts.Store, up: opts.Upstreams, log: opts.Log, mcp: map[string]*mcpUpstream{}}
+	g := &Gateway{opts: opts, store: opts.Store, up: opts.Upstreams, log: opts.Log, mcp: map[string]*mcpUpstream{}, stop: make(chan struct{})}
 	if opts.LibraryDB != nil {
 		l, err := g.openShared(opts.LibraryDB, opts.Library)
 		if err != nil {
@@ -187,7 +188,10 @@ const startTimeout = 60 * time.Second
 
 // Close ends the MCP upstream sessions (stopping stdio servers) and the usage log.
 func (g *Gateway) Close() error {
-	g.closed.Store(true)
+	if g.closed.Swap(true) {
+		return nil
+	}
+	close(g.stop)
 	g.wg.Wait()
 	for _, u := range g.mcp {
 		u.close()
