@@ -81,7 +81,7 @@ type Gateway struct {
 	closed  atomic.Bool
 	wg      sync.WaitGroup
 	refresh refreshing
-	stop    chan struct{} // closed by Close: background work ends
+	stop    chan struct{}  // closed by Close: background work ends
 	shared  *sharedLibrary // nil: the library is the file's alone
 }
 
