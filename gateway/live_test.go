@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/gateway"
 	"github.com/toolret/toolret/internal/pgtest"
@@ -239,7 +241,11 @@ func TestAdminTools(t *testing.T) {
 		t.Fatalf("without a key: %d %s", s, b)
 	}
 
-	var res gateway.UpdateResult
+	var res struct { // gateway.UpdateResult
+		Version  uint64   `json:"library_version"`
+		Added    []string `json:"added"`
+		Embedded int      `json:"embedded"`
+	}
 	if s, b := f.do(t, "POST", "/v1/tools", key, map[string]any{"tools": []any{echo, fn}}, &res); s != 200 {
 		t.Fatalf("POST /v1/tools: %d %s", s, b)
 	}
@@ -325,5 +331,50 @@ func TestReimportPG(t *testing.T) {
 	})
 	if names, _ := b.searchNames(t, "", "create a pet"); slices.Contains(names, "pets.createPet") {
 		t.Fatalf("b's search gives the removed tool: %v", names)
+	}
+}
+
+// TestServeReimport: `toolret serve -library` (toolret.Serve, in a child process) serves a
+// library file rewritten under it, as `toolret import -out` rewrites it, without a restart:
+// the tool removed answers 404, the tool changed its new text.
+func TestServeReimport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server process")
+	}
+	dir := t.TempDir()
+	upPath := writeUpstreams(t, dir, "5s")
+	libPath := importLibrary(t, dir, upPath)
+	cfg := toolret.DefaultServeConfig()
+	cfg.Library, cfg.Pretrained, cfg.Upstreams, cfg.Addr = libPath, stubModel(t), upPath, freeAddr(t)
+	c := startChild(t, cfg)
+	if s := c.status(t, "/v1/tools/pets.createPet"); s != 200 {
+		t.Fatalf("before: GET pets.createPet: %d", s)
+	}
+	lib, err := library.Read(libPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const desc = "Fetch the record of one pet of the shop by its numeric id."
+	if err := library.Write(libPath, without(lib, "pets.createPet", "pets.getPet", desc)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.status(t, "/v1/tools/pets.createPet") != 404 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the re-import did not reach the running server within 10 s:\n%s", c.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	resp, err := http.Get(c.base + "/v1/tools/pets.getPet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got gateway.ToolDetail
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || got.Description != desc || got.Version == 0 {
+		t.Fatalf("the changed tool: %v %+v", err, got)
+	}
+	if s, out := c.post(t, "/v1/call", map[string]any{"name": "pets.createPet", "arguments": map[string]any{"name": "Rex"}}); s != 404 {
+		t.Fatalf("calling the removed tool: %d %v", s, out)
 	}
 }
