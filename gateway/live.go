@@ -80,12 +80,14 @@ func (g *Gateway) Reload() (Update, error) {
 	if g.opts.LibraryPath == "" {
 		return Update{}, errors.New("the gateway has no library file")
 	}
+	// Read under the lock: a change that writes the file (list_changed, the admin API, a
+	// replica's) is then either all before the read or all after it, never reverted.
+	g.libMu.Lock()
+	defer g.libMu.Unlock()
 	next, err := library.Read(g.opts.LibraryPath)
 	if err != nil {
 		return Update{}, err
 	}
-	g.libMu.Lock()
-	defer g.libMu.Unlock()
 	return g.apply(next, false, "library file changed")
 }
 
