@@ -40,8 +40,8 @@ func FuzzSPModel(f *testing.F) {
 
 // FuzzTokenizerJSONUnigram parses arbitrary bytes as a Unigram tokenizer.json and, when that
 // succeeds, encodes a text as a single and as a pair: no panic, every id in the vocabulary.
-// The seeds are small (a charsmap of two rules: each new input the fuzzer finds is minimised
-// byte by byte, which a seed of kilobytes makes cost seconds); make fuzz also bounds that.
+// The seeds are small and built here (a charsmap of two rules, no Load and Save): each new
+// input the fuzzer finds is minimised byte by byte; make fuzz bounds that minimisation.
 func FuzzTokenizerJSONUnigram(f *testing.F) {
 	// A Precompiled normalizer (SentencePiece's charsmap, base64) and added tokens, as
 	// Save writes them, in a few hundred bytes.

@@ -8,7 +8,8 @@
 #      description changed; seconds from the import's end until GET /v1/tools/{id} gives the
 #      new text (the index updated: searches see it), and the tools embedded for it (the log);
 #   3. restart with the index cached, seconds to /readyz.
-# Usage: scripts/bench/gateway-live.sh [WORKDIR]. Needs ../shared/datasets/bfcl/functions.json
+# Usage: scripts/bench/gateway-live.sh [WORKDIR]; KEEP_STATE=1 keeps WORKDIR's index (step 1
+# is then a start with the index cached). Needs ../shared/datasets/bfcl/functions.json
 # and @octokit/openapi under ~/.cache/toolret/mcp-npm (scripts/install-mcp-test.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -27,8 +28,12 @@ echo "cpu: $(lscpu | grep -o 'avx2\|avx512_bf16\|amx_bf16' | sort -u | tr '\n' '
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 lib=$work/lib.jsonl
-rm -rf "$lib" "$work/state"
-"$bin" import -functions bfcl="$bfcl" -openapi github="$github" -out "$lib" | tail -1
+rm -f "$lib"
+[ "${KEEP_STATE:-0}" = 1 ] || rm -rf "$work/state"
+# A copy, so that the re-import below reads the same source path (only the one description
+# differs, not every tool's source.origin).
+cp "$bfcl" "$work/bfcl.json"
+"$bin" import -functions bfcl="$work/bfcl.json" -openapi github="$github" -out "$lib" | grep 'wrote'
 echo "tools: $(($(wc -l <"$lib") - 1))"
 
 # ready waits for /readyz of the server with PID $1, printing the seconds since $2.
@@ -44,20 +49,20 @@ t0=$(date +%s.%N)
 "$bin" serve -library "$lib" -state "$work/state" -model "$model" -addr "127.0.0.1:$port" >"$work/serve.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
-echo "cold start: readyz after $(ready $pid "$t0") s"
+echo "start ($([ "${KEEP_STATE:-0}" = 1 ] && echo "index cached" || echo "cold: empty state")): readyz after $(ready $pid "$t0") s"
 grep -o '"msg":"zero-shot index"[^}]*' "$work/serve.log" | head -1
 
 # One function's description changed, then imported again over the served file.
 id=bfcl.triangle_properties.get
-python3 - "$bfcl" "$work/bfcl-changed.json" <<'EOF'
+python3 - "$work/bfcl.json" <<'EOF'
 import json, sys
 fs = json.load(open(sys.argv[1]))
 fs[0]["function"]["description"] = "Work out a triangle's area, perimeter and angles from the lengths of its three sides (changed)."
-json.dump(fs, open(sys.argv[2], "w"))
+json.dump(fs, open(sys.argv[1], "w"))
 EOF
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 t1=$(date +%s.%N)
-"$bin" import -functions bfcl="$work/bfcl-changed.json" -out "$lib" | tail -1
+"$bin" import -functions bfcl="$work/bfcl.json" -out "$lib" | grep 'wrote\|changed:' 
 t2=$(date +%s.%N)
 until curl -sf "http://127.0.0.1:$port/v1/tools/$id" | grep -q "(changed)"; do sleep 0.05; done
 t3=$(date +%s.%N)
