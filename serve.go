@@ -31,7 +31,8 @@ type ServeConfig struct {
 	// Without Index, a zero-shot index of it is built at start by the model Pretrained (a
 	// run, a checkpoint, a HuggingFace directory or a hub id) into State, or the one built
 	// there before is reused; either way the index is synced to the library (only new and
-	// changed tools are embedded).
+	// changed tools are embedded). The file is watched: rewritten (toolret import -out again),
+	// its changes are served without a restart (gateway.Gateway.WatchLibrary).
 	Library, Pretrained string
 	// State is the gateway's state directory: its index and usage log (default
 	// gateway.StateDir(Library)).
