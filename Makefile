@@ -90,17 +90,20 @@ install-xla:
 install-xla-cuda:
 	bash scripts/install-xla-cuda.sh
 
-## fuzz: run each data-loader, tokenizer-parser and safetensors-header fuzz target for FUZZTIME
-## (default 60s).
-FUZZTIME ?= 60s
+## fuzz: run every fuzz target of the repository (each `func Fuzz...` of a tracked _test.go
+## file: data loaders, tokenizers, safetensors, the OpenAPI and MCP importers, schema
+## normalisation and argument validation) for FUZZTIME each (default 20s). FUZZMINIMIZE bounds
+## the minimisation of each new input the fuzzer finds (Go's default, 60s per input, left the
+## slow targets a handful of inputs a minute: docs/results/2026-11-29-gateway-live.md).
+FUZZTIME ?= 20s
+FUZZMINIMIZE ?= 100x
 fuzz:
-	for f in FuzzLoadCorpus FuzzLoadQueries FuzzLoadQrels FuzzLoadScenes; do \
-		$(GO) test ./data/ -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
+	@set -e; for f in $$(git ls-files '*_test.go' | xargs grep -l '^func Fuzz' | sort); do \
+		for n in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "== ./$$(dirname $$f) $$n"; \
+			$(GO) test ./$$(dirname $$f)/ -run '^$$' -fuzz "^$$n$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE); \
+		done; \
 	done
-	for f in FuzzSPModel FuzzTokenizerJSONUnigram; do \
-		$(GO) test ./tokenize/ -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
-	done
-	$(GO) test ./safetensors/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 
 ## general: the general tool retriever for libraries with no queries of their own, end to end
 ## into runs/general/model (scripts/pretrained/general.sh: multi-source training on

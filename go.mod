@@ -3,6 +3,7 @@ module github.com/toolret/toolret
 go 1.27.4
 
 require (
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/gomlx/compute v0.1.14
 	github.com/gomlx/compute-onnx v0.1.13

@@ -35,8 +35,9 @@ type ServeConfig struct {
 	// Without Index, a zero-shot index of it is built at start by the model Pretrained (a
 	// run, a checkpoint, a HuggingFace directory or a hub id) into State, or the one built
 	// there before is reused; either way the index is synced to the library (only new and
-	// changed tools are embedded).
-	Library    string "help:\"tool library `LIB.jsonl` (toolret import) to serve as a tool gateway: search_tools, call_tool, /v1/search, /v1/call\""
+	// changed tools are embedded). The file is watched: rewritten (toolret import -out again),
+	// its changes are served without a restart (gateway.Gateway.WatchLibrary).
+	Library    string "help:\"tool library `LIB.jsonl` (toolret import) to serve as a tool gateway: search_tools, call_tool, /v1/search, /v1/call; the file is watched and its changes served live\""
 	Pretrained string `flag:"-"`
 	// State is the gateway's state directory: its index and usage log (default
 	// gateway.StateDir(Library)).
@@ -381,6 +382,10 @@ func startGateway(ctx context.Context, cfg ServeConfig, lib *library.Library, st
 	}
 	log.Info("gateway", "library", cfg.Library, "tools", len(lib.Tools), "callable", callable, "upstreams", cfg.Upstreams, "state", cfg.State)
 	gw.Start(ctx)
+	// toolret import -out LIB rewrites the file: the gateway serves the new library at once.
+	if err := gw.WatchLibrary(ctx); err != nil {
+		log.Warn("the library file is not watched: a re-import reaches the server only at its restart", "library", cfg.Library, "error", err.Error())
+	}
 	return gw, nil
 }
 

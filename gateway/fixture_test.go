@@ -227,6 +227,7 @@ type fixture struct {
 	dir, libPath, upPath, state string
 	store                       *serve.Store
 	gw                          *gateway.Gateway
+	remote                      *mcp.Server // upstream "remote", in this process
 	srv                         *httptest.Server
 	logs                        *syncBuffer
 }
@@ -251,6 +252,14 @@ func writeFile(t testing.TB, p, s string) {
 // writeUpstreams writes the upstream configuration and the secrets file into dir and starts
 // the HTTP upstreams.
 func writeUpstreams(t testing.TB, dir, callTimeout string) string {
+	t.Helper()
+	p, _ := writeUpstreamsRemote(t, dir, callTimeout)
+	return p
+}
+
+// writeUpstreamsRemote is writeUpstreams, also returning the in-process MCP server of
+// upstream "remote" (its tools can be changed: it then notifies tools/list_changed).
+func writeUpstreamsRemote(t testing.TB, dir, callTimeout string) (string, *mcp.Server) {
 	t.Helper()
 	pets := httptest.NewServer(http.HandlerFunc(petsHandler))
 	t.Cleanup(pets.Close)
@@ -287,7 +296,7 @@ func writeUpstreams(t testing.TB, dir, callTimeout string) string {
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	p := filepath.Join(dir, "upstreams.json")
 	writeFile(t, p, string(b))
-	return p
+	return p, remoteSrv
 }
 
 // importLibrary imports the upstreams' tools into dir/tools.jsonl.
@@ -311,7 +320,7 @@ func importLibrary(t testing.TB, dir, upPath string) string {
 func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	t.Helper()
 	f := &fixture{dir: t.TempDir(), logs: &syncBuffer{}}
-	f.upPath = writeUpstreams(t, f.dir, o.callTimeout)
+	f.upPath, f.remote = writeUpstreamsRemote(t, f.dir, o.callTimeout)
 	f.libPath = importLibrary(t, f.dir, f.upPath)
 	f.state = gateway.StateDir(f.libPath)
 	lib, err := library.Read(f.libPath)

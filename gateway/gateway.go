@@ -11,8 +11,12 @@
 // environment or a secrets file and are never logged or answered. An upstream that crashes,
 // hangs, answers malformed JSON-RPC or an HTTP error gives the agent a tool error (isError)
 // saying so, and the gateway keeps serving: stdio servers are restarted, HTTP sessions
-// reconnected. An upstream's notifications/tools/list_changed re-imports its tools into the
-// library file and the live index (through the store's update log).
+// reconnected.
+//
+// The library is live (live.go): the library file rewritten (WatchLibrary), an upstream's
+// notifications/tools/list_changed (Refresh) and the admin API in gateway mode (Put, Delete:
+// POST and DELETE /v1/tools) change it, each through the store's fsynced update log (only new
+// and changed tools embedded) and, with a LibraryDB, on every replica.
 package gateway
 
 import (
@@ -39,8 +43,8 @@ import (
 
 // Options configure a Gateway.
 type Options struct {
-	// Library is the library served and LibraryPath its file, which re-imports
-	// (notifications/tools/list_changed) rewrite; "" keeps them in memory only.
+	// Library is the library served and LibraryPath its file, which WatchLibrary watches and
+	// list_changed and the admin API rewrite; "" keeps them in memory only.
 	Library     *library.Library
 	LibraryPath string
 	// Store is the live index of the library's tools (tool ID = library.Tool.ID).
@@ -81,6 +85,7 @@ type Gateway struct {
 	closed  atomic.Bool
 	wg      sync.WaitGroup
 	refresh refreshing
+	stop    chan struct{}  // closed by Close: background work ends
 	shared  *sharedLibrary // nil: the library is the file's alone
 }
 
@@ -133,7 +138,7 @@ func New(opts Options) (*Gateway, error) {
 		opts.K = 5
 	}
 	opts.K = min(opts.K, opts.MaxK)
-	g := &Gateway{opts: opts, store: opts.Store, up: opts.Upstreams, log: opts.Log, mcp: map[string]*mcpUpstream{}}
+	g := &Gateway{opts: opts, store: opts.Store, up: opts.Upstreams, log: opts.Log, mcp: map[string]*mcpUpstream{}, stop: make(chan struct{})}
 	if opts.LibraryDB != nil {
 		l, err := g.openShared(opts.LibraryDB, opts.Library)
 		if err != nil {
@@ -187,7 +192,10 @@ const startTimeout = 60 * time.Second
 
 // Close ends the MCP upstream sessions (stopping stdio servers) and the usage log.
 func (g *Gateway) Close() error {
-	g.closed.Store(true)
+	if g.closed.Swap(true) {
+		return nil
+	}
+	close(g.stop)
 	g.wg.Wait()
 	for _, u := range g.mcp {
 		u.close()

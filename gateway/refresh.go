@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
@@ -90,44 +89,21 @@ func (g *Gateway) Refresh(ctx context.Context, server string) (library.Changes, 
 			break
 		}
 	}
-	start := time.Now()
 	tools, _, err := importer.SessionTools(ctx, cs, server, transport, origin)
 	if err != nil {
 		return library.Changes{}, err
 	}
 	next := library.Merge(old, &library.Library{Tools: tools}, group)
-	ch := library.Diff(old, next)
-	if ch.Empty() {
-		return ch, nil
-	}
-	if len(next.Tools) == 0 {
-		return ch, fmt.Errorf("the library would become empty (%s)", ch)
-	}
-	if err := next.Check(); err != nil {
-		return ch, err
-	}
-	if err := g.shareLibrary(next); err != nil {
-		return ch, err
-	}
-	if g.opts.LibraryPath != "" {
-		if err := library.Write(g.opts.LibraryPath, next); err != nil {
-			return ch, err
-		}
-	}
-	if err := g.syncStore(next); err != nil {
-		return ch, err
-	}
-	g.lib.Store(newState(next))
-	g.log.Info("library updated", "server", server, "changes", ch.String(), "ms", time.Since(start).Milliseconds())
-	return ch, nil
+	res, err := g.apply(next, true, "MCP server "+server+" listed its tools again")
+	return res.Changes, err
 }
 
-// syncStore makes the live index hold exactly l's tools (serve.Store.Sync).
-func (g *Gateway) syncStore(l *library.Library) error {
+// syncStoreCount makes the live index hold exactly l's tools (serve.Store.Sync) and returns
+// how many it added, changed and deleted.
+func (g *Gateway) syncStoreCount(l *library.Library) (added, changed, deleted int, err error) {
 	d, err := data.FromLibrary("library", l)
 	if err != nil {
-		return err
+		return 0, 0, 0, err
 	}
-	_, _, _, err = g.store.Sync(export.ToolRecords(d), d.Fingerprint(), g.opts.LibraryPath)
-	return err
+	return g.store.Sync(export.ToolRecords(d), d.Fingerprint(), g.opts.LibraryPath)
 }

@@ -175,6 +175,7 @@ func (g *Gateway) Routes(r *serve.Router) {
 		}
 		return map[string]any{"recorded": true}, nil
 	}})
+	g.adminRoutes(r)
 	r.Handle(serve.Route{Pattern: "GET /openapi.json", Name: "openapi", Handler: func(w http.ResponseWriter, req *http.Request) (any, error) {
 		return json.RawMessage(openapiDoc), nil
 	}})

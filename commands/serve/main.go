@@ -16,7 +16,10 @@
 // at start from the pre-trained -model (or reused from -state), or is the exported -index;
 // calls go to the upstreams of -upstreams (an mcpServers configuration plus OpenAPI
 // upstreams). -keys (default $TOOLRET_KEYS) names the API keys file: "NAME KEY SCOPES"
-// lines, scopes search, call, admin. See docs/gateway.md.
+// lines, scopes search, call, admin. The library is live: LIB.jsonl rewritten (toolret import
+// -out LIB.jsonl again), an upstream's notifications/tools/list_changed and POST and DELETE
+// /v1/tools (tool definitions; only tools the gateway can serve) change it without a restart,
+// through the index's update log and, with -database, on every replica. See docs/gateway.md.
 //
 // A model directory that carries its recipe (toolret_recipe.json, export -hybrid) is served
 // as it says without flags: with -library -model DIR its BM25 fusion is applied, and an
