@@ -403,8 +403,8 @@ func PairsWithOneType(c Config) bool {
 	return ok && p.PairsWithOneType()
 }
 
-// CheckVocab reports an error when a tokenizer of n tokens does not fit cfg's embedding
-// table: it can produce ids outside the table, or the table has more than MaxVocabPadding rows
+// CheckVocab reports an error when a tokenizer whose ids need n embedding rows
+// (tokenize.Tokenizer.EmbeddingRows) does not fit cfg's embedding table: it can produce ids outside the table, or the table has more than MaxVocabPadding rows
 // beyond the tokenizer's tokens (the tokenizer of another model). A few extra rows are fine:
 // HF checkpoints pad the table (microsoft/deberta-v3-* have 128,100 rows for 128,001 tokens).
 func CheckVocab(n int, cfg Config) error {
