@@ -39,9 +39,9 @@ type Tokenizer struct {
 	bpeJSON []byte
 	// rows, when positive, is EmbeddingRows (a BPE tokenizer.json whose added tokens come
 	// after its vocabulary); 0: VocabSize.
-	rows int
-	spm     []byte   // the spm.model it was read from, if any (Save writes it back)
-	uniCfg  *uniJSON // the Unigram tokenizer.json it was read from, if any
+	rows   int
+	spm    []byte   // the spm.model it was read from, if any (Save writes it back)
+	uniCfg *uniJSON // the Unigram tokenizer.json it was read from, if any
 }
 
 // Special token names.

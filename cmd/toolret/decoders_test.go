@@ -29,9 +29,12 @@ var decoderE2E = []struct {
 	// queryLen and toolLen are the train biencoder lengths: the Qwen3 query prompt alone is 17
 	// tokens.
 	queryLen, toolLen string
+	// causal: the model attends causally (a cross-encoder head over its first token is
+	// refused).
+	causal bool
 }{
-	{"qwen3", "../../models/qwen3/testdata", []string{"1_Pooling", "2_Normalize"}, "40", "48"},
-	{"gemma3_text", "../../models/gemma3/testdata", []string{"1_Pooling", "2_Dense", "3_Dense", "4_Normalize"}, "32", "48"},
+	{"qwen3", "../../models/qwen3/testdata", []string{"1_Pooling", "2_Normalize"}, "40", "48", true},
+	{"gemma3_text", "../../models/gemma3/testdata", []string{"1_Pooling", "2_Dense", "3_Dense", "4_Normalize"}, "32", "48", false},
 }
 
 // TestDecoderEndToEnd runs the commands on the tiny Qwen3 and EmbeddingGemma models (issue 56):
@@ -41,8 +44,8 @@ var decoderE2E = []struct {
 // sentence-transformers' within 1e-5; train biencoder -init fine-tunes each (the run keeps the
 // model_type, the embeddings move, the export embeds as toolret does under
 // sentence-transformers when the reference venv is present); train crossencoder -init refuses
-// the default pooling (no pooler layer) naming the poolings it takes, and trains with -pooling
-// last (Qwen3) or -pooling mean (Gemma3).
+// the default pooling (no pooler layer), then trains EmbeddingGemma (bidirectional) with
+// -pooling cls and refuses it for Qwen3 (causal: its first token sees itself alone).
 func TestDecoderEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains models")
@@ -175,20 +178,29 @@ func TestDecoderEndToEnd(t *testing.T) {
 				}
 			}
 
-			// No pooler layer: the cross-encoder's default pooling is refused, naming the
-			// poolings a decoder takes.
+			// No pooler layer: the cross-encoder's default pooling is refused. EmbeddingGemma
+			// attends bidirectionally and trains with -pooling cls (its <bos> state); Qwen3
+			// attends causally, its first token's state is of that token alone, and -pooling cls
+			// is refused too (toolret has no head over the last token).
 			ce := filepath.Join(dir, "ce")
 			args := []string{"train", "crossencoder", "-init", src, "-first-stage", runDir, "-run", ce, "-depth", "10", "-max-len", "48",
 				"-batch", "8", "-max-steps", "3", "-lr", "1e-3", "-dev-max", "10", "-test", "", "-quiet"}
-			if msg := toolret(1, args...); !strings.Contains(msg, "no pooler layer") {
-				t.Errorf("train crossencoder with the pooler: %q, want refused saying there is no pooler layer", msg)
+			want := "-pooling cls"
+			if fx.causal {
+				want = "attends causally"
+			}
+			if msg := toolret(1, args...); !strings.Contains(msg, "no pooler layer") || !strings.Contains(msg, want) {
+				t.Errorf("train crossencoder with the pooler: %q, want refused saying there is no pooler layer and %q", msg, want)
 			}
 			os.RemoveAll(ce)
-			pooling := "mean"
-			if fx.modelType == "qwen3" {
-				pooling = "last"
+			args = append(args, "-pooling", "cls")
+			if fx.causal {
+				if msg := toolret(1, args...); !strings.Contains(msg, "attends causally") || !strings.Contains(msg, "last token") {
+					t.Errorf("train crossencoder -pooling cls: %q, want refused saying the encoder attends causally", msg)
+				}
+				return
 			}
-			toolret(0, append(args, "-pooling", pooling)...)
+			toolret(0, args...)
 			raw, err = os.ReadFile(filepath.Join(ce, crossencoder.ConfigFile))
 			if err != nil {
 				t.Fatal(err)

@@ -403,6 +403,14 @@ func PairsWithOneType(c Config) bool {
 	return ok && p.PairsWithOneType()
 }
 
+// Causal reports whether c attends causally (each token sees those before it only: Qwen3,
+// Gemma3 without use_bidirectional_attention), so that its first token's state is of that
+// token alone and a head over it cannot read a text.
+func Causal(c Config) bool {
+	x, ok := c.(interface{ Causal() bool })
+	return ok && x.Causal()
+}
+
 // CheckVocab reports an error when a tokenizer whose ids need n embedding rows
 // (tokenize.Tokenizer.EmbeddingRows) does not fit cfg's embedding table: it can produce ids outside the table, or the table has more than MaxVocabPadding rows
 // beyond the tokenizer's tokens (the tokenizer of another model). A few extra rows are fine:
