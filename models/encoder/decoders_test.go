@@ -143,12 +143,13 @@ func TestDecoderTokenizers(t *testing.T) {
 				t.Fatalf("tokenize.Load(%s): %v", dir, err)
 			}
 			// Gemma's tokenizer, saved by transformers, ends with a <mask> the embedding table
-			// has no row for: the ids of text fit the table all the same.
+			// has no row for (620 tokens, vocab_size 619): the ids of text fit the table all
+			// the same.
 			cfg, err := encoder.LoadHF(model.NewStore().RootScope(), dir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := encoder.CheckVocab(tok.EmbeddingRows(), cfg); err != nil || tok.EmbeddingRows() != cfg.Vocab() {
+			if err := encoder.CheckVocab(tok.EmbeddingRows(), cfg); err != nil || tok.EmbeddingRows() > tok.VocabSize() {
 				t.Errorf("%d tokens, EmbeddingRows %d, vocab_size %d: %v", tok.VocabSize(), tok.EmbeddingRows(), cfg.Vocab(), err)
 			}
 			e := readDecoderExpected(t, fx.dir)
