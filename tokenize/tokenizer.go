@@ -557,6 +557,26 @@ func (t *Tokenizer) EmbeddingRows() int {
 	return len(t.inv)
 }
 
+// LimitAdded stops t matching in text the added tokens whose ids are rows or more, which an
+// embedding table of rows rows has none for (see EmbeddingRows): a text spelling one out is
+// tokenized as plain text, where transformers fails (index out of range). Call it once the
+// model is known, before t is used.
+func (t *Tokenizer) LimitAdded(rows int) {
+	if t.bpe == nil {
+		return
+	}
+	keep := func(added []bpeAdded) []bpeAdded {
+		var out []bpeAdded
+		for _, a := range added {
+			if int(a.id) < rows {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	t.bpe.added, t.bpe.addedNorm = keep(t.bpe.added), keep(t.bpe.addedNorm)
+}
+
 // Vocab returns the tokens in id order (do not modify).
 func (t *Tokenizer) Vocab() []string { return t.inv }
 

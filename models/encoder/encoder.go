@@ -30,6 +30,7 @@ import (
 	"github.com/toolret/toolret/models/encoder/onnxgraph"
 	"github.com/toolret/toolret/models/hfweights"
 	"github.com/toolret/toolret/models/pooling"
+	"github.com/toolret/toolret/tokenize"
 )
 
 // Pooling names how token states become one vector per text.
@@ -422,6 +423,17 @@ func CheckVocab(n int, cfg Config) error {
 	if cfg.Vocab()-n > MaxVocabPadding {
 		return fmt.Errorf("tokenizer has %d tokens but the model's vocab_size is %d: more than %d padding rows, the tokenizer is not this model's", n, cfg.Vocab(), MaxVocabPadding)
 	}
+	return nil
+}
+
+// FitVocab checks tok fits cfg's embedding table (CheckVocab of its EmbeddingRows), then
+// stops it matching in text the added tokens the table has no row for (tokenize.Tokenizer's
+// LimitAdded: the <mask> transformers appends to a Gemma tokenizer it saves).
+func FitVocab(tok *tokenize.Tokenizer, cfg Config) error {
+	if err := CheckVocab(tok.EmbeddingRows(), cfg); err != nil {
+		return err
+	}
+	tok.LimitAdded(cfg.Vocab())
 	return nil
 }
 
