@@ -417,7 +417,7 @@ func LoadHF(dir string, be compute.Backend) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := encoder.CheckVocab(tok.VocabSize(), cfg); err != nil {
+	if err := encoder.FitVocab(tok, cfg); err != nil {
 		return nil, fmt.Errorf("model %s: %w (config.json)", dir, err)
 	}
 	t := Tower{Encoder: cfg, Pooling: encoder.PoolCLS, MaxLen: min(512, cfg.MaxPositions())}

@@ -169,7 +169,7 @@ func (m *Model) Validate() error {
 		if err := t.Encoder.Validate(); err != nil {
 			return fmt.Errorf("export: %s tower: %w", name, err)
 		}
-		if err := encoder.CheckVocab(m.Tok.VocabSize(), t.Encoder); err != nil {
+		if err := encoder.FitVocab(m.Tok, t.Encoder); err != nil {
 			return fmt.Errorf("export: %s tower: %w", name, err)
 		}
 		if t.MaxLen < 2 || t.MaxLen > t.Encoder.MaxPositions() {

@@ -217,6 +217,19 @@ func parseBPEJSON(path string, raw []byte) (*Tokenizer, error) {
 			t.sep = id
 		}
 	}
+	// EmbeddingRows: the vocabulary's ids, the templates', padding and unknown.
+	rows := 1 + max(int(t.pad), int(t.unk))
+	for _, id := range m.Vocab {
+		rows = max(rows, int(id)+1)
+	}
+	for _, items := range [][]tmplItem{tm.single, tm.pair} {
+		for _, it := range items {
+			for _, id := range it.ids {
+				rows = max(rows, int(id)+1)
+			}
+		}
+	}
+	t.rows = rows
 	return t, nil
 }
 

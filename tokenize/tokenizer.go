@@ -37,8 +37,11 @@ type Tokenizer struct {
 	tmpl *template
 	// bpeJSON is the BPE tokenizer.json read (Save writes it back).
 	bpeJSON []byte
-	spm     []byte   // the spm.model it was read from, if any (Save writes it back)
-	uniCfg  *uniJSON // the Unigram tokenizer.json it was read from, if any
+	// rows, when positive, is EmbeddingRows (a BPE tokenizer.json whose added tokens come
+	// after its vocabulary); 0: VocabSize.
+	rows   int
+	spm    []byte   // the spm.model it was read from, if any (Save writes it back)
+	uniCfg *uniJSON // the Unigram tokenizer.json it was read from, if any
 }
 
 // Special token names.
@@ -540,6 +543,39 @@ func (t *Tokenizer) Save(dir string) error {
 
 // VocabSize is the number of tokens.
 func (t *Tokenizer) VocabSize() int { return len(t.inv) }
+
+// EmbeddingRows is the number of rows an embedding table needs for the ids the tokenizer
+// gives ordinary text: VocabSize, less the added tokens of a BPE tokenizer.json above its
+// vocabulary, its template's special tokens and its padding and unknown tokens. transformers
+// appends such tokens to a tokenizer it saves (GemmaTokenizer's <mask>) without growing the
+// model's embedding table, which has no row for them; a text that spells one out fails in
+// transformers, and in toolret, for lack of that row.
+func (t *Tokenizer) EmbeddingRows() int {
+	if t.rows > 0 {
+		return t.rows
+	}
+	return len(t.inv)
+}
+
+// LimitAdded stops t matching in text the added tokens whose ids are rows or more, which an
+// embedding table of rows rows has none for (see EmbeddingRows): a text spelling one out is
+// tokenized as plain text, where transformers fails (index out of range). Call it once the
+// model is known, before t is used.
+func (t *Tokenizer) LimitAdded(rows int) {
+	if t.bpe == nil {
+		return
+	}
+	keep := func(added []bpeAdded) []bpeAdded {
+		var out []bpeAdded
+		for _, a := range added {
+			if int(a.id) < rows {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	t.bpe.added, t.bpe.addedNorm = keep(t.bpe.added), keep(t.bpe.addedNorm)
+}
 
 // Vocab returns the tokens in id order (do not modify).
 func (t *Tokenizer) Vocab() []string { return t.inv }

@@ -156,8 +156,8 @@ func encode(dir, in, out, pooling string, maxLen, batch int, beName string, q ex
 	if err != nil {
 		return err
 	}
-	if tok.VocabSize() > cfg.Vocab() {
-		return fmt.Errorf("model %s: tokenizer has %d tokens but config.json's vocab_size is %d (the embedding table needs a row per token)", dir, tok.VocabSize(), cfg.Vocab())
+	if err := encoder.FitVocab(tok, cfg); err != nil {
+		return fmt.Errorf("model %s: %w (config.json)", dir, err)
 	}
 	if maxLen > cfg.MaxPositions() {
 		maxLen = cfg.MaxPositions()

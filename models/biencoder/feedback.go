@@ -150,7 +150,7 @@ func (t *FeedbackTask) Prepare() error {
 	if t.Cfg.Objective == ObjectiveQuery2Query {
 		return errors.New("biencoder: feedback training is a query2tool objective")
 	}
-	if err := encoder.CheckVocab(t.Tok.VocabSize(), t.Cfg.Encoder); err != nil {
+	if err := encoder.FitVocab(t.Tok, t.Cfg.Encoder); err != nil {
 		return fmt.Errorf("biencoder: %w", err)
 	}
 	switch {

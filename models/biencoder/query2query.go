@@ -308,7 +308,7 @@ func (t *QueryTask) Prepare() error {
 	if t.Cfg.Objective != ObjectiveQuery2Query {
 		return fmt.Errorf("biencoder: QueryTask needs objective %s, config has %q", ObjectiveQuery2Query, t.Cfg.Objective)
 	}
-	if err := encoder.CheckVocab(t.Tok.VocabSize(), t.Cfg.Encoder); err != nil {
+	if err := encoder.FitVocab(t.Tok, t.Cfg.Encoder); err != nil {
 		return fmt.Errorf("biencoder: %w", err)
 	}
 	if t.BatchSize < 1 {

@@ -115,15 +115,25 @@ func HeadPooling(p encoder.Pooling) encoder.Pooling {
 	return p
 }
 
-// CheckPooling validates the pooling p of a head over enc: cls, mean, pooler (enc must have
-// its pooler layer) or "" (cls).
+// CheckPooling validates the pooling p of a head over enc: cls (not over a causal encoder,
+// whose first token's state is of that token alone: encoder.Causal), mean, pooler (enc must
+// have its pooler layer) or "" (cls).
 func CheckPooling(p encoder.Pooling, enc encoder.Config) error {
+	causal := encoder.Causal(enc)
 	switch HeadPooling(p) {
-	case encoder.PoolCLS, encoder.PoolMean:
+	case encoder.PoolMean:
+		return nil
+	case encoder.PoolCLS:
+		if causal {
+			return fmt.Errorf("head pooling %q: the %s encoder attends causally, so its first token's state is of that token alone; a head over the last token is not implemented (a classifier can use -pooling mean)", p, enc.ModelType())
+		}
 		return nil
 	case encoder.PoolPooler:
+		if !enc.HasPooler() && causal {
+			return fmt.Errorf("head pooling %q: the %s encoder has no pooler layer and attends causally (its first token's state is of that token alone); a head over the last token is not implemented (a classifier can use -pooling mean)", p, enc.ModelType())
+		}
 		if !enc.HasPooler() {
-			return fmt.Errorf("head pooling %q: the %s encoder has no pooler layer", p, enc.ModelType())
+			return fmt.Errorf("head pooling %q: the %s encoder has no pooler layer: use -pooling cls", p, enc.ModelType())
 		}
 		return nil
 	}

@@ -125,13 +125,23 @@ func TestDebertaHeadParity(t *testing.T) {
 
 // TestPoolingConfig checks the head pooling of stored configurations: absent means cls (and
 // is written back absent), cls and pooler round-trip, pooler needs the encoder's pooler layer,
-// other poolings are refused; DefaultPooling is cls for BERT and pooler for DeBERTa.
+// a causal encoder (Qwen3) takes mean but not its first token (cls, absent), other poolings
+// are refused; DefaultPooling is cls for BERT and pooler for DeBERTa.
 func TestPoolingConfig(t *testing.T) {
 	bert, err := encoder.New("bert", encoder.Sizes{Vocab: 50, Layers: 1, Hidden: 8, Heads: 2, Intermediate: 16, MaxPositions: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
 	deb, err := encoder.New("deberta-v2", encoder.Sizes{Vocab: 50, Layers: 1, Hidden: 8, Heads: 2, Intermediate: 16, MaxPositions: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := encoder.Sizes{Vocab: 50, Layers: 1, Hidden: 8, Heads: 2, Intermediate: 16, MaxPositions: 16}
+	qwen, err := encoder.New("qwen3", small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gemma, err := encoder.New("gemma3_text", small) // EmbeddingGemma: bidirectional
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,6 +162,12 @@ func TestPoolingConfig(t *testing.T) {
 		{"no pooler layer", deb.WithPooler(false), encoder.PoolPooler, "", "has no pooler layer"},
 		{"mean", bert, encoder.PoolMean, encoder.PoolMean, ""},
 		{"unknown", bert, "max", "", `head pooling "max": want cls, mean or pooler`},
+		{"no pooler, bidirectional", gemma, encoder.PoolPooler, "", "has no pooler layer: use -pooling cls"},
+		{"cls, bidirectional decoder", gemma, encoder.PoolCLS, encoder.PoolCLS, ""},
+		{"no pooler, causal", qwen, encoder.PoolPooler, "", "has no pooler layer and attends causally"},
+		{"cls, causal", qwen, encoder.PoolCLS, "", "attends causally"},
+		{"absent, causal", qwen, "", "", "attends causally"},
+		{"mean, causal", qwen, encoder.PoolMean, encoder.PoolMean, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &Config{Kind: KindQueryType, Encoder: tc.enc, MaxLen: 16, Labels: []string{LabelSingle, LabelMulti}, LossKind: "ce", Pooling: tc.pool}

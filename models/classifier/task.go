@@ -37,7 +37,7 @@ func (t *Task) Prepare() error {
 	if err := t.Cfg.Validate(); err != nil {
 		return err
 	}
-	if err := encoder.CheckVocab(t.Tok.VocabSize(), t.Cfg.Encoder); err != nil {
+	if err := encoder.FitVocab(t.Tok, t.Cfg.Encoder); err != nil {
 		return fmt.Errorf("classifier: %w", err)
 	}
 	if t.BatchSize < 1 {

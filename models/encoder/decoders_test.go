@@ -122,7 +122,9 @@ func TestDecoderEncoders(t *testing.T) {
 }
 
 // TestDecoderTokenizers: the fixtures' tokenizer.json (byte-level BPE for Qwen3,
-// byte-fallback BPE for Gemma3) loads without panicking, and its ids are exactly those
+// byte-fallback BPE for Gemma3) loads without panicking, fits the model's embedding table
+// (FitVocab: Gemma's trailing <mask>, which has no row, is no longer matched in text; Qwen3's
+// added tokens, which have rows, still are), and its ids are exactly those
 // sentence-transformers feeds the model.
 func TestDecoderTokenizers(t *testing.T) {
 	for _, fx := range decoderFixtures {
@@ -143,6 +145,27 @@ func TestDecoderTokenizers(t *testing.T) {
 				t.Fatalf("tokenize.Load(%s): %v", dir, err)
 			}
 			e := readDecoderExpected(t, fx.dir)
+			// Gemma's tokenizer, saved by transformers, ends with a <mask> the embedding table
+			// has no row for (620 tokens, vocab_size 619): the ids of text fit the table all
+			// the same, and once fitted a text spelling it out is plain text.
+			cfg, err := encoder.LoadHF(model.NewStore().RootScope(), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spelled := "a <mask> b"
+			if fx.modelType == "qwen3" {
+				spelled = "a <|im_end|> b" // Qwen3's table has rows for its added tokens
+			}
+			maxID := func() int32 { return slices.Max(tok.Single(spelled, e.MaxSeq)) }
+			before := maxID()
+			if err := encoder.FitVocab(tok, cfg); err != nil || tok.EmbeddingRows() > tok.VocabSize() {
+				t.Errorf("%d tokens, EmbeddingRows %d, vocab_size %d: %v", tok.VocabSize(), tok.EmbeddingRows(), cfg.Vocab(), err)
+			}
+			after := maxID()
+			t.Logf("%d tokens, vocab_size %d; %q: highest id %d, fitted %d", tok.VocabSize(), cfg.Vocab(), spelled, before, after)
+			if int(after) >= cfg.Vocab() || (int(before) < cfg.Vocab() && after != before) {
+				t.Errorf("%q: highest id %d, fitted to vocab_size %d: %d", spelled, before, cfg.Vocab(), after)
+			}
 			for i, text := range e.Texts {
 				if got := tok.Single(text, e.MaxSeq); !slices.Equal(got, e.IDs[i]) {
 					t.Errorf("text %d %q: ids %v, sentence-transformers %v", i, text, got, e.IDs[i])

@@ -30,6 +30,7 @@ import (
 	"github.com/toolret/toolret/models/encoder/onnxgraph"
 	"github.com/toolret/toolret/models/hfweights"
 	"github.com/toolret/toolret/models/pooling"
+	"github.com/toolret/toolret/tokenize"
 )
 
 // Pooling names how token states become one vector per text.
@@ -403,8 +404,16 @@ func PairsWithOneType(c Config) bool {
 	return ok && p.PairsWithOneType()
 }
 
-// CheckVocab reports an error when a tokenizer of n tokens does not fit cfg's embedding
-// table: it can produce ids outside the table, or the table has more than MaxVocabPadding rows
+// Causal reports whether c attends causally (each token sees those before it only: Qwen3,
+// Gemma3 without use_bidirectional_attention), so that its first token's state is of that
+// token alone and a head over it cannot read a text.
+func Causal(c Config) bool {
+	x, ok := c.(interface{ Causal() bool })
+	return ok && x.Causal()
+}
+
+// CheckVocab reports an error when a tokenizer whose ids need n embedding rows
+// (tokenize.Tokenizer.EmbeddingRows) does not fit cfg's embedding table: it can produce ids outside the table, or the table has more than MaxVocabPadding rows
 // beyond the tokenizer's tokens (the tokenizer of another model). A few extra rows are fine:
 // HF checkpoints pad the table (microsoft/deberta-v3-* have 128,100 rows for 128,001 tokens).
 func CheckVocab(n int, cfg Config) error {
@@ -414,6 +423,17 @@ func CheckVocab(n int, cfg Config) error {
 	if cfg.Vocab()-n > MaxVocabPadding {
 		return fmt.Errorf("tokenizer has %d tokens but the model's vocab_size is %d: more than %d padding rows, the tokenizer is not this model's", n, cfg.Vocab(), MaxVocabPadding)
 	}
+	return nil
+}
+
+// FitVocab checks tok fits cfg's embedding table (CheckVocab of its EmbeddingRows), then
+// stops it matching in text the added tokens the table has no row for (tokenize.Tokenizer's
+// LimitAdded: the <mask> transformers appends to a Gemma tokenizer it saves).
+func FitVocab(tok *tokenize.Tokenizer, cfg Config) error {
+	if err := CheckVocab(tok.EmbeddingRows(), cfg); err != nil {
+		return err
+	}
+	tok.LimitAdded(cfg.Vocab())
 	return nil
 }
 

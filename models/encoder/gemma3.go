@@ -127,6 +127,10 @@ func (x gemma3Config) STDenseDirs() []string {
 	return out
 }
 
+// Causal reports whether the model attends causally (Gemma 3's language models; not
+// EmbeddingGemma, use_bidirectional_attention).
+func (x gemma3Config) Causal() bool { return !x.c.UseBidirectionalAttention }
+
 // WithPooler returns x: Gemma3 has no pooler layer to add (PoolPooler is an error).
 func (x gemma3Config) WithPooler(bool) Config { return x }
 

@@ -78,6 +78,9 @@ func (x qwen3Config) HF() HFNames {
 // PairsWithOneType: Qwen3 has no token types (see PairsWithOneType).
 func (x qwen3Config) PairsWithOneType() bool { return true }
 
+// Causal: Qwen3 attends causally (see Causal).
+func (x qwen3Config) Causal() bool { return true }
+
 // WithPooler returns x: Qwen3 has no pooler layer to add (PoolPooler is an error).
 func (x qwen3Config) WithPooler(bool) Config { return x }
 

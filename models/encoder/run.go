@@ -31,7 +31,7 @@ func LoadRun[C any](path, file string, be compute.Backend, unmarshal func([]byte
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Dir, err)
 	}
-	if err := CheckVocab(tok.VocabSize(), enc(cfg)); err != nil {
+	if err := FitVocab(tok, enc(cfg)); err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Dir, err)
 	}
 	store := model.NewStore()

@@ -27,10 +27,11 @@ func Linear(sp hflayers.Spec, scope *model.Scope, x *Node, out int, bias bool) *
 
 // RMSNorm normalises x over its last axis by its root mean square (eps added to the mean
 // square) and scales it by w [last axis]: by w (Qwen3, Llama) or, with offset, by 1 + w
-// (Gemma, whose weights are stored centred on 0).
+// (Gemma, whose weights are stored centred on 0). It divides by Sqrt rather than multiplying
+// by Rsqrt: GoMLX defines no gradient for Rsqrt, and training goes through it.
 func RMSNorm(x, w *Node, eps float64, offset bool) *Node {
 	ms := ReduceAndKeep(Square(x), ReduceMean, -1)
-	y := Mul(x, Rsqrt(AddScalar(ms, eps)))
+	y := Div(x, Sqrt(AddScalar(ms, eps)))
 	if offset {
 		w = OnePlus(w)
 	}
