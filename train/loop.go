@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -55,8 +56,8 @@ type Step struct {
 	Loss           float64 // the mean loss of its micro-batches
 	LR             float64 // the learning rate it applied
 	ExamplesPerSec float64 // examples of its micro-batches per second since the previous step
-	// Eval is set at an evaluation point: every Config.EvalEvery steps (0: at each epoch's
-	// end), at the last step and when Config.MaxTime is up. A hook that runs before
+	// Eval is set at an evaluation point: every Config.EvalEvery steps (0: once per epoch),
+	// at the last step and when Config.MaxTime is up. A hook that runs before
 	// PriorityEvaluate may set it, and a run stopped before then is evaluated at that step
 	// too: after the evaluation hook, Eval says whether the step was evaluated (and so is
 	// checkpointed).
@@ -110,7 +111,7 @@ func (l *Loop) Stopping() string { return l.stopped }
 // the order in which they were added).
 func (l *Loop) add(hooks ...Hook) {
 	l.hooks = append(l.hooks, hooks...)
-	slices.SortStableFunc(l.hooks, func(a, b Hook) int { return int(a.Priority) - int(b.Priority) })
+	slices.SortStableFunc(l.hooks, func(a, b Hook) int { return cmp.Compare(a.Priority, b.Priority) })
 }
 
 // hookErr handles the error err of the hook h called at when (a phase or a step): a
