@@ -1,8 +1,3 @@
-// Package train is toolret's trainer, shared by every model kind: AdamW with decoupled weight
-// decay (biases and LayerNorm excluded by default), linear warmup then linear or cosine decay,
-// global-norm gradient clipping, gradient accumulation, evaluation on a dev split with
-// best-checkpoint selection and early stopping, atomic checkpoints with exact resume,
-// a progress bar, metrics.jsonl and a plot.
 package train
 
 import (

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -18,7 +17,6 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/checkpoints"
-	"github.com/toolret/toolret/internal/progress"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -70,6 +68,8 @@ type Config struct {
 	Quiet   bool `json:"-"`
 	// StopAfter stops the run after this many optimizer steps as if it had been killed (tests).
 	StopAfter int `json:"-"`
+	// Hooks are called by the training loop after Run's own (see Hook); not recorded.
+	Hooks []Hook `json:"-"`
 }
 
 // Summary is written to RUN/summary.json at the end of a run.
@@ -83,7 +83,7 @@ type Summary struct {
 	Stopped     string             `json:"stopped"`
 }
 
-// ErrStopped is returned when Config.StopAfter ends a run early.
+// ErrStopped is what Run's error wraps when Config.StopAfter ends a run early.
 var ErrStopped = errors.New("train: stopped by StopAfter")
 
 type best struct {
@@ -95,6 +95,11 @@ type best struct {
 // Run trains task's model in store (already initialised or restored) with cfg. With resume,
 // it continues from the newest checkpoint of cfg.RunDir, into a fresh store: store must then
 // be empty; the model's variables are restored from the checkpoint.
+//
+// Run sets the run up (its steps, the optimizer, the compiled step, the resumed state) and
+// runs a Loop with its hooks: the progress bar, MaxTime, the dev evaluation, metrics.jsonl and
+// summary.json, checkpoints, plot.html and Patience (see the Priority constants), then
+// cfg.Hooks.
 func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume bool) (*Summary, error) {
 	start := time.Now()
 	if err := cfg.Validate(); err != nil {
@@ -109,86 +114,116 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	acc := max(cfg.Optimizer.Accumulate, 1)
+	l := &Loop{Task: task, Store: store, Start: start, acc: max(cfg.Optimizer.Accumulate, 1), best: best{Step: -1}}
 	// Batches per epoch (rounded down to whole optimizer steps) and the total step count.
-	perEpoch := make([]int, cfg.Epochs)
-	total := 0
-	for e := range perEpoch {
+	l.perEpoch = make([]int, cfg.Epochs)
+	for e := range l.perEpoch {
 		n := task.Batches(e)
-		perEpoch[e] = n / acc * acc
-		if perEpoch[e] == 0 {
-			return nil, fmt.Errorf("train: epoch %d has %d batches: not enough for one step of %d accumulated batches", e, n, acc)
+		l.perEpoch[e] = n / l.acc * l.acc
+		if l.perEpoch[e] == 0 {
+			return nil, fmt.Errorf("train: epoch %d has %d batches: not enough for one step of %d accumulated batches", e, n, l.acc)
 		}
-		total += perEpoch[e] / acc
+		l.Total += l.perEpoch[e] / l.acc
 	}
-	stepsPerEpoch := perEpoch[0] / acc
-	if cfg.MaxSteps > 0 && cfg.MaxSteps < total {
-		total = cfg.MaxSteps
+	if cfg.MaxSteps > 0 && cfg.MaxSteps < l.Total {
+		l.Total = cfg.MaxSteps
 	}
 	if cfg.Optimizer.TotalSteps == 0 {
-		cfg.Optimizer.TotalSteps = total
+		cfg.Optimizer.TotalSteps = l.Total
 	}
 	if err := cfg.Optimizer.Validate(); err != nil {
 		return nil, err
 	}
-	evalEvery := cfg.EvalEvery
-	if evalEvery <= 0 {
-		evalEvery = stepsPerEpoch
-	}
-	step, epoch, pos := 0, 0, 0
-	b := best{Step: -1}
+	l.Config = cfg
 	if resume {
-		steps, err := checkpoints.List(cfg.RunDir)
-		if err != nil {
-			return nil, err
-		}
-		if len(steps) == 0 {
-			return nil, fmt.Errorf("resume %s: no checkpoint", cfg.RunDir)
-		}
-		c, err := checkpoints.Load(checkpoints.Dir(cfg.RunDir, steps[len(steps)-1]))
-		if err != nil {
-			return nil, fmt.Errorf("resume: %w", err)
-		}
-		if err := checkRecorded(cfg); err != nil {
-			return nil, err
-		}
-		if c.Manifest.Fingerprint != cfg.Fingerprint {
-			return nil, fmt.Errorf("resume %s: checkpoint was trained on other data (fingerprint %.12s, this data %.12s)", c.Dir, c.Manifest.Fingerprint, cfg.Fingerprint)
-		}
-		if err := c.Restore(store, be); err != nil {
-			return nil, err
-		}
-		step, epoch, pos = c.Manifest.Step, c.Manifest.Epoch, c.Manifest.Position
-		if raw, ok := c.Manifest.Extra["best"]; ok {
-			bb, err := json.Marshal(raw)
-			if err == nil {
-				err = json.Unmarshal(bb, &b)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("resume %s: best-checkpoint record: %w", c.Dir, err)
-			}
-		}
-		if err := truncateMetrics(filepath.Join(cfg.RunDir, "metrics.jsonl"), step); err != nil {
+		if err := l.resume(be); err != nil {
 			return nil, err
 		}
 	} else if steps, _ := checkpoints.List(cfg.RunDir); len(steps) > 0 {
 		return nil, fmt.Errorf("run directory %s already has checkpoints: use -resume, or another -run", cfg.RunDir)
+	} else if err := rundir.WriteJSON(cfg.RunDir, ConfigFile, cfg); err != nil {
+		return nil, err
 	}
-	if !resume {
-		if err := rundir.WriteJSON(cfg.RunDir, ConfigFile, cfg); err != nil {
-			return nil, err
-		}
-	}
+	l.First = l.Step
 	files, err := task.Files()
 	if err != nil {
 		return nil, err
 	}
+	if l.exec, err = newStepper(be, store, task, cfg); err != nil {
+		return nil, err
+	}
+	mf, err := os.OpenFile(filepath.Join(cfg.RunDir, "metrics.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	defer mf.Close()
 
-	opt := cfg.Optimizer
+	// Hooks of equal priority run in the order added: the progress bar's dev line after the
+	// evaluation, the time limit's stop after early stopping.
+	p := &progressBar{}
+	l.add(evaluateHook())
+	l.add(progressHooks(p)...)
+	l.add(recordHook(bufio.NewWriter(mf), mf.Name()), checkpointHook(files), plotHook())
+	if cfg.Patience > 0 {
+		l.add(earlyStopHook())
+	}
+	if cfg.MaxTime > 0 {
+		l.add(timeLimitHooks()...)
+	}
+	if cfg.StopAfter > 0 {
+		l.add(stopAfterHook(p))
+	}
+	l.add(cfg.Hooks...)
+	return l.run()
+}
+
+// resume restores l's store and position from the newest checkpoint of its run directory,
+// after checking that the run was started with the same configuration and data, and drops
+// the metrics recorded after it.
+func (l *Loop) resume(be compute.Backend) error {
+	cfg := l.Config
+	steps, err := checkpoints.List(cfg.RunDir)
+	if err != nil {
+		return err
+	}
+	if len(steps) == 0 {
+		return fmt.Errorf("resume %s: no checkpoint", cfg.RunDir)
+	}
+	c, err := checkpoints.Load(checkpoints.Dir(cfg.RunDir, steps[len(steps)-1]))
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	if err := checkRecorded(cfg); err != nil {
+		return err
+	}
+	if c.Manifest.Fingerprint != cfg.Fingerprint {
+		return fmt.Errorf("resume %s: checkpoint was trained on other data (fingerprint %.12s, this data %.12s)", c.Dir, c.Manifest.Fingerprint, cfg.Fingerprint)
+	}
+	if err := c.Restore(l.Store, be); err != nil {
+		return err
+	}
+	l.Step, l.Epoch, l.Position = c.Manifest.Step, c.Manifest.Epoch, c.Manifest.Position
+	if raw, ok := c.Manifest.Extra["best"]; ok {
+		bb, err := json.Marshal(raw)
+		if err == nil {
+			err = json.Unmarshal(bb, &l.best)
+		}
+		if err != nil {
+			return fmt.Errorf("resume %s: best-checkpoint record: %w", c.Dir, err)
+		}
+	}
+	return truncateMetrics(filepath.Join(cfg.RunDir, "metrics.jsonl"), l.Step)
+}
+
+// newStepper compiles task's training step: with GradCache for a Cached task with
+// mini-batches, else split over cfg.Devices.
+func newStepper(be compute.Backend, store *model.Store, task Task, cfg Config) (stepper, error) {
 	var exec stepper
+	opt := cfg.Optimizer
 	if ct, ok := task.(Cached); ok && ct.MiniBatch() > 0 {
 		exec = newCacheStep(be, store, ct, opt)
 	} else {
+		var err error
 		exec, err = newStepExec(be, store, cfg.Devices, func(s *model.Scope, inputs []*Node) []*Node {
 			g := inputs[0].Graph()
 			s.SetTraining(g, true)
@@ -206,126 +241,7 @@ func Run(be compute.Backend, store *model.Store, task Task, cfg Config, resume b
 	if sh, ok := task.(Shapes); ok && sh.MaxShapes() > DefaultExecMaxCacheSize {
 		exec.setMaxCache(sh.MaxShapes()) // one compiled step per input shape
 	}
-	mf, err := os.OpenFile(filepath.Join(cfg.RunDir, "metrics.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
-	}
-	defer mf.Close()
-	mw := bufio.NewWriter(mf)
-	var barLoss, barRate float64 // the last step's, shown after the count
-	bar := progress.New("step", cfg.Quiet, func() string { return fmt.Sprintf("loss %.4f %.1f ex/s", barLoss, barRate) })
-	bar.Update(step, total) // a resumed run's steps done before do not count in the ETA
-
-	save := func(metrics map[string]float64) error {
-		m := checkpoints.Manifest{Step: step, Epoch: epoch, Position: pos, Seed: cfg.Seed, Fingerprint: cfg.Fingerprint,
-			Metrics: metrics, Extra: map[string]any{"best": b}}
-		if _, err := checkpoints.Save(cfg.RunDir, store, m, files); err != nil {
-			return err
-		}
-		protect := []int{}
-		if b.Step >= 0 {
-			protect = append(protect, b.Step)
-		}
-		return checkpoints.Prune(cfg.RunDir, max(cfg.KeepLast, 1), protect...)
-	}
-	var last map[string]float64
-	stopped := "completed"
-	lossSum, lossN, examples, tick := 0.0, 0, 0, time.Now()
-	for step < total {
-		if pos >= perEpoch[epoch] {
-			epoch, pos = epoch+1, 0
-		}
-		inputs, n, err := task.Batch(epoch, pos)
-		if err != nil {
-			return nil, fmt.Errorf("train: epoch %d batch %d: %w", epoch, pos, err)
-		}
-		out, err := exec.call(inputs)
-		if err != nil {
-			return nil, fmt.Errorf("train: step %d: %w", step+1, err)
-		}
-		pos++
-		loss := float64(out[0].Value().(float32))
-		lr := float64(out[1].Value().(float32))
-		if math.IsNaN(loss) || math.IsInf(loss, 0) {
-			return nil, fmt.Errorf("train: loss is %v at step %d (epoch %d, batch %d): stopping; the last good checkpoint is kept in %s", loss, step+1, epoch, pos-1, filepath.Join(cfg.RunDir, "checkpoints"))
-		}
-		lossSum += loss
-		lossN++
-		examples += n
-		if pos%acc != 0 {
-			continue
-		}
-		step++
-		barLoss, barRate = lossSum/float64(lossN), float64(examples)/time.Since(tick).Seconds()
-		bar.Update(step, total)
-		rec := map[string]any{"step": step, "epoch": epoch, "loss": lossSum / float64(lossN), "lr": lr,
-			"examples_per_sec": float64(examples) / time.Since(tick).Seconds()}
-		lossSum, lossN, examples, tick = 0, 0, 0, time.Now()
-		timeUp := cfg.MaxTime > 0 && time.Since(start) >= cfg.MaxTime
-		evalNow := step%evalEvery == 0 || step == total || timeUp
-		if evalNow {
-			metrics, err := task.Evaluate(store)
-			if err != nil {
-				return nil, fmt.Errorf("train: evaluation at step %d: %w", step, err)
-			}
-			last = metrics
-			if _, ok := metrics[cfg.Metric]; cfg.Metric != "" && !ok {
-				return nil, fmt.Errorf("train: -metric %q is not a dev metric this model reports (have %s)", cfg.Metric, strings.Join(sortedKeys(metrics), ", "))
-			}
-			for k, v := range metrics {
-				rec["dev_"+k] = v
-			}
-			if cfg.Metric == "" || b.Step < 0 || metrics[cfg.Metric] > b.Metrics[cfg.Metric] {
-				b = best{Step: step, Metrics: metrics}
-			} else {
-				b.Bad++
-			}
-			bar.Note(fmt.Sprintf("step %d dev %s %.2f (best %.2f at %d)", step, cfg.Metric, metrics[cfg.Metric], b.Metrics[cfg.Metric], b.Step))
-		}
-		line, err := json.Marshal(rec)
-		if err != nil {
-			return nil, fmt.Errorf("train: metrics record at step %d: %w", step, err)
-		}
-		mw.Write(append(line, '\n'))
-		if err := mw.Flush(); err != nil {
-			return nil, fmt.Errorf("train: write %s: %w", mf.Name(), err)
-		}
-		if evalNow {
-			if pos >= perEpoch[epoch] && step < total {
-				// Checkpoints at epoch ends point at the next epoch's start.
-				epoch, pos = epoch+1, 0
-			}
-			if err := save(last); err != nil {
-				return nil, err
-			}
-			if err := writePlot(cfg.RunDir); err != nil {
-				return nil, err
-			}
-			if cfg.Patience > 0 && b.Bad >= cfg.Patience {
-				stopped = fmt.Sprintf("early stopping: %d evaluations without improvement", b.Bad)
-				break
-			}
-			if timeUp && step < total {
-				stopped = fmt.Sprintf("time limit: -max-time %v reached at step %d of %d", cfg.MaxTime, step, total)
-				break
-			}
-		}
-		if cfg.StopAfter > 0 && step >= cfg.StopAfter {
-			bar.Finish()
-			return nil, ErrStopped
-		}
-	}
-	bar.Finish()
-	sum := &Summary{Steps: step, Epochs: epoch + 1, BestStep: b.Step, BestMetrics: b.Metrics, Final: last,
-		Seconds: time.Since(start).Seconds(), Stopped: stopped}
-	if err := rundir.WriteJSON(cfg.RunDir, "summary.json", sum); err != nil {
-		return nil, err
-	}
-	if err := writePlot(cfg.RunDir); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(msgs, "plot: %s\n", filepath.Join(cfg.RunDir, PlotFile))
-	return sum, nil
+	return exec, nil
 }
 
 // stepper runs one batch's step: the loss, the learning rate (0 on accumulation-only
@@ -380,6 +296,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train: -devices %d: must be >= 0", c.Devices)
 	case c.KeepLast < 0:
 		return fmt.Errorf("train: keep-last %d: must be >= 0", c.KeepLast)
+	}
+	for i, h := range c.Hooks {
+		if h.Name == "" {
+			return fmt.Errorf("train: hook %d of %d has no name", i+1, len(c.Hooks))
+		}
 	}
 	return nil
 }
