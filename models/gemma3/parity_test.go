@@ -95,9 +95,15 @@ func maxDiff(got []float32, want []float64) float64 {
 // Dense modules, L2 normalisation).
 func embedExec(t *testing.T, dir string, dense []string) (*Config, *model.Exec) {
 	t.Helper()
-	b, err := backend.Open("go")
+	return embedExecOn(t, "go", dir, dense)
+}
+
+// embedExecOn is embedExec on backend be (skipped when it cannot be opened).
+func embedExecOn(t *testing.T, be, dir string, dense []string) (*Config, *model.Exec) {
+	t.Helper()
+	b, err := backend.Open(be)
 	if err != nil {
-		t.Skipf("backend go: %v", err)
+		t.Skipf("backend %s: %v", be, err)
 	}
 	store := model.NewStore()
 	cfg, err := LoadHF(store.RootScope(), dir, dense)
