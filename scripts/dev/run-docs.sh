@@ -23,6 +23,7 @@ export -run runs/tl-minilm -data ../shared/datasets/toollens -format index -out 
 serve -index exports/tl-index -mcp http -addr 127.0.0.1:8080
 import -mcp mcp.json -out tools.jsonl
 serve -library tools.jsonl -model sentence-transformers/all-MiniLM-L6-v2 -upstreams mcp.json -mcp http -addr 127.0.0.1:8080
+serve -library tools.jsonl -model runs/general/model -upstreams mcp.json -mcp http -addr 127.0.0.1:8080
 encode -backend xla:cpu -model HF_DIR -in texts.txt -out out.jsonl
 bench train -backends go,onnx,xla:cpu -steps 5 -python ""
 eval -data DIR -compare bm25,run:runs/be
