@@ -90,6 +90,10 @@ func biencoderCmd(args []string) error {
 	freezeEmb := fs.Bool("freeze-embeddings", false, "query2tool/feedback: do not train the encoder's word (token) embedding table, in every tower (no gradient, optimizer state or weight decay; left out of the clipped gradient norm); position and token-type embeddings still train")
 	freezeTower := fs.String("freeze-tower", "", "query2tool/feedback with -separate-towers: lock the query or the tool tower at its initial weights (no training, no dropout, no gradient through it; LiT's locked tower). -freeze-tower tool keeps tools embedded as the -init model embeds them, so a tool added after training is embedded like the trained ones")
 	toolDrop := fs.Float64("tool-dropout", 0, "query2tool/feedback, training only: drop each white-space-separated word of a tool text (positives and hard negatives) with this probability before tokenisation, at least one word kept, drawn anew per (seed, epoch, batch, example); dev/test evaluation and encoding see whole texts")
+	loraRank := fs.Int("lora-rank", 0, "train LoRA adapters of this rank on the encoder's -lora-targets instead of the whole encoder (base weights frozen; export merges them unless -lora-export adapter); 0: off, full fine-tuning")
+	loraAlpha := fs.Float64("lora-alpha", 0, "LoRA: the update's scale is alpha/rank (default 2×rank)")
+	loraDropout := fs.Float64("lora-dropout", 0, "LoRA: dropout on the adapters' input")
+	loraTargets := fs.String("lora-targets", "", "LoRA: comma-separated Linear modules adapted, PEFT's target_modules names (BERT, XLM-RoBERTa: query, key, value, dense; MPNet: q, k, v, o, dense; default: the query and value projections)")
 	toolQueries := fs.Int("tool-queries", 0, toolQueriesUsage)
 	hardNeg := fs.Int("hard-negatives", 0, "mined hard negatives per example (needs -negatives)")
 	negFile := fs.String("negatives", "", "mined negatives file (train mine)")
@@ -168,7 +172,8 @@ func biencoderCmd(args []string) error {
 		Model: biencoder.TrainModel{Arch: auto("arch", *arch, "").(string), Vocab: *vocabPath, VocabSize: *vocabSize, Layers: *layers, Hidden: *hidden,
 			Heads: *heads, Intermediate: *inter, Pooling: auto("pooling", *pooling, "").(string), SeparateTowers: *separate, QueryLen: *qLen, ToolLen: *tLen,
 			Similarity: auto("similarity", *sim, "").(string), Temperature: *temp, Symmetric: *symmetric, NoFNMask: *noMask, Objective: *objective,
-			Margin: *margin, Marker: *fb.marker, QueryPrompt: prompt("query-prompt", qPrompt), ToolPrompt: prompt("tool-prompt", tPrompt)},
+			Margin: *margin, Marker: *fb.marker, QueryPrompt: prompt("query-prompt", qPrompt), ToolPrompt: prompt("tool-prompt", tPrompt),
+			LoRARank: *loraRank, LoRAAlpha: *loraAlpha, LoRADropout: *loraDropout, LoRATargets: *loraTargets},
 		Training: biencoder.TrainSchedule{Batch: *batch, StrictBatches: *strict, PadMultiple: pad, Epochs: *epochs, LR: auto("lr", *lr, 0.0).(float64),
 			WeightDecay: *wd, Warmup: *warmup, Schedule: *schedule, Clip: *clip, Accumulate: *accum, MiniBatch: *miniBatch, FreezeEmbeddings: *freezeEmb, ToolDropout: *toolDrop, FreezeTower: *freezeTower,
 			ToolQueries: *toolQueries, HardNegatives: hardNegs, Negatives: *negFile, Iterations: *fb.iterations, Alpha: *fb.alpha,

@@ -3,8 +3,10 @@ package biencoder
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -122,6 +124,49 @@ type TrainModel struct {
 	// else none.
 	QueryPrompt *string `json:"query-prompt,omitempty"`
 	ToolPrompt  *string `json:"tool-prompt,omitempty"`
+	// LoRA trains low-rank adapters of the encoder's Linear layers instead of the whole
+	// encoder (Config.LoRA): LoRARank is their rank (-lora-rank; 0: off, full fine-tuning),
+	// LoRAAlpha the update's scale alpha/rank (-lora-alpha; 0: auto, 2×rank), LoRADropout the
+	// dropout on their input (-lora-dropout) and LoRATargets the comma-separated module names
+	// adapted, as PEFT's target_modules name them (-lora-targets; "": auto, the encoder's
+	// query and value projections: query,value for BERT and XLM-RoBERTa, q,v for MPNet).
+	LoRARank    int     `json:"lora-rank,omitempty"`
+	LoRAAlpha   float64 `json:"lora-alpha,omitempty"`
+	LoRADropout float64 `json:"lora-dropout,omitempty"`
+	LoRATargets string  `json:"lora-targets,omitempty"`
+}
+
+// LoRA returns the adapter configuration of the run for the encoder enc (nil without LoRA),
+// its auto fields resolved: alpha 2×rank, the encoder's default targets. The errors name the
+// flags.
+func (m TrainModel) LoRA(enc encoder.Config) (*encoder.LoRA, error) {
+	if m.LoRARank < 0 {
+		return nil, fmt.Errorf("-lora-rank %d: must be >= 0 (0: no LoRA)", m.LoRARank)
+	}
+	if m.LoRARank == 0 {
+		if m.LoRAAlpha != 0 || m.LoRADropout != 0 || m.LoRATargets != "" {
+			return nil, fmt.Errorf("-lora-alpha, -lora-dropout and -lora-targets need -lora-rank > 0")
+		}
+		return nil, nil
+	}
+	valid, def, err := encoder.LoRAModules(enc)
+	if err != nil {
+		return nil, fmt.Errorf("-lora-rank %d: %w", m.LoRARank, err)
+	}
+	l := encoder.LoRA{Rank: m.LoRARank, Alpha: m.LoRAAlpha, Dropout: m.LoRADropout, Targets: def}
+	if l.Alpha == 0 {
+		l.Alpha = 2 * float64(l.Rank)
+	}
+	if m.LoRATargets != "" {
+		l.Targets = nil
+		for _, t := range strings.Split(m.LoRATargets, ",") {
+			l.Targets = append(l.Targets, strings.TrimSpace(t))
+		}
+	}
+	if err := l.Validate(valid); err != nil {
+		return nil, fmt.Errorf("-lora-rank %d, -lora-alpha %v, -lora-dropout %v, -lora-targets %q: %w", m.LoRARank, m.LoRAAlpha, m.LoRADropout, m.LoRATargets, err)
+	}
+	return &l, nil
 }
 
 // TrainSchedule is the trainer's knobs.
@@ -245,7 +290,8 @@ func (s TrainSchedule) Padding() (Padding, error) {
 // CheckResume compares c, the configuration of a resumption of the run at c.RunDir, with the
 // run's recorded configuration rec, and returns rec with c's operational fields (RunDir,
 // Backend, Devices, Quiet, Args, writers): an error names every field that differs, but for the auto
-// fields (lr, pooling, similarity, arch, dev, holdout-tools) c leaves at zero.
+// fields (lr, pooling, similarity, arch, dev, holdout-tools, lora-alpha, lora-targets) c
+// leaves at zero.
 func (c TrainConfig) CheckResume(rec TrainConfig) (TrainConfig, error) {
 	g := c
 	if g.Training.LR == 0 {
@@ -268,6 +314,12 @@ func (c TrainConfig) CheckResume(rec TrainConfig) (TrainConfig, error) {
 	}
 	if g.Split.Dev == 0 {
 		g.Split.Dev = rec.Split.Dev
+	}
+	if g.Model.LoRAAlpha == 0 {
+		g.Model.LoRAAlpha = rec.Model.LoRAAlpha
+	}
+	if g.Model.LoRATargets == "" {
+		g.Model.LoRATargets = rec.Model.LoRATargets
 	}
 	if g.Split.HoldoutTools == 0 {
 		g.Split.HoldoutTools, g.Split.HoldoutSeed = rec.Split.HoldoutTools, rec.Split.HoldoutSeed
