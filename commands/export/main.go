@@ -105,6 +105,7 @@ func Main(args []string) int {
 	hybridW := fs.Float64("hybrid-weight", -1, "with -hybrid minmax|zscore: the recipe's dense weight w in [0, 1] (w·dense + (1-w)·bm25); -1: 0.5")
 	selectedOn := fs.String("selected-on", "", "with -hybrid: free text recorded in the recipe, the dev split its weight was chosen on")
 	noRecipe := fs.Bool("no-recipe", false, "export without the recipe of -model (toolret_recipe.json)")
+	loraExport := fs.String("lora-export", export.LoRAMerged, "a bi-encoder run trained with LoRA (train biencoder -lora-rank): merged (the adapters merged into the base weights, the layout of a full fine-tune) or adapter (-format hf: a PEFT adapter directory, adapter_config.json and adapter_model.safetensors, with the base model in base/)")
 	if err := cli.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -148,7 +149,7 @@ func Main(args []string) int {
 	}
 	man, err := toolret.Export(context.Background(), toolret.ExportConfig{Model: *run, Format: *format, Out: *out, Force: *force,
 		Data: *dataDir, Backend: *be, Refiner: *refinerRun, Prompts: prompts, Interpolate: *interp, InterpolateWeight: *interpW, KeepLayers: keep, Lengths: lengths,
-		Quantize: q, Recipe: recipe, NoRecipe: *noRecipe, Log: os.Stderr})
+		Quantize: q, Recipe: recipe, NoRecipe: *noRecipe, LoRA: *loraExport, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "export:", cli.Unprefixed("export", err))
 		return 1
