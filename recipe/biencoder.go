@@ -100,7 +100,7 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 		cli.Positive("temperature", m.Temperature), cli.Positive("accumulate", t.Accumulate), cli.NonNegative("mini-batch", t.MiniBatch), checkDev(sp.Dev),
 		cli.NonNegative("weight-decay", t.WeightDecay), cli.NonNegative("clip", t.Clip), cli.NonNegative("hard-negatives", t.HardNegatives),
 		cli.NonNegative("eval-every", t.EvalEvery), cli.NonNegative("patience", t.Patience), cli.CheckMetric(t.Metric),
-		cli.NonNegative("max-steps", t.MaxSteps), cli.NonNegative("lora-rank", m.LoRARank), cli.NonNegative("max-time", int64(t.MaxTime)), checkWarmup(t.Warmup), checkArch(m.Arch)); err != nil {
+		cli.NonNegative("max-steps", t.MaxSteps), m.CheckLoRA(), cli.NonNegative("max-time", int64(t.MaxTime)), checkWarmup(t.Warmup), checkArch(m.Arch)); err != nil {
 		return nil, err
 	}
 	if pa.Init == "" {

@@ -297,8 +297,8 @@ func TestLoRAConfigErrors(t *testing.T) {
 		{"twice", TrainModel{LoRARank: 4, LoRATargets: "query,query"}, bert, []string{"given twice"}},
 		{"deberta", TrainModel{LoRARank: 4}, deberta, []string{`"deberta-v2" does not support LoRA`, "bert", "mpnet", "xlm-roberta"}},
 		{"alpha without rank", TrainModel{LoRAAlpha: 16}, bert, []string{"need -lora-rank"}},
-		{"negative alpha", TrainModel{LoRARank: 4, LoRAAlpha: -1}, bert, []string{"alpha -1"}},
-		{"dropout 1", TrainModel{LoRARank: 4, LoRADropout: 1}, bert, []string{"dropout 1", "[0, 1)"}},
+		{"negative alpha", TrainModel{LoRARank: 4, LoRAAlpha: -1}, bert, []string{"-lora-alpha -1: must be > 0"}},
+		{"dropout 1", TrainModel{LoRARank: 4, LoRADropout: 1}, bert, []string{"-lora-dropout 1", "[0, 1)"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l, err := c.m.LoRA(c.enc)

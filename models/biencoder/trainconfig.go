@@ -3,6 +3,7 @@ package biencoder
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -136,18 +137,28 @@ type TrainModel struct {
 	LoRATargets string  `json:"lora-targets,omitempty"`
 }
 
+// CheckLoRA checks the LoRA fields that need no encoder (LoRA checks the rest): the errors
+// name the flags.
+func (m TrainModel) CheckLoRA() error {
+	switch {
+	case m.LoRARank < 0:
+		return fmt.Errorf("-lora-rank %d: must be >= 0 (0: no LoRA)", m.LoRARank)
+	case m.LoRARank == 0 && (m.LoRAAlpha != 0 || m.LoRADropout != 0 || m.LoRATargets != ""):
+		return fmt.Errorf("-lora-alpha, -lora-dropout and -lora-targets need -lora-rank > 0")
+	case m.LoRAAlpha < 0 || math.IsNaN(m.LoRAAlpha) || math.IsInf(m.LoRAAlpha, 0):
+		return fmt.Errorf("-lora-alpha %v: must be > 0 (0: auto, 2×rank)", m.LoRAAlpha)
+	case !(m.LoRADropout >= 0 && m.LoRADropout < 1):
+		return fmt.Errorf("-lora-dropout %v: a probability, must be in [0, 1)", m.LoRADropout)
+	}
+	return nil
+}
+
 // LoRA returns the adapter configuration of the run for the encoder enc (nil without LoRA),
 // its auto fields resolved: alpha 2×rank, the encoder's default targets. The errors name the
 // flags.
 func (m TrainModel) LoRA(enc encoder.Config) (*encoder.LoRA, error) {
-	if m.LoRARank < 0 {
-		return nil, fmt.Errorf("-lora-rank %d: must be >= 0 (0: no LoRA)", m.LoRARank)
-	}
-	if m.LoRARank == 0 {
-		if m.LoRAAlpha != 0 || m.LoRADropout != 0 || m.LoRATargets != "" {
-			return nil, fmt.Errorf("-lora-alpha, -lora-dropout and -lora-targets need -lora-rank > 0")
-		}
-		return nil, nil
+	if err := m.CheckLoRA(); err != nil || m.LoRARank == 0 {
+		return nil, err
 	}
 	valid, def, err := encoder.LoRAModules(enc)
 	if err != nil {
