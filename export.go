@@ -59,6 +59,10 @@ type ExportConfig struct {
 	// hybrid; export -hybrid, -hybrid-weight, -selected-on); NoRecipe drops the model's own.
 	Recipe   *export.Recipe
 	NoRecipe bool
+	// LoRA is how a bi-encoder run trained with LoRA is written: export.LoRAMerged ("", the
+	// adapters merged into the base weights) or export.LoRAAdapter (a PEFT adapter directory
+	// with its base model; FormatHF).
+	LoRA string
 	// Source overrides the source the export records (default: Model).
 	Source string
 	// Log receives notes (usage vectors, packaged refiner); nil: none.
@@ -89,6 +93,9 @@ func Export(ctx context.Context, cfg ExportConfig) (*export.Manifest, error) {
 	if cfg.Data != "" && cfg.Format != export.FormatIndex {
 		return nil, fmt.Errorf("-data is only used by -format index")
 	}
+	if cfg.LoRA == export.LoRAAdapter && (cfg.Interpolate != "" || len(cfg.KeepLayers) > 0) {
+		return nil, fmt.Errorf("-lora-export %s: a PEFT adapter applies to its base model as trained; -interpolate and -keep-layers export merged models", cfg.LoRA)
+	}
 	if cfg.Interpolate != "" {
 		return interpolate(ctx, cfg)
 	}
@@ -108,7 +115,7 @@ func Export(ctx context.Context, cfg ExportConfig) (*export.Manifest, error) {
 		return nil, errors.New("a recipe (-hybrid) is carried by -format hf (toolret_recipe.json) or index, not onnx")
 	}
 	opts := export.Options{Format: cfg.Format, Out: cfg.Out, Force: cfg.Force, Refiner: cfg.Refiner, Quantize: cfg.Quantize,
-		Recipe: cfg.Recipe, NoRecipe: cfg.NoRecipe}
+		Recipe: cfg.Recipe, NoRecipe: cfg.NoRecipe, LoRA: cfg.LoRA}
 	if cfg.Data != "" {
 		d, err := data.Load(cfg.Data)
 		if err != nil {

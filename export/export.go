@@ -92,6 +92,10 @@ type Options struct {
 	// records its hybrid (Manifest.Hybrid). nil: the model's own; NoRecipe drops it.
 	Recipe   *Recipe
 	NoRecipe bool
+	// LoRA is how a bi-encoder trained with LoRA is written: LoRAMerged (""; the adapters
+	// merged into the base weights, the layout of a full fine-tune) or LoRAAdapter (a PEFT
+	// adapter directory with its base model, -format hf only).
+	LoRA string
 }
 
 // Manifest describes an export; it is written as manifest.json.
@@ -189,6 +193,9 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
+	if err := checkLoRA(m, opts.LoRA, opts.Format); err != nil {
+		return nil, err
+	}
 	if opts.Refiner != "" && opts.Format != FormatIndex {
 		return nil, fmt.Errorf("export: a refiner is packaged with an index (-format index), not -format %s", opts.Format)
 	}
@@ -259,7 +266,14 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 	}
 	switch opts.Format {
 	case FormatHF:
-		err = writeHF(m, tmp, man)
+		if opts.LoRA == LoRAAdapter {
+			var abs string
+			if abs, err = filepath.Abs(filepath.Join(out, LoRABaseDir)); err == nil {
+				err = writeLoRAAdapter(m, tmp, abs, man)
+			}
+		} else {
+			err = writeHF(m, tmp, man)
+		}
 		if err == nil && recipe != nil {
 			var b []byte
 			if b, err = marshalRecipe(recipe); err == nil {

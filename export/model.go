@@ -66,6 +66,9 @@ type Model struct {
 	// EmbedFn, when set, embeds texts with a tower exactly as the training code does (the
 	// index export uses it); otherwise Embed runs the tower's encoder with its pooling.
 	EmbedFn func(tower string, texts []string) ([][]float32, error)
+	// Adapter is, for a bi-encoder trained with LoRA, the adapters merged into Store when it
+	// was loaded (biencoder.LoadRun), which Options.LoRA LoRAAdapter exports; nil: none.
+	Adapter *biencoder.Adapter
 	// setLengths, with EmbedFn, sets the lengths EmbedFn embeds with (Lengths.Apply).
 	setLengths func(query, tool int) error
 
@@ -567,7 +570,7 @@ func FromEmbedder(e *biencoder.Embedder) *Model {
 	}
 	// The prompts are recorded (exports and indexes write them); the embedder applies them.
 	m := &Model{Kind: KindBiEncoder, Tok: e.Tok, Store: e.Store, Backend: e.Backend, Similarity: c.Similarity, Marker: c.Marker,
-		QueryPrompt: c.QueryPrompt, ToolPrompt: c.ToolPrompt, QueryMaxLen: c.QueryMaxLen, ToolMaxLen: c.ToolMaxLen, EmbedFn: e.Embed, setLengths: e.SetLengths}
+		QueryPrompt: c.QueryPrompt, ToolPrompt: c.ToolPrompt, QueryMaxLen: c.QueryMaxLen, ToolMaxLen: c.ToolMaxLen, EmbedFn: e.Embed, setLengths: e.SetLengths, Adapter: e.Adapter}
 	if c.Shared {
 		t := tower("", max(c.QueryMaxLen, c.ToolMaxLen))
 		m.Towers = []Tower{t}

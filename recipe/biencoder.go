@@ -28,6 +28,11 @@ import (
 // pre-trained weights (sentence-transformers' default is 2e-5 as well).
 const PretrainedLR = 2e-5
 
+// LoRALR is the peak learning rate an "auto" TrainSchedule.LR takes when training LoRA
+// adapters of pre-trained weights (-lora-rank): adapters start at zero and want a learning
+// rate about ten times a full fine-tune's.
+const LoRALR = 5e-4
+
 // BiEncoderResult is what BiEncoder returns.
 type BiEncoderResult struct {
 	// RunDir is the run directory trained into.
@@ -237,6 +242,12 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 		if fbData != nil {
 			mc.Marker = m.Marker
 		}
+		if mc.LoRA, err = m.LoRA(mc.Encoder); err != nil {
+			return nil, err
+		}
+		if mc.LoRA != nil { // the auto fields as taken, recorded in run.json
+			m.LoRAAlpha, m.LoRATargets = mc.LoRA.Alpha, strings.Join(mc.LoRA.Targets, ",")
+		}
 	}
 	files, err := biencoder.WriteRunFiles(cfg.RunDir, mc, tok)
 	if err != nil {
@@ -300,6 +311,9 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 		KeepLast: 2, Optimizer: opt, Fingerprint: d.Fingerprint(), Devices: cfg.Devices, Quiet: cfg.Quiet}
 	if reg != (biencoder.Regularization{}) {
 		fmt.Fprintf(log, "regularisation: %s\n", reg)
+	}
+	if l := mc.LoRA; l != nil {
+		fmt.Fprintf(log, "lora: rank %d, alpha %g (scale %g), dropout %g, targets %s: only the adapters train\n", l.Rank, l.Alpha, l.Scale(), l.Dropout, strings.Join(l.Targets, ","))
 	}
 	fmt.Fprintf(log, "%s\nbi-encoder: %d layers, hidden %d, vocab %d, %s pooling, %s, %d dev queries, %d steps -> %s\n",
 		d.Stats(), mc.Encoder.Layers(), mc.Encoder.Hidden(), mc.Encoder.Vocab(), mc.Pooling, examples, len(dev.Queries), steps, cfg.RunDir)
@@ -385,7 +399,7 @@ func record(cfg *biencoder.TrainConfig, m *rundir.Meta) error {
 // resolveInit resolves Parent.Init in place: a run or directory stays as it is, a hub id
 // org/name[@revision] becomes its snapshot in the Hugging Face hub cache (downloaded when
 // missing). For pre-trained weights (an HF directory) the auto fields follow the model: LR
-// PretrainedLR, Pooling that of its sentence-transformers Pooling module, QueryPrompt and
+// PretrainedLR (LoRALR with LoRA), Pooling that of its sentence-transformers Pooling module, QueryPrompt and
 // ToolPrompt its "query" and "document" prompts.
 func resolveInit(ctx context.Context, cfg *biencoder.TrainConfig) error {
 	if cfg.Parent.Init == "" {
@@ -401,6 +415,9 @@ func resolveInit(ctx context.Context, cfg *biencoder.TrainConfig) error {
 	}
 	if cfg.Training.LR == 0 {
 		cfg.Training.LR = PretrainedLR
+		if cfg.Model.LoRARank > 0 {
+			cfg.Training.LR = LoRALR
+		}
 	}
 	if cfg.Model.Pooling == "" {
 		p, ok, err := encoder.STPooling(dir)

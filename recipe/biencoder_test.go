@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/rundir"
@@ -73,6 +74,70 @@ func TestBiEncoderRecordsAndResumes(t *testing.T) {
 	}
 }
 
+// TestBiEncoderLoRA trains with LoRA through the library: run.json records the LoRA fields
+// with alpha and targets as taken, biencoder.json the adapter configuration, the checkpoint
+// holds the adapters; a resumption with another rank is refused, one leaving the auto fields
+// unset is not.
+func TestBiEncoderLoRA(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model")
+	}
+	run := filepath.Join(t.TempDir(), "run")
+	var log bytes.Buffer
+	cfg := tiny(run)
+	cfg.Stderr = &log
+	cfg.Model.LoRARank = 2
+	cfg.Training.MaxSteps = 3
+	if _, err := BiEncoder(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "lora: rank 2, alpha 4 (scale 2), dropout 0, targets query,value: only the adapters train") {
+		t.Errorf("messages: %s", log.String())
+	}
+	m, err := rundir.Read(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec biencoder.TrainConfig
+	if err := json.Unmarshal(m.Config, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Model.LoRARank != 2 || rec.Model.LoRAAlpha != 4 || rec.Model.LoRATargets != "query,value" {
+		t.Errorf("run.json model config %+v", rec.Model)
+	}
+	b, err := os.ReadFile(filepath.Join(run, biencoder.ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc, err := biencoder.Unmarshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mc.LoRA == nil || mc.LoRA.Rank != 2 || mc.LoRA.Alpha != 4 || strings.Join(mc.LoRA.Targets, ",") != "query,value" {
+		t.Errorf("%s: lora %+v", biencoder.ConfigFile, mc.LoRA)
+	}
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := biencoder.LoadRun(run, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Adapter == nil || len(e.Adapter.Tensors) != 4 || e.Cfg.LoRA != nil { // 1 layer × query, value × A, B
+		t.Errorf("loaded run: adapter %+v, config LoRA %v (want 4 tensors merged, LoRA off)", e.Adapter, e.Cfg.LoRA)
+	}
+	again := tiny(run)
+	again.Resume, again.Model.LoRARank, again.Training.MaxSteps = true, 4, 3
+	if _, err = BiEncoder(context.Background(), again); err == nil || !strings.Contains(err.Error(), "lora-rank 4 != recorded 2") {
+		t.Errorf("resume with another rank: %v", err)
+	}
+	again.Model.LoRARank, again.Training.MaxSteps = 2, 4
+	if _, err = BiEncoder(context.Background(), again); err == nil || strings.Contains(err.Error(), "lora") || !strings.Contains(err.Error(), "max-steps 4 != recorded 3") {
+		t.Errorf("resume with the auto LoRA fields unset: %v (want only max-steps refused)", err)
+	}
+}
+
 func TestBiEncoderChecks(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -90,6 +155,10 @@ func TestBiEncoderChecks(t *testing.T) {
 			c.Model.Objective, c.Model.SeparateTowers = biencoder.ObjectiveQuery2Query, true
 		}, "-separate-towers does not apply"},
 		{"resume nothing", func(c *biencoder.TrainConfig) { c.Resume = true }, "run"},
+		{"lora rank", func(c *biencoder.TrainConfig) { c.Model.LoRARank = -1 }, "-lora-rank -1: must be >= 0"},
+		{"lora target", func(c *biencoder.TrainConfig) { c.Model.LoRARank, c.Model.LoRATargets = 4, "query,v_proj" }, `unknown target module "v_proj" (valid: query, key, value, dense)`},
+		{"lora without rank", func(c *biencoder.TrainConfig) { c.Model.LoRADropout = 0.1 }, "need -lora-rank > 0"},
+		{"lora on deberta", func(c *biencoder.TrainConfig) { c.Model.Arch, c.Model.LoRARank = "deberta", 4 }, `"deberta-v2" does not support LoRA (supported: bert, mpnet, xlm-roberta)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tiny(filepath.Join(t.TempDir(), "run"))

@@ -108,6 +108,7 @@ func Main(args []string) int {
 	selectedOn := fs.String("selected-on", "", "with -hybrid: free text recorded in the recipe, the dev split its weight was chosen on")
 	clauses := fs.Bool("clauses", false, "-format hf or index: the model's recipe ranks each query whole and clause by clause and merges the rankings (as eval -clauses; rerank's defaults: max of z-scores, clauses of 3 words or more, depth 100), after its BM25 fusion: the fusion of -hybrid, else the model's own recipe's")
 	noRecipe := fs.Bool("no-recipe", false, "export without the recipe of -model (toolret_recipe.json)")
+	loraExport := fs.String("lora-export", export.LoRAMerged, "a bi-encoder run trained with LoRA (train biencoder -lora-rank): merged (the adapters merged into the base weights, the layout of a full fine-tune) or adapter (-format hf: a PEFT adapter directory, adapter_config.json and adapter_model.safetensors, with the base model in base/)")
 	if err := cli.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -167,7 +168,7 @@ func Main(args []string) int {
 	}
 	man, err := toolret.Export(context.Background(), toolret.ExportConfig{Model: *run, Format: *format, Out: *out, Force: *force,
 		Data: *dataDir, Backend: *be, Refiner: *refinerRun, Prompts: prompts, Interpolate: *interp, InterpolateWeight: *interpW, KeepLayers: keep, Lengths: lengths,
-		Quantize: q, Recipe: recipe, NoRecipe: *noRecipe, Log: os.Stderr})
+		Quantize: q, Recipe: recipe, NoRecipe: *noRecipe, LoRA: *loraExport, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "export:", cli.Unprefixed("export", err))
 		return 1

@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/losses"
 	"github.com/toolret/toolret/models/encoder"
+	"github.com/toolret/toolret/models/hflayers"
 )
 
 // Towers.
@@ -48,6 +49,12 @@ type Config struct {
 	// "document" prompts. Empty for none.
 	QueryPrompt string `json:"query_prompt,omitempty"`
 	ToolPrompt  string `json:"tool_prompt,omitempty"`
+	// LoRA, when set, adapts the encoder's target Linear layers with low-rank adapters
+	// (encoder.LoRA, hflayers.LoRA): the adapter weights live beside the base weights in the
+	// store, every graph that embeds adds their update, and in training only they are
+	// trainable (the base weights are frozen). An export merges them (MergeLoRA) unless
+	// asked for a PEFT adapter directory.
+	LoRA *encoder.LoRA `json:"lora,omitempty"`
 }
 
 // Prompt returns the prefix of a tower's texts (QueryTower: QueryPrompt, ToolTower:
@@ -98,6 +105,11 @@ func (c *Config) Validate() error {
 	if c.Marker != "" && c.QueryPrompt != "" {
 		return fmt.Errorf("biencoder: query prompt %q and iteration marker %q: a feedback retriever's queries carry its marker, not a prompt", c.QueryPrompt, c.Marker)
 	}
+	if c.LoRA != nil {
+		if err := encoder.CheckLoRA(c.Encoder, *c.LoRA); err != nil {
+			return fmt.Errorf("biencoder: %w", err)
+		}
+	}
 	return c.validateObjective()
 }
 
@@ -127,11 +139,20 @@ func (c *Config) TowerBase(tower string) string {
 }
 
 // Embed encodes a padded batch with a tower: ids and mask [batch, seq] -> [batch, hidden],
-// L2-normalised for cosine similarity.
+// L2-normalised for cosine similarity. With LoRA the adapters add their update, and every
+// other variable of the tower is marked non-trainable.
 func (c *Config) Embed(root *model.Scope, tower string, ids, mask *Node) *Node {
 	s := encoder.In(root, c.TowerBase(tower))
+	if c.LoRA != nil {
+		l := *c.LoRA
+		s.SetGraphParam(ids.Graph(), hflayers.LoRAParam, &l)
+	}
 	h := c.Encoder.Encode(s, ids, nil, mask)
 	e := c.Encoder.Pool(s, h, mask, c.Pooling)
+	if c.LoRA != nil {
+		s.SetGraphParam(ids.Graph(), hflayers.LoRAParam, nil)
+		freezeBase(s)
+	}
 	if sim, _ := losses.ParseSimilarity(c.Similarity); sim == losses.SimCosine {
 		e = losses.Normalize(e)
 	}

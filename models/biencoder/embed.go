@@ -24,6 +24,8 @@ type Embedder struct {
 	Backend compute.Backend
 	Store   *model.Store
 	Batch   int
+	// Adapter is what MergeLoRA merged into Store (nil: none), for a PEFT adapter export.
+	Adapter *Adapter
 
 	execs map[string]*encoder.SafeExec
 }

@@ -1,6 +1,7 @@
 package biencoder
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/gomlx/compute"
@@ -19,13 +20,18 @@ func WriteRunFiles(runDir string, cfg *Config, tok *tokenize.Tokenizer) (map[str
 }
 
 // LoadRun loads a trained bi-encoder from a run directory (its best checkpoint) or from one
-// checkpoint directory, ready to embed.
+// checkpoint directory, ready to embed. A run trained with LoRA has its adapters merged into
+// the base weights (Embedder.MergeLoRA; what was merged is kept in Embedder.Adapter).
 func LoadRun(path string, be compute.Backend) (*Embedder, error) {
 	r, err := encoder.LoadRun(path, ConfigFile, be, Unmarshal, func(c *Config) encoder.Config { return c.Encoder })
 	if err != nil {
 		return nil, err
 	}
-	return &Embedder{Cfg: r.Cfg, Tok: r.Tok, Backend: be, Store: r.Store, Batch: 64}, nil
+	e := &Embedder{Cfg: r.Cfg, Tok: r.Tok, Backend: be, Store: r.Store, Batch: 64}
+	if e.Adapter, err = e.MergeLoRA(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return e, nil
 }
 
 var embedMu sync.Mutex

@@ -3,8 +3,11 @@ package biencoder
 import (
 	"fmt"
 	"io"
+	"math"
+	"strings"
 	"time"
 
+	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -124,6 +127,59 @@ type TrainModel struct {
 	// else none.
 	QueryPrompt *string `json:"query-prompt,omitempty" help:"put before every query, in training and by the trained model (sentence-transformers' \"query\" prompt, e.g. bge's query instruction; default: the -init model's, else none; \"\" for none)"`
 	ToolPrompt  *string `json:"tool-prompt,omitempty" help:"put before every tool text, in training and by the trained model (sentence-transformers' \"document\" prompt, e.g. e5's \"passage: \"; default: the -init model's, else none)"`
+	// LoRA trains low-rank adapters of the encoder's Linear layers instead of the whole
+	// encoder (Config.LoRA): LoRARank is their rank (-lora-rank; 0: off, full fine-tuning),
+	// LoRAAlpha the update's scale alpha/rank (-lora-alpha; 0: auto, 2×rank), LoRADropout the
+	// dropout on their input (-lora-dropout) and LoRATargets the comma-separated module names
+	// adapted, as PEFT's target_modules name them (-lora-targets; "": auto, the encoder's
+	// query and value projections: query,value for BERT and XLM-RoBERTa, q,v for MPNet).
+	LoRARank    int     `json:"lora-rank,omitempty" help:"train LoRA adapters of this rank on the encoder's -lora-targets instead of the whole encoder (base weights frozen; export merges them unless -lora-export adapter); 0: off, full fine-tuning"`
+	LoRAAlpha   float64 `json:"lora-alpha,omitempty" help:"LoRA: the update's scale is alpha/rank (0: auto, 2×rank)"`
+	LoRADropout float64 `json:"lora-dropout,omitempty" help:"LoRA: dropout on the adapters' input"`
+	LoRATargets string  `json:"lora-targets,omitempty" help:"LoRA: comma-separated Linear modules adapted, PEFT's target_modules names (BERT, XLM-RoBERTa: query, key, value, dense; MPNet: q, k, v, o, dense; default: the query and value projections)"`
+}
+
+// CheckLoRA checks the LoRA fields that need no encoder (LoRA checks the rest): the errors
+// name the flags.
+func (m TrainModel) CheckLoRA() error {
+	switch {
+	case m.LoRARank < 0:
+		return fmt.Errorf("-lora-rank %d: must be >= 0 (0: no LoRA)", m.LoRARank)
+	case m.LoRARank == 0 && (m.LoRAAlpha != 0 || m.LoRADropout != 0 || m.LoRATargets != ""):
+		return fmt.Errorf("-lora-alpha, -lora-dropout and -lora-targets need -lora-rank > 0")
+	case m.LoRAAlpha < 0 || math.IsNaN(m.LoRAAlpha) || math.IsInf(m.LoRAAlpha, 0):
+		return fmt.Errorf("-lora-alpha %v: must be > 0 (0: auto, 2×rank)", m.LoRAAlpha)
+	case !(m.LoRADropout >= 0 && m.LoRADropout < 1):
+		return fmt.Errorf("-lora-dropout %v: a probability, must be in [0, 1)", m.LoRADropout)
+	}
+	return nil
+}
+
+// LoRA returns the adapter configuration of the run for the encoder enc (nil without LoRA),
+// its auto fields resolved: alpha 2×rank, the encoder's default targets. The errors name the
+// flags.
+func (m TrainModel) LoRA(enc encoder.Config) (*encoder.LoRA, error) {
+	if err := m.CheckLoRA(); err != nil || m.LoRARank == 0 {
+		return nil, err
+	}
+	valid, def, err := encoder.LoRAModules(enc)
+	if err != nil {
+		return nil, fmt.Errorf("-lora-rank %d: %w", m.LoRARank, err)
+	}
+	l := encoder.LoRA{Rank: m.LoRARank, Alpha: m.LoRAAlpha, Dropout: m.LoRADropout, Targets: def}
+	if l.Alpha == 0 {
+		l.Alpha = 2 * float64(l.Rank)
+	}
+	if m.LoRATargets != "" {
+		l.Targets = nil
+		for _, t := range strings.Split(m.LoRATargets, ",") {
+			l.Targets = append(l.Targets, strings.TrimSpace(t))
+		}
+	}
+	if err := l.Validate(valid); err != nil {
+		return nil, fmt.Errorf("-lora-rank %d, -lora-alpha %v, -lora-dropout %v, -lora-targets %q: %w", m.LoRARank, m.LoRAAlpha, m.LoRADropout, m.LoRATargets, err)
+	}
+	return &l, nil
 }
 
 // TrainSchedule is the trainer's knobs.
@@ -247,7 +303,8 @@ func (s TrainSchedule) Padding() (Padding, error) {
 // CheckResume compares c, the configuration of a resumption of the run at c.RunDir, with the
 // run's recorded configuration rec, and returns rec with c's operational fields (RunDir,
 // Backend, Devices, Quiet, Args, writers): an error names every field that differs, but for the auto
-// fields (lr, pooling, similarity, arch, dev, holdout-tools) c leaves at zero.
+// fields (lr, pooling, similarity, arch, dev, holdout-tools, lora-alpha, lora-targets) c
+// leaves at zero.
 func (c TrainConfig) CheckResume(rec TrainConfig) (TrainConfig, error) {
 	g := c
 	if g.Training.LR == 0 {
@@ -270,6 +327,12 @@ func (c TrainConfig) CheckResume(rec TrainConfig) (TrainConfig, error) {
 	}
 	if g.Split.Dev == 0 {
 		g.Split.Dev = rec.Split.Dev
+	}
+	if g.Model.LoRAAlpha == 0 {
+		g.Model.LoRAAlpha = rec.Model.LoRAAlpha
+	}
+	if g.Model.LoRATargets == "" {
+		g.Model.LoRATargets = rec.Model.LoRATargets
 	}
 	if g.Split.HoldoutTools == 0 {
 		g.Split.HoldoutTools, g.Split.HoldoutSeed = rec.Split.HoldoutTools, rec.Split.HoldoutSeed

@@ -15,7 +15,7 @@ func (c TrainConfig) Validate() error {
 		check.Positive("temperature", m.Temperature), check.Positive("accumulate", t.Accumulate), check.NonNegative("mini-batch", t.MiniBatch),
 		auto(check.Fraction, "dev", sp.Dev), check.NonNegative("weight-decay", t.WeightDecay), check.NonNegative("clip", t.Clip),
 		check.NonNegative("hard-negatives", t.HardNegatives), check.NonNegative("eval-every", t.EvalEvery), check.NonNegative("patience", t.Patience),
-		metrics.CheckDevMetric(t.Metric), check.NonNegative("max-steps", t.MaxSteps), check.NonNegative("max-time", int64(t.MaxTime)), checkWarmup(t.Warmup))
+		metrics.CheckDevMetric(t.Metric), check.NonNegative("max-steps", t.MaxSteps), m.CheckLoRA(), check.NonNegative("max-time", int64(t.MaxTime)), checkWarmup(t.Warmup))
 	if err != nil || c.Parent.Init != "" {
 		return err
 	}

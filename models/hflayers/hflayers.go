@@ -45,12 +45,20 @@ func (s Spec) Variable(scope *model.Scope, g *Graph, name string, dims ...int) *
 
 // Dense is an HF Linear under scope (weight [out, in], bias [out]) with an optional fused
 // activation.
+//
+// With a LoRA set for the scope in x's graph (LoRAParam) that targets it, the Linear gets
+// the LoRA's low-rank update (see LoRA).
 func (s Spec) Dense(scope *model.Scope, x *Node, out int, act ...activation.Type) *Node {
+	if l := loraOf(scope, x.Graph()); l != nil {
+		return s.loraDense(scope, l, x, out, act...)
+	}
 	in := x.Shape().Dimensions[x.Rank()-1]
 	w := s.Variable(scope, x.Graph(), "weight", out, in)
 	b := s.Variable(scope, x.Graph(), "bias", out)
 	return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput, act...)
 }
+
+func shapeOf(s Spec, dims ...int) shapes.Shape { return shapes.Make(s.DType, dims...) }
 
 // LayerNorm is an HF LayerNorm under scope over the last axis.
 func (s Spec) LayerNorm(scope *model.Scope, x *Node) *Node {

@@ -74,6 +74,8 @@ export -model sentence-transformers/all-MiniLM-L6-v2 -format hf -quantize int8 -
 export -model sentence-transformers/all-MiniLM-L6-v2 -keep-layers 0,2,4 -out DIR
 serve -index IDX -backend onnx
 serve -library LIB.jsonl -model M -backend onnx -quantize int8
+export -run runs/lora-r16 -out DIR
+export -run runs/lora-r16 -lora-export adapter -out DIR
 LINES
 )
 if [ -n "${DRY:-}" ]; then
