@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolret/toolret/internal/flagcfg"
 	"github.com/toolret/toolret/models/classifier"
+	"github.com/toolret/toolret/models/colt"
 	"github.com/toolret/toolret/models/crossencoder"
 	"github.com/toolret/toolret/models/refiner"
 )
@@ -30,10 +31,13 @@ var kindFlagTable = []kindFlags{
 	{"train refiner",
 		func() (*flag.FlagSet, error) { fs, _, _, err := refinerFlags(); return fs, err },
 		func() any { c := refiner.DefaultTrainConfig(); return &c }},
+	{"train colt",
+		func() (*flag.FlagSet, error) { fs, _, _, err := coltFlags(); return fs, err },
+		func() any { c := colt.DefaultTrainConfig(); return &c }},
 }
 
-// headOperational is the flags of the encoder + head commands that are not a field of their
-// configuration (headFlags).
+// headOperational is the flags of the commands of kindFlagTable that are not a field of
+// their configuration (headFlags, coltFlags).
 var headOperational = map[string]bool{"data": true, "holdout-tools": true, "holdout-seed": true,
 	"run": true, "resume": true, "backend": true, "devices": true, "quiet": true}
 
