@@ -10,6 +10,7 @@ import (
 	"github.com/toolret/toolret/models/classifier"
 	"github.com/toolret/toolret/models/colt"
 	"github.com/toolret/toolret/models/crossencoder"
+	"github.com/toolret/toolret/models/pretrain"
 	"github.com/toolret/toolret/models/refiner"
 )
 
@@ -34,10 +35,13 @@ var kindFlagTable = []kindFlags{
 	{"train colt",
 		func() (*flag.FlagSet, error) { fs, _, _, err := coltFlags(); return fs, err },
 		func() any { c := colt.DefaultTrainConfig(); return &c }},
+	{"train pretrain",
+		func() (*flag.FlagSet, error) { fs, _, _, err := pretrainFlags(); return fs, err },
+		func() any { c := pretrain.DefaultTrainConfig(); return &c }},
 }
 
 // headOperational is the flags of the commands of kindFlagTable that are not a field of
-// their configuration (headFlags, coltFlags).
+// their configuration (headFlags, coltFlags, pretrainFlags).
 var headOperational = map[string]bool{"data": true, "holdout-tools": true, "holdout-seed": true,
 	"run": true, "resume": true, "backend": true, "devices": true, "quiet": true}
 
