@@ -4,9 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/toolret/toolret/feedback"
 	"github.com/toolret/toolret/internal/flagcfg"
+	"github.com/toolret/toolret/llm"
 	"github.com/toolret/toolret/models/classifier"
 	"github.com/toolret/toolret/models/colt"
 	"github.com/toolret/toolret/models/crossencoder"
@@ -38,10 +41,13 @@ var kindFlagTable = []kindFlags{
 	{"train pretrain",
 		func() (*flag.FlagSet, error) { fs, _, _, err := pretrainFlags(); return fs, err },
 		func() any { c := pretrain.DefaultTrainConfig(); return &c }},
+	{"train feedback",
+		func() (*flag.FlagSet, error) { fs, _, _, err := feedbackFlags(); return fs, err },
+		func() any { c := feedback.DefaultCollectConfig(); return &c }},
 }
 
 // headOperational is the flags of the commands of kindFlagTable that are not a field of
-// their configuration (headFlags, coltFlags, pretrainFlags).
+// their configuration (headFlags, coltFlags, pretrainFlags, feedbackFlags).
 var headOperational = map[string]bool{"data": true, "holdout-tools": true, "holdout-seed": true,
 	"run": true, "resume": true, "backend": true, "devices": true, "quiet": true}
 
@@ -109,5 +115,22 @@ func TestFlagReferenceKinds(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// TestFeedbackFlagHelp checks the names a help tag of feedback.CollectConfig spells out, as
+// a tag cannot name a constant.
+func TestFeedbackFlagHelp(t *testing.T) {
+	fs, _, _, err := feedbackFlags()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ flag, want string }{
+		{"llm-url", "$" + llm.KeyEnv},
+		{"out", "FILE" + feedback.ConfigSuffix},
+	} {
+		if u := fs.Lookup(tc.flag).Usage; !strings.Contains(u, tc.want) {
+			t.Errorf("-%s help %q does not name %s", tc.flag, u, tc.want)
+		}
 	}
 }
