@@ -3,7 +3,6 @@ package traincmd
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -51,13 +50,16 @@ func TestHeadPoolingFlag(t *testing.T) {
 		{"-pooling none", []string{"-pooling", "none"}, bert, "", false, `-pooling "none": want cls, mean or pooler`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fs := flag.NewFlagSet("train test", flag.ContinueOnError)
+			h := runs.DefaultHead(32, 8, 1, "")
+			fs, _, err := headFlags("train test", &h)
+			if err != nil {
+				t.Fatal(err)
+			}
 			fs.SetOutput(io.Discard)
-			h := addHeadFlags(fs, runs.DefaultHead(32, 8, 1, ""))
 			if err := cli.Parse(fs, tc.args); err != nil {
 				t.Fatal(err)
 			}
-			err := runs.CheckPooling(*h.pool)
+			err = runs.CheckPooling(h.Pooling)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("CheckPooling: %v, want an error containing %q", err, tc.wantErr)
@@ -67,7 +69,7 @@ func TestHeadPoolingFlag(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, enc := classifier.HeadPoolingOf(tc.enc, *h.pool)
+			p, enc := classifier.HeadPoolingOf(tc.enc, h.Pooling)
 			if p != tc.want || enc.HasPooler() != tc.wantPooler || enc.ModelType() != tc.enc.ModelType() {
 				t.Errorf("HeadPoolingOf: %q over %s with pooler %v; want %q with pooler %v", p, enc.ModelType(), enc.HasPooler(), tc.want, tc.wantPooler)
 			}

@@ -19,62 +19,65 @@ import (
 
 // Head is the configuration the encoder + head models share (the cross-encoder, the
 // classifiers and the refiner): the run, where the encoder comes from (Init, WarmStart, else
-// from scratch) and the trainer's knobs. Each field is the flag of train crossencoder,
-// classifier and refiner named in its comment; DefaultHead returns the flags' defaults.
+// from scratch) and the trainer's knobs. Each setting is a flag of train crossencoder,
+// classifier and refiner: its json tag is the flag's name and its help tag the flag's help
+// (package internal/flagcfg declares the flags from the fields); the fields tagged json:"-"
+// are operational (flags the command declares itself) or set by the command. DefaultHead
+// returns the flags' defaults.
 type Head struct {
-	RunDir    string // -run: the run directory (required)
-	Resume    bool   // -resume: continue RunDir from its newest checkpoint (its recorded settings, which the caller applies)
-	Retriever string // -first-stage: the stage-1 bi-encoder run (its recorded dev split; its tokenizer from scratch)
+	RunDir    string `json:"-"`                                                                                           // -run: the run directory (required)
+	Resume    bool   `json:"-"`                                                                                           // -resume: continue RunDir from its newest checkpoint (its recorded settings, which the caller applies)
+	Retriever string `json:"first-stage" help:"stage-1 bi-encoder run (train biencoder); its recorded dev split is used"` // -first-stage: the stage-1 bi-encoder run (its recorded dev split; its tokenizer from scratch)
 	// Init is -init: a HuggingFace BERT or DeBERTa-v2/v3 directory, or a bi-encoder or pretrain
 	// run whose encoder and tokenizer start the model ("": none). A hub id must be resolved to
 	// its directory first (hub.Resolve).
-	Init      string
-	WarmStart bool // -warm-start: start from the Retriever run's trained encoder and tokenizer
+	Init      string `json:"init" help:"initialise the encoder from a HuggingFace BERT or DeBERTa-v2/v3 directory or hub id org/name[@revision] (lr 2e-5 unless given), or from a bi-encoder or pretrain run (its encoder and tokenizer, as -warm-start takes the -first-stage's; else from scratch)"`
+	WarmStart bool   `json:"warm-start" help:"initialise the encoder with the -first-stage run's trained weights (its sizes and vocabulary; a BERT position table shorter than -max-len is extended with new rows, other encoders cap -max-len at theirs)"` // -warm-start: start from the Retriever run's trained encoder and tokenizer
 	// Arch is -arch, the architecture from scratch: bert (default), deberta or wordbag.
-	Arch string
+	Arch string `json:"arch" help:"from scratch: encoder architecture, bert, deberta (DeBERTa-v3: disentangled attention over log-bucketed relative positions) or wordbag (idf-weighted bag of word vectors, -hidden wide, no layers; bi-encoders only)"`
 	// ArchGiven says -arch was given: an encoder from Init or the Retriever must then be of Arch.
-	ArchGiven bool
+	ArchGiven bool `json:"-"`
 	// Pooling is -pooling, the head's input: cls, mean or pooler ("": the encoder's default, pooler
 	// for DeBERTa, cls for BERT).
-	Pooling      string
-	Layers       int // -layers: from scratch (default 2)
-	Hidden       int // -hidden: from scratch (default 128)
-	Heads        int // -heads: from scratch (default 4)
-	Intermediate int // -intermediate: from scratch (default 0: 4*Hidden)
-	MaxLen       int // -max-len: tokens per input, specials included
-	Batch        int // -batch: examples per batch
-	Epochs       int // -epochs
+	Pooling      string `json:"pooling" help:"head input: cls (the [CLS] state), mean (the mean of the token states, as a sentence-transformers model pools: a SetFit-style head over a pre-trained sentence encoder; not exportable in HF layout) or pooler (the encoder's pooler layer over [CLS], as HF's XxxForSequenceClassification: BERT dense + tanh, DeBERTa's ContextPooler dense + GELU); default pooler for DeBERTa, cls for BERT"`
+	Layers       int    `json:"layers" help:"from scratch: layers"`                                     // -layers: from scratch (default 2)
+	Hidden       int    `json:"hidden" help:"from scratch: hidden size"`                                // -hidden: from scratch (default 128)
+	Heads        int    `json:"heads" help:"from scratch: attention heads"`                             // -heads: from scratch (default 4)
+	Intermediate int    `json:"intermediate" help:"from scratch: intermediate size (default 4*hidden)"` // -intermediate: from scratch (default 0: 4*Hidden)
+	MaxLen       int    `json:"max-len" help:"max tokens per input (specials included)"`                // -max-len: tokens per input, specials included
+	Batch        int    `json:"batch" help:"examples per batch"`                                        // -batch: examples per batch
+	Epochs       int    `json:"epochs" help:"epochs"`                                                   // -epochs
 	// MaxSteps is -max-steps: stop after this many optimizer steps, the schedule fitted to
 	// them (default 0: all of Epochs).
-	MaxSteps int
+	MaxSteps int `json:"max-steps" help:"stop after this many optimizer steps, the learning-rate schedule fitted to them (0: all of -epochs)"`
 	// MaxTime is -max-time: stop at the first step past this wall-clock time (train.Config.MaxTime).
-	MaxTime time.Duration
-	LR      float64 // -lr: peak learning rate (default 5e-4; ~2e-5 with pre-trained weights)
+	MaxTime time.Duration `json:"max-time" help:"stop at the first optimizer step past this wall-clock time since the run began, e.g. 4m (evaluated and checkpointed there; the schedule keeps its length; 0: no limit)"`
+	LR      float64       `json:"lr" help:"peak learning rate (5e-4 from scratch; ~2e-5 with -init)"` // -lr: peak learning rate (default 5e-4; ~2e-5 with pre-trained weights)
 	// HeadLR is -head-lr: the peak learning rate of the layers the kind adds above its encoder
 	// (the classifier's and cross-encoder's head, the refiner's slot projection, positions and
 	// scorer), e.g. 10-100x LR when the encoder is pre-trained and the head new (0: LR).
-	HeadLR      float64
-	WeightDecay float64 // -weight-decay: AdamW weight decay (default 0.01)
-	Warmup      float64 // -warmup: warmup fraction of the steps (default 0.1)
-	Schedule    string  // -schedule: linear (default), cosine or constant
-	Clip        float64 // -clip: global gradient-norm clipping (default 1; 0: off)
-	Accumulate  int     // -accumulate: micro-batches per optimizer step (default 1)
+	HeadLR      float64 `json:"head-lr" help:"peak learning rate of the head the model adds above its encoder (its weight decay scales with it); e.g. 10-100x -lr over a pre-trained encoder, whose new head otherwise learns at the encoder's rate (0: -lr)"`
+	WeightDecay float64 `json:"weight-decay" help:"AdamW weight decay"`             // -weight-decay: AdamW weight decay (default 0.01)
+	Warmup      float64 `json:"warmup" help:"warmup fraction of the steps"`         // -warmup: warmup fraction of the steps (default 0.1)
+	Schedule    string  `json:"schedule" help:"linear, cosine or constant"`         // -schedule: linear (default), cosine or constant
+	Clip        float64 `json:"clip" help:"global gradient-norm clipping (0: off)"` // -clip: global gradient-norm clipping (default 1; 0: off)
+	Accumulate  int     `json:"accumulate" help:"micro-batches per optimizer step"` // -accumulate: micro-batches per optimizer step (default 1)
 	// Dev is -dev: without Retriever, the fraction of the training queries carved as dev
 	// (default 0.1); with one, its recorded dev split is taken.
-	Dev float64
+	Dev float64 `json:"dev" help:"without -first-stage: fraction of the training queries held out as dev (with -first-stage its recorded dev split is used)"`
 	// DevGiven says -dev was given: with a Retriever, Dev must then be the retriever's fraction.
-	DevGiven  bool
-	Seed      uint64 // -seed (default 1)
-	EvalEvery int    // -eval-every: optimizer steps between dev evaluations (default 0: each epoch)
-	Metric    string // -metric: the dev metric selecting the best checkpoint
-	Patience  int    // -patience: evaluations without improvement before stopping (default 0: never)
-	Backend   string // -backend: compute backend name ("": the default, see package backend)
-	Devices   int    // -devices: split each batch over this many devices of Backend (0 or 1: one; train.Config.Devices)
-	Test      string // -test: the split evaluated at the end (default "test"; "": none)
-	Quiet     bool   // -quiet: no progress bar
+	DevGiven  bool   `json:"-"`
+	Seed      uint64 `json:"seed" help:"random seed"`                                                                               // -seed (default 1)
+	EvalEvery int    `json:"eval-every" help:"optimizer steps between dev evaluations (0: each epoch)"`                             // -eval-every: optimizer steps between dev evaluations (default 0: each epoch)
+	Metric    string `json:"metric" help:"dev metric selecting the best checkpoint: recall@K, ndcg@K or comp@K with K in 1,3,5,10"` // -metric: the dev metric selecting the best checkpoint
+	Patience  int    `json:"patience" help:"stop after this many evaluations without improvement (0: never)"`                       // -patience: evaluations without improvement before stopping (default 0: never)
+	Backend   string `json:"-"`                                                                                                     // -backend: compute backend name ("": the default, see package backend)
+	Devices   int    `json:"-"`                                                                                                     // -devices: split each batch over this many devices of Backend (0 or 1: one; train.Config.Devices)
+	Test      string `json:"test" help:"split evaluated at the end (empty: none)"`                                                  // -test: the split evaluated at the end (default "test"; "": none)
+	Quiet     bool   `json:"-"`                                                                                                     // -quiet: no progress bar
 	// Stdout and Stderr receive the reports and the messages (nil: os.Stdout, os.Stderr); the
 	// trainer's progress bar goes to os.Stderr.
-	Stdout, Stderr io.Writer
+	Stdout, Stderr io.Writer `json:"-"`
 }
 
 // DefaultHead returns the defaults of the shared flags; maxLen, batch, epochs and metric are

@@ -22,19 +22,19 @@ import (
 type TrainConfig struct {
 	runs.Head
 	// Kind is -kind: KindQueryType (default) or KindMLC.
-	Kind string
+	Kind string `json:"kind" help:"querytype (single- vs multi-tool query) or mlc (multi-label over all tools: a retriever)"`
 	// Loss is -loss: querytype ce (2-way softmax) or bce (one logit); mlc bce (per-tool
 	// sigmoid) or softmax (multi-positive softmax over all tools). "": DefaultLoss(Kind).
-	Loss string
+	Loss string `json:"loss" help:"querytype: ce (2-way softmax, default) or bce (one logit); mlc: bce (per-tool sigmoid, default) or softmax (multi-positive softmax over all tools, the Tool2Vec paper's code)"`
 	// HeadInit is -head-init: HeadInitRandom (default; "" means it) or, for mlc, HeadInitTools
 	// (Imprint).
-	HeadInit string
+	HeadInit string `json:"head-init" help:"mlc: the head's initial weights: random (N(0, initializer_range), as HF initialises a new head) or tools (imprinted: each tool's row its text's pooled embedding by the encoder, scaled so logits start at 20 x cosine; pairs with -pooling mean over a sentence encoder)"`
 	// FreezeUntrained is -freeze-untrained (mlc): Task.FreezeUntrained.
-	FreezeUntrained bool
+	FreezeUntrained bool `json:"freeze-untrained" help:"mlc: the outputs of tools no training query has get no gradient: their rows stay as initialised (with -head-init tools, their texts' embeddings) and the encoder is not trained away from them"`
 	// Data is the dataset (nil: the embedded default dataset).
-	Data *data.Dataset
+	Data *data.Dataset `json:"-"`
 	// Args is provenance only: the command's flags as recorded in a new run's run.json.
-	Args map[string]string
+	Args map[string]string `json:"-"`
 }
 
 // DefaultTrainConfig returns the command's defaults: a query-type classifier, max length 32,

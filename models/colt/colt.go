@@ -36,23 +36,23 @@ import (
 
 // Config holds COLT's hyper-parameters; Default has the paper's ToolLens settings.
 type Config struct {
-	Layers      int     `json:"layers"`
-	Lambda      float64 `json:"lambda"`      // weight of the contrastive losses
-	Temperature float64 `json:"temperature"` // contrastive temperature
-	ListLen     int     `json:"list_len"`    // tools per query in the list-wise loss
-	EdgeDropout float64 `json:"edge_dropout"`
+	Layers      int     `json:"layers" help:"LightGCN layers"`
+	Lambda      float64 `json:"lambda" help:"weight of the cross-view contrastive losses"`             // weight of the contrastive losses
+	Temperature float64 `json:"temperature" help:"temperature of the cross-view contrastive losses"`   // contrastive temperature
+	ListLen     int     `json:"list_len" flag:"list-len" help:"tools per query in the list-wise loss"` // tools per query in the list-wise loss
+	EdgeDropout float64 `json:"edge_dropout" flag:"edge-dropout" help:"edge dropout, re-sampled every epoch, in [0, 1)"`
 	// Ablations.
-	Pairwise   bool   `json:"pairwise"`    // BPR-style pairwise loss instead of list-wise
-	NoContrast bool   `json:"no_contrast"` // drop the cross-view losses
-	Views      string `json:"views"`       // "both", "scene" (scene view only) or "tool" (tool view only)
+	Pairwise   bool   `json:"pairwise" help:"ablation: pairwise (BPR) loss instead of list-wise"`             // BPR-style pairwise loss instead of list-wise
+	NoContrast bool   `json:"no_contrast" flag:"no-contrast" help:"ablation: no cross-view contrastive loss"` // drop the cross-view losses
+	Views      string `json:"views" help:"both, scene (scene view only) or tool (tool view only)"`            // "both", "scene" (scene view only) or "tool" (tool view only)
 	// FreezeQueries keeps the query node inputs at their stage-1 embeddings (only tools and
 	// scenes are trained), so that the learned tools stay in the space of the stage-1 query
 	// encoder, which is what queries outside the graph (test, new queries) are embedded with.
-	FreezeQueries bool `json:"freeze_queries"`
+	FreezeQueries bool `json:"freeze_queries" flag:"freeze-queries" help:"keep query nodes at their stage-1 embeddings (train tools and scenes only)"`
 	// HoldOut removes the batch's queries from both graphs for the step (their edges get
 	// weight 0), so that a training query is scored exactly as a test query is: isolated,
 	// with its stage-1 embedding in both views, against tools propagated from the other queries.
-	HoldOut bool `json:"hold_out"`
+	HoldOut bool `json:"hold_out" flag:"hold-out" help:"remove the batch's queries from the graphs for the step and score them from their stage-1 embeddings, as test queries are"`
 	// Inductive gives queries outside the graphs (dev, test, new queries) a scene view: such a
 	// query joins the query-scene graph through soft edges to the training scenes, weighted
 	// softmax_s(cos(e_q, e_s^S) / AttachTemp), and takes one LightGCN step over them:
@@ -60,12 +60,12 @@ type Config struct {
 	// (the batch's queries are held out of both graphs, take their stage-1 embeddings and are
 	// attached), so training queries are scored exactly as test queries are. Off, an outside query keeps e_q in both views (the
 	// reference code's behaviour: its test queries are isolated graph nodes).
-	Inductive  bool    `json:"inductive"`
-	AttachTemp float64 `json:"attach_temp"`
+	Inductive  bool    `json:"inductive" help:"attach queries outside the graph (dev, test, new) to the training scenes by soft edges, and train the batch held out and attached the same way"`
+	AttachTemp float64 `json:"attach_temp" flag:"attach-temp" help:"temperature of the soft query-scene edges of -inductive"`
 	// ToolWeight and SceneWeight scale the propagated layers of the tool and scene views:
 	// e = e⁰ + α Σ_k normalize(E^k) (LightGCN's layer weights; 1 in the reference code).
-	ToolWeight  float64 `json:"tool_layer_weight"`
-	SceneWeight float64 `json:"scene_layer_weight"`
+	ToolWeight  float64 `json:"tool_layer_weight" flag:"tool-layer-weight" help:"weight of the propagated layers in the tool view (1: reference)"`
+	SceneWeight float64 `json:"scene_layer_weight" flag:"scene-layer-weight" help:"weight of the propagated layers in the scene view (1: reference)"`
 }
 
 // Default returns the COLT paper's ToolLens settings, with queries outside the graph attached

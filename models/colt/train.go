@@ -28,33 +28,33 @@ import (
 
 // TrainConfig is the recipe of `train colt`: COLT's graph stage on top of a trained
 // bi-encoder run (Retriever), on that run's recorded training split, selecting on its
-// recorded dev split. Every flag of the command is a field: the model's in Model (colt.Config,
-// flags -layers, -lambda, -temperature, -list-len, -edge-dropout, -pairwise, -no-contrast,
-// -freeze-queries, -hold-out, -inductive, -attach-temp, -tool-layer-weight,
-// -scene-layer-weight, -views), the others named in their comments. DefaultTrainConfig holds
-// the defaults.
+// recorded dev split. Every flag of the command is a field, the model's in Model (colt.Config):
+// its help tag is the flag's help and its json tag the flag's name (a flag tag names it
+// where Config's json name, that of the model's colt.json, differs); the command declares its
+// flags from the fields (package internal/flagcfg). The fields tagged json:"-" are
+// operational. DefaultTrainConfig holds the defaults.
 type TrainConfig struct {
-	Model       Config
-	RunDir      string  // -run: the run directory (required)
-	Resume      bool    // -resume: continue RunDir from its newest checkpoint (its recorded settings, which the caller applies)
-	Retriever   string  // -first-stage: the stage-1 bi-encoder run (required)
-	Epochs      int     // -epochs (default 60)
-	Batch       int     // -batch: queries per batch (default 2048)
-	LR          float64 // -lr (default 1e-3)
-	WeightDecay float64 // -weight-decay (default 1e-7)
-	Patience    int     // -patience: epochs without dev improvement before stopping (default 10; 0: never)
-	Metric      string  // -metric: the dev metric selecting the best checkpoint (default ndcg@5)
-	Seed        uint64  // -seed: of the graph stage (negatives, order, edge dropout; default 1)
-	Backend     string  // -backend ("": the default)
-	Devices     int     // -devices: split each batch over this many devices of Backend (0 or 1: one; train.Config.Devices)
-	Quiet       bool    // -quiet: no progress bar
+	Model       Config  `json:"model"`
+	RunDir      string  `json:"-"`                                                                                                                    // -run: the run directory (required)
+	Resume      bool    `json:"-"`                                                                                                                    // -resume: continue RunDir from its newest checkpoint (its recorded settings, which the caller applies)
+	Retriever   string  `json:"first-stage" help:"stage-1 bi-encoder run (train biencoder); its recorded dev split is used"`                          // -first-stage: the stage-1 bi-encoder run (required)
+	Epochs      int     `json:"epochs" help:"epochs"`                                                                                                 // -epochs (default 60)
+	Batch       int     `json:"batch" help:"queries per batch"`                                                                                       // -batch: queries per batch (default 2048)
+	LR          float64 `json:"lr" help:"learning rate"`                                                                                              // -lr (default 1e-3)
+	WeightDecay float64 `json:"weight-decay" help:"weight decay"`                                                                                     // -weight-decay (default 1e-7)
+	Patience    int     `json:"patience" help:"early stopping: epochs without dev improvement (0: never)"`                                            // -patience: epochs without dev improvement before stopping (default 10; 0: never)
+	Metric      string  `json:"metric" help:"dev metric selecting the best checkpoint: recall@K, ndcg@K or comp@K with K in 1,3,5,10"`                // -metric: the dev metric selecting the best checkpoint (default ndcg@5)
+	Seed        uint64  `json:"seed" help:"random seed of the graph stage (negatives, order, edge dropout); the dev split is the -first-stage run's"` // -seed: of the graph stage (negatives, order, edge dropout; default 1)
+	Backend     string  `json:"-"`                                                                                                                    // -backend ("": the default)
+	Devices     int     `json:"-"`                                                                                                                    // -devices: split each batch over this many devices of Backend (0 or 1: one; train.Config.Devices)
+	Quiet       bool    `json:"-"`                                                                                                                    // -quiet: no progress bar
 	// Data is the dataset (nil: the embedded default dataset).
-	Data *data.Dataset
+	Data *data.Dataset `json:"-"`
 	// Args is provenance only: the command's flags as recorded in a new run's run.json.
-	Args map[string]string
+	Args map[string]string `json:"-"`
 	// Stdout and Stderr receive the reports and the messages (nil: os.Stdout, os.Stderr); the
 	// trainer's progress goes to os.Stderr.
-	Stdout, Stderr io.Writer
+	Stdout, Stderr io.Writer `json:"-"`
 }
 
 // DefaultTrainConfig returns the command's defaults (the model's: Default).

@@ -25,63 +25,69 @@ import (
 
 // TrainConfig is the recipe of `train pretrain`: unsupervised pre-training of an encoder on
 // the tool corpus (MLM and contrastive), which the bi-encoder, cross-encoder and classifier
-// recipes warm-start from. Every flag of the command is a field, named in its comment;
+// recipes warm-start from. Every flag of the command is a field whose json tag is the flag's
+// name and whose help tag its help; the command declares its flags from the fields (package
+// internal/flagcfg). The fields tagged json:"-" are operational or set by the command.
 // DefaultTrainConfig holds the defaults.
 type TrainConfig struct {
-	RunDir string // -run: the run directory (required)
-	Resume bool   // -resume: continue RunDir from its newest checkpoint (its recorded settings, which the caller applies)
+	RunDir string `json:"-"` // -run: the run directory (required)
+	Resume bool   `json:"-"` // -resume: continue RunDir from its newest checkpoint (its recorded settings, which the caller applies)
 	// Init is -init: continue pre-training from a HuggingFace BERT or DeBERTa-v2/v3 directory
 	// or a bi-encoder (or pretrain) run, its encoder and tokenizer with a new MLM head ("":
 	// from scratch). A hub id must be resolved to its directory first (hub.Resolve).
-	Init         string
-	Vocab        string // -vocab: from scratch, a vocab.txt ("": a WordPiece vocabulary built from the corpus)
-	VocabSize    int    // -vocab-size: from scratch, the size of the built vocabulary (default 8000)
-	Layers       int    // -layers: from scratch (default 2)
-	Hidden       int    // -hidden: from scratch (default 128)
-	Heads        int    // -heads: from scratch (default 4)
-	Intermediate int    // -intermediate: from scratch (default 0: 4*Hidden)
-	Arch         string // -arch: from scratch, bert (default), deberta or wordbag
+	Init         string `json:"init" help:"continue pre-training from a HuggingFace BERT or DeBERTa-v2/v3 directory or a bi-encoder (or pretrain) run: its encoder and tokenizer, a new MLM head (else from scratch)"`
+	Vocab        string `json:"vocab" help:"from scratch: a vocab.txt (default: build a WordPiece vocab from the corpus)"` // -vocab: from scratch, a vocab.txt ("": a WordPiece vocabulary built from the corpus)
+	VocabSize    int    `json:"vocab-size" help:"from scratch: size of the built vocabulary"`                              // -vocab-size: from scratch, the size of the built vocabulary (default 8000)
+	Layers       int    `json:"layers" help:"from scratch: layers"`                                                        // -layers: from scratch (default 2)
+	Hidden       int    `json:"hidden" help:"from scratch: hidden size"`                                                   // -hidden: from scratch (default 128)
+	Heads        int    `json:"heads" help:"from scratch: attention heads"`                                                // -heads: from scratch (default 4)
+	Intermediate int    `json:"intermediate" help:"from scratch: intermediate size (default 4*hidden)"`                    // -intermediate: from scratch (default 0: 4*Hidden)
+	// Arch is -arch: from scratch, bert (default), deberta or wordbag.
+	Arch string `json:"arch" help:"from scratch: encoder architecture, bert, deberta (DeBERTa-v3: disentangled attention over log-bucketed relative positions) or wordbag (idf-weighted bag of word vectors, -hidden wide, no layers; bi-encoders only)"`
 	// ArchGiven says -arch was given: an encoder from Init must then be of Arch.
-	ArchGiven bool
-	MaxLen    int // -max-len: tokens of an MLM window and of a view, specials included (default 64)
+	ArchGiven bool `json:"-"`
+	MaxLen    int  `json:"max-len" help:"max tokens of an MLM window and of a view (specials included); the encoder's positions from scratch"` // -max-len: tokens of an MLM window and of a view, specials included (default 64)
 	// Objective is -objective: mlm, contrastive or both, comma-separated (default
 	// "mlm,contrastive"): loss = mlm + ContrastiveWeight × contrastive.
-	Objective         string
-	ContrastiveWeight float64 // -contrastive-weight (default 1)
-	MaskRate          float64 // -mask-rate: mlm, fraction of a text's tokens predicted (default 0.15)
-	Temperature       float64 // -temperature: contrastive InfoNCE temperature (default 0.05)
-	CropMin           float64 // -crop-min: shortest crop, a fraction of the text's tokens (default 0.1)
-	CropMax           float64 // -crop-max: longest crop (default 0.5)
-	CropDelete        float64 // -crop-delete: probability of deleting each token of a crop (default 0.1)
-	Views             string  // -views: ViewsCrop, ViewsFields or ViewsBoth (default)
-	Batch             int     // -batch: texts per batch, in-batch negatives (default 64)
-	Epochs            int     // -epochs over the corpus (default 10)
-	LR                float64 // -lr: peak learning rate (default 5e-4)
-	WeightDecay       float64 // -weight-decay (default 0.01)
-	Warmup            float64 // -warmup: warmup fraction of the steps (default 0.1)
-	Schedule          string  // -schedule: linear (default), cosine or constant
-	Clip              float64 // -clip: global gradient-norm clipping (default 1; 0: off)
-	Accumulate        int     // -accumulate: micro-batches per optimizer step (default 1)
+	Objective         string  `json:"objective" help:"mlm, contrastive or both (comma-separated): loss = mlm + -contrastive-weight × contrastive"`
+	ContrastiveWeight float64 `json:"contrastive-weight" help:"weight of the contrastive loss"`                                       // -contrastive-weight (default 1)
+	MaskRate          float64 `json:"mask-rate" help:"mlm: fraction of a text's tokens predicted (80% [MASK], 10% random, 10% kept)"` // -mask-rate: mlm, fraction of a text's tokens predicted (default 0.15)
+	Temperature       float64 `json:"temperature" help:"contrastive: InfoNCE temperature (cosine similarity)"`                        // -temperature: contrastive InfoNCE temperature (default 0.05)
+	CropMin           float64 `json:"crop-min" help:"contrastive: shortest crop, a fraction of the text's tokens"`                    // -crop-min: shortest crop, a fraction of the text's tokens (default 0.1)
+	CropMax           float64 `json:"crop-max" help:"contrastive: longest crop, a fraction of the text's tokens"`                     // -crop-max: longest crop (default 0.5)
+	CropDelete        float64 `json:"crop-delete" help:"contrastive: probability of deleting each token of a crop"`                   // -crop-delete: probability of deleting each token of a crop (default 0.1)
+	// Views is -views: ViewsCrop, ViewsFields or ViewsBoth (default).
+	Views       string  `json:"views" help:"contrastive: the two views of a text: crop (two random crops), fields (a tool's name and description; crops for other texts) or both (drawn per example)"`
+	Batch       int     `json:"batch" help:"texts per batch (in-batch negatives)"`                    // -batch: texts per batch, in-batch negatives (default 64)
+	Epochs      int     `json:"epochs" help:"epochs over the corpus"`                                 // -epochs over the corpus (default 10)
+	LR          float64 `json:"lr" help:"peak learning rate"`                                         // -lr: peak learning rate (default 5e-4)
+	WeightDecay float64 `json:"weight-decay" help:"AdamW weight decay (not on biases and LayerNorm)"` // -weight-decay (default 0.01)
+	Warmup      float64 `json:"warmup" help:"warmup fraction of the steps"`                           // -warmup: warmup fraction of the steps (default 0.1)
+	Schedule    string  `json:"schedule" help:"linear, cosine or constant"`                           // -schedule: linear (default), cosine or constant
+	Clip        float64 `json:"clip" help:"global gradient-norm clipping (0: off)"`                   // -clip: global gradient-norm clipping (default 1; 0: off)
+	Accumulate  int     `json:"accumulate" help:"micro-batches per optimizer step"`                   // -accumulate: micro-batches per optimizer step (default 1)
 	// Dev is -dev: the fraction of the training queries held out as dev (default 0.1), as a
 	// bi-encoder with the same Dev and Seed holds them out: their texts are left out of the
 	// corpus and score the dev evaluations.
-	Dev       float64
-	DevMax    int           // -dev-max: evaluate on at most this many dev query texts (default 1024; 0: all)
-	EvalEvery int           // -eval-every: optimizer steps between dev evaluations (default 0: each epoch)
-	MaxSteps  int           // -max-steps: stop after this many optimizer steps, the schedule fitted to them (default 0: all)
-	MaxTime   time.Duration // -max-time: stop at the first step past this wall-clock time (train.Config.MaxTime; 0: none)
-	Metric    string        // -metric: contrastive_acc or mlm_acc ("": DefaultMetric(Objective))
-	Patience  int           // -patience (default 0: never stop early)
-	Seed      uint64        // -seed (default 1)
-	Backend   string        // -backend ("": the default)
-	Devices   int           // -devices: split each batch over this many devices of Backend (0 or 1: one; train.Config.Devices)
-	Quiet     bool          // -quiet: no progress bar
+	Dev       float64 `json:"dev" help:"fraction of the training queries held out as the dev split (model selection)"`
+	DevMax    int     `json:"dev-max" help:"evaluate on at most this many dev query texts (0: all)"`                                                // -dev-max: evaluate on at most this many dev query texts (default 1024; 0: all)
+	EvalEvery int     `json:"eval-every" help:"optimizer steps between dev evaluations (0: each epoch)"`                                            // -eval-every: optimizer steps between dev evaluations (default 0: each epoch)
+	MaxSteps  int     `json:"max-steps" help:"stop after this many optimizer steps, the learning-rate schedule fitted to them (0: all of -epochs)"` // -max-steps: stop after this many optimizer steps, the schedule fitted to them (default 0: all)
+	// MaxTime is -max-time: stop at the first step past this wall-clock time (train.Config.MaxTime; 0: none).
+	MaxTime time.Duration `json:"max-time" help:"stop at the first optimizer step past this wall-clock time since training began, e.g. 4m (evaluated and checkpointed there; 0: no limit)"`
+	// Metric is -metric: contrastive_acc or mlm_acc ("": DefaultMetric(Objective)).
+	Metric   string `json:"metric" help:"dev metric selecting the best checkpoint: contrastive_acc (default) or mlm_acc (the default without the contrastive objective)"`
+	Patience int    `json:"patience" help:"stop after this many evaluations without improvement (0: never)"` // -patience (default 0: never stop early)
+	Seed     uint64 `json:"seed" help:"random seed"`                                                         // -seed (default 1)
+	Backend  string `json:"-"`                                                                               // -backend ("": the default)
+	Devices  int    `json:"-"`                                                                               // -devices: split each batch over this many devices of Backend (0 or 1: one; train.Config.Devices)
+	Quiet    bool   `json:"-"`                                                                               // -quiet: no progress bar
 	// Data is the dataset (nil: the embedded default dataset).
-	Data *data.Dataset
+	Data *data.Dataset `json:"-"`
 	// Args is provenance only: the command's flags as recorded in a new run's run.json.
-	Args map[string]string
+	Args map[string]string `json:"-"`
 	// Stderr receives the messages (nil: os.Stderr); the trainer's progress goes to os.Stderr.
-	Stderr io.Writer
+	Stderr io.Writer `json:"-"`
 }
 
 // DefaultTrainConfig returns the command's defaults.

@@ -36,21 +36,21 @@ type TrainConfig struct {
 	// Candidates is -candidates, the first stage whose top N the refiner re-orders:
 	// bi-encoder (the Retriever run's text vectors; default), usage (its Tool2Vec vectors),
 	// mlc (CandidatesRun) or bm25.
-	Candidates    string
-	CandidatesRun string // -candidates-run: the first stage's run for mlc (bi-encoder and usage: the Retriever run)
-	N             int    // -n: candidate slots, the first stage's top N scored together (default 64)
-	Depth         int    // -depth: first-stage list length cached per query, >= N (default 100)
-	Loss          string // -loss: LossSoftmax (default), softmax-norm or bce
-	Missing       string // -missing: MissingInsert (default) or MissingDrop
-	Order         string // -order: OrderShuffle (default) or OrderRank
-	SlotPositions string // -slot-positions: SlotPosNone (default) or SlotPosLearned
+	Candidates    string `json:"candidates" help:"first stage whose top N the refiner re-orders: bi-encoder (the -first-stage run's text vectors), usage (its Tool2Vec vectors), mlc (-candidates-run MLC_RUN) or bm25"`
+	CandidatesRun string `json:"candidates-run" help:"the first stage's run for -candidates mlc (bi-encoder and usage: the -first-stage run)"`                                    // -candidates-run: the first stage's run for mlc (bi-encoder and usage: the Retriever run)
+	N             int    `json:"n" help:"candidate slots N: the first stage's top N are scored together"`                                                                         // -n: candidate slots, the first stage's top N scored together (default 64)
+	Depth         int    `json:"depth" help:"first-stage list length cached per query (>= -n; the refined top N is followed by the rest in first-stage order)"`                   // -depth: first-stage list length cached per query, >= N (default 100)
+	Loss          string `json:"loss" help:"softmax (multi-positive softmax over the N slots, summed over positives), softmax-norm (divided by the positives) or bce (per slot)"` // -loss: LossSoftmax (default), softmax-norm or bce
+	Missing       string `json:"missing" help:"training lists without a positive the first stage missed: insert (at a random slot) or drop (train on the list as is)"`            // -missing: MissingInsert (default) or MissingDrop
+	Order         string `json:"order" help:"training slot order: shuffle (each epoch) or rank (first-stage order)"`                                                              // -order: OrderShuffle (default) or OrderRank
+	SlotPositions string `json:"slot-positions" help:"slot position embeddings: none or learned (a [N, hidden] table added to slot i)"`                                           // -slot-positions: SlotPosNone (default) or SlotPosLearned
 	// FirstStageWeight is -first-stage-weight: rank the top N by (1-w)·z(refiner) + w·z(first
 	// stage); -1 (default): choose w among Weights on dev after training.
-	FirstStageWeight float64
+	FirstStageWeight float64 `json:"first-stage-weight" help:"rank the top N by (1-w)·z(refiner) + w·z(first stage); -1: choose w in {0, 0.1, ..., 1} on dev after training (0: the refiner alone)"`
 	// Data is the dataset (nil: the embedded default dataset).
-	Data *data.Dataset
+	Data *data.Dataset `json:"-"`
 	// Args is provenance only: the command's flags as recorded in a new run's run.json.
-	Args map[string]string
+	Args map[string]string `json:"-"`
 }
 
 // DefaultTrainConfig returns the command's defaults: max length 32, batch 32, 5 epochs,
