@@ -23,9 +23,9 @@ import (
 // them. A Store opened with OpenShared commits each update to its Journal before it
 // acknowledges it, and applies the updates other servers commit, by version: on each
 // Changed signal it reads the log after the version it serves (Since), so a server that
-// missed signals (a late start, a lost connection) catches up all the same. PGStore is the
-// PostgreSQL implementation; a Store opened with Open keeps its library in the index
-// directory instead (updates.log), for one server.
+// missed signals (a late start, a lost connection) catches up all the same. pgstore.Store
+// is the PostgreSQL implementation; a Store opened with Open keeps its library in the
+// index directory instead (updates.log), for one server.
 type Journal interface {
 	// Load returns the library at the journal's head version. A journal that holds no
 	// library yet stores seed as its first version and returns it.
