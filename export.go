@@ -14,8 +14,8 @@ import (
 	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/rundir"
-	"github.com/toolret/toolret/serve"
 	"github.com/toolret/toolret/toolindex"
+	"github.com/toolret/toolret/toolindex/store"
 )
 
 // ExportConfig configures Export.
@@ -209,7 +209,7 @@ func UpdateIndex(ctx context.Context, dir, dataDir, backendName string) (*IndexU
 	if err != nil {
 		return nil, err
 	}
-	st, err := serve.Open(dir, 0, toolindex.WithBackend(be))
+	st, err := store.Open(dir, 0, toolindex.WithBackend(be))
 	if err != nil {
 		return nil, err
 	}

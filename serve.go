@@ -20,6 +20,8 @@ import (
 	"github.com/toolret/toolret/rerank"
 	"github.com/toolret/toolret/serve"
 	"github.com/toolret/toolret/toolindex"
+	"github.com/toolret/toolret/toolindex/store"
+	"github.com/toolret/toolret/toolindex/store/pgstore"
 )
 
 // ServeConfig configures Serve. Zero fields take the defaults DefaultServeConfig gives.
@@ -126,12 +128,12 @@ type ServeConfig struct {
 	CompactEvery int `help:"tool updates logged before they are compacted into the index (0: only at shutdown)"`
 	// Database, when set, is the URL of a PostgreSQL database (postgres://USER:PASSWORD@HOST/DB)
 	// through which several servers (replicas) share the tool library, its update log and the
-	// gateway's usage log (serve.OpenPG, serve.OpenShared; docs/replicas.md): an update one
+	// gateway's usage log (pgstore.Open, store.OpenShared; docs/replicas.md): an update one
 	// replica acknowledges is committed there first and applied by the others. "" keeps the
 	// library in the index directory's files (updates.log), for one server.
 	Database string "env:\"TOOLRET_DATABASE_URL\" help:\"PostgreSQL `URL` (postgres://USER:PASSWORD@HOST/DB) through which several servers share the tool library, its updates and the usage log (docs/replicas.md); default $TOOLRET_DATABASE_URL; none: the index directory's files\""
 	// DatabaseLogKeep is how many of the newest versions the shared update log keeps
-	// (serve.PGOptions.LogKeep): a replica further behind reloads the library instead of
+	// (pgstore.Options.LogKeep): a replica further behind reloads the library instead of
 	// replaying the log. 0 keeps every version.
 	DatabaseLogKeep int `help:"with -database: the newest versions the shared update log keeps; a replica further behind reloads the library (0: every version)"`
 	// Model is the model name reported by /v1/embeddings (default: the index directory's name).
@@ -254,22 +256,22 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 	ropts = append(ropts, toolindex.WithANN(toolindex.ANNConfig{Mode: cfg.ANN}))
 	start := time.Now()
-	store, pg, err := openStore(ctx, cfg, log, ropts)
+	st, pg, err := openStore(ctx, cfg, log, ropts)
 	if err != nil {
 		return err
 	}
-	ilib := store.R.Library()
-	hybrid, hybridW := store.R.Hybrid()
-	log.Info("index loaded", "index", cfg.Index, "tools", ilib.Len(), "version", ilib.Version, "replayed_updates", store.Pending(),
-		"dim", store.R.Dim(), "tool_updates", store.R.CanEmbedTools() == nil, "hybrid", hybrid, "hybrid_weight", hybridW, "ensemble", len(cfg.Ensemble), "ms", time.Since(start).Milliseconds())
+	ilib := st.R.Library()
+	hybrid, hybridW := st.R.Hybrid()
+	log.Info("index loaded", "index", cfg.Index, "tools", ilib.Len(), "version", ilib.Version, "replayed_updates", st.Pending(),
+		"dim", st.R.Dim(), "tool_updates", st.R.CanEmbedTools() == nil, "hybrid", hybrid, "hybrid_weight", hybridW, "ensemble", len(cfg.Ensemble), "ms", time.Since(start).Milliseconds())
 	scfg := serve.Config{DefaultK: cfg.K, MaxK: cfg.MaxK, MaxBatch: cfg.MaxBatch, MaxBody: cfg.MaxBody, Timeout: cfg.Timeout,
 		Token: cfg.Token, Model: cfg.Model, MCP: cfg.MCP == "http", Keys: cfg.Keys, Rate: cfg.Rate, Burst: cfg.Burst, Logger: log,
 		MaxInFlight: cfg.MaxInFlight}
 	var gw *gateway.Gateway
 	callTimeout := time.Duration(0)
 	if lib != nil {
-		if gw, err = startGateway(ctx, cfg, lib, store, pg, log); err != nil {
-			store.Close()
+		if gw, err = startGateway(ctx, cfg, lib, st, pg, log); err != nil {
+			st.Close()
 			return err
 		}
 		scfg.Extension = gw
@@ -281,10 +283,10 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 				log.Error("closing the gateway", "error", err.Error())
 			}
 		}
-		return store.Close()
+		return st.Close()
 	}
 	front.stage("warming up the model")
-	info, err := warmUp(ctx, cfg, store, log)
+	info, err := warmUp(ctx, cfg, st, log)
 	if err != nil {
 		closeAll()
 		if ctx.Err() != nil {
@@ -294,7 +296,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 	info["startup_ms"], info["gateway"] = time.Since(started).Milliseconds(), gw != nil
 	if cfg.MCP == "stdio" {
-		err := serve.NewMCP(store, scfg).Run(ctx, &mcp.StdioTransport{})
+		err := serve.NewMCP(st, scfg).Run(ctx, &mcp.StdioTransport{})
 		if cerr := closeAll(); err == nil || errors.Is(err, context.Canceled) {
 			err = cerr
 		}
@@ -306,7 +308,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if gw != nil && cfg.Keys == nil {
 		log.Warn("no API keys (-keys, TOOLRET_KEYS): anyone who reaches the server can call the library's tools")
 	}
-	return front.serve(ctx, cfg, serve.New(store, scfg).Handler(), 2*cfg.Timeout+callTimeout+5*time.Second, store, info, closeAll)
+	return front.serve(ctx, cfg, serve.New(st, scfg).Handler(), 2*cfg.Timeout+callTimeout+5*time.Second, st, info, closeAll)
 }
 
 // applyRecipe sets cfg's Hybrid and Clauses from the recipe of cfg.Pretrained
@@ -351,7 +353,7 @@ func ModelRecipe(ctx context.Context, ref string) (*export.Recipe, error) {
 
 // startGateway reads the upstream configuration, syncs the index to the library and
 // connects the MCP upstreams in the background.
-func startGateway(ctx context.Context, cfg ServeConfig, lib *library.Library, store *serve.Store, pg *serve.PGStore, log *slog.Logger) (*gateway.Gateway, error) {
+func startGateway(ctx context.Context, cfg ServeConfig, lib *library.Library, st *store.Store, pg *pgstore.Store, log *slog.Logger) (*gateway.Gateway, error) {
 	var up *gateway.Upstreams
 	if cfg.Upstreams != "" {
 		var err error
@@ -359,7 +361,7 @@ func startGateway(ctx context.Context, cfg ServeConfig, lib *library.Library, st
 			return nil, err
 		}
 	}
-	opts := gateway.Options{Library: lib, LibraryPath: cfg.Library, Store: store, Upstreams: up,
+	opts := gateway.Options{Library: lib, LibraryPath: cfg.Library, Store: st, Upstreams: up,
 		UsageLog: filepath.Join(cfg.State, gateway.UsageFile), K: cfg.K, MaxK: cfg.MaxK, Log: log}
 	if pg != nil {
 		opts.UsageLog, opts.UsageDB, opts.LibraryDB = "", pg, pg

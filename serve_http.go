@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolret/toolret/serve"
+	"github.com/toolret/toolret/toolindex/store"
 )
 
 // httpFront is Serve's HTTP side: it listens from the start, so that /livez answers while
@@ -63,11 +64,11 @@ func (f *httpFront) stage(s string) {
 // 503 at once, cfg.DrainDelay more of answering, then no new connections and up to
 // cfg.Grace for the requests under way; then closeAll (the gateway, the store's last
 // compaction).
-func (f *httpFront) serve(ctx context.Context, cfg ServeConfig, h http.Handler, writeTimeout time.Duration, store *serve.Store,
+func (f *httpFront) serve(ctx context.Context, cfg ServeConfig, h http.Handler, writeTimeout time.Duration, st *store.Store,
 	info map[string]any, closeAll func() error) error {
 	f.served = true
 	f.gate.SetHandler(h, writeTimeout)
-	f.gate.Ready(info, store.Healthy)
+	f.gate.Ready(info, st.Healthy)
 	f.log.Info("listening", "addr", f.ln.Addr().String(), "ready", true, "mcp", cfg.MCP == "http", "auth", cfg.Token != "", "keys", cfg.Keys.Len(),
 		"gateway", info["gateway"],
 		"max_inflight", cfg.MaxInFlight, "startup_ms", info["startup_ms"])
@@ -97,18 +98,18 @@ func (f *httpFront) serve(ctx context.Context, cfg ServeConfig, h http.Handler, 
 	if err := closeAll(); err != nil {
 		return fmt.Errorf("compacting updates at shutdown: %w", err)
 	}
-	lib := store.R.Library()
+	lib := st.R.Library()
 	f.log.Info("stopped", "tools", lib.Len(), "version", lib.Version)
 	return nil
 }
 
-// warmUp runs store's models on every input shape (toolindex.Warmup) unless cfg.Warmup is 0,
+// warmUp runs st's models on every input shape (toolindex.Warmup) unless cfg.Warmup is 0,
 // and returns what it did for /readyz and the log.
-func warmUp(ctx context.Context, cfg ServeConfig, store *serve.Store, log *slog.Logger) (map[string]any, error) {
+func warmUp(ctx context.Context, cfg ServeConfig, st *store.Store, log *slog.Logger) (map[string]any, error) {
 	if cfg.Warmup <= 0 {
 		return map[string]any{"warmup": "off"}, nil
 	}
-	rep, err := store.R.Warmup(ctx, cfg.Warmup)
+	rep, err := st.R.Warmup(ctx, cfg.Warmup)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/serve"
 	"github.com/toolret/toolret/toolindex"
+	"github.com/toolret/toolret/toolindex/store"
 )
 
 // TestCheckConsistency replays two updates over a library of two tools: answers of each
@@ -84,7 +85,7 @@ func TestLoadTest(t *testing.T) {
 
 // tinyIndexStore exports a tiny random bi-encoder's index of the embedded default dataset and
 // opens it as a served store, closed when t ends; it returns the dataset too.
-func tinyIndexStore(t *testing.T) (*serve.Store, *data.Dataset) {
+func tinyIndexStore(t *testing.T) (*store.Store, *data.Dataset) {
 	t.Helper()
 	be, d := exporttest.GoDefault(t)
 	m, err := exporttest.BiEncoder(exporttest.Options{Hidden: 16, Layers: 1, Heads: 2}, be, 1)
@@ -95,7 +96,7 @@ func tinyIndexStore(t *testing.T) (*serve.Store, *data.Dataset) {
 	if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: dir, Data: d, DataSource: "default"}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := serve.Open(dir, 10, toolindex.WithBackend(be))
+	st, err := store.Open(dir, 10, toolindex.WithBackend(be))
 	if err != nil {
 		t.Fatal(err)
 	}

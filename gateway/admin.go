@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolret/toolret/library"
 	"github.com/toolret/toolret/serve"
+	"github.com/toolret/toolret/toolindex/store"
 )
 
 // ErrNotCallable is the error of adding a tool the gateway could not call (Put).
@@ -203,7 +204,7 @@ func updateStatus(err error) int {
 	switch {
 	case errors.Is(err, ErrUnknownTool):
 		return http.StatusNotFound
-	case errors.Is(err, serve.ErrFailed), errors.Is(err, serve.ErrBusy):
+	case errors.Is(err, store.ErrFailed), errors.Is(err, store.ErrBusy):
 		return http.StatusServiceUnavailable
 	case errors.Is(err, ErrNotCallable):
 		return http.StatusUnprocessableEntity

@@ -25,6 +25,8 @@ import (
 	"github.com/toolret/toolret/library/importer"
 	"github.com/toolret/toolret/serve"
 	"github.com/toolret/toolret/toolindex"
+	"github.com/toolret/toolret/toolindex/store"
+	"github.com/toolret/toolret/toolindex/store/pgstore"
 )
 
 // fakeEnv, set in a child's environment, makes the test binary the stdio MCP server
@@ -225,7 +227,7 @@ func (s *syncBuffer) String() string {
 // upstream "pets" (its twin "petsprivate" lacks allow_private).
 type fixture struct {
 	dir, libPath, upPath, state string
-	store                       *serve.Store
+	store                       *store.Store
 	gw                          *gateway.Gateway
 	remote                      *mcp.Server // upstream "remote", in this process
 	srv                         *httptest.Server
@@ -238,7 +240,7 @@ type fixtureOpts struct {
 	burst       int
 	callTimeout string
 	// database, when set, is the PostgreSQL URL the library and the usage log are shared
-	// through (serve.OpenShared, Options.UsageDB).
+	// through (store.OpenShared, Options.UsageDB).
 	database string
 }
 
@@ -340,15 +342,15 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	var libraryDB gateway.LibraryDB
 	var spool string
 	if o.database != "" {
-		pg, err := serve.OpenPG(ctx, o.database, serve.PGOptions{Name: f.dir, Poll: 500 * time.Millisecond, Log: slog.New(slog.NewJSONHandler(f.logs, nil))})
+		pg, err := pgstore.Open(ctx, o.database, pgstore.Options{Name: f.dir, Poll: 500 * time.Millisecond, Log: slog.New(slog.NewJSONHandler(f.logs, nil))})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.store, err = serve.OpenShared(idx, pg, toolindex.WithBackend(be)); err != nil {
+		if f.store, err = store.OpenShared(idx, pg, toolindex.WithBackend(be)); err != nil {
 			t.Fatal(err)
 		}
 		usageDB, libraryDB, spool = pg, pg, filepath.Join(f.state, gateway.UsageSpoolFile)
-	} else if f.store, err = serve.Open(idx, 0, toolindex.WithBackend(be)); err != nil {
+	} else if f.store, err = store.Open(idx, 0, toolindex.WithBackend(be)); err != nil {
 		t.Fatal(err)
 	}
 	up, err := gateway.ReadUpstreams(f.upPath)

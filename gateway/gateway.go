@@ -38,7 +38,7 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/toolret/toolret/library"
-	"github.com/toolret/toolret/serve"
+	"github.com/toolret/toolret/toolindex/store"
 )
 
 // Options configure a Gateway.
@@ -48,13 +48,13 @@ type Options struct {
 	Library     *library.Library
 	LibraryPath string
 	// Store is the live index of the library's tools (tool ID = library.Tool.ID).
-	Store *serve.Store
+	Store *store.Store
 	// Upstreams configures the servers calls go to; nil: none (every call fails, saying so).
 	Upstreams *Upstreams
 	// UsageLog, when set, is the file every search and call is appended to (UsageRecord).
 	UsageLog string
 	// UsageDB, when set, is the database table the usage records go to instead
-	// (serve.PGStore: replicas sharing a library share its usage log).
+	// (pgstore.Store: replicas sharing a library share its usage log).
 	UsageDB UsageDB
 	// UsageSpool, with UsageDB, is the file where the searches and calls the database could
 	// not take (it was unreachable) wait, fsynced, until they are written to it (every 2 s
@@ -62,7 +62,7 @@ type Options struct {
 	// never spooled: it fails with ErrUsageUnavailable so that the client knows.
 	UsageSpool string
 	// LibraryDB, when set, is the database the library is shared through by replicas
-	// (serve.PGStore): its library is served, Library only seeds it (LibraryDB).
+	// (pgstore.Store): its library is served, Library only seeds it (LibraryDB).
 	LibraryDB LibraryDB
 	// K is the number of tools a search gives when it asks for none (default 5), MaxK the
 	// most it may ask for (default 100).
@@ -74,7 +74,7 @@ type Options struct {
 // Gateway answers searches from a Store and calls tools through their upstreams.
 type Gateway struct {
 	opts    Options
-	store   *serve.Store
+	store   *store.Store
 	up      *Upstreams
 	log     *slog.Logger
 	lib     atomic.Pointer[state]

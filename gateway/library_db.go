@@ -11,7 +11,7 @@ import (
 )
 
 // LibraryDB is a database that keeps the gateway's library (every tool's definition) for
-// replicas that share it (serve.PGStore: the table gateway_library). With one, the library
+// replicas that share it (pgstore.Store: the table gateway_library). With one, the library
 // the database holds is served (the -library file only seeds an empty database, and
 // follows it), a re-import stores the new library there before syncing the index, and
 // every replica reloads it when it changes.
@@ -74,7 +74,7 @@ func (g *Gateway) useShared(body []byte, sum string) (*library.Library, error) {
 }
 
 // followShared reloads the shared library when another replica stored a new one (called
-// after each catch-up of the store: serve.Store.OnSync).
+// after each catch-up of the store: store.Store.OnSync).
 func (g *Gateway) followShared() {
 	ctx, cancel := context.WithTimeout(context.Background(), libraryTimeout)
 	defer cancel()

@@ -19,6 +19,7 @@ import (
 	"github.com/toolret/toolret/library"
 	"github.com/toolret/toolret/serve"
 	"github.com/toolret/toolret/toolindex"
+	"github.com/toolret/toolret/toolindex/store"
 )
 
 // waitFor polls cond every 20 ms until it holds, failing t after limit.
@@ -284,16 +285,16 @@ func TestAdminTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := serve.Open(f.store.Dir(), 0, toolindex.WithBackend(be))
+	st, err := store.Open(f.store.Dir(), 0, toolindex.WithBackend(be))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	defer st.Close()
 	up, err := gateway.ReadUpstreams(f.upPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(gateway.Options{Library: disk, LibraryPath: f.libPath, Store: store, Upstreams: up})
+	gw, err := gateway.New(gateway.Options{Library: disk, LibraryPath: f.libPath, Store: st, Upstreams: up})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/toolret/toolret/library"
 	"github.com/toolret/toolret/serve"
 	"github.com/toolret/toolret/toolindex"
+	"github.com/toolret/toolret/toolindex/store"
 )
 
 // TestClientNameRoutes: tools whose IDs hold '/' (GitHub), dots (BFCL), or are too long for
@@ -43,7 +44,7 @@ func TestClientNameRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := serve.Open(idx, 0, toolindex.WithBackend(be))
+	st, err := store.Open(idx, 0, toolindex.WithBackend(be))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,7 +98,7 @@ func (g *Gateway) Refresh(ctx context.Context, server string) (library.Changes, 
 	return res.Changes, err
 }
 
-// syncStoreCount makes the live index hold exactly l's tools (serve.Store.Sync) and returns
+// syncStoreCount makes the live index hold exactly l's tools (store.Store.Sync) and returns
 // how many it added, changed and deleted.
 func (g *Gateway) syncStoreCount(l *library.Library) (added, changed, deleted int, err error) {
 	d, err := data.FromLibrary("library", l)

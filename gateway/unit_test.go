@@ -15,6 +15,7 @@ import (
 	"github.com/toolret/toolret/library"
 	"github.com/toolret/toolret/serve"
 	"github.com/toolret/toolret/toolindex"
+	"github.com/toolret/toolret/toolindex/store"
 )
 
 func TestParseUpstreams(t *testing.T) {
@@ -101,7 +102,7 @@ func TestIndexReuse(t *testing.T) {
 	if err != nil || built || idx2 != idx {
 		t.Fatalf("second start: %s %v %v", idx2, built, err)
 	}
-	st, err := serve.Open(idx, 0, toolindex.WithBackend(be))
+	st, err := store.Open(idx, 0, toolindex.WithBackend(be))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func TestIndexText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := serve.Open(idx, 0, toolindex.WithBackend(be))
+	st, err := store.Open(idx, 0, toolindex.WithBackend(be))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// UsageDB is a database that keeps the usage log (serve.PGStore: the table usage_log).
+// UsageDB is a database that keeps the usage log (pgstore.Store: the table usage_log).
 type UsageDB interface {
 	// AppendUsage stores one record (UsageRecord as JSON) of kind at time at, durably when
 	// it returns nil.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolret/toolret/toolindex"
+	"github.com/toolret/toolret/toolindex/store"
 )
 
 // The tests in this file run the real cmd/serve binary (built once) on 127.0.0.1.
@@ -262,7 +263,7 @@ func TestKill9(t *testing.T) {
 	if err := p.wait(t, time.Minute); err != nil {
 		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.logs.String())
 	}
-	if fi, err := os.Stat(filepath.Join(dir, LogFile)); err != nil || fi.Size() != 0 {
+	if fi, err := os.Stat(filepath.Join(dir, store.LogFile)); err != nil || fi.Size() != 0 {
 		t.Fatalf("update log after a graceful stop: %v, %v", fi, err)
 	}
 	r, err := toolindex.Load(dir)

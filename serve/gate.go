@@ -144,13 +144,3 @@ func (g *Gate) readyz(w http.ResponseWriter) {
 	g.mu.Unlock()
 	writeJSON(w, http.StatusOK, out)
 }
-
-// Healthy returns nil while the store takes updates, else why not (closed, or disabled by a
-// failed write of the log or the index). A store busy compacting counts as healthy.
-func (s *Store) Healthy() error {
-	if !s.mu.TryLock() {
-		return nil
-	}
-	defer s.mu.Unlock()
-	return s.usable()
-}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/toolindex"
+	"github.com/toolret/toolret/toolindex/store"
 )
 
 // TestRetrieveHybrid serves the tiny index with BM25 fusion: each tool of the answer carries
@@ -30,7 +31,7 @@ func TestRetrieveHybrid(t *testing.T) {
 		{"rrf", []toolindex.Option{toolindex.WithHybrid("rrf", 0)}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			st, err := Open(newIndex(t), 0, append([]toolindex.Option{toolindex.WithBackend(be)}, c.opts...)...)
+			st, err := store.Open(newIndex(t), 0, append([]toolindex.Option{toolindex.WithBackend(be)}, c.opts...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +77,7 @@ func TestRetrieveHybrid(t *testing.T) {
 }
 
 // newTestHTTP serves st with the default configuration (logs discarded).
-func newTestHTTP(t *testing.T, st *Store) *httptest.Server {
+func newTestHTTP(t *testing.T, st *store.Store) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(New(st, Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}).Handler())
 	t.Cleanup(srv.Close)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/toolindex/store"
 )
 
 // FindToolsInput is the input of the MCP tool find_tools.
@@ -42,9 +43,9 @@ func toolName(rec export.ToolRecord) string {
 	return rec.ID
 }
 
-// NewMCP returns an MCP server with the tool find_tools, answering from store's library,
+// NewMCP returns an MCP server with the tool find_tools, answering from st's library,
 // and the tools of cfg.Extension.
-func NewMCP(store *Store, cfg Config) *mcp.Server {
+func NewMCP(st *store.Store, cfg Config) *mcp.Server {
 	cfg.defaults()
 	instr := "Call find_tools with a description of the task to get the few tools of the library that serve it, best first."
 	if x, ok := cfg.Extension.(interface{ Instructions() string }); ok {
@@ -70,8 +71,8 @@ func NewMCP(store *Store, cfg Config) *mcp.Server {
 			}
 			ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 			defer cancel()
-			lib := store.R.Library()
-			res, err := store.R.RetrieveFrom(ctx, lib, []string{in.Query}, k)
+			lib := st.R.Library()
+			res, err := st.R.RetrieveFrom(ctx, lib, []string{in.Query}, k)
 			if err != nil {
 				return nil, out, err
 			}

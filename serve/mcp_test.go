@@ -9,11 +9,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/toolindex/store"
 )
 
 // checkFindTools lists the tools of an MCP session and calls find_tools, checking the answers
 // against the store's retriever.
-func checkFindTools(t *testing.T, ctx context.Context, cs *mcp.ClientSession, st *Store) {
+func checkFindTools(t *testing.T, ctx context.Context, cs *mcp.ClientSession, st *store.Store) {
 	t.Helper()
 	list, err := cs.ListTools(ctx, nil)
 	if err != nil {

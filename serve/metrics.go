@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/toolret/toolret/toolindex/store"
 )
 
 // metrics are the server's Prometheus metrics, in a registry of its own.
@@ -18,7 +19,7 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 }
 
-func newMetrics(store *Store) *metrics {
+func newMetrics(st *store.Store) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolret_http_requests_total", Help: "HTTP requests answered, by route and status code.",
@@ -37,15 +38,15 @@ func newMetrics(store *Store) *metrics {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f)
 	}
 	m.reg.MustRegister(m.requests, m.errors, m.latency,
-		gauge("toolret_index_tools", "Tools in the served library.", func() float64 { return float64(store.R.Library().Len()) }),
-		gauge("toolret_index_dim", "Embedding dimension of the index.", func() float64 { return float64(store.R.Dim()) }),
-		gauge("toolret_library_version", "Version of the served tool library (updates since the export).", func() float64 { return float64(store.R.Library().Version) }),
-		gauge("toolret_update_log_records", "Tool updates in the log, not yet compacted into the index.", func() float64 { return float64(store.Pending()) }),
-		counter("toolret_tool_updates_total", "Tools put or deleted since the server started.", func() float64 { return float64(store.Updates()) }),
-		counter("toolret_compactions_total", "Compactions of the update log into the index since the server started.", func() float64 { return float64(store.Compactions()) }),
-		counter("toolret_compaction_errors_total", "Failed compactions (their updates stay in the log).", func() float64 { n, _ := store.CompactionError(); return float64(n) }),
-		gauge("toolret_store_up", "1 while the store takes tool updates (a shared library: its PostgreSQL reachable), else 0.", func() float64 { return up(store.StoreErr()) }),
-		counter("toolret_replicated_updates_total", "Updates committed by other replicas and applied by this one (a library shared through PostgreSQL).", func() float64 { return float64(store.Applied()) }),
+		gauge("toolret_index_tools", "Tools in the served library.", func() float64 { return float64(st.R.Library().Len()) }),
+		gauge("toolret_index_dim", "Embedding dimension of the index.", func() float64 { return float64(st.R.Dim()) }),
+		gauge("toolret_library_version", "Version of the served tool library (updates since the export).", func() float64 { return float64(st.R.Library().Version) }),
+		gauge("toolret_update_log_records", "Tool updates in the log, not yet compacted into the index.", func() float64 { return float64(st.Pending()) }),
+		counter("toolret_tool_updates_total", "Tools put or deleted since the server started.", func() float64 { return float64(st.Updates()) }),
+		counter("toolret_compactions_total", "Compactions of the update log into the index since the server started.", func() float64 { return float64(st.Compactions()) }),
+		counter("toolret_compaction_errors_total", "Failed compactions (their updates stay in the log).", func() float64 { n, _ := st.CompactionError(); return float64(n) }),
+		gauge("toolret_store_up", "1 while the store takes tool updates (a shared library: its PostgreSQL reachable), else 0.", func() float64 { return up(st.StoreErr()) }),
+		counter("toolret_replicated_updates_total", "Updates committed by other replicas and applied by this one (a library shared through PostgreSQL).", func() float64 { return float64(st.Applied()) }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -12,6 +12,7 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/internal/pgtest"
+	"github.com/toolret/toolret/toolindex/store"
 )
 
 // TestPGFigures measures what docs/replicas.md reports; scripts/bench-replicas.sh runs it
@@ -44,7 +45,7 @@ func TestPGFigures(t *testing.T) {
 	url := srv.NewDB(t)
 	a := openReplica(t, dir, url, "a", nil)
 	var mm *muted
-	m := openReplica(t, dir, url, "muted", func(j Journal) Journal { mm = &muted{Journal: j, ch: make(chan struct{})}; return mm })
+	m := openReplica(t, dir, url, "muted", func(j store.Journal) store.Journal { mm = &muted{Journal: j, ch: make(chan struct{})}; return mm })
 	b, c := openReplica(t, dir, url, "b", nil), openReplica(t, dir, url, "c", nil)
 	fmt.Printf("index %s: %d tools, %d dimensions\n", dir, a.st.R.Library().Len(), a.st.R.Dim())
 

@@ -21,26 +21,28 @@ import (
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/internal/pgtest"
 	"github.com/toolret/toolret/toolindex"
+	"github.com/toolret/toolret/toolindex/store"
+	"github.com/toolret/toolret/toolindex/store/pgstore"
 )
 
 // replica is a server of a library shared through PostgreSQL, in this process.
 type replica struct {
 	name string
-	st   *Store
-	pg   *PGStore
+	st   *store.Store
+	pg   *pgstore.Store
 	srv  *httptest.Server
 	logs *syncBuffer
 }
 
 // openReplica opens index dir over the database at url and serves it over HTTP. wrap, if
 // not nil, wraps the journal the store sees.
-func openReplica(t testing.TB, dir, url, name string, wrap func(Journal) Journal) *replica {
+func openReplica(t testing.TB, dir, url, name string, wrap func(store.Journal) store.Journal) *replica {
 	t.Helper()
 	return openReplicaKeep(t, dir, url, name, wrap, 0)
 }
 
 // openReplicaKeep is openReplica whose commits keep the newest keep versions of the log.
-func openReplicaKeep(t testing.TB, dir, url, name string, wrap func(Journal) Journal, keep int) *replica {
+func openReplicaKeep(t testing.TB, dir, url, name string, wrap func(store.Journal) store.Journal, keep int) *replica {
 	t.Helper()
 	be, err := backend.Open("go")
 	if err != nil {
@@ -48,15 +50,15 @@ func openReplicaKeep(t testing.TB, dir, url, name string, wrap func(Journal) Jou
 	}
 	r := &replica{name: name, logs: &syncBuffer{}}
 	log := slog.New(slog.NewJSONHandler(r.logs, nil))
-	r.pg, err = OpenPG(context.Background(), url, PGOptions{Name: name, Poll: 500 * time.Millisecond, Log: log, LogKeep: keep})
+	r.pg, err = pgstore.Open(context.Background(), url, pgstore.Options{Name: name, Poll: 500 * time.Millisecond, Log: log, LogKeep: keep})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var j Journal = r.pg
+	var j store.Journal = r.pg
 	if wrap != nil {
 		j = wrap(r.pg)
 	}
-	if r.st, err = OpenShared(dir, j, toolindex.WithBackend(be)); err != nil {
+	if r.st, err = store.OpenShared(dir, j, toolindex.WithBackend(be)); err != nil {
 		r.pg.Close()
 		t.Fatal(err)
 	}
@@ -73,6 +75,45 @@ func pgDB(t testing.TB) (*pgtest.Server, string) {
 	t.Helper()
 	srv := pgtest.Start(t)
 	return srv, srv.NewDB(t)
+}
+
+// snapshot is what a library holds, by id: record and embedding.
+type snapshot map[string]struct {
+	rec export.ToolRecord
+	emb []float32
+}
+
+func snap(l *toolindex.Library) snapshot {
+	s := snapshot{}
+	for i := 0; i < l.Len(); i++ {
+		s[l.Tool(i).ID] = struct {
+			rec export.ToolRecord
+			emb []float32
+		}{l.Tool(i), l.Embedding(i)}
+	}
+	return s
+}
+
+// sameSnapshot reports how got differs from want (records and embeddings bit for bit).
+func sameSnapshot(got, want snapshot) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d tools, want %d", len(got), len(want))
+	}
+	for id, w := range want {
+		g, ok := got[id]
+		if !ok {
+			return fmt.Errorf("tool %q missing", id)
+		}
+		if g.rec != w.rec {
+			return fmt.Errorf("tool %q: %+v, want %+v", id, g.rec, w.rec)
+		}
+		for j := range w.emb {
+			if g.emb[j] != w.emb[j] {
+				return fmt.Errorf("tool %q: embedding differs at %d", id, j)
+			}
+		}
+	}
+	return nil
 }
 
 // putBody is the body of POST /v1/tools putting one tool.
@@ -209,7 +250,7 @@ func TestPGReplicas(t *testing.T) {
 // muted is a journal whose Changed signals are held back until unmute: its store hears
 // of nothing and must catch up from the log by version.
 type muted struct {
-	Journal
+	store.Journal
 	ch chan struct{}
 }
 
@@ -223,7 +264,7 @@ func TestPGCatchUp(t *testing.T) {
 	dir := newIndex(t)
 	a := openReplica(t, dir, url, "a", nil)
 	var mb *muted
-	b := openReplica(t, dir, url, "b", func(j Journal) Journal { mb = &muted{Journal: j, ch: make(chan struct{})}; return mb })
+	b := openReplica(t, dir, url, "b", func(j store.Journal) store.Journal { mb = &muted{Journal: j, ch: make(chan struct{})}; return mb })
 	base := a.st.R.Library().Tool(0).ID
 	for i := range 40 {
 		put := []export.ToolRecord{tool(fmt.Sprintf("late/%d", i), fmt.Sprintf("L%d", i)), tool(fmt.Sprintf("late/%d", i/2), fmt.Sprintf("L%d'", i))}
@@ -278,20 +319,20 @@ func TestPGLogKeep(t *testing.T) {
 	dir := newIndex(t)
 	a := openReplicaKeep(t, dir, url, "a", nil, 10)
 	var mb *muted
-	b := openReplica(t, dir, url, "b", func(j Journal) Journal { mb = &muted{Journal: j, ch: make(chan struct{})}; return mb })
+	b := openReplica(t, dir, url, "b", func(j store.Journal) store.Journal { mb = &muted{Journal: j, ch: make(chan struct{})}; return mb })
 	for i := range 40 {
 		if _, _, err := a.st.Update([]export.ToolRecord{tool(fmt.Sprintf("kept/%d", i%15), fmt.Sprintf("K%d", i))}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var n, lo, hi int64
-	if err := a.pg.pool.QueryRow(context.Background(), "SELECT count(*), min(version), max(version) FROM library_log").Scan(&n, &lo, &hi); err != nil {
+	if err := a.pg.Pool().QueryRow(context.Background(), "SELECT count(*), min(version), max(version) FROM library_log").Scan(&n, &lo, &hi); err != nil {
 		t.Fatal(err)
 	}
 	if n != 10 || lo != 31 || hi != 40 {
 		t.Fatalf("library_log holds %d rows, versions %d to %d; want 10, 31 to 40", n, lo, hi)
 	}
-	if _, err := a.pg.Since(context.Background(), 5); !errors.Is(err, ErrGap) {
+	if _, err := a.pg.Since(context.Background(), 5); !errors.Is(err, store.ErrGap) {
 		t.Fatalf("Since(5) with versions 6 to 30 pruned: %v, want ErrGap", err)
 	}
 	want := snap(a.st.R.Library())
@@ -322,7 +363,7 @@ func TestPGLogKeep(t *testing.T) {
 func TestPGConcurrentStart(t *testing.T) {
 	_, url := pgDB(t)
 	dir := newIndex(t)
-	ms, err := Migrations()
+	ms, err := pgstore.Migrations()
 	if err != nil || len(ms) == 0 {
 		t.Fatal(ms, err)
 	}

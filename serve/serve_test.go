@@ -24,6 +24,7 @@ import (
 	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/toolindex"
+	"github.com/toolret/toolret/toolindex/store"
 )
 
 // baseIndex is a tiny random bi-encoder's index of the embedded dataset, built once; tests
@@ -85,17 +86,28 @@ func newIndex(t testing.TB) string {
 	return dst
 }
 
-func openStore(t testing.TB, dir string, compactEvery int) *Store {
+func openStore(t testing.TB, dir string, compactEvery int) *store.Store {
 	t.Helper()
 	be, err := backend.Open("go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(dir, compactEvery, toolindex.WithBackend(be))
+	s, err := store.Open(dir, compactEvery, toolindex.WithBackend(be))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// tool is a tool record with a text of the embedded dataset, chosen by id and title.
+func tool(id, title string) export.ToolRecord {
+	d, _ := data.Default()
+	h := 0
+	for _, c := range id + title {
+		h = h*31 + int(c)
+	}
+	text := d.Tools[(h%len(d.Tools)+len(d.Tools))%len(d.Tools)].Text
+	return export.ToolRecord{ID: id, Title: title, Text: title + ": " + text, Category: "live"}
 }
 
 // syncBuffer is a log destination safe for concurrent requests.
@@ -119,7 +131,7 @@ func (s *syncBuffer) String() string {
 const testToken = "s3cret-t0ken-value"
 
 // newServer serves a fresh index copy with cfg (logging into the returned buffer).
-func newServer(t testing.TB, cfg Config) (*httptest.Server, *Store, *syncBuffer) {
+func newServer(t testing.TB, cfg Config) (*httptest.Server, *store.Store, *syncBuffer) {
 	t.Helper()
 	st := openStore(t, newIndex(t), 0)
 	logs := &syncBuffer{}
@@ -494,5 +506,27 @@ func TestLastTool(t *testing.T) {
 	}
 	if st.R.Len() != 1 {
 		t.Fatalf("%d tools left", st.R.Len())
+	}
+}
+
+// TestUpdateErrorStatus: the store's errors become their HTTP statuses; a shared library's
+// ErrBusy (other servers' commits kept preceding the update) and ErrUnavailable are 503s.
+func TestUpdateErrorStatus(t *testing.T) {
+	for _, c := range []struct {
+		err    error
+		status int
+	}{
+		{fmt.Errorf("%w: tools[0]: bad", store.ErrInvalid), http.StatusBadRequest},
+		{fmt.Errorf("%w %q in the library", store.ErrNotFound, "x"), http.StatusNotFound},
+		{store.ErrLastTool, http.StatusConflict},
+		{store.ErrNoTower, http.StatusConflict},
+		{fmt.Errorf("%w: the store is closed", store.ErrFailed), http.StatusServiceUnavailable},
+		{fmt.Errorf("store: 3 commits of other servers preceded this update's in 30s: %w", store.ErrBusy), http.StatusServiceUnavailable},
+		{fmt.Errorf("%w (reconnecting)", store.ErrUnavailable), http.StatusServiceUnavailable},
+		{fmt.Errorf("something else"), http.StatusInternalServerError},
+	} {
+		if e := updateError(c.err); e.status != c.status {
+			t.Errorf("%v: status %d, want %d", c.err, e.status, c.status)
+		}
 	}
 }

@@ -1,5 +1,5 @@
 // Package serve answers tool-retrieval requests over HTTP (and MCP, see NewMCP) from an
-// exported index with a live tool library (Store):
+// exported index with a live tool library (a store.Store):
 //
 //	POST   /v1/retrieve    {"query": "...", "k": 5} or {"queries": [...], "k": 5}
 //	POST   /v1/embeddings  OpenAI's embeddings request and response
@@ -30,6 +30,7 @@ import (
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/toolindex"
+	"github.com/toolret/toolret/toolindex/store"
 )
 
 // Config holds the server's limits and settings.
@@ -87,10 +88,10 @@ func (c *Config) defaults() {
 	}
 }
 
-// Server is the HTTP API over a Store.
+// Server is the HTTP API over a store.Store.
 type Server struct {
 	cfg     Config
-	store   *Store
+	store   *store.Store
 	mux     *http.ServeMux
 	metrics *metrics
 	limits  *limiters
@@ -98,11 +99,11 @@ type Server struct {
 	handler http.Handler    // mux behind the guard (guard.go)
 }
 
-// New returns the server of store.
-func New(store *Store, cfg Config) *Server {
+// New returns the server of st.
+func New(st *store.Store, cfg Config) *Server {
 	cfg.defaults()
-	s := &Server{cfg: cfg, store: store, mux: http.NewServeMux(), own: map[string]bool{}}
-	s.metrics = newMetrics(store)
+	s := &Server{cfg: cfg, store: st, mux: http.NewServeMux(), own: map[string]bool{}}
+	s.metrics = newMetrics(st)
 	s.limits = newLimiters(cfg.Rate, cfg.Burst)
 	if cfg.Extension != nil {
 		cfg.Extension.Routes(&Router{s})
@@ -121,7 +122,7 @@ func New(store *Store, cfg Config) *Server {
 		})
 	}
 	if cfg.MCP {
-		srv := NewMCP(store, cfg)
+		srv := NewMCP(st, cfg)
 		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 		s.mux.Handle("/mcp", s.instrument("mcp", s.mcpAccess(http.MaxBytesHandler(h, cfg.MaxBody))))
 	}
@@ -587,7 +588,7 @@ func (s *Server) putTools(w http.ResponseWriter, r *http.Request) (any, *apiErro
 		if h := t.Hierarchy; h != nil {
 			put[i].Category, put[i].ToolName, put[i].APIName = h.Category, h.Tool, h.API
 		}
-		if err := CheckTool(put[i]); err != nil {
+		if err := store.CheckTool(put[i]); err != nil {
 			return nil, errorf(http.StatusBadRequest, `"tools"[%d] (id %q): %v`, i, t.ID, err)
 		}
 		if j, dup := seen[t.ID]; dup {
@@ -650,13 +651,13 @@ func (s *Server) getTool(w http.ResponseWriter, r *http.Request) (any, *apiError
 
 func updateError(err error) *apiError {
 	switch {
-	case errors.Is(err, ErrInvalid):
+	case errors.Is(err, store.ErrInvalid):
 		return errorf(http.StatusBadRequest, "%v", err)
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return errorf(http.StatusNotFound, "%v", err)
-	case errors.Is(err, ErrLastTool), errors.Is(err, ErrNoTower):
+	case errors.Is(err, store.ErrLastTool), errors.Is(err, store.ErrNoTower):
 		return errorf(http.StatusConflict, "%v", err)
-	case errors.Is(err, ErrFailed), errors.Is(err, ErrBusy):
+	case errors.Is(err, store.ErrFailed), errors.Is(err, store.ErrBusy):
 		return errorf(http.StatusServiceUnavailable, "%v", err)
 	}
 	return errorf(http.StatusInternalServerError, "%v", err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/pgtest"
-	"github.com/toolret/toolret/serve"
+	"github.com/toolret/toolret/toolindex/store/pgstore"
 	"github.com/toolret/toolret/usage"
 )
 
@@ -25,7 +25,7 @@ func TestReadDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	ms, err := serve.Migrations()
+	ms, err := pgstore.Migrations()
 	if err != nil {
 		t.Fatal(err)
 	}

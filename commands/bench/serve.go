@@ -24,6 +24,7 @@ import (
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/serve"
 	"github.com/toolret/toolret/toolindex"
+	"github.com/toolret/toolret/toolindex/store"
 )
 
 // serveBench load-tests the HTTP server (package serve) on 127.0.0.1 with benchmark.LoadTest:
@@ -109,7 +110,7 @@ func serveBench(args []string) error {
 			return err
 		}
 	}
-	st, err := serve.Open(dir, *compactEvery, toolindex.WithBackend(be), toolindex.WithBatching(batching), toolindex.WithQueryCache(*cache))
+	st, err := store.Open(dir, *compactEvery, toolindex.WithBackend(be), toolindex.WithBatching(batching), toolindex.WithQueryCache(*cache))
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
-	"github.com/toolret/toolret/serve"
 	"github.com/toolret/toolret/toolindex"
+	"github.com/toolret/toolret/toolindex/store"
 )
 
 // TestMLCIndexCommand exports an MLC classifier run as an index (no usage vectors, though the
@@ -55,7 +55,7 @@ func TestMLCIndexCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := []string{before[1].ToolID, r.Library().Tool(0).ID}
-	st, err := serve.Open(out, 0, toolindex.WithBackend(be))
+	st, err := store.Open(out, 0, toolindex.WithBackend(be))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestMLCIndexCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r2.Len() != r.Len()-2 || r2.FirstStage() != export.FirstStageMLC || r2.Metadata()[serve.VersionKey] != "1" {
+	if r2.Len() != r.Len()-2 || r2.FirstStage() != export.FirstStageMLC || r2.Metadata()[store.VersionKey] != "1" {
 		t.Fatalf("compacted index: %d tools (want %d), first stage %s, metadata %v", r2.Len(), r.Len()-2, r2.FirstStage(), r2.Metadata())
 	}
 	after, err := r2.Retrieve(ctx, q, 10)

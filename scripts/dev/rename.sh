@@ -153,7 +153,7 @@ if ! grep -q IndexVersionKey export/index.go; then
 	sub export/index.go
 fi
 S='s/VersionKey = "toolret_library_version"/VersionKey = export.IndexVersionKey/'
-sub serve/store.go
+sub $(ls serve/store.go toolindex/store/store.go 2>/dev/null)
 S='s/const libraryVersionKey = "toolret_library_version"/const libraryVersionKey = export.IndexVersionKey/; s/libraryVersionKey is serve.VersionKey \(serve imports this package\)/libraryVersionKey is export.IndexVersionKey/'
 sub $D/refiner.go
 

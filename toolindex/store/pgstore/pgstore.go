@@ -1,4 +1,8 @@
-package serve
+// Package pgstore is the PostgreSQL database that replicas of a served index share
+// (toolret serve -database): a store.Journal of the tool library, which store.OpenShared
+// serves, and, in the same database, the tool gateway's usage log and library. It is a
+// package of its own so that users of package store do not link a PostgreSQL driver.
+package pgstore
 
 import (
 	"context"
@@ -23,20 +27,21 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/toolindex/store"
 )
 
-// PGStore is a Journal in a PostgreSQL database (OpenPG): the tables library_head,
+// Store is a store.Journal in a PostgreSQL database (Open): the tables library_head,
 // library_tools and library_log hold the library, and a commit NOTIFYs the channel
-// PGChannel, which every replica LISTENs to on a connection of its own. The same database
+// Channel, which every replica LISTENs to on a connection of its own. The same database
 // keeps the gateway's usage log (usage_log, AppendUsage). The schema is created and
-// upgraded by numbered migrations (serve/migrations/*.sql) at open, recorded in
+// upgraded by numbered migrations (migrations/*.sql) at open, recorded in
 // schema_migrations.
 //
 // While the database cannot be reached (the listening connection lost, a query failing
-// for want of a connection), every method fails at once with ErrUnavailable and the
+// for want of a connection), every method fails at once with store.ErrUnavailable and the
 // connection is retried in the background with backoff; once it is back the replica
 // catches up from the log.
-type PGStore struct {
+type Store struct {
 	pool     *pgxpool.Pool
 	lcfg     *pgx.ConnConfig // the listening connection's
 	name     string
@@ -52,8 +57,10 @@ type PGStore struct {
 	closeMu  sync.Once
 }
 
-// PGOptions configure OpenPG.
-type PGOptions struct {
+var _ store.Journal = (*Store)(nil)
+
+// Options configure Open.
+type Options struct {
 	// Name names this replica in the log table (committed_by) and in PostgreSQL's
 	// application_name; default HOST:PID.
 	Name string
@@ -64,13 +71,13 @@ type PGOptions struct {
 	Log *slog.Logger
 	// LogKeep is how many of the newest versions library_log keeps: the commit of version v
 	// deletes the rows up to v-LogKeep, so the table stops growing. A replica further behind
-	// than that finds versions missing and reloads the library from library_tools (ErrGap).
+	// than that finds versions missing and reloads the library from library_tools (store.ErrGap).
 	// 0 keeps every version.
 	LogKeep int
 }
 
-// PGChannel is the channel a commit notifies, with the version as payload.
-const PGChannel = "toolret_library"
+// Channel is the channel a commit notifies, with the version as payload.
+const Channel = "toolret_library"
 
 // Advisory lock keys: migrations, and the seeding of an empty library.
 const (
@@ -81,14 +88,14 @@ const (
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// Migration is one numbered schema change of PGStore's database.
+// Migration is one numbered schema change of Store's database.
 type Migration struct {
 	Version int
 	Name    string
 	SQL     string
 }
 
-// Migrations returns PGStore's schema migrations in version order.
+// Migrations returns Store's schema migrations in version order.
 func Migrations() ([]Migration, error) {
 	ents, err := fs.ReadDir(migrationFS, "migrations")
 	if err != nil {
@@ -99,29 +106,29 @@ func Migrations() ([]Migration, error) {
 		num, _, ok := strings.Cut(e.Name(), "_")
 		v, err := strconv.Atoi(num)
 		if !ok || err != nil || !strings.HasSuffix(e.Name(), ".sql") {
-			return nil, fmt.Errorf("serve: migration %s: want NNNN_name.sql", e.Name())
+			return nil, fmt.Errorf("pgstore: migration %s: want NNNN_name.sql", e.Name())
 		}
 		b, err := migrationFS.ReadFile(path.Join("migrations", e.Name()))
 		if err != nil {
 			return nil, err
 		}
 		if len(out) > 0 && out[len(out)-1].Version >= v {
-			return nil, fmt.Errorf("serve: migration %s: version %d repeats or goes back", e.Name(), v)
+			return nil, fmt.Errorf("pgstore: migration %s: version %d repeats or goes back", e.Name(), v)
 		}
 		out = append(out, Migration{Version: v, Name: strings.TrimSuffix(e.Name(), ".sql"), SQL: string(b)})
 	}
 	return out, nil
 }
 
-// OpenPG connects to the PostgreSQL database at url (postgres://USER:PASSWORD@HOST:PORT/DB
+// Open connects to the PostgreSQL database at url (postgres://USER:PASSWORD@HOST:PORT/DB
 // or "host=... dbname=..."; the libpq variables PGHOST, PGPASSWORD... fill what it leaves
 // out), applies the migrations it lacks (in one transaction under an advisory lock, so
 // replicas starting together apply each once) and starts listening for other replicas'
 // commits.
-func OpenPG(ctx context.Context, url string, o PGOptions) (*PGStore, error) {
+func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("serve: database URL: %w", err)
+		return nil, fmt.Errorf("pgstore: database URL: %w", err)
 	}
 	if o.Name == "" {
 		host, _ := os.Hostname()
@@ -131,7 +138,7 @@ func OpenPG(ctx context.Context, url string, o PGOptions) (*PGStore, error) {
 		o.Poll = 2 * time.Second
 	}
 	if o.LogKeep < 0 {
-		return nil, fmt.Errorf("serve: log keep %d: want 0 (every version) or more", o.LogKeep)
+		return nil, fmt.Errorf("pgstore: log keep %d: want 0 (every version) or more", o.LogKeep)
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
@@ -146,9 +153,9 @@ func OpenPG(ctx context.Context, url string, o PGOptions) (*PGStore, error) {
 	lcfg.RuntimeParams["application_name"] += " listener"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("serve: database: %w", err)
+		return nil, fmt.Errorf("pgstore: database: %w", err)
 	}
-	p := &PGStore{pool: pool, lcfg: lcfg, name: o.Name, log: o.Log, poll: o.Poll, keep: o.LogKeep, changed: make(chan struct{}, 1), done: make(chan struct{})}
+	p := &Store{pool: pool, lcfg: lcfg, name: o.Name, log: o.Log, poll: o.Poll, keep: o.LogKeep, changed: make(chan struct{}, 1), done: make(chan struct{})}
 	if p.migrated, err = p.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -160,13 +167,13 @@ func OpenPG(ctx context.Context, url string, o PGOptions) (*PGStore, error) {
 	return p, nil
 }
 
-// Migrated returns the versions of the migrations OpenPG applied (none when the schema
+// Migrated returns the versions of the migrations Open applied (none when the schema
 // was up to date).
-func (p *PGStore) Migrated() []int { return p.migrated }
+func (p *Store) Migrated() []int { return p.migrated }
 
 // migrate applies the migrations the database lacks, in one transaction holding an
 // advisory lock.
-func (p *PGStore) migrate(ctx context.Context) (applied []int, err error) {
+func (p *Store) migrate(ctx context.Context) (applied []int, err error) {
 	ms, err := Migrations()
 	if err != nil {
 		return nil, err
@@ -197,7 +204,7 @@ func (p *PGStore) migrate(ctx context.Context) (applied []int, err error) {
 	}
 	for _, v := range have {
 		if !known[int(v)] {
-			return nil, fmt.Errorf("serve: database schema has migration %d, newer than this toolret knows (%d): upgrade toolret", v, ms[len(ms)-1].Version)
+			return nil, fmt.Errorf("pgstore: database schema has migration %d, newer than this toolret knows (%d): upgrade toolret", v, ms[len(ms)-1].Version)
 		}
 	}
 	for _, m := range ms {
@@ -229,7 +236,7 @@ func containsInt32(s []int32, v int) bool {
 
 // Load returns the library at the head version, storing seed first when the database
 // holds none (under an advisory lock: one replica seeds).
-func (p *PGStore) Load(ctx context.Context, seed *Snapshot) (*Snapshot, error) {
+func (p *Store) Load(ctx context.Context, seed *store.Snapshot) (*store.Snapshot, error) {
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
@@ -243,10 +250,10 @@ func (p *PGStore) Load(ctx context.Context, seed *Snapshot) (*Snapshot, error) {
 		return nil, p.wrap("load", err)
 	}
 	defer tx.Rollback(context.Background())
-	snap := &Snapshot{}
+	snap := &store.Snapshot{}
 	err = tx.QueryRow(ctx, "SELECT version, model, dim FROM library_head").Scan(&snap.Version, &snap.Model, &snap.Dim)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errors.New("serve: the database holds no library yet")
+		return nil, errors.New("pgstore: the database holds no library yet")
 	}
 	if err != nil {
 		return nil, p.wrap("load", err)
@@ -264,11 +271,11 @@ func (p *PGStore) Load(ctx context.Context, seed *Snapshot) (*Snapshot, error) {
 		}
 		var t export.ToolRecord
 		if err := json.Unmarshal(rec, &t); err != nil {
-			return nil, fmt.Errorf("serve: library_tools %q: record: %w", id, err)
+			return nil, fmt.Errorf("pgstore: library_tools %q: record: %w", id, err)
 		}
 		e, err := decodeEmbeddings(emb, 1, snap.Dim)
 		if err != nil {
-			return nil, fmt.Errorf("serve: library_tools %q: %w", id, err)
+			return nil, fmt.Errorf("pgstore: library_tools %q: %w", id, err)
 		}
 		snap.Tools, snap.Emb = append(snap.Tools, t), append(snap.Emb, e[0])
 	}
@@ -279,7 +286,7 @@ func (p *PGStore) Load(ctx context.Context, seed *Snapshot) (*Snapshot, error) {
 }
 
 // seed stores seed as the library when the database holds none.
-func (p *PGStore) seed(ctx context.Context, seed *Snapshot) error {
+func (p *Store) seed(ctx context.Context, seed *store.Snapshot) error {
 	tx, err := p.pool.Begin(ctx)
 	if err != nil {
 		return p.wrap("seed", err)
@@ -318,7 +325,7 @@ func (p *PGStore) seed(ctx context.Context, seed *Snapshot) error {
 }
 
 // Since returns the logged updates after version after.
-func (p *PGStore) Since(ctx context.Context, after uint64) ([]*Update, error) {
+func (p *Store) Since(ctx context.Context, after uint64) ([]*store.Update, error) {
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
@@ -335,21 +342,21 @@ func (p *PGStore) Since(ctx context.Context, after uint64) ([]*Update, error) {
 		return nil, p.wrap("log", err)
 	}
 	defer rows.Close()
-	var out []*Update
+	var out []*store.Update
 	for rows.Next() {
-		var u Update
+		var u store.Update
 		var put, emb []byte
 		if err := rows.Scan(&u.Version, &put, &emb, &u.Delete); err != nil {
 			return nil, p.wrap("log", err)
 		}
 		if err := json.Unmarshal(put, &u.Put); err != nil {
-			return nil, fmt.Errorf("serve: library_log version %d: put: %w", u.Version, err)
+			return nil, fmt.Errorf("pgstore: library_log version %d: put: %w", u.Version, err)
 		}
 		if u.Emb, err = decodeEmbeddings(emb, len(u.Put), dim); err != nil {
-			return nil, fmt.Errorf("serve: library_log version %d: %w", u.Version, err)
+			return nil, fmt.Errorf("pgstore: library_log version %d: %w", u.Version, err)
 		}
 		if want := after + uint64(len(out)) + 1; u.Version != want {
-			return nil, fmt.Errorf("%w: version %d is not in library_log", ErrGap, want)
+			return nil, fmt.Errorf("%w: version %d is not in library_log", store.ErrGap, want)
 		}
 		out = append(out, &u)
 	}
@@ -357,15 +364,15 @@ func (p *PGStore) Since(ctx context.Context, after uint64) ([]*Update, error) {
 		return nil, p.wrap("log", err)
 	}
 	if uint64(len(out)) != head-after {
-		return nil, fmt.Errorf("%w: versions %d to %d are not all in library_log", ErrGap, after+1, head)
+		return nil, fmt.Errorf("%w: versions %d to %d are not all in library_log", store.ErrGap, after+1, head)
 	}
 	return out, nil
 }
 
 // Commit writes u as the next version: the head moved from u.Version-1, the log row (and,
-// with PGOptions.LogKeep, the rows older than the kept versions deleted), the tools, and a
+// with Options.LogKeep, the rows older than the kept versions deleted), the tools, and a
 // notification, in one transaction.
-func (p *PGStore) Commit(ctx context.Context, u *Update) error {
+func (p *Store) Commit(ctx context.Context, u *store.Update) error {
 	if err := p.Err(); err != nil {
 		return err
 	}
@@ -379,7 +386,7 @@ func (p *PGStore) Commit(ctx context.Context, u *Update) error {
 		return p.wrap("commit", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("serve: version %d: %w", u.Version, ErrConflict)
+		return fmt.Errorf("pgstore: version %d: %w", u.Version, store.ErrConflict)
 	}
 	dim := 0
 	if len(u.Emb) > 0 {
@@ -423,14 +430,14 @@ func (p *PGStore) Commit(ctx context.Context, u *Update) error {
 			return p.wrap("commit", err)
 		}
 	}
-	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", PGChannel, strconv.FormatUint(u.Version, 10)); err != nil {
+	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", Channel, strconv.FormatUint(u.Version, 10)); err != nil {
 		return p.wrap("commit", err)
 	}
 	return p.wrap("commit", tx.Commit(ctx))
 }
 
 // AppendUsage inserts a usage record (its JSON) of kind at time at into usage_log.
-func (p *PGStore) AppendUsage(ctx context.Context, at time.Time, kind string, record []byte) error {
+func (p *Store) AppendUsage(ctx context.Context, at time.Time, kind string, record []byte) error {
 	if err := p.Err(); err != nil {
 		return err
 	}
@@ -439,24 +446,24 @@ func (p *PGStore) AppendUsage(ctx context.Context, at time.Time, kind string, re
 }
 
 // Pool returns the connection pool (for reading the tables; closed by Close).
-func (p *PGStore) Pool() *pgxpool.Pool { return p.pool }
+func (p *Store) Pool() *pgxpool.Pool { return p.pool }
 
 // Changed is signalled after a notification, a reconnection and every poll interval.
-func (p *PGStore) Changed() <-chan struct{} { return p.changed }
+func (p *Store) Changed() <-chan struct{} { return p.changed }
 
-// Err is nil while the database is reachable, else an ErrUnavailable saying why not.
-func (p *PGStore) Err() error {
+// Err is nil while the database is reachable, else a store.ErrUnavailable saying why not.
+func (p *Store) Err() error {
 	if p.up.Load() {
 		return nil
 	}
 	if e := p.lastErr.Load(); e != nil {
-		return fmt.Errorf("%w: %v (reconnecting)", ErrUnavailable, *e)
+		return fmt.Errorf("%w: %v (reconnecting)", store.ErrUnavailable, *e)
 	}
-	return fmt.Errorf("%w (reconnecting)", ErrUnavailable)
+	return fmt.Errorf("%w (reconnecting)", store.ErrUnavailable)
 }
 
 // Close stops listening and closes the connections.
-func (p *PGStore) Close() error {
+func (p *Store) Close() error {
 	p.closeMu.Do(func() {
 		if p.cancel != nil {
 			p.cancel()
@@ -467,7 +474,7 @@ func (p *PGStore) Close() error {
 	return nil
 }
 
-func (p *PGStore) signal() {
+func (p *Store) signal() {
 	select {
 	case p.changed <- struct{}{}:
 	default:
@@ -475,23 +482,23 @@ func (p *PGStore) signal() {
 }
 
 // down records that the database cannot be reached.
-func (p *PGStore) down(err error) {
+func (p *Store) down(err error) {
 	p.lastErr.Store(&err)
 	if p.up.Swap(false) {
 		p.log.Warn("PostgreSQL unreachable: tool updates fail with 503 until it is back; queries are answered from the library served", "error", err.Error(), "replica", p.name)
 	}
 }
 
-// listen holds a connection LISTENing to PGChannel, signalling Changed on each
+// listen holds a connection LISTENing to Channel, signalling Changed on each
 // notification, after each (re)connection and every poll interval; a lost connection is
 // retried with backoff (100 ms doubling to 2 s), the store unavailable meanwhile.
-func (p *PGStore) listen(ctx context.Context) {
+func (p *Store) listen(ctx context.Context) {
 	defer close(p.done)
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		conn, err := pgx.ConnectConfig(ctx, p.lcfg)
 		if err == nil {
-			if _, err = conn.Exec(ctx, "LISTEN "+PGChannel); err != nil {
+			if _, err = conn.Exec(ctx, "LISTEN "+Channel); err != nil {
 				conn.Close(context.Background())
 			}
 		}
@@ -523,7 +530,7 @@ func (p *PGStore) listen(ctx context.Context) {
 }
 
 // wait signals Changed on each notification on conn until conn fails.
-func (p *PGStore) wait(ctx context.Context, conn *pgx.Conn) error {
+func (p *Store) wait(ctx context.Context, conn *pgx.Conn) error {
 	for {
 		wctx, cancel := context.WithTimeout(ctx, p.poll)
 		_, err := conn.WaitForNotification(wctx)
@@ -548,21 +555,21 @@ func (p *PGStore) wait(ctx context.Context, conn *pgx.Conn) error {
 	}
 }
 
-// wrap names what failed; errors of reaching the database become ErrUnavailable,
+// wrap names what failed; errors of reaching the database become store.ErrUnavailable,
 // PostgreSQL's own errors stay as they are. (The listener, not a failed query, marks the
 // store down and up again.)
-func (p *PGStore) wrap(what string, err error) error {
+func (p *Store) wrap(what string, err error) error {
 	if err == nil {
 		return nil
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && !unreachableCode(pgErr.Code) {
-		return fmt.Errorf("serve: PostgreSQL %s: %w", what, err)
+		return fmt.Errorf("pgstore: PostgreSQL %s: %w", what, err)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || pgconn.Timeout(err) {
-		return fmt.Errorf("%w: PostgreSQL %s timed out: %v", ErrUnavailable, what, err)
+		return fmt.Errorf("%w: PostgreSQL %s timed out: %v", store.ErrUnavailable, what, err)
 	}
-	return fmt.Errorf("%w: PostgreSQL %s: %v", ErrUnavailable, what, err)
+	return fmt.Errorf("%w: PostgreSQL %s: %v", store.ErrUnavailable, what, err)
 }
 
 // unreachableCode reports whether a PostgreSQL error code says the server cannot serve:

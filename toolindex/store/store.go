@@ -1,4 +1,10 @@
-package serve
+// Package store keeps an exported index directory with a live tool library: tool updates
+// appended to an fsynced log (updates.log) and compacted back into the index files (Open),
+// or committed to a Journal that several servers share (OpenShared; package pgstore is the
+// PostgreSQL Journal). It sits above toolindex and below its users: serve answers HTTP and
+// MCP requests over a Store, the gateway syncs its library into one, and toolret's
+// UpdateIndex brings an index to a dataset through one.
+package store
 
 import (
 	"bufio"
@@ -43,7 +49,7 @@ const (
 	maxLogLine = 1 << 30
 )
 
-// Store errors; the HTTP layer maps them to status codes.
+// Store errors; serve maps them to HTTP status codes.
 var (
 	ErrInvalid  = errors.New("invalid update")
 	ErrNotFound = errors.New("no such tool")
@@ -86,12 +92,12 @@ type Store struct {
 func Open(dir string, compactEvery int, opts ...toolindex.Option) (s *Store, err error) {
 	p := filepath.Join(dir, LogFile)
 	if _, err := export.ReadManifest(dir); err != nil { // a run directory: "export it first"
-		return nil, fmt.Errorf("serve: index %s: %w", dir, err)
+		return nil, fmt.Errorf("store: index %s: %w", dir, err)
 	}
 	_, statErr := os.Stat(p)
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("serve: %w", err)
+		return nil, fmt.Errorf("store: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -110,7 +116,7 @@ func Open(dir string, compactEvery int, opts ...toolindex.Option) (s *Store, err
 	}
 	base, err := baseVersion(r)
 	if err != nil {
-		return nil, fmt.Errorf("serve: index %s: %w", dir, err)
+		return nil, fmt.Errorf("store: index %s: %w", dir, err)
 	}
 	lib, err := r.Library().With(base, nil, nil, nil)
 	if err != nil {
@@ -127,11 +133,11 @@ func Open(dir string, compactEvery int, opts ...toolindex.Option) (s *Store, err
 			continue // compacted into the index before a crash emptied the log
 		}
 		if rec.Seq != lib.Version+1 {
-			return nil, fmt.Errorf("serve: %s: record of version %d follows version %d (records missing)", p, rec.Seq, lib.Version)
+			return nil, fmt.Errorf("store: %s: record of version %d follows version %d (records missing)", p, rec.Seq, lib.Version)
 		}
 		put, emb := rec.tools()
 		if lib, err = lib.With(rec.Seq, put, emb, rec.Delete); err != nil {
-			return nil, fmt.Errorf("serve: %s: version %d: %w", p, rec.Seq, err)
+			return nil, fmt.Errorf("store: %s: version %d: %w", p, rec.Seq, err)
 		}
 		n++
 	}
@@ -145,13 +151,13 @@ func Open(dir string, compactEvery int, opts ...toolindex.Option) (s *Store, err
 		valid = 0
 	}
 	if err := f.Truncate(valid); err != nil {
-		return nil, fmt.Errorf("serve: %s: %w", p, err)
+		return nil, fmt.Errorf("store: %s: %w", p, err)
 	}
 	if _, err := f.Seek(valid, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("serve: %s: %w", p, err)
+		return nil, fmt.Errorf("store: %s: %w", p, err)
 	}
 	if err := f.Sync(); err != nil {
-		return nil, fmt.Errorf("serve: %s: %w", p, err)
+		return nil, fmt.Errorf("store: %s: %w", p, err)
 	}
 	if errors.Is(statErr, fs.ErrNotExist) {
 		if err := syncDir(dir); err != nil {
@@ -237,7 +243,7 @@ func readLog(p string, dim int) ([]*logRecord, int64, error) {
 		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("serve: %w", err)
+		return nil, 0, fmt.Errorf("store: %w", err)
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<16)
@@ -257,16 +263,16 @@ func readLog(p string, dim int) ([]*logRecord, int64, error) {
 		case err == io.EOF:
 			return recs, valid, nil // the end, or a last line cut short by a crash
 		case errors.Is(err, bufio.ErrBufferFull):
-			return nil, 0, fmt.Errorf("serve: %s:%d: record longer than %d bytes", p, line, maxLogLine)
+			return nil, 0, fmt.Errorf("store: %s:%d: record longer than %d bytes", p, line, maxLogLine)
 		case err != nil:
-			return nil, 0, fmt.Errorf("serve: %s: %w", p, err)
+			return nil, 0, fmt.Errorf("store: %s: %w", p, err)
 		}
 		rec, perr := parseRecord(b, dim)
 		if perr != nil {
 			if _, more := br.Peek(1); more != nil {
 				return recs, valid, nil // the damaged last record of an interrupted write
 			}
-			return nil, 0, fmt.Errorf("serve: %s:%d: damaged record before the end of the log (%v); the log cannot be replayed", p, line, perr)
+			return nil, 0, fmt.Errorf("store: %s:%d: damaged record before the end of the log (%v); the log cannot be replayed", p, line, perr)
 		}
 		recs = append(recs, rec)
 		valid += int64(len(b))
@@ -480,7 +486,7 @@ func (s *Store) append(rec *logRecord) error {
 		err = s.log.Sync()
 	}
 	if err != nil {
-		err = fmt.Errorf("serve: %s: %w", filepath.Join(s.dir, LogFile), err)
+		err = fmt.Errorf("store: %s: %w", filepath.Join(s.dir, LogFile), err)
 		// After a failed fsync the file's state is unknown: stop taking updates.
 		s.failed = err
 		return fmt.Errorf("%w: %v", ErrFailed, err)
@@ -530,10 +536,10 @@ func (s *Store) compactLocked() error {
 	lib := s.R.Library()
 	tmp := filepath.Join(s.dir, compactDir)
 	if err := os.RemoveAll(tmp); err != nil {
-		return fmt.Errorf("serve: compact: %w", err)
+		return fmt.Errorf("store: compact: %w", err)
 	}
 	if err := os.Mkdir(tmp, 0o755); err != nil {
-		return fmt.Errorf("serve: compact: %w", err)
+		return fmt.Errorf("store: compact: %w", err)
 	}
 	if err := s.writeCompaction(tmp, lib); err != nil {
 		os.RemoveAll(tmp)
@@ -553,15 +559,15 @@ func (s *Store) compactLocked() error {
 	}
 	if err := s.log.Truncate(0); err != nil {
 		s.failed = err
-		return fmt.Errorf("serve: compact: %w", err)
+		return fmt.Errorf("store: compact: %w", err)
 	}
 	if _, err := s.log.Seek(0, io.SeekStart); err != nil {
 		s.failed = err
-		return fmt.Errorf("serve: compact: %w", err)
+		return fmt.Errorf("store: compact: %w", err)
 	}
 	if err := s.log.Sync(); err != nil {
 		s.failed = err
-		return fmt.Errorf("serve: compact: %w", err)
+		return fmt.Errorf("store: compact: %w", err)
 	}
 	s.size = 0
 	s.pending.Store(0)
@@ -587,21 +593,21 @@ func (s *Store) writeCompaction(tmp string, lib *toolindex.Library) error {
 	}
 	// An MLC index's per-tool bias goes with its rows (nil for a bi-encoder's: the same files).
 	if err := export.WriteIndexFilesBias(tmp, tools, emb, lib.Bias(), meta); err != nil {
-		return fmt.Errorf("serve: compact: %w", err)
+		return fmt.Errorf("store: compact: %w", err)
 	}
 	if err := testHook("files"); err != nil {
 		return err
 	}
 	man, err := export.ReadManifest(s.dir)
 	if err != nil {
-		return fmt.Errorf("serve: compact: %w", err)
+		return fmt.Errorf("store: compact: %w", err)
 	}
 	files := maps.Clone(man.Files)
 	for _, name := range []string{export.IndexEmbeddings, export.IndexTools} {
 		p := filepath.Join(tmp, name)
 		sum, err := syncAndHash(p)
 		if err != nil {
-			return fmt.Errorf("serve: compact: %w", err)
+			return fmt.Errorf("store: compact: %w", err)
 		}
 		files[name] = sum
 	}
@@ -639,7 +645,7 @@ func installCompaction(dir string) error {
 	for i, name := range compactedFiles {
 		err := os.Rename(filepath.Join(tmp, name), filepath.Join(dir, name))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("serve: install compaction: %w", err)
+			return fmt.Errorf("store: install compaction: %w", err)
 		}
 		if err := testHook("rename" + strconv.Itoa(i)); err != nil {
 			return err
@@ -649,7 +655,7 @@ func installCompaction(dir string) error {
 		return err
 	}
 	if err := os.RemoveAll(tmp); err != nil {
-		return fmt.Errorf("serve: install compaction: %w", err)
+		return fmt.Errorf("store: install compaction: %w", err)
 	}
 	return syncDir(dir)
 }
@@ -662,7 +668,7 @@ func recoverCompaction(dir string) error {
 		return installCompaction(dir)
 	}
 	if err := os.RemoveAll(tmp); err != nil {
-		return fmt.Errorf("serve: discard incomplete compaction: %w", err)
+		return fmt.Errorf("store: discard incomplete compaction: %w", err)
 	}
 	return nil
 }
@@ -698,15 +704,15 @@ func syncAndHash(p string) (string, error) {
 func writeSynced(p string, b []byte) error {
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("store: %w", err)
 	}
 	if _, err := io.Copy(f, bytes.NewReader(b)); err != nil {
 		f.Close()
-		return fmt.Errorf("serve: %s: %w", p, err)
+		return fmt.Errorf("store: %s: %w", p, err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("serve: %s: %w", p, err)
+		return fmt.Errorf("store: %s: %w", p, err)
 	}
 	return f.Close()
 }
@@ -715,11 +721,11 @@ func writeSynced(p string, b []byte) error {
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("store: %w", err)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("serve: sync %s: %w", dir, err)
+		return fmt.Errorf("store: sync %s: %w", dir, err)
 	}
 	return nil
 }
@@ -741,4 +747,14 @@ func nextLibrary(cur *toolindex.Library, put []export.ToolRecord, emb [][]float3
 		return nil, fmt.Errorf("%w: deleting the last %d tools would leave it empty", ErrLastTool, cur.Len())
 	}
 	return next, nil
+}
+
+// Healthy returns nil while the store takes updates, else why not (closed, or disabled by a
+// failed write of the log or the index). A store busy compacting counts as healthy.
+func (s *Store) Healthy() error {
+	if !s.mu.TryLock() {
+		return nil
+	}
+	defer s.mu.Unlock()
+	return s.usable()
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package serve
+package store
 
 import (
 	"errors"
@@ -14,10 +14,10 @@ import (
 func lockLog(f *os.File) error {
 	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
-		return fmt.Errorf("serve: %s is locked: another process (a running cmd/serve, or cmd/export -update) has this index open", f.Name())
+		return fmt.Errorf("store: %s is locked: another process (a running cmd/serve, or cmd/export -update) has this index open", f.Name())
 	}
 	if err != nil {
-		return fmt.Errorf("serve: lock %s: %w", f.Name(), err)
+		return fmt.Errorf("store: lock %s: %w", f.Name(), err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package serve
+package store
 
 import (
 	"context"
@@ -23,9 +23,9 @@ import (
 // them. A Store opened with OpenShared commits each update to its Journal before it
 // acknowledges it, and applies the updates other servers commit, by version: on each
 // Changed signal it reads the log after the version it serves (Since), so a server that
-// missed signals (a late start, a lost connection) catches up all the same. PGStore is the
-// PostgreSQL implementation; a Store opened with Open keeps its library in the index
-// directory instead (updates.log), for one server.
+// missed signals (a late start, a lost connection) catches up all the same. pgstore.Store
+// is the PostgreSQL implementation; a Store opened with Open keeps its library in the
+// index directory instead (updates.log), for one server.
 type Journal interface {
 	// Load returns the library at the journal's head version. A journal that holds no
 	// library yet stores seed as its first version and returns it.
@@ -123,7 +123,7 @@ func ModelFingerprint(r *toolindex.Index) string {
 // applied as they come. Close closes j.
 func OpenShared(dir string, j Journal, opts ...toolindex.Option) (*Store, error) {
 	if _, err := export.ReadManifest(dir); err != nil {
-		return nil, fmt.Errorf("serve: index %s: %w", dir, err)
+		return nil, fmt.Errorf("store: index %s: %w", dir, err)
 	}
 	r, err := toolindex.Load(dir, opts...)
 	if err != nil {
@@ -131,7 +131,7 @@ func OpenShared(dir string, j Journal, opts ...toolindex.Option) (*Store, error)
 	}
 	base, err := baseVersion(r)
 	if err != nil {
-		return nil, fmt.Errorf("serve: index %s: %w", dir, err)
+		return nil, fmt.Errorf("store: index %s: %w", dir, err)
 	}
 	lib, err := r.Library().With(base, nil, nil, nil)
 	if err != nil {
@@ -147,11 +147,11 @@ func OpenShared(dir string, j Journal, opts ...toolindex.Option) (*Store, error)
 			continue
 		}
 		if rec.Seq != lib.Version+1 {
-			return nil, fmt.Errorf("serve: %s: record of version %d follows version %d (records missing)", p, rec.Seq, lib.Version)
+			return nil, fmt.Errorf("store: %s: record of version %d follows version %d (records missing)", p, rec.Seq, lib.Version)
 		}
 		put, emb := rec.tools()
 		if lib, err = lib.With(rec.Seq, put, emb, rec.Delete); err != nil {
-			return nil, fmt.Errorf("serve: %s: version %d: %w", p, rec.Seq, err)
+			return nil, fmt.Errorf("store: %s: version %d: %w", p, rec.Seq, err)
 		}
 	}
 	seed := &Snapshot{Version: lib.Version, Model: ModelFingerprint(r), Dim: r.Dim(), Tools: make([]export.ToolRecord, lib.Len()), Emb: make([][]float32, lib.Len())}
@@ -162,13 +162,13 @@ func OpenShared(dir string, j Journal, opts ...toolindex.Option) (*Store, error)
 	defer cancel()
 	snap, err := j.Load(ctx, seed)
 	if err != nil {
-		return nil, fmt.Errorf("serve: loading the shared library: %w", err)
+		return nil, fmt.Errorf("store: loading the shared library: %w", err)
 	}
 	if snap.Dim != seed.Dim || snap.Model != seed.Model {
-		return nil, fmt.Errorf("serve: the shared library was embedded by another model (fingerprint %s, %d dimensions) than index %s's (%s, %d): every server sharing it must serve the same model", snap.Model, snap.Dim, dir, seed.Model, seed.Dim)
+		return nil, fmt.Errorf("store: the shared library was embedded by another model (fingerprint %s, %d dimensions) than index %s's (%s, %d): every server sharing it must serve the same model", snap.Model, snap.Dim, dir, seed.Model, seed.Dim)
 	}
 	if lib, err = fromSnapshot(lib, snap); err != nil {
-		return nil, fmt.Errorf("serve: loading the shared library: %w", err)
+		return nil, fmt.Errorf("store: loading the shared library: %w", err)
 	}
 	if err := r.SetLibrary(lib); err != nil {
 		return nil, err
@@ -351,7 +351,7 @@ func (s *Store) sharedUpdate(put []export.ToolRecord, emb [][]float32, del []str
 		cancel()
 		if errors.Is(err, ErrConflict) {
 			if waited := time.Since(start); waited >= sh.patience {
-				return nil, nil, fmt.Errorf("serve: %d commits of other servers preceded this update's in %v: %w", attempt, waited.Round(time.Millisecond), ErrBusy)
+				return nil, nil, fmt.Errorf("store: %d commits of other servers preceded this update's in %v: %w", attempt, waited.Round(time.Millisecond), ErrBusy)
 			}
 			// Up to 1, 2, 4 ... 64 ms, at random: servers that lost the same race do not
 			// all come back at once.

@@ -1,4 +1,4 @@
-package serve
+package pgstore
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // same database, so that replicas serve the same definitions (gateway.LibraryDB).
 
 // LibrarySum returns the sha256 of the gateway library stored ("" : none yet).
-func (p *PGStore) LibrarySum(ctx context.Context) (string, error) {
+func (p *Store) LibrarySum(ctx context.Context) (string, error) {
 	if err := p.Err(); err != nil {
 		return "", err
 	}
@@ -26,7 +26,7 @@ func (p *PGStore) LibrarySum(ctx context.Context) (string, error) {
 }
 
 // LoadLibrary returns the gateway library stored and its sha256 (nil, "": none yet).
-func (p *PGStore) LoadLibrary(ctx context.Context) (body []byte, sum string, err error) {
+func (p *Store) LoadLibrary(ctx context.Context) (body []byte, sum string, err error) {
 	if err := p.Err(); err != nil {
 		return nil, "", err
 	}
@@ -40,7 +40,7 @@ func (p *PGStore) LoadLibrary(ctx context.Context) (body []byte, sum string, err
 // StoreLibrary stores body as the gateway library and notifies the replicas; with
 // ifNone, only when none is stored yet (the first replica seeds it). It returns the
 // sha256 of body.
-func (p *PGStore) StoreLibrary(ctx context.Context, body []byte, ifNone bool) (string, error) {
+func (p *Store) StoreLibrary(ctx context.Context, body []byte, ifNone bool) (string, error) {
 	if err := p.Err(); err != nil {
 		return "", err
 	}
@@ -60,7 +60,7 @@ func (p *PGStore) StoreLibrary(ctx context.Context, body []byte, ifNone bool) (s
 		return "", p.wrap("gateway library", err)
 	}
 	if tag.RowsAffected() > 0 {
-		if _, err := tx.Exec(ctx, "SELECT pg_notify($1, 'library')", PGChannel); err != nil {
+		if _, err := tx.Exec(ctx, "SELECT pg_notify($1, 'library')", Channel); err != nil {
 			return "", p.wrap("gateway library", err)
 		}
 	}
