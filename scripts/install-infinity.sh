@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs infinity (infinity-emb 0.0.78, the embedding server) into one venv outside the
 # repository, ${TOOLRET_CACHE:-~/.cache/toolret}/infinity-venv, for
-# scripts/bench-serve-vs-infinity.sh. Prints the venv's python. Idempotent: an existing venv
+# experiments/2026-11-26-serve-vs-infinity/bench-serve-vs-infinity.sh. Prints the venv's python. Idempotent: an existing venv
 # that imports infinity_emb is kept.
 #
 # infinity pins numpy<2 and sentence-transformers<4, so it cannot share the reference venv

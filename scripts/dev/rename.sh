@@ -136,7 +136,7 @@ S='1 while s/(map\[string\]string\{[^\n]*?)"retriever": /$1"first-stage": /; s/A
 sub $(gofiles | grep -E '^(cmd|commands)/.*_test.go$')
 # -refiner llm|prf (train feedback, eval: the query rewriter) -> -rewriter; export's and bench
 # retrieve's -refiner RUN (the ToolRefiner model) stay.
-RW=$(ls commands/train/feedback*.go commands/train/prf.go commands/eval/feedback*.go commands/eval/main.go docs/llm-feedback.md scripts/feedback/*.sh 2>/dev/null || true)
+RW=$(ls commands/train/feedback*.go commands/train/prf.go commands/eval/feedback*.go commands/eval/main.go docs/llm-feedback.md experiments/2026-11-24-llm-feedback/*.sh 2>/dev/null || true)
 S='s/(fs\.\w+\((?:&[\w.]+, )?)"refiner(-k)?",/$1"rewriter$2",/g; s/(?<![\w-])-refiner(-k)?(?![\w-])/-rewriter$1/g; s/tools shown to the refiner/tools shown to the rewriter/g'
 sub $RW
 # (Settings maps are what a collection records: their "refiner" key stays.)

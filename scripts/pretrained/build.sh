@@ -1,6 +1,6 @@
-# Sourced by the scripts of this folder: the repository root as working directory, the
-# Makefile's Go environment, and bin/toolret built with ONNX Runtime when it is installed
-# (be: the backend to run on).
+# Sourced by the scripts of this folder and of experiments/*/: the repository root as working
+# directory, the Makefile's Go environment, and bin/toolret built with ONNX Runtime when it is
+# installed (be: the backend to run on).
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export GOTOOLCHAIN=go1.27.4 GOEXPERIMENT=simd GOFLAGS=-buildvcs=false
 be=go

@@ -7,7 +7,7 @@
 # queries, in a temporary directory): the held-out views keep all 464 tools in the corpus, so
 # a view's rankings are that file's rows for its queries, and the fusions read them from it.
 # Usage: scripts/pretrained/mpnet.sh [SEEDS]   (default "1 2 3"; needs `make models`; the
-#   fine-tuned runs HO/hSEED of scripts/holdout/minilm-ho.sh, default HO=runs/ho7-150)
+#   fine-tuned runs HO/hSEED of experiments/2026-11-24-held-out-tools/minilm-ho.sh, default HO=runs/ho7-150)
 # Prints one line per row: VIEW SYSTEM R@1 R@3 R@5 N@5 C@5; rankings and JSONs go to OUT
 #   (default runs/mpnet).
 set -euo pipefail
@@ -57,7 +57,7 @@ for seed in $seeds; do
     ev "h$seed-ft-mpnet-bm25" -data $tl "${v[@]}" -method fusion -runs "run:$ho/h$seed,$out/all-zs.trec,bm25" -save-run "$out/h$seed-ft-mpnet-bm25.trec"
     row "holdout$seed" "fine-tuned+mpnet+bm25" "$out/h$seed-ft-mpnet-bm25.json"
     # Against the MiniLM three-way (h$seed-compare.txt) and its own first stage, fine-tuned + BM25
-    # (h$seed-compare-first.txt), both written by scripts/holdout/minilm-ho.sh.
+    # (h$seed-compare-first.txt), both written by experiments/2026-11-24-held-out-tools/minilm-ho.sh.
     [ -f "$ho/h$seed-zs-bm25.trec" ] &&
       bin/toolret eval -data $tl "${v[@]}" -compare "$ho/h$seed-zs-bm25.trec,$out/h$seed-ft-mpnet-bm25.trec" >"$out/h$seed-compare.txt" 2>&1
     [ -f "$ho/h$seed-bm25.trec" ] &&
