@@ -2,10 +2,7 @@ package classifier
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/runs"
@@ -213,8 +210,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 			m["accuracy"], m["balanced_accuracy"], m["acc_single"], m["n_single"], m["acc_multi"], m["n_multi"])
 		out, res.Types = m, m
 	}
-	b, _ := json.MarshalIndent(out, "", "  ")
-	return res, os.WriteFile(filepath.Join(cfg.RunDir, "test_metrics.json"), append(b, '\n'), 0o644)
+	return res, rundir.WriteJSON(cfg.RunDir, "test_metrics.json", out)
 }
 
 // HeadPoolingOf returns the head pooling of a new model over bc (pool, else DefaultPooling)
