@@ -7,7 +7,6 @@ import (
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/biencoder"
@@ -131,11 +130,8 @@ func (h *Head) Start(kind string, d *data.Dataset, args map[string]string) (*Ses
 	if err := Open(h.RunDir, h.Resume, kind, kind); err != nil {
 		return nil, err
 	}
-	bk, err := backend.Open(backend.Training(backend.Name(h.Backend)))
+	bk, err := train.OpenBackend(h.Backend, h.Devices)
 	if err != nil {
-		return nil, err
-	}
-	if err := train.CheckDevices(bk, h.Devices); err != nil {
 		return nil, err
 	}
 	s := &Session{H: h, Kind: kind, Data: d, Backend: bk}
@@ -292,23 +288,15 @@ func (s *Session) fromRun(run, what string, store *model.Store) (encoder.Config,
 // head are the path prefixes of the kind's head variables, which take HeadLR when it is set.
 func (s *Session) TrainConfig(task train.Task, head ...string) (train.Config, int) {
 	h := s.H
-	opt := train.DefaultOptimizer()
-	opt.LR, opt.WeightDecay, opt.Schedule, opt.ClipNorm, opt.Accumulate = h.LR, h.WeightDecay, h.Schedule, h.Clip, h.Accumulate
+	tc, steps := train.RunSettings{RunDir: h.RunDir, Seed: h.Seed, Epochs: h.Epochs, MaxSteps: h.MaxSteps, MaxTime: h.MaxTime, EvalEvery: h.EvalEvery,
+		Metric: h.Metric, Patience: h.Patience, LR: h.LR, WeightDecay: h.WeightDecay, Schedule: h.Schedule, Clip: h.Clip, Accumulate: h.Accumulate,
+		Warmup: h.Warmup, Fingerprint: s.Data.Fingerprint(), Devices: h.Devices, Quiet: h.Quiet}.Config(task)
 	if h.HeadLR > 0 {
 		for _, p := range head {
-			opt.Rules = append(opt.Rules, train.LRRule{Prefix: p, LR: h.HeadLR})
+			tc.Optimizer.Rules = append(tc.Optimizer.Rules, train.LRRule{Prefix: p, LR: h.HeadLR})
 		}
 	}
-	steps := 0
-	for e := 0; e < h.Epochs; e++ {
-		steps += task.Batches(e) / max(h.Accumulate, 1)
-	}
-	if h.MaxSteps > 0 && h.MaxSteps < steps {
-		steps = h.MaxSteps
-	}
-	opt.Warmup = int(h.Warmup * float64(steps))
-	return train.Config{RunDir: h.RunDir, Seed: h.Seed, Epochs: h.Epochs, MaxSteps: h.MaxSteps, MaxTime: h.MaxTime, EvalEvery: h.EvalEvery, Metric: h.Metric,
-		Patience: h.Patience, KeepLast: 2, Optimizer: opt, Fingerprint: s.Data.Fingerprint(), Devices: h.Devices, Quiet: h.Quiet}, steps
+	return tc, steps
 }
 
 // Dataset returns d, or the embedded default dataset when d is nil.
