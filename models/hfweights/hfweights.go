@@ -273,6 +273,16 @@ func ReadConfig(path string, c interface{ Validate() error }) error {
 	return nil
 }
 
+// LoadConfig decodes the HF config.json at path into c, which holds the defaults of the
+// fields a file may omit, validates it (ReadConfig) and returns it.
+func LoadConfig[C interface{ Validate() error }](path string, c C) (C, error) {
+	if err := ReadConfig(path, c); err != nil {
+		var zero C
+		return zero, err
+	}
+	return c, nil
+}
+
 // LoadEncoder reads an HF encoder directory: its config.json with loadConfig, then its
 // weights under scope (Load, every tensor checked before any variable is touched), telling
 // the configuration whether the checkpoint has a pooler (setPooler) before its parameters

@@ -89,11 +89,7 @@ func (c *Config) Validate() error {
 
 // LoadConfig reads and validates a config.json.
 func LoadConfig(path string) (*Config, error) {
-	c := &Config{}
-	if err := hfweights.ReadConfig(path, c); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return hfweights.LoadConfig(path, &Config{})
 }
 
 // Param is one parameter in HF naming.
