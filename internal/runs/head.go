@@ -127,10 +127,7 @@ type Session struct {
 // A new run's run.json (recording args, the caller's settings, as provenance) is written by
 // Create, when training starts: a run failing before leaves none behind.
 func (h *Head) Start(kind string, d *data.Dataset, args map[string]string) (*Session, error) {
-	if err := Open(h.RunDir, h.Resume, kind, kind); err != nil {
-		return nil, err
-	}
-	bk, err := train.OpenBackend(h.Backend, h.Devices)
+	d, bk, err := Start(h.RunDir, h.Resume, kind, kind, d, h.Backend, h.Devices)
 	if err != nil {
 		return nil, err
 	}
@@ -314,13 +311,9 @@ func Begin(cfg interface{ Validate() error }, h *Head, kind string, d *data.Data
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	d, err := Dataset(d)
-	if err != nil {
-		return nil, nil, err
-	}
 	s, err := h.Start(kind, d, args)
 	if err != nil {
 		return nil, nil, err
 	}
-	return d, s, nil
+	return s.Data, s, nil
 }

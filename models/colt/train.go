@@ -117,14 +117,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 		return nil, err
 	}
 	out, log := runs.Writers(cfg.Stdout, cfg.Stderr)
-	if err := runs.Open(cfg.RunDir, cfg.Resume, "colt", "COLT"); err != nil {
-		return nil, err
-	}
-	d, err := runs.Dataset(cfg.Data)
-	if err != nil {
-		return nil, err
-	}
-	bk, err := train.OpenBackend(cfg.Backend, cfg.Devices)
+	d, bk, err := runs.Start(cfg.RunDir, cfg.Resume, "colt", "COLT", cfg.Data, cfg.Backend, cfg.Devices)
 	if err != nil {
 		return nil, err
 	}

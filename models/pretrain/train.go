@@ -181,14 +181,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	}
 	_, log := runs.Writers(nil, cfg.Stderr)
 	mlm, con, _ := ParseObjectives(cfg.Objective)
-	if err := runs.Open(cfg.RunDir, cfg.Resume, "pretrain", "pretrain"); err != nil {
-		return nil, err
-	}
-	d, err := runs.Dataset(cfg.Data)
-	if err != nil {
-		return nil, err
-	}
-	bk, err := train.OpenBackend(cfg.Backend, cfg.Devices)
+	d, bk, err := runs.Start(cfg.RunDir, cfg.Resume, "pretrain", "pretrain", cfg.Data, cfg.Backend, cfg.Devices)
 	if err != nil {
 		return nil, err
 	}
