@@ -55,25 +55,35 @@ func Decode(path string, b []byte, v any) error {
 }
 
 // Position returns path, followed by ":line:column" when err (from decoding b) tells the
-// byte offset at fault.
+// byte offset at fault (Offset).
 func Position(path string, b []byte, err error) string {
-	var off int64 = -1
+	off := Offset(err)
+	if off < 0 {
+		return path
+	}
+	line, col := LineColumn(b, off)
+	return fmt.Sprintf("%s:%d:%d", path, line, col)
+}
+
+// Offset returns the byte offset, in the input, of encoding/json's syntax or type error
+// err, or -1 when err is neither.
+func Offset(err error) int64 {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		off = se.Offset
+		return se.Offset
 	case errors.As(err, &te):
-		off = te.Offset
+		return te.Offset
 	}
-	if off < 0 || off > int64(len(b)) {
-		return path
-	}
-	before := b[:off]
-	line := bytes.Count(before, []byte("\n")) + 1
-	col := int(off) - (bytes.LastIndexByte(before, '\n') + 1)
-	if col < 1 {
-		col = 1
-	}
-	return fmt.Sprintf("%s:%d:%d", path, line, col)
+	return -1
+}
+
+// LineColumn returns the line and column (from 1) in b of the byte at offset off, as the
+// decoder counts it: the bytes read, the offending one included (an off past b is b's end).
+func LineColumn(b []byte, off int64) (line, col int) {
+	off = min(max(off, 0), int64(len(b)))
+	line = 1 + bytes.Count(b[:off], []byte("\n"))
+	col = max(1, int(off)-1-bytes.LastIndexByte(b[:off], '\n'))
+	return line, col
 }
