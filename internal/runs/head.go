@@ -159,17 +159,25 @@ func (h *Head) Start(kind string, d *data.Dataset, args map[string]string) (*Ses
 	return s, nil
 }
 
-// Create writes a new run's run.json (Start made it); a resumed run has one.
+// Create writes a new run's run.json (Start made it), once; a resumed run has one.
 func (s *Session) Create() error {
 	if s.pending == nil {
 		return nil
 	}
-	return rundir.Create(s.H.RunDir, s.pending)
+	if err := rundir.Create(s.H.RunDir, s.pending); err != nil {
+		return err
+	}
+	s.pending = nil
+	return nil
 }
 
-// Run trains task on store with tc (s.TrainConfig), resuming when the run is resumed, and
-// logs the summary line: steps, time and the best dev value of the selection metric.
+// Run writes a new run's run.json (Create, unless done already), trains task on store with tc
+// (s.TrainConfig), resuming when the run is resumed, and logs the summary line: steps, time
+// and the best dev value of the selection metric.
 func (s *Session) Run(store *model.Store, task train.Task, tc train.Config) (*train.Summary, error) {
+	if err := s.Create(); err != nil {
+		return nil, err
+	}
 	sum, err := train.Run(s.Backend, store, task, tc, s.H.Resume)
 	if err != nil {
 		return nil, err

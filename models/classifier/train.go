@@ -169,9 +169,6 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	fmt.Fprintf(s.Log, "%s\nclassifier %s: %s, %d layers, hidden %d, vocab %d, %d outputs, %s head, %s loss, %d train queries (%d multi-tool), %d dev, %d steps -> %s\n",
 		d.Stats(), mc.Kind, mc.Encoder.ModelType(), mc.Encoder.Layers(), mc.Encoder.Hidden(), mc.Encoder.Vocab(), mc.Outputs(), HeadPooling(mc.Pooling), mc.LossKind,
 		len(tr.Judged()), multi, len(dev.Queries), steps, cfg.RunDir)
-	if err := s.Create(); err != nil {
-		return nil, err
-	}
 	sum, err := s.Run(store, task, tc)
 	if err != nil {
 		return nil, err
