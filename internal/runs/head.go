@@ -207,6 +207,21 @@ func Model[T any](s *Session, store *model.Store, configFile string, unmarshal f
 	return build(bc), tok, nil
 }
 
+// ModelConfig is a head model's configuration: checked and written as JSON.
+type ModelConfig interface {
+	Validate() error
+	Marshal() []byte
+}
+
+// ModelFiles validates mc and writes it (as configFile) and tok into the run directory
+// (rundir.WriteModelFiles), returning the files every checkpoint of the run stores.
+func (s *Session) ModelFiles(configFile string, mc ModelConfig, tok *tokenize.Tokenizer) (map[string][]byte, error) {
+	if err := mc.Validate(); err != nil {
+		return nil, err
+	}
+	return rundir.WriteModelFiles(s.H.RunDir, configFile, mc.Marshal(), tok)
+}
+
 // Encoder returns the encoder config and tokenizer of a new model: from Init (weights loaded
 // into store), from the Retriever run's encoder with WarmStart, or from scratch with the
 // Retriever run's tokenizer (or a vocabulary built from the training texts without one). A

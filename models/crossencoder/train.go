@@ -93,10 +93,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := mc.Validate(); err != nil {
-		return nil, err
-	}
-	files, err := rundir.WriteModelFiles(cfg.RunDir, ConfigFile, mc.Marshal(), tok)
+	files, err := s.ModelFiles(ConfigFile, mc, tok)
 	if err != nil {
 		return nil, err
 	}
