@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/toolret/toolret/internal/atomicfile"
 	"github.com/toolret/toolret/internal/check"
+	"github.com/toolret/toolret/internal/jsonfile"
 )
 
 // Holdout identifies a held-out-tool view of a dataset (Dataset.HoldoutTools): the fraction
@@ -233,11 +233,7 @@ func writeHoldout(d *Dataset, dir string) error {
 	for i, t := range d.HeldOut {
 		rec.Tools[i] = d.Tools[t].ID
 	}
-	b, err := json.MarshalIndent(rec, "", "  ")
-	if err != nil {
-		return fmt.Errorf("%s: %w", filepath.Join(dir, HoldoutFile), err)
-	}
-	return atomicfile.Write(filepath.Join(dir, HoldoutFile), append(b, '\n'))
+	return jsonfile.Write(filepath.Join(dir, HoldoutFile), rec)
 }
 
 // readHoldout marks d as a held-out-tool view when dir of fsys has HoldoutFile, and checks it

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/toolret/toolret/internal/atomicfile"
+	"github.com/toolret/toolret/internal/jsonfile"
 	"github.com/toolret/toolret/rerank"
 )
 
@@ -196,14 +197,9 @@ func ParseRecipe(b []byte) (*Recipe, error) {
 
 // jsonPosition prefixes a decoding error with its line and column in b.
 func jsonPosition(b []byte, dec *json.Decoder, err error) error {
-	var off int64 = -1
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
+	off := jsonfile.Offset(err)
 	switch {
-	case errors.As(err, &se):
-		off = se.Offset
-	case errors.As(err, &te):
-		off = te.Offset
+	case off >= 0:
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		if len(bytes.TrimSpace(b)) == 0 {
 			return errors.New("empty file: want a JSON object")
@@ -215,10 +211,7 @@ func jsonPosition(b []byte, dec *json.Decoder, err error) error {
 	if off < 0 {
 		return err
 	}
-	off = min(off, int64(len(b)))
-	line := 1 + bytes.Count(b[:off], []byte("\n"))
-	// off counts the bytes read, the offending one included: its column is off's.
-	col := max(1, off-1-int64(bytes.LastIndexByte(b[:off], '\n')))
+	line, col := jsonfile.LineColumn(b, off)
 	return fmt.Errorf("line %d, column %d: %w", line, col, err)
 }
 

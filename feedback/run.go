@@ -16,7 +16,7 @@ import (
 	"sync"
 
 	"github.com/toolret/toolret/data"
-	"github.com/toolret/toolret/internal/atomicfile"
+	"github.com/toolret/toolret/internal/jsonfile"
 	"github.com/toolret/toolret/rank"
 )
 
@@ -279,11 +279,7 @@ func resume(out string, h Header, known map[ukey]*prior, sum *Summary) error {
 			}
 		}
 	}
-	hb, err := json.MarshalIndent(h, "", "  ")
-	if err != nil {
-		return fmt.Errorf("feedback: %w", err)
-	}
-	if err := atomicfile.Write(cfgPath, append(hb, '\n')); err != nil {
+	if err := jsonfile.Write(cfgPath, h); err != nil {
 		return fmt.Errorf("feedback: %w", err)
 	}
 	return nil

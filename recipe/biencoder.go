@@ -11,7 +11,6 @@ import (
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/internal/check"
@@ -161,11 +160,8 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 			return nil, err
 		}
 	}
-	bk, err := backend.Open(backend.Training(backend.Name(cfg.Backend)))
+	bk, err := train.OpenBackend(cfg.Backend, cfg.Devices)
 	if err != nil {
-		return nil, err
-	}
-	if err := train.CheckDevices(bk, cfg.Devices); err != nil {
 		return nil, err
 	}
 	var fbData *trainFeedback
@@ -297,18 +293,9 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 			examples += " + " + s
 		}
 	}
-	opt := train.DefaultOptimizer()
-	opt.LR, opt.WeightDecay, opt.Schedule, opt.ClipNorm, opt.Accumulate = t.LR, t.WeightDecay, t.Schedule, t.Clip, t.Accumulate
-	steps := 0
-	for e := 0; e < t.Epochs; e++ {
-		steps += task.Batches(e) / max(t.Accumulate, 1)
-	}
-	if t.MaxSteps > 0 && t.MaxSteps < steps {
-		steps = t.MaxSteps
-	}
-	opt.Warmup = int(t.Warmup * float64(steps))
-	tc := train.Config{RunDir: cfg.RunDir, Seed: t.Seed, Epochs: t.Epochs, MaxSteps: t.MaxSteps, MaxTime: t.MaxTime, EvalEvery: t.EvalEvery, Metric: t.Metric, Patience: t.Patience,
-		KeepLast: 2, Optimizer: opt, Fingerprint: d.Fingerprint(), Devices: cfg.Devices, Quiet: cfg.Quiet}
+	tc, steps := train.RunSettings{RunDir: cfg.RunDir, Seed: t.Seed, Epochs: t.Epochs, MaxSteps: t.MaxSteps, MaxTime: t.MaxTime, EvalEvery: t.EvalEvery,
+		Metric: t.Metric, Patience: t.Patience, LR: t.LR, WeightDecay: t.WeightDecay, Schedule: t.Schedule, Clip: t.Clip, Accumulate: t.Accumulate,
+		Warmup: t.Warmup, Fingerprint: d.Fingerprint(), Devices: cfg.Devices, Quiet: cfg.Quiet}.Config(task)
 	if reg != (biencoder.Regularization{}) {
 		fmt.Fprintf(log, "regularisation: %s\n", reg)
 	}

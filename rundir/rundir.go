@@ -31,6 +31,7 @@ import (
 
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/atomicfile"
+	"github.com/toolret/toolret/internal/jsonfile"
 )
 
 // MetaFile is the name of the run description in a run directory.
@@ -219,14 +220,8 @@ func Read(dir string) (*Meta, error) {
 	return &m, nil
 }
 
-// WriteJSON writes v as indented JSON to dir/name, atomically.
-func WriteJSON(dir, name string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
-	}
-	return WriteFile(filepath.Join(dir, name), append(b, '\n'))
-}
+// WriteJSON writes v as indented JSON to dir/name, atomically (jsonfile.Write).
+func WriteJSON(dir, name string, v any) error { return jsonfile.Write(filepath.Join(dir, name), v) }
 
 // WriteFile writes b to path atomically: a temporary file in the same directory, synced,
 // then renamed over path. The directory is created if needed.

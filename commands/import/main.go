@@ -19,10 +19,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"strings"
 
+	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/library"
 	"github.com/toolret/toolret/library/importer"
@@ -103,33 +103,22 @@ func run(ctx context.Context, o options, w io.Writer) (int, error) {
 			return 2, fmt.Errorf("-template: %w", err)
 		}
 	}
-	old, err := library.Read(o.out)
-	if errors.Is(err, fs.ErrNotExist) {
-		old, err = nil, nil
-	}
+	li, err := toolret.PrepareImport(ctx, o.src, o.out, toolret.ImportOptions{Template: o.template, Replace: o.replace})
 	if err != nil {
 		return 1, fmt.Errorf("-out: %w (not overwritten)", err)
 	}
-	imported, reports, ierr := importer.Import(ctx, o.src)
-	for _, r := range reports {
+	ierr := li.Err
+	for _, r := range li.Reports {
 		printReport(w, r)
 	}
-	if len(reports) == 0 {
+	if li.Library == nil {
 		return 1, ierr
 	}
-	base := old
-	if o.replace {
-		base = nil
-	}
-	lib := library.Merge(base, imported, importer.Covered(reports)...)
-	if o.template != "" {
-		lib.Template = o.template
-	}
+	lib, c := li.Library, li.Changes
 	if err := lib.Check(); err != nil {
 		// Before saying what would be written: nothing is.
 		return 1, errors.Join(ierr, fmt.Errorf("-out %s not written: %w", o.out, err))
 	}
-	c := library.Diff(old, lib)
 	verb := "wrote"
 	if o.dryRun {
 		verb = "would write"
@@ -148,7 +137,7 @@ func run(ctx context.Context, o options, w io.Writer) (int, error) {
 		}
 	}
 	if !o.dryRun {
-		if err := library.Write(o.out, lib); err != nil {
+		if err := li.Write(); err != nil {
 			return 1, errors.Join(ierr, err)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/biencoder"
@@ -128,14 +127,8 @@ type Session struct {
 // A new run's run.json (recording args, the caller's settings, as provenance) is written by
 // Create, when training starts: a run failing before leaves none behind.
 func (h *Head) Start(kind string, d *data.Dataset, args map[string]string) (*Session, error) {
-	if err := Open(h.RunDir, h.Resume, kind, kind); err != nil {
-		return nil, err
-	}
-	bk, err := backend.Open(backend.Training(backend.Name(h.Backend)))
+	d, bk, err := Start(h.RunDir, h.Resume, kind, kind, d, h.Backend, h.Devices)
 	if err != nil {
-		return nil, err
-	}
-	if err := train.CheckDevices(bk, h.Devices); err != nil {
 		return nil, err
 	}
 	s := &Session{H: h, Kind: kind, Data: d, Backend: bk}
@@ -166,17 +159,25 @@ func (h *Head) Start(kind string, d *data.Dataset, args map[string]string) (*Ses
 	return s, nil
 }
 
-// Create writes a new run's run.json (Start made it); a resumed run has one.
+// Create writes a new run's run.json (Start made it), once; a resumed run has one.
 func (s *Session) Create() error {
 	if s.pending == nil {
 		return nil
 	}
-	return rundir.Create(s.H.RunDir, s.pending)
+	if err := rundir.Create(s.H.RunDir, s.pending); err != nil {
+		return err
+	}
+	s.pending = nil
+	return nil
 }
 
-// Run trains task on store with tc (s.TrainConfig), resuming when the run is resumed, and
-// logs the summary line: steps, time and the best dev value of the selection metric.
+// Run writes a new run's run.json (Create, unless done already), trains task on store with tc
+// (s.TrainConfig), resuming when the run is resumed, and logs the summary line: steps, time
+// and the best dev value of the selection metric.
 func (s *Session) Run(store *model.Store, task train.Task, tc train.Config) (*train.Summary, error) {
+	if err := s.Create(); err != nil {
+		return nil, err
+	}
 	sum, err := train.Run(s.Backend, store, task, tc, s.H.Resume)
 	if err != nil {
 		return nil, err
@@ -204,6 +205,21 @@ func Model[T any](s *Session, store *model.Store, configFile string, unmarshal f
 		return nil, nil, err
 	}
 	return build(bc), tok, nil
+}
+
+// ModelConfig is a head model's configuration: checked and written as JSON.
+type ModelConfig interface {
+	Validate() error
+	Marshal() []byte
+}
+
+// ModelFiles validates mc and writes it (as configFile) and tok into the run directory
+// (rundir.WriteModelFiles), returning the files every checkpoint of the run stores.
+func (s *Session) ModelFiles(configFile string, mc ModelConfig, tok *tokenize.Tokenizer) (map[string][]byte, error) {
+	if err := mc.Validate(); err != nil {
+		return nil, err
+	}
+	return rundir.WriteModelFiles(s.H.RunDir, configFile, mc.Marshal(), tok)
 }
 
 // Encoder returns the encoder config and tokenizer of a new model: from Init (weights loaded
@@ -292,23 +308,15 @@ func (s *Session) fromRun(run, what string, store *model.Store) (encoder.Config,
 // head are the path prefixes of the kind's head variables, which take HeadLR when it is set.
 func (s *Session) TrainConfig(task train.Task, head ...string) (train.Config, int) {
 	h := s.H
-	opt := train.DefaultOptimizer()
-	opt.LR, opt.WeightDecay, opt.Schedule, opt.ClipNorm, opt.Accumulate = h.LR, h.WeightDecay, h.Schedule, h.Clip, h.Accumulate
+	tc, steps := train.RunSettings{RunDir: h.RunDir, Seed: h.Seed, Epochs: h.Epochs, MaxSteps: h.MaxSteps, MaxTime: h.MaxTime, EvalEvery: h.EvalEvery,
+		Metric: h.Metric, Patience: h.Patience, LR: h.LR, WeightDecay: h.WeightDecay, Schedule: h.Schedule, Clip: h.Clip, Accumulate: h.Accumulate,
+		Warmup: h.Warmup, Fingerprint: s.Data.Fingerprint(), Devices: h.Devices, Quiet: h.Quiet}.Config(task)
 	if h.HeadLR > 0 {
 		for _, p := range head {
-			opt.Rules = append(opt.Rules, train.LRRule{Prefix: p, LR: h.HeadLR})
+			tc.Optimizer.Rules = append(tc.Optimizer.Rules, train.LRRule{Prefix: p, LR: h.HeadLR})
 		}
 	}
-	steps := 0
-	for e := 0; e < h.Epochs; e++ {
-		steps += task.Batches(e) / max(h.Accumulate, 1)
-	}
-	if h.MaxSteps > 0 && h.MaxSteps < steps {
-		steps = h.MaxSteps
-	}
-	opt.Warmup = int(h.Warmup * float64(steps))
-	return train.Config{RunDir: h.RunDir, Seed: h.Seed, Epochs: h.Epochs, MaxSteps: h.MaxSteps, MaxTime: h.MaxTime, EvalEvery: h.EvalEvery, Metric: h.Metric,
-		Patience: h.Patience, KeepLast: 2, Optimizer: opt, Fingerprint: s.Data.Fingerprint(), Devices: h.Devices, Quiet: h.Quiet}, steps
+	return tc, steps
 }
 
 // Dataset returns d, or the embedded default dataset when d is nil.
@@ -326,13 +334,9 @@ func Begin(cfg interface{ Validate() error }, h *Head, kind string, d *data.Data
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	d, err := Dataset(d)
-	if err != nil {
-		return nil, nil, err
-	}
 	s, err := h.Start(kind, d, args)
 	if err != nil {
 		return nil, nil, err
 	}
-	return d, s, nil
+	return s.Data, s, nil
 }

@@ -14,8 +14,11 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gomlx/compute"
+	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/tokenize"
+	"github.com/toolret/toolret/train"
 )
 
 // CheckNew refuses to start a new run in a directory that already holds one (rundir.CheckNew).
@@ -38,6 +41,24 @@ func Open(dir string, resume bool, kind, what string) error {
 		return fmt.Errorf("resume %s: a %s run, not a %s run", dir, meta.Kind, what)
 	}
 	return nil
+}
+
+// Start is the set-up every kind's Train begins with: it checks the run directory dir of a
+// run of kind (Open; what names the kind in errors), takes the dataset d (nil: the embedded
+// default, Dataset) and opens the training backend with its devices (train.OpenBackend).
+func Start(dir string, resume bool, kind, what string, d *data.Dataset, backendName string, devices int) (*data.Dataset, compute.Backend, error) {
+	if err := Open(dir, resume, kind, what); err != nil {
+		return nil, nil, err
+	}
+	d, err := Dataset(d)
+	if err != nil {
+		return nil, nil, err
+	}
+	bk, err := train.OpenBackend(backendName, devices)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, bk, nil
 }
 
 // CheckWarmup validates -warmup, a fraction of the steps.

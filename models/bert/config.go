@@ -8,11 +8,10 @@
 package bert
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/gomlx/compute/dtypes"
+	"github.com/toolret/toolret/internal/jsonfile"
 	"github.com/toolret/toolret/models/hfweights"
 )
 
@@ -69,14 +68,10 @@ func (c *Config) Validate() error {
 
 // LoadConfig reads an HF config.json.
 func LoadConfig(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	c := Default()
 	c.LayerNormEps = 0
-	if err := json.Unmarshal(b, c); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := jsonfile.Read(path, c); err != nil {
+		return nil, err
 	}
 	if c.LayerNormEps == 0 {
 		c.LayerNormEps = 1e-12

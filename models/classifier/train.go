@@ -2,10 +2,7 @@ package classifier
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/runs"
@@ -141,10 +138,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := mc.Validate(); err != nil {
-		return nil, err
-	}
-	files, err := rundir.WriteModelFiles(cfg.RunDir, ConfigFile, mc.Marshal(), tok)
+	files, err := s.ModelFiles(ConfigFile, mc, tok)
 	if err != nil {
 		return nil, err
 	}
@@ -172,9 +166,6 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	fmt.Fprintf(s.Log, "%s\nclassifier %s: %s, %d layers, hidden %d, vocab %d, %d outputs, %s head, %s loss, %d train queries (%d multi-tool), %d dev, %d steps -> %s\n",
 		d.Stats(), mc.Kind, mc.Encoder.ModelType(), mc.Encoder.Layers(), mc.Encoder.Hidden(), mc.Encoder.Vocab(), mc.Outputs(), HeadPooling(mc.Pooling), mc.LossKind,
 		len(tr.Judged()), multi, len(dev.Queries), steps, cfg.RunDir)
-	if err := s.Create(); err != nil {
-		return nil, err
-	}
 	sum, err := s.Run(store, task, tc)
 	if err != nil {
 		return nil, err
@@ -213,8 +204,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 			m["accuracy"], m["balanced_accuracy"], m["acc_single"], m["n_single"], m["acc_multi"], m["n_multi"])
 		out, res.Types = m, m
 	}
-	b, _ := json.MarshalIndent(out, "", "  ")
-	return res, os.WriteFile(filepath.Join(cfg.RunDir, "test_metrics.json"), append(b, '\n'), 0o644)
+	return res, rundir.WriteJSON(cfg.RunDir, "test_metrics.json", out)
 }
 
 // HeadPoolingOf returns the head pooling of a new model over bc (pool, else DefaultPooling)

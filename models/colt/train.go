@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/checkpoints"
 	"github.com/toolret/toolret/data"
 	tgraph "github.com/toolret/toolret/graph"
@@ -118,18 +117,8 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 		return nil, err
 	}
 	out, log := runs.Writers(cfg.Stdout, cfg.Stderr)
-	if err := runs.Open(cfg.RunDir, cfg.Resume, "colt", "COLT"); err != nil {
-		return nil, err
-	}
-	d, err := runs.Dataset(cfg.Data)
+	d, bk, err := runs.Start(cfg.RunDir, cfg.Resume, "colt", "COLT", cfg.Data, cfg.Backend, cfg.Devices)
 	if err != nil {
-		return nil, err
-	}
-	bk, err := backend.Open(backend.Training(backend.Name(cfg.Backend)))
-	if err != nil {
-		return nil, err
-	}
-	if err := train.CheckDevices(bk, cfg.Devices); err != nil {
 		return nil, err
 	}
 	// The graph stage trains on the stage-1 run's training split and selects on its dev split,
@@ -194,10 +183,10 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	if err := task.Prepare(); err != nil {
 		return nil, err
 	}
-	opt := train.DefaultOptimizer()
-	opt.LR, opt.WeightDecay, opt.Schedule, opt.ClipNorm, opt.Eps, opt.DecayAll = cfg.LR, cfg.WeightDecay, "constant", 0, 1e-8, true
-	tc := train.Config{RunDir: cfg.RunDir, Seed: cfg.Seed, Epochs: cfg.Epochs, Metric: cfg.Metric, Patience: cfg.Patience, KeepLast: 1,
-		Optimizer: opt, Fingerprint: d.Fingerprint(), Devices: cfg.Devices, Quiet: cfg.Quiet}
+	// COLT's optimizer: a constant rate, no clipping, no warm-up, Adam's eps, decay on all.
+	tc, _ := train.RunSettings{RunDir: cfg.RunDir, Seed: cfg.Seed, Epochs: cfg.Epochs, Metric: cfg.Metric, Patience: cfg.Patience, KeepLast: 1,
+		LR: cfg.LR, WeightDecay: cfg.WeightDecay, Schedule: "constant", Fingerprint: d.Fingerprint(), Devices: cfg.Devices, Quiet: cfg.Quiet}.Config(task)
+	tc.Optimizer.Eps, tc.Optimizer.DecayAll = 1e-8, true
 	if !cfg.Resume {
 		// Record the run (its dev split is the stage-1 run's) before training starts.
 		if err := rundir.Create(cfg.RunDir, &rundir.Meta{Kind: "colt", Dataset: d.Name, Fingerprint: d.Fingerprint(),

@@ -93,10 +93,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := mc.Validate(); err != nil {
-		return nil, err
-	}
-	files, err := rundir.WriteModelFiles(cfg.RunDir, ConfigFile, mc.Marshal(), tok)
+	files, err := s.ModelFiles(ConfigFile, mc, tok)
 	if err != nil {
 		return nil, err
 	}
@@ -118,9 +115,6 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	tc, steps := s.TrainConfig(task, classifier.HeadVars...)
 	fmt.Fprintf(s.Log, "%s\ncross-encoder: %s, %d layers, hidden %d, vocab %d, max len %d, %s head, %s loss, %d train pairs x (1+%d), %d dev queries, %d steps -> %s\n",
 		d.Stats(), mc.Encoder.ModelType(), mc.Encoder.Layers(), mc.Encoder.Hidden(), mc.Encoder.Vocab(), mc.MaxLen, classifier.HeadPooling(mc.Pooling), mc.LossKind, len(tr.Pairs()), cfg.Negatives, len(evalDev.Queries), steps, cfg.RunDir)
-	if err := s.Create(); err != nil {
-		return nil, err
-	}
 	sum, err := s.Run(store, task, tc)
 	if err != nil {
 		return nil, err

@@ -29,11 +29,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/gomlx/compute/dtypes"
+	"github.com/toolret/toolret/internal/jsonfile"
 	"github.com/toolret/toolret/models/hfweights"
 )
 
@@ -267,13 +267,9 @@ func (c *Config) Validate() error {
 
 // LoadConfig reads and validates an HF config.json.
 func LoadConfig(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var c Config
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := jsonfile.Read(path, &c); err != nil {
+		return nil, err
 	}
 	if c.ModelType != "" && c.ModelType != ModelType {
 		return nil, fmt.Errorf("%s: model_type %q, want %q", path, c.ModelType, ModelType)
@@ -291,9 +287,5 @@ func (c *Config) Save(path string) error {
 	if len(cc.Architectures) == 0 {
 		cc.Architectures = []string{"DebertaV2Model"}
 	}
-	b, err := json.MarshalIndent(&cc, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return hfweights.SaveJSON(path, &cc)
 }

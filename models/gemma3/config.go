@@ -222,10 +222,7 @@ func LoadConfig(path string) (*Config, error) {
 	c := Default()
 	// Fields a checkpoint may omit take transformers' defaults, not EmbeddingGemma's.
 	c.UseBidirectionalAttention, c.LayerTypes, c.RopeParameters = false, nil, nil
-	if err := hfweights.ReadConfig(path, c); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return hfweights.LoadConfig(path, c)
 }
 
 // MarshalJSON writes the config.json fields, the RoPE bases both at the top level and in

@@ -1,11 +1,11 @@
 package hfweights
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/gomlx/compute/dtypes"
+
+	"github.com/toolret/toolret/internal/jsonfile"
 )
 
 // Config holds the fields of an HF config.json that BERT's, DeBERTa-v2's and MPNet's
@@ -61,11 +61,6 @@ func (c *Config) CheckLayers(what string, dt dtypes.DType) error {
 	return fmt.Errorf("%s: unsupported hidden_act %q (gelu, gelu_new, relu)", what, c.HiddenAct)
 }
 
-// SaveJSON writes v (a configuration) as indented JSON to path: an HF config.json.
-func SaveJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
+// SaveJSON writes v (a configuration) as indented JSON to path, atomically
+// (jsonfile.Write): an HF config.json.
+func SaveJSON(path string, v any) error { return jsonfile.Write(path, v) }

@@ -18,6 +18,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/internal/jsonfile"
 	"github.com/toolret/toolret/safetensors"
 )
 
@@ -263,17 +264,23 @@ func Save(scope *model.Scope, params []Param, dir, prefix string, cfg any) error
 // ReadConfig decodes the HF config.json at path into c (holding its defaults) and validates
 // it; errors name the file.
 func ReadConfig(path string, c interface{ Validate() error }) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
+	if err := jsonfile.Read(path, c); err != nil {
 		return err
-	}
-	if err := json.Unmarshal(b, c); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
 	}
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// LoadConfig decodes the HF config.json at path into c, which holds the defaults of the
+// fields a file may omit, validates it (ReadConfig) and returns it.
+func LoadConfig[C interface{ Validate() error }](path string, c C) (C, error) {
+	if err := ReadConfig(path, c); err != nil {
+		var zero C
+		return zero, err
+	}
+	return c, nil
 }
 
 // LoadEncoder reads an HF encoder directory: its config.json with loadConfig, then its

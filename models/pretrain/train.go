@@ -11,7 +11,6 @@ import (
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/checkpoints"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/check"
@@ -182,18 +181,8 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	}
 	_, log := runs.Writers(nil, cfg.Stderr)
 	mlm, con, _ := ParseObjectives(cfg.Objective)
-	if err := runs.Open(cfg.RunDir, cfg.Resume, "pretrain", "pretrain"); err != nil {
-		return nil, err
-	}
-	d, err := runs.Dataset(cfg.Data)
+	d, bk, err := runs.Start(cfg.RunDir, cfg.Resume, "pretrain", "pretrain", cfg.Data, cfg.Backend, cfg.Devices)
 	if err != nil {
-		return nil, err
-	}
-	bk, err := backend.Open(backend.Training(backend.Name(cfg.Backend)))
-	if err != nil {
-		return nil, err
-	}
-	if err := train.CheckDevices(bk, cfg.Devices); err != nil {
 		return nil, err
 	}
 	// The dev queries are those a bi-encoder with the same -dev and -seed holds out: their
@@ -265,16 +254,10 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	if err := task.Prepare(); err != nil {
 		return nil, err
 	}
-	opt := train.DefaultOptimizer()
-	opt.LR, opt.WeightDecay, opt.Schedule, opt.ClipNorm, opt.Accumulate = cfg.LR, cfg.WeightDecay, cfg.Schedule, cfg.Clip, cfg.Accumulate
 	perEpoch := task.Batches(0) / max(cfg.Accumulate, 1)
-	steps := perEpoch * cfg.Epochs
-	if cfg.MaxSteps > 0 && cfg.MaxSteps < steps {
-		steps = cfg.MaxSteps
-	}
-	opt.Warmup = int(cfg.Warmup * float64(steps))
-	tc := train.Config{RunDir: cfg.RunDir, Seed: cfg.Seed, Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, MaxTime: cfg.MaxTime, EvalEvery: cfg.EvalEvery, Metric: cfg.Metric,
-		Patience: cfg.Patience, KeepLast: 2, Optimizer: opt, Fingerprint: d.Fingerprint(), Devices: cfg.Devices, Quiet: cfg.Quiet}
+	tc, steps := train.RunSettings{RunDir: cfg.RunDir, Seed: cfg.Seed, Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, MaxTime: cfg.MaxTime, EvalEvery: cfg.EvalEvery,
+		Metric: cfg.Metric, Patience: cfg.Patience, LR: cfg.LR, WeightDecay: cfg.WeightDecay, Schedule: cfg.Schedule, Clip: cfg.Clip, Accumulate: cfg.Accumulate,
+		Warmup: cfg.Warmup, Fingerprint: d.Fingerprint(), Devices: cfg.Devices, Quiet: cfg.Quiet}.Config(task)
 	viewNote := ""
 	if mc.Contrastive {
 		viewNote = fmt.Sprintf(", views %s (crops %g-%g, deletion %g; %d tools with name/description fields), temperature %g, weight %g",

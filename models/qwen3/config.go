@@ -145,10 +145,7 @@ func LoadConfig(path string) (*Config, error) {
 	c := Default()
 	// Fields a checkpoint may omit keep no default that would contradict it.
 	c.RopeParameters, c.LayerTypes = nil, nil
-	if err := hfweights.ReadConfig(path, c); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return hfweights.LoadConfig(path, c)
 }
 
 // Save writes the configuration as an HF config.json.

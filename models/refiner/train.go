@@ -191,7 +191,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	if err := s.Create(); err != nil {
 		return nil, err
 	}
-	if task.ExtraFiles, err = rundir.WriteModelFiles(cfg.RunDir, ConfigFile, mc.Marshal(), tok); err != nil {
+	if task.ExtraFiles, err = s.ModelFiles(ConfigFile, mc, tok); err != nil {
 		return nil, err
 	}
 	tc, steps := s.TrainConfig(task, HeadVars...)

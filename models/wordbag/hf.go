@@ -1,10 +1,8 @@
 package wordbag
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -46,20 +44,11 @@ func LoadHF(scope *model.Scope, dir string) (*Config, error) {
 // SaveHF writes c (config.json) and the variables under scope (model.safetensors, F32; names
 // prefixed "wordbag." when prefix is true).
 func SaveHF(scope *model.Scope, c *Config, dir string, prefix bool) error {
-	rename := func(name string) string {
-		if prefix {
-			return Prefix + "." + name
-		}
-		return name
+	p := ""
+	if prefix {
+		p = Prefix
 	}
-	if err := hfweights.Write(scope, Params(c), dir, rename); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "config.json"), append(b, '\n'), 0o644)
+	return hfweights.Save(scope, Params(c), dir, p, c)
 }
 
 // Init creates (or overwrites) the variables under scope: word vectors normal(0,

@@ -12,11 +12,9 @@
 package wordbag
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -91,18 +89,7 @@ func (c *Config) Validate() error {
 
 // LoadConfig reads and validates a config.json.
 func LoadConfig(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	c := &Config{}
-	if err := json.Unmarshal(b, c); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return c, nil
+	return hfweights.LoadConfig(path, &Config{})
 }
 
 // Param is one parameter in HF naming.

@@ -85,11 +85,7 @@ func (c *Config) Validate() error {
 
 // LoadConfig reads an HF config.json.
 func LoadConfig(path string) (*Config, error) {
-	c := Default()
-	if err := hfweights.ReadConfig(path, c); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return hfweights.LoadConfig(path, Default())
 }
 
 // Save writes the configuration as an HF config.json.
