@@ -418,7 +418,7 @@ func Causal(c Config) bool {
 // HF checkpoints pad the table (microsoft/deberta-v3-* have 128,100 rows for 128,001 tokens).
 func CheckVocab(n int, cfg Config) error {
 	if n > cfg.Vocab() {
-		return fmt.Errorf("tokenizer has %d tokens but the model's vocab_size is %d", n, cfg.Vocab())
+		return fmt.Errorf("tokenizer has %d tokens but the model's vocab_size is %d (the embedding table needs a row per token)", n, cfg.Vocab())
 	}
 	if cfg.Vocab()-n > MaxVocabPadding {
 		return fmt.Errorf("tokenizer has %d tokens but the model's vocab_size is %d: more than %d padding rows, the tokenizer is not this model's", n, cfg.Vocab(), MaxVocabPadding)
