@@ -60,10 +60,10 @@ var tools = []struct {
 	name string
 	tool
 }{
-	{"mine", tool{mineCmd, "mine hard negatives with a trained retriever (-run RUN)"}},
-	{"feedback", tool{feedbackCmd, "collect iterative LLM feedback (package feedback)"}},
-	{"migrate", tool{migrateCmd, "write run.json for a run made before it existed (-run RUN)"}},
-	{"plot", tool{plotCmd, "overlay the training charts of several runs in one page (-out FILE RUN...)"}},
+	{"mine", tool{mineCmd, "mine hard negatives with a trained retriever"}},
+	{"feedback", tool{feedbackCmd, "collect iterative LLM feedback with a trained retriever"}},
+	{"migrate", tool{migrateCmd, "write run.json for a run made before it existed"}},
+	{"plot", tool{plotCmd, "overlay the training charts of several runs in one HTML page"}},
 }
 
 // Command is one of `toolret train`'s commands: a registered kind or a tool.

@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	kinds.Register(kinds.Kind{Name: Kind, Help: "train a bi-encoder tool retriever (the default)",
+	kinds.Register(kinds.Kind{Name: Kind, Help: "train a bi-encoder tool retriever (from scratch, a run, or a pre-trained model with -init)",
 		ConfigFile: ConfigFile,
 		NewConfig:  func() any { c := DefaultTrainConfig(); return &c },
 		FromArgs:   func(args map[string]string) (any, error) { c, err := ConfigFromArgs(args); return &c, err },
