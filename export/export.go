@@ -219,8 +219,10 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 			return nil, fmt.Errorf("export: recipe hybrid %s and a refiner: the refiner was trained over the dense first stage's candidates; give one", recipe.Hybrid)
 		}
 	}
-	k, err := kinds.Lookup(m.Kind)
-	if err == nil && opts.Format != FormatIndex && !k.Exports(opts.Format) {
+	// The kind's registered export facet gates the format (a model of no registered kind,
+	// built in memory, writes hf and onnx).
+	k, kerr := kinds.Lookup(m.Kind)
+	if kerr == nil && opts.Format != FormatIndex && !k.Exports(opts.Format) {
 		return nil, fmt.Errorf("export: %s is a %s, which does not export as %s", m.Source, m.Kind, opts.Format)
 	}
 	if opts.Format == FormatIndex && (!k.Exports(FormatIndex) || k.Export.FirstStage == "") {
