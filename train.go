@@ -6,13 +6,7 @@ import (
 
 	"github.com/toolret/toolret/kinds"
 
-	// Every model kind registers itself (package kinds); recipe adds the bi-encoder's Train.
-	_ "github.com/toolret/toolret/models/classifier"
-	_ "github.com/toolret/toolret/models/colt"
-	_ "github.com/toolret/toolret/models/crossencoder"
-	_ "github.com/toolret/toolret/models/pretrain"
-	_ "github.com/toolret/toolret/models/refiner"
-	_ "github.com/toolret/toolret/recipe"
+	_ "github.com/toolret/toolret/kinds/all" // every built-in kind registers itself
 )
 
 // Result is what Train returns: the run directory, the configuration it trained with, the

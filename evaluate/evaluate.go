@@ -9,20 +9,13 @@
 package evaluate
 
 import (
-	"github.com/toolret/toolret/kinds"
-
-	// The kinds a run may be of register themselves (package kinds).
-	_ "github.com/toolret/toolret/models/classifier"
-	_ "github.com/toolret/toolret/models/colt"
-	_ "github.com/toolret/toolret/models/crossencoder"
-	_ "github.com/toolret/toolret/models/pretrain"
-	_ "github.com/toolret/toolret/models/refiner"
-
 	"fmt"
 	"io"
 
 	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/kinds"
+	_ "github.com/toolret/toolret/kinds/all" // the kinds a run may be of register themselves
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/rank"
 )

@@ -27,8 +27,9 @@
 // sha256 of every file). Exports are built in a temporary directory beside the output and
 // renamed into place, so a failed export leaves nothing behind.
 //
-// Model kinds plug in through Register: a kind names its checkpoint configuration file and
-// a loader returning a Model (BERT towers plus an optional classification head).
+// Model kinds plug in through their registration (package kinds): a kind's Export facet
+// (Facet) names its formats, its role as an index's first stage and a loader returning a
+// Model (encoder towers plus an optional classification head).
 package export
 
 import (
@@ -47,6 +48,7 @@ import (
 
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/atomicfile"
+	"github.com/toolret/toolret/kinds"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -217,7 +219,13 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 			return nil, fmt.Errorf("export: recipe hybrid %s and a refiner: the refiner was trained over the dense first stage's candidates; give one", recipe.Hybrid)
 		}
 	}
-	if opts.Format == FormatIndex && m.Kind != KindBiEncoder && m.Kind != KindClassifier {
+	// The kind's registered export facet gates the format (a model of no registered kind,
+	// built in memory, writes hf and onnx).
+	k, kerr := kinds.Lookup(m.Kind)
+	if kerr == nil && opts.Format != FormatIndex && !k.Exports(opts.Format) {
+		return nil, fmt.Errorf("export: %s is a %s, which does not export as %s", m.Source, m.Kind, opts.Format)
+	}
+	if opts.Format == FormatIndex && (!k.Exports(FormatIndex) || k.Export.FirstStage == "") {
 		return nil, fmt.Errorf("export: -format index needs a bi-encoder or an mlc classifier, %s is a %s", m.Source, m.Kind)
 	}
 	q := opts.Quantize
@@ -286,10 +294,13 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 		if recipe != nil {
 			man.Hybrid, man.Clauses = recipe.Hybrid, recipe.Clauses
 		}
-		if m.Kind == KindClassifier {
+		switch k.Export.FirstStage {
+		case FirstStageMLC:
 			err = writeMLCIndex(m, tmp, man, opts)
-		} else {
+		case FirstStageBiEncoder:
 			err = writeIndex(m, tmp, man, opts)
+		default:
+			err = fmt.Errorf("export: -format index: kind %s registers first stage %q (want %s or %s)", m.Kind, k.Export.FirstStage, FirstStageBiEncoder, FirstStageMLC)
 		}
 	}
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 
 	"github.com/gomlx/compute"
@@ -24,11 +23,11 @@ import (
 	"github.com/toolret/toolret/tokenize"
 )
 
-// Model kinds.
+// The exportable built-in model kinds: the names their packages register (package kinds).
 const (
-	KindBiEncoder    = "biencoder"
-	KindCrossEncoder = "crossencoder"
-	KindClassifier   = "classifier"
+	KindBiEncoder    = biencoder.Kind
+	KindCrossEncoder = crossencoder.Kind
+	KindClassifier   = classifier.Kind
 )
 
 // Model is a trained encoder-based model in the form every export format needs: one or two
@@ -366,36 +365,21 @@ func L2Normalize(v []float32) {
 	}
 }
 
-// Loader loads one kind of trained model from a checkpoint directory.
-type Loader struct {
-	Kind string
-	// ConfigFile is the model configuration file stored in the kind's checkpoints; its
-	// presence identifies the kind.
-	ConfigFile string
-	Load       func(checkpointDir string, be compute.Backend) (*Model, error)
+// Facet returns the export facet of a kind (kinds.Kind.Export) whose models load with load
+// and export in formats, with firstStage its role as an index's first stage (FirstStage*;
+// "" for none).
+func Facet(load func(checkpointDir string, be compute.Backend) (*Model, error), firstStage string, formats ...string) *kinds.Export {
+	return &kinds.Export{Formats: formats, FirstStage: firstStage,
+		Load: func(dir string, be compute.Backend) (any, error) { return load(dir, be) }}
 }
 
-var (
-	loadersMu sync.Mutex
-	loaders   = map[string]Loader{}
-)
-
-// Register makes a model kind exportable: export's facet of the kind l.Kind of package kinds,
-// which identifies a run or checkpoint's kind (by its run.json, else by the configuration
-// file its kind registered). A kind the registry lacks is registered with l.ConfigFile.
-func Register(l Loader) {
-	if _, err := kinds.Lookup(l.Kind); err != nil {
-		kinds.Register(kinds.Kind{Name: l.Kind, ConfigFile: l.ConfigFile})
-	}
-	loadersMu.Lock()
-	defer loadersMu.Unlock()
-	loaders[l.Kind] = l
-}
-
+// The built-in kinds' export facets live here: their loaders build Models, which the model
+// packages cannot import.
 func init() {
-	Register(Loader{Kind: KindBiEncoder, ConfigFile: biencoder.ConfigFile, Load: loadBiEncoder})
-	Register(Loader{Kind: KindCrossEncoder, ConfigFile: crossencoder.ConfigFile, Load: HeadLoader(KindCrossEncoder, crossencoder.ConfigFile, []string{"relevant"})})
-	Register(Loader{Kind: KindClassifier, ConfigFile: classifier.ConfigFile, Load: HeadLoader(KindClassifier, classifier.ConfigFile, nil)})
+	kinds.Register(kinds.Kind{Name: KindBiEncoder, Export: Facet(loadBiEncoder, FirstStageBiEncoder, FormatHF, FormatONNX, FormatIndex)})
+	kinds.Register(kinds.Kind{Name: KindCrossEncoder, Export: Facet(HeadLoader(KindCrossEncoder, crossencoder.ConfigFile, []string{"relevant"}), "", FormatHF, FormatONNX)})
+	// A classifier indexes when it is an MLC classifier (writeMLCIndex checks).
+	kinds.Register(kinds.Kind{Name: KindClassifier, Export: Facet(HeadLoader(KindClassifier, classifier.ConfigFile, nil), FirstStageMLC, FormatHF, FormatONNX, FormatIndex)})
 }
 
 // HeadLoader returns a loader for checkpoints of encoder + classification head models (the
@@ -487,48 +471,58 @@ func HeadLoader(kind, configFile string, defaultLabels []string) func(dir string
 }
 
 // LoadModel loads the model of a run directory (its best checkpoint) or of one checkpoint
-// directory, whatever its kind (package kinds) with a registered loader; a kind without one
+// directory, whatever its kind (package kinds) with an export facet; a kind without one
 // loads as its Base (a pretrain run as the bi-encoder it holds).
 func LoadModel(path string, be compute.Backend) (*Model, error) {
 	dir, err := rundir.CheckpointDir(path)
 	if err != nil {
 		return nil, err
 	}
-	loadersMu.Lock()
-	var exportable []string
-	for k := range loaders {
-		exportable = append(exportable, k)
+	var exportable []kinds.Kind
+	for _, k := range kinds.All() {
+		if k.Export != nil && k.Export.Load != nil {
+			exportable = append(exportable, k)
+		}
 	}
-	var l Loader
+	var l kinds.Kind
 	k, err := kinds.Of(dir)
 	ok := err == nil
 	if ok {
-		if l, ok = loaders[k.Name]; !ok && k.Base != "" {
-			l, ok = loaders[k.Base]
+		l, ok = k, k.Export != nil && k.Export.Load != nil
+		if !ok && k.Base != "" {
+			if b, err := kinds.Lookup(k.Base); err == nil && b.Export != nil && b.Export.Load != nil {
+				l, ok = b, true
+			}
 		}
 	}
-	sort.Strings(exportable)
 	if !ok { // a kind without a loader whose checkpoint holds an exportable kind's model
-		for _, n := range exportable {
-			if _, err := os.Stat(filepath.Join(dir, loaders[n].ConfigFile)); err == nil {
-				l, ok = loaders[n], true
+		for _, e := range exportable {
+			if _, err := os.Stat(filepath.Join(dir, e.ConfigFile)); e.ConfigFile != "" && err == nil {
+				l, ok = e, true
 				break
 			}
 		}
 	}
-	loadersMu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("%s: not an exportable checkpoint (exportable kinds: %v)", dir, exportable)
+		names := make([]string, len(exportable))
+		for i, e := range exportable {
+			names[i] = e.Name
+		}
+		return nil, fmt.Errorf("%s: not an exportable checkpoint (exportable kinds: %v)", dir, names)
 	}
-	if _, err := os.Stat(filepath.Join(dir, l.ConfigFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, l.ConfigFile)); l.ConfigFile != "" && err != nil {
 		return nil, fmt.Errorf("%s: a %s checkpoint without %s", dir, k.Name, l.ConfigFile)
 	}
-	m, err := l.Load(dir, be)
+	v, err := l.Export.Load(dir, be)
 	if err != nil {
 		return nil, err
 	}
+	m, ok := v.(*Model)
+	if !ok || m == nil {
+		return nil, fmt.Errorf("%s: kind %s's export loader returned %T, want a *export.Model (export.Facet)", dir, l.Name, v)
+	}
 	if m.Kind == "" {
-		m.Kind = l.Kind
+		m.Kind = l.Name
 	}
 	if m.Source == "" {
 		m.Source = dir

@@ -3,12 +3,17 @@
 // commands and the library dispatch on: its name (run.json's kind), the model configuration
 // file that identifies its runs and checkpoints, its typed training configuration with the
 // migration of format-1 runs' flags, its training recipe where a library one exists, and how
-// a trained run opens as a ranker. Exporting stays export's facet (export.Register), keyed by
-// the same names.
+// a trained run opens as a ranker, its `toolret train NAME` command and help line, and how
+// its models export (formats, role as an index's first stage, loader). The commands and the
+// library dispatch over the registered names: `toolret train` runs a kind's Command, package
+// export loads and gates by its Export facet.
 //
-// A package registers in an init function; a kind's facets may come from several packages
-// (the recipe package adds the bi-encoder's Train), each Register filling the fields it sets.
-// Import the packages whose kinds you need; the root package toolret imports them all.
+// A package registers in an init function. A new kind is one package with one Register
+// call carrying every facet. The built-in kinds' facets come from the packages that can
+// build them without an import cycle (the recipe package adds the bi-encoder's Train,
+// package export the loaders of the kinds it exports, commands/train the commands), each
+// Register filling the fields it sets. Import the packages whose kinds you need; package
+// kinds/all imports every built-in kind, and the root package toolret imports it.
 package kinds
 
 import (
@@ -17,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -50,6 +56,35 @@ type Kind struct {
 	Train func(ctx context.Context, cfg any) (*Result, error)
 	// Rank opens a trained run, or one of its checkpoints, as a ranker of the tools of d.
 	Rank func(dir string, be compute.Backend, d *data.Dataset) (rank.Ranker, error)
+	// Help is the kind's line in `toolret train -h` and in toolret's help ("train a
+	// bi-encoder tool retriever").
+	Help string
+	// Command is `toolret train NAME`: it parses args (the words after NAME) into the
+	// typed configuration and trains. Nil: the kind is not a train command.
+	Command func(args []string) error
+	// Export is how the kind's models export (package export); nil: they do not.
+	Export *Export
+}
+
+// Export is a kind's export facet: what package export reads to load, gate and index the
+// kind's runs.
+type Export struct {
+	// Formats are the export formats the kind's models write (export.FormatHF "hf",
+	// FormatONNX "onnx", FormatIndex "index").
+	Formats []string
+	// FirstStage is the kind's role as an index's first stage (export.Manifest.FirstStage):
+	// "biencoder" (tool embeddings), "mlc" (a classifier head's rows and biases); "" for a
+	// kind that is not one. A kind with FormatIndex has one.
+	FirstStage string
+	// Load loads the model of a checkpoint directory (the run's best checkpoint, or the one
+	// given) as an *export.Model; package export.Facet builds it from a typed loader (this
+	// package cannot name the type: export imports it).
+	Load func(checkpointDir string, be compute.Backend) (any, error)
+}
+
+// Exports says whether the kind's models export in format.
+func (k Kind) Exports(format string) bool {
+	return k.Export != nil && slices.Contains(k.Export.Formats, format)
 }
 
 // Result is what a kind's Train returns.
@@ -113,6 +148,18 @@ func Register(k Kind) {
 	if k.Rank != nil {
 		dup("Rank", old.Rank != nil)
 		old.Rank = k.Rank
+	}
+	if k.Help != "" {
+		dup("Help", old.Help != "")
+		old.Help = k.Help
+	}
+	if k.Command != nil {
+		dup("Command", old.Command != nil)
+		old.Command = k.Command
+	}
+	if k.Export != nil {
+		dup("Export", old.Export != nil)
+		old.Export = k.Export
 	}
 }
 
@@ -245,4 +292,15 @@ func Rank(path string, be compute.Backend, d *data.Dataset) (rank.Ranker, error)
 		return nil, fmt.Errorf("%s: a %s run does not rank tools on its own", path, k.Name)
 	}
 	return k.Rank(path, be, d)
+}
+
+// All returns the registered kinds, sorted by name.
+func All() []Kind {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := make([]Kind, 0, len(kinds))
+	for _, n := range namesLocked() {
+		out = append(out, *kinds[n])
+	}
+	return out
 }

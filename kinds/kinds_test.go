@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -100,5 +101,43 @@ func TestTrainAndConfig(t *testing.T) {
 	write(t, dir, "run.json", `{"format": 2, "kind": "test-base"}`)
 	if _, err = Config(dir); err == nil || !strings.Contains(err.Error(), "no typed configuration") {
 		t.Errorf("a kind without a typed configuration: %v", err)
+	}
+}
+
+func TestRegisterFacetsOnce(t *testing.T) {
+	Register(Kind{Name: "test-facets", Help: "a test kind"})
+	Register(Kind{Name: "test-facets", Command: func([]string) error { return nil },
+		Export: &Export{Formats: []string{"hf", "index"}, FirstStage: "biencoder"}})
+	k, err := Lookup("test-facets")
+	if err != nil || k.Help != "a test kind" || k.Command == nil || !k.Exports("index") || k.Exports("onnx") {
+		t.Fatalf("merged kind %+v, %v", k, err)
+	}
+	if (Kind{}).Exports("hf") {
+		t.Error("a kind without an export facet exports")
+	}
+	for _, tc := range []struct {
+		field string
+		k     Kind
+	}{
+		{"Help", Kind{Help: "again"}},
+		{"Command", Kind{Command: k.Command}},
+		{"Export", Kind{Export: &Export{}}},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(r.(string), tc.field+" registered twice") {
+					t.Errorf("second %s: %v", tc.field, r)
+				}
+			}()
+			tc.k.Name = "test-facets"
+			Register(tc.k)
+		})
+	}
+	var names []string
+	for _, k := range All() {
+		names = append(names, k.Name)
+	}
+	if !slices.IsSorted(names) || !slices.Contains(names, "test-facets") {
+		t.Errorf("All() = %v, want every kind sorted by name", names)
 	}
 }

@@ -2,7 +2,7 @@
 // commands parse flags and call the library (package github.com/toolret/toolret and the
 // packages it names).
 //
-//	toolret train [biencoder|crossencoder|colt|classifier|refiner|pretrain|mine|feedback|migrate] [flags]
+//	toolret train [KIND|mine|feedback|migrate|plot|help] [flags]   train a model of a registered kind
 //	toolret eval [flags]      evaluate a method, run or model on a split
 //	toolret export [flags]    HF/sentence-transformers, ONNX or a served index
 //	toolret serve [flags]     serve an index over HTTP and MCP
@@ -42,7 +42,7 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"train":   {traincmd.Main, "train a model: biencoder (default), crossencoder, colt, classifier, refiner, pretrain, mine, feedback, migrate, plot"},
+	"train":   {traincmd.Main, traincmd.Summary()},
 	"eval":    {evalcmd.Main, "evaluate a method, run or pre-trained model on a dataset split"},
 	"export":  {exportcmd.Main, "export a run or model: hf (sentence-transformers), onnx, or a served index"},
 	"serve":   {servecmd.Main, "serve an exported index over HTTP and MCP"},

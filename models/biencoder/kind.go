@@ -8,10 +8,11 @@ import (
 )
 
 func init() {
-	kinds.Register(kinds.Kind{Name: Kind, ConfigFile: ConfigFile,
-		NewConfig: func() any { c := DefaultTrainConfig(); return &c },
-		FromArgs:  func(args map[string]string) (any, error) { c, err := ConfigFromArgs(args); return &c, err },
-		Rank:      rankRun})
+	kinds.Register(kinds.Kind{Name: Kind, Help: "train a bi-encoder tool retriever (from scratch, a run, or a pre-trained model with -init)",
+		ConfigFile: ConfigFile,
+		NewConfig:  func() any { c := DefaultTrainConfig(); return &c },
+		FromArgs:   func(args map[string]string) (any, error) { c, err := ConfigFromArgs(args); return &c, err },
+		Rank:       rankRun})
 }
 
 // rankRun opens a bi-encoder run as a ranker with text tool vectors (an iteration-aware run:

@@ -15,7 +15,8 @@ func init() {
 	newConfig, train := kinds.Typed(Kind, DefaultTrainConfig, Train, func(r *Result) *kinds.Result {
 		return &kinds.Result{RunDir: r.RunDir, Summary: r.Summary, Test: kinds.TestReport(r.Test)}
 	})
-	kinds.Register(kinds.Kind{Name: Kind, ConfigFile: ConfigFile, NewConfig: newConfig, Train: train,
+	kinds.Register(kinds.Kind{Name: Kind, Help: "query-type or multi-label (MLC) tool classifier",
+		ConfigFile: ConfigFile, NewConfig: newConfig, Train: train,
 		Rank: func(dir string, be compute.Backend, d *data.Dataset) (rank.Ranker, error) {
 			m, err := LoadRun(dir, be)
 			if err != nil {

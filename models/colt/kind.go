@@ -16,7 +16,8 @@ func init() {
 	})
 	// A COLT run ranks with its recorded stage-1 bi-encoder and its trained graph stage
 	// (colt.json is kept in the checkpoints only).
-	kinds.Register(kinds.Kind{Name: Kind, ConfigFile: ConfigFile, NewConfig: newConfig, Train: train,
+	kinds.Register(kinds.Kind{Name: Kind, Help: "COLT's LightGCN graph stage on a trained bi-encoder (-first-stage RUN)",
+		ConfigFile: ConfigFile, NewConfig: newConfig, Train: train,
 		Rank: func(dir string, be compute.Backend, d *data.Dataset) (rank.Ranker, error) {
 			return LoadRun(dir, d, be)
 		}})

@@ -10,5 +10,6 @@ func init() {
 	newConfig, train := kinds.Typed(Kind, DefaultTrainConfig, Train, func(r *Result) *kinds.Result {
 		return &kinds.Result{RunDir: r.RunDir, Summary: r.Summary, Test: kinds.TestReport(r.Test)}
 	})
-	kinds.Register(kinds.Kind{Name: Kind, ConfigFile: ConfigFile, NewConfig: newConfig, Train: train})
+	kinds.Register(kinds.Kind{Name: Kind, Help: "ToolRerank's cross-encoder reranker over a stage-1 run (-first-stage RUN)",
+		ConfigFile: ConfigFile, NewConfig: newConfig, Train: train})
 }

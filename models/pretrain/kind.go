@@ -10,5 +10,6 @@ func init() {
 	newConfig, train := kinds.Typed(Kind, DefaultTrainConfig, Train, func(r *Result) *kinds.Result {
 		return &kinds.Result{RunDir: r.RunDir, Summary: r.Summary}
 	})
-	kinds.Register(kinds.Kind{Name: Kind, ConfigFile: ConfigFile, Base: "biencoder", NewConfig: newConfig, Train: train})
+	kinds.Register(kinds.Kind{Name: Kind, Help: "unsupervised MLM + contrastive pre-training on the tool corpus",
+		ConfigFile: ConfigFile, Base: "biencoder", NewConfig: newConfig, Train: train})
 }

@@ -15,7 +15,8 @@ func init() {
 		return &kinds.Result{RunDir: r.RunDir, Summary: r.Summary, Test: r.Test}
 	})
 	// A refiner run ranks with its recorded first stage followed by the refiner.
-	kinds.Register(kinds.Kind{Name: Kind, ConfigFile: ConfigFile, NewConfig: newConfig, Train: train,
+	kinds.Register(kinds.Kind{Name: Kind, Help: "the Tool2Vec paper's ToolRefiner over a stage-1 run's candidates",
+		ConfigFile: ConfigFile, NewConfig: newConfig, Train: train,
 		Rank: func(dir string, be compute.Backend, d *data.Dataset) (rank.Ranker, error) {
 			return LoadPipeline(dir, d, be)
 		}})
