@@ -2,7 +2,6 @@ package gemma3
 
 import (
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/internal/paritytest"
 	"github.com/toolret/toolret/models/hfweights"
 	"github.com/toolret/toolret/models/pooling"
 )
@@ -39,56 +39,8 @@ type expected struct {
 	CausalHidden []float64   `json:"causal_last_hidden_state"`
 }
 
-func loadExpected(t *testing.T) *expected {
-	t.Helper()
-	b, err := os.ReadFile("testdata/expected.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var e expected
-	if err := json.Unmarshal(b, &e); err != nil {
-		t.Fatal(err)
-	}
-	return &e
-}
-
 // parityTol bounds max |toolret - reference| on the fixture (float32), as issue 56 asks.
 const parityTol = 1e-5
-
-func flat(x [][]int32) *tensors.Tensor {
-	var f []int32
-	for _, r := range x {
-		f = append(f, r...)
-	}
-	return tensors.FromFlatDataAndDimensions(f, len(x), len(x[0]))
-}
-
-// maskedDiff is max |got - want| over the positions [batch, seq, hidden] whose mask is 1.
-func maskedDiff(got []float32, want []float64, mask [][]int32, hidden int) float64 {
-	if len(got) != len(want) {
-		return math.Inf(1)
-	}
-	m, seq := 0.0, len(mask[0])
-	for i := range got {
-		tok := i / hidden
-		if mask[tok/seq][tok%seq] == 0 {
-			continue
-		}
-		m = math.Max(m, math.Abs(float64(got[i])-want[i]))
-	}
-	return m
-}
-
-func maxDiff(got []float32, want []float64) float64 {
-	if len(got) != len(want) {
-		return math.Inf(1)
-	}
-	m := 0.0
-	for i := range got {
-		m = math.Max(m, math.Abs(float64(got[i])-want[i]))
-	}
-	return m
-}
 
 // embedExec loads dir (with the Dense module directories dense) and returns an exec of
 // (ids, mask) -> (last hidden states, the sentence-transformers embedding: mean pooling, the
@@ -127,7 +79,7 @@ func embedExecOn(t *testing.T, be, dir string, dense []string) (*Config, *model.
 // Dense, Normalize) of the batch and of each text alone with sentence-transformers'
 // encode_query/encode_document.
 func TestParityTransformers(t *testing.T) {
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	cfg, exec := embedExec(t, fixtureDir, fixtureDense)
 	if !cfg.UseBidirectionalAttention || len(cfg.Dense) != 2 || cfg.NumKeyValueHeads >= cfg.NumAttentionHeads {
 		t.Fatalf("fixture: bidirectional %v, %d Dense modules, kv heads %d of %d: want true, 2, GQA",
@@ -136,35 +88,25 @@ func TestParityTransformers(t *testing.T) {
 	if longest := len(e.BatchIDs[0]); cfg.Window() >= longest {
 		t.Fatalf("fixture: window %d covers the longest text (%d tokens)", cfg.Window(), longest)
 	}
-	out, err := exec.Exec(flat(e.BatchIDs), flat(e.BatchMask))
+	out, err := exec.Exec(paritytest.Flat(e.BatchIDs), paritytest.Flat(e.BatchMask))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := maskedDiff(tensors.MustCopyFlatData[float32](out[0]), e.Hidden, e.BatchMask, cfg.HiddenSize)
+	d := paritytest.MaskedDiff(tensors.MustCopyFlatData[float32](out[0]), e.Hidden, e.BatchMask, cfg.HiddenSize)
 	t.Logf("bidirectional, padded batch, last_hidden_state (real positions): max |go - transformers| = %.2e", d)
 	if d > parityTol {
 		t.Errorf("last_hidden_state differs from transformers' Gemma3TextModel by %.2e (> %.0e)", d, parityTol)
 	}
-	var want []float64
-	for _, r := range e.Emb {
-		want = append(want, r...)
-	}
-	d = maxDiff(tensors.MustCopyFlatData[float32](out[1]), want)
+	want := paritytest.Concat(e.Emb)
+	d = paritytest.MaxDiff(tensors.MustCopyFlatData[float32](out[1]), want)
 	t.Logf("padded batch, embeddings: max |go - sentence-transformers| = %.2e", d)
 	if d > parityTol {
 		t.Errorf("padded batch: embeddings differ from sentence-transformers by %.2e (> %.0e)", d, parityTol)
 	}
 	worst := 0.0
 	for i, ids := range e.IDs {
-		mask := make([]int32, len(ids))
-		for j := range mask {
-			mask[j] = 1
-		}
-		out, err := exec.Exec(flat([][]int32{ids}), flat([][]int32{mask}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := maxDiff(tensors.MustCopyFlatData[float32](out[1]), e.Emb[i])
+		out := paritytest.Alone(t, exec, ids)
+		d := paritytest.MaxDiff(tensors.MustCopyFlatData[float32](out[1]), e.Emb[i])
 		worst = max(worst, d)
 		if d > parityTol {
 			t.Errorf("text %d %q alone: embedding differs from sentence-transformers by %.2e (> %.0e)", i, e.Texts[i], d, parityTol)
@@ -176,11 +118,11 @@ func TestParityTransformers(t *testing.T) {
 	if ccfg.UseBidirectionalAttention || ccfg.AttnLogitSoftcapping == nil {
 		t.Fatalf("causal fixture: bidirectional %v, attn_logit_softcapping %v: want false, set", ccfg.UseBidirectionalAttention, ccfg.AttnLogitSoftcapping)
 	}
-	out, err = cexec.Exec(flat(e.BatchIDs), flat(e.BatchMask))
+	out, err = cexec.Exec(paritytest.Flat(e.BatchIDs), paritytest.Flat(e.BatchMask))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d = maskedDiff(tensors.MustCopyFlatData[float32](out[0]), e.CausalHidden, e.BatchMask, ccfg.HiddenSize)
+	d = paritytest.MaskedDiff(tensors.MustCopyFlatData[float32](out[0]), e.CausalHidden, e.BatchMask, ccfg.HiddenSize)
 	t.Logf("causal (attn_logit_softcapping set, unapplied), padded batch, last_hidden_state (real positions): max |go - transformers| = %.2e", d)
 	if d > parityTol {
 		t.Errorf("causal: last_hidden_state differs from transformers' Gemma3TextModel by %.2e (> %.0e)", d, parityTol)
