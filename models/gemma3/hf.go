@@ -33,10 +33,15 @@ func Params(cfg *Config) []hfweights.Param {
 // ModelParams lists Gemma3TextModel's parameters (model.safetensors): Qwen3Model's layout
 // with pre_ and post_feedforward_layernorm.
 func ModelParams(cfg *Config) []hfweights.Param {
-	return qwen3.DecoderParams(qwen3.Dims{Vocab: cfg.VocabSize, Hidden: cfg.HiddenSize, Layers: cfg.NumHiddenLayers,
-		Heads: cfg.NumAttentionHeads, KVHeads: cfg.NumKeyValueHeads, HeadDim: cfg.HeadDim,
-		Intermediate: cfg.IntermediateSize, AttentionBias: cfg.AttentionBias,
-		FFNNorms: []string{"pre_feedforward_layernorm.weight", "post_feedforward_layernorm.weight"}})
+	return qwen3.DecoderParams(cfg.dims())
+}
+
+// dims are the decoder's sizes (Validate checks them as qwen3's).
+func (c *Config) dims() qwen3.Dims {
+	return qwen3.Dims{Vocab: c.VocabSize, Hidden: c.HiddenSize, Layers: c.NumHiddenLayers,
+		Heads: c.NumAttentionHeads, KVHeads: c.NumKeyValueHeads, HeadDim: c.HeadDim,
+		Intermediate: c.IntermediateSize, AttentionBias: c.AttentionBias,
+		FFNNorms: []string{"pre_feedforward_layernorm.weight", "post_feedforward_layernorm.weight"}}
 }
 
 // DenseParams lists the Dense modules' parameters.

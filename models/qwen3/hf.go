@@ -15,9 +15,35 @@ const Prefix = "model"
 
 // Params lists the encoder's parameters in HF naming (Qwen3Model's, without "model.").
 func Params(cfg *Config) []hfweights.Param {
-	return DecoderParams(Dims{Vocab: cfg.VocabSize, Hidden: cfg.HiddenSize, Layers: cfg.NumHiddenLayers,
-		Heads: cfg.NumAttentionHeads, KVHeads: cfg.NumKeyValueHeads, HeadDim: cfg.HeadDim,
-		Intermediate: cfg.IntermediateSize, AttentionBias: cfg.AttentionBias})
+	return DecoderParams(cfg.dims())
+}
+
+// dims are the decoder's sizes.
+func (c *Config) dims() Dims {
+	return Dims{Vocab: c.VocabSize, Hidden: c.HiddenSize, Layers: c.NumHiddenLayers,
+		Heads: c.NumAttentionHeads, KVHeads: c.NumKeyValueHeads, HeadDim: c.HeadDim,
+		Intermediate: c.IntermediateSize, AttentionBias: c.AttentionBias}
+}
+
+// Validate checks d, with the model's max_position_embeddings and rms_norm_eps, for the
+// configuration of model (named in the errors).
+func (d Dims) Validate(model string, maxPositions int, rmsNormEps float64) error {
+	switch {
+	case d.Vocab <= 0:
+		return fmt.Errorf("%s config: vocab_size %d must be > 0", model, d.Vocab)
+	case d.Hidden <= 0 || d.Layers <= 0 || d.Heads <= 0 || d.Intermediate <= 0 || d.HeadDim <= 0:
+		return fmt.Errorf("%s config: hidden_size %d, num_hidden_layers %d, num_attention_heads %d, intermediate_size %d, head_dim %d must all be > 0",
+			model, d.Hidden, d.Layers, d.Heads, d.Intermediate, d.HeadDim)
+	case d.HeadDim%2 != 0:
+		return fmt.Errorf("%s config: head_dim %d must be even (RoPE rotates halves)", model, d.HeadDim)
+	case d.KVHeads <= 0 || d.Heads%d.KVHeads != 0:
+		return fmt.Errorf("%s config: num_attention_heads %d is not a multiple of num_key_value_heads %d", model, d.Heads, d.KVHeads)
+	case maxPositions <= 0:
+		return fmt.Errorf("%s config: max_position_embeddings %d must be > 0", model, maxPositions)
+	case rmsNormEps <= 0:
+		return fmt.Errorf("%s config: rms_norm_eps %v must be > 0", model, rmsNormEps)
+	}
+	return nil
 }
 
 // Dims are the sizes of a decoder laid out as Qwen3Model (Gemma3TextModel shares the layout).
