@@ -1,16 +1,19 @@
 // Package paritytest holds what the models' parity tests share: the fixture's expected.json
 // (written by scripts/parity from transformers and sentence-transformers), int32 rows as a
-// tensor, running one text unpadded, and the distances max |toolret - reference|.
+// tensor, running texts unpadded, the distances max |toolret - reference|, and the
+// variables after a SaveHF round trip.
 package paritytest
 
 import (
 	"encoding/json"
 	"math"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/models/hfweights"
 )
 
 // Expected decodes testdata/expected.json into a new T, failing tb when it cannot.
@@ -95,4 +98,40 @@ func MaskedDiff(got []float32, want []float64, mask [][]int32, hidden int) float
 		m = math.Max(m, math.Abs(float64(got[i])-want[i]))
 	}
 	return m
+}
+
+// SameVariables checks that the stores a and b hold the same values for params (HF names,
+// placed as hfweights places them), naming what (as "prefix true") in each error.
+func SameVariables(tb testing.TB, a, b *model.Store, params []hfweights.Param, what string) {
+	tb.Helper()
+	for _, p := range params {
+		sc, vn := hfweights.VariablePath("/", p.Name)
+		path := model.JoinPath(sc, vn)
+		va, vb := a.GetVariable(path), b.GetVariable(path)
+		if va == nil || vb == nil {
+			tb.Fatalf("%s: variable %s missing", what, p.Name)
+		}
+		if !slices.Equal(tensors.MustCopyFlatData[float32](va.MustValue()), tensors.MustCopyFlatData[float32](vb.MustValue())) {
+			tb.Errorf("%s: %s differs after the round trip", what, p.Name)
+		}
+	}
+}
+
+// EachAlone runs each text of ids alone (Alone) and compares output out with the text's row
+// of want. It returns the outputs and the largest distance, and calls over with each text
+// further than tol.
+func EachAlone(tb testing.TB, exec *model.Exec, ids [][]int32, out int, want [][]float64, tol float64, over func(i int, d float64)) ([][]float32, float64) {
+	tb.Helper()
+	var got [][]float32
+	worst := 0.0
+	for i, row := range ids {
+		g := tensors.MustCopyFlatData[float32](Alone(tb, exec, row)[out])
+		d := MaxDiff(g, want[i])
+		worst = max(worst, d)
+		if d > tol {
+			over(i, d)
+		}
+		got = append(got, g)
+	}
+	return got, worst
 }

@@ -2,6 +2,7 @@ package modernbert
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -14,7 +15,6 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/internal/paritytest"
-	"github.com/toolret/toolret/models/hfweights"
 	"github.com/toolret/toolret/models/pooling"
 	"github.com/toolret/toolret/tokenize"
 )
@@ -112,18 +112,9 @@ func checkParity(t *testing.T, backendName, dir string, want []float64, st bool)
 	if d > parityTol {
 		t.Errorf("%s: CLS states differ from transformers by %.2e (> %.0e)", backendName, d, parityTol)
 	}
-	var embs [][]float32
-	worst := 0.0
-	for i, ids := range e.IDs {
-		out := paritytest.Alone(t, exec, ids)
-		got := tensors.MustCopyFlatData[float32](out[1])
-		d := paritytest.MaxDiff(got, e.Emb[i])
-		worst = max(worst, d)
-		if d > parityTol {
-			t.Errorf("%s: text %d %q alone: embedding differs from sentence-transformers by %.2e (> %.0e)", backendName, i, e.Texts[i], d, parityTol)
-		}
-		embs = append(embs, got)
-	}
+	embs, worst := paritytest.EachAlone(t, exec, e.IDs, 1, e.Emb, parityTol, func(i int, d float64) {
+		t.Errorf("%s: text %d %q alone: embedding differs from sentence-transformers by %.2e (> %.0e)", backendName, i, e.Texts[i], d, parityTol)
+	})
 	t.Logf("%s: each text alone, mean pooling: max |%s - sentence-transformers| = %.2e", backendName, backendName, worst)
 	return embs
 }
@@ -198,23 +189,9 @@ func TestSaveHFRoundTrip(t *testing.T) {
 				cfg2.RopeTheta(true) != cfg.RopeTheta(true) || cfg2.RopeTheta(false) != cfg.RopeTheta(false) {
 				t.Errorf("%s prefix %v: reloaded config %+v", dir, prefix, cfg2)
 			}
-			for _, p := range Params(cfg) {
-				a, b := store.GetVariable(varPath(p.Name)), again.GetVariable(varPath(p.Name))
-				if a == nil || b == nil {
-					t.Fatalf("%s prefix %v: variable %s missing", dir, prefix, p.Name)
-				}
-				va, vb := tensors.MustCopyFlatData[float32](a.MustValue()), tensors.MustCopyFlatData[float32](b.MustValue())
-				if !slices.Equal(va, vb) {
-					t.Errorf("%s prefix %v: %s differs after the round trip", dir, prefix, p.Name)
-				}
-			}
+			paritytest.SameVariables(t, store, again, Params(cfg), fmt.Sprintf("%s prefix %v", dir, prefix))
 		}
 	}
-}
-
-func varPath(name string) string {
-	sc, vn := hfweights.VariablePath("/", name)
-	return model.JoinPath(sc, vn)
 }
 
 // TestLegacyConfig: a config.json as released checkpoints carry it (no layer_types nor

@@ -2,6 +2,7 @@ package qwen3
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -11,7 +12,6 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/internal/paritytest"
-	"github.com/toolret/toolret/models/hfweights"
 	"github.com/toolret/toolret/models/pooling"
 )
 
@@ -92,15 +92,9 @@ func TestParityTransformers(t *testing.T) {
 			t.Errorf("%s-padded batch: embeddings differ from sentence-transformers by %.2e (> %.0e)", tc.name, d, parityTol)
 		}
 	}
-	worst := 0.0
-	for i, ids := range e.IDs {
-		out := paritytest.Alone(t, exec, ids)
-		d := paritytest.MaxDiff(tensors.MustCopyFlatData[float32](out[1]), e.Emb[i])
-		worst = max(worst, d)
-		if d > parityTol {
-			t.Errorf("text %d %q alone: embedding differs from sentence-transformers by %.2e (> %.0e)", i, e.Texts[i], d, parityTol)
-		}
-	}
+	_, worst := paritytest.EachAlone(t, exec, e.IDs, 1, e.Emb, parityTol, func(i int, d float64) {
+		t.Errorf("text %d %q alone: embedding differs from sentence-transformers by %.2e (> %.0e)", i, e.Texts[i], d, parityTol)
+	})
 	t.Logf("each text alone, embeddings: max |go - sentence-transformers| = %.2e", worst)
 }
 
@@ -176,21 +170,8 @@ func TestSaveHFRoundTrip(t *testing.T) {
 		if cfg2.Theta() != cfg.Theta() || cfg2.HeadDim != cfg.HeadDim || cfg2.NumKeyValueHeads != cfg.NumKeyValueHeads {
 			t.Errorf("prefix %v: reloaded config %+v, want %+v", prefix, cfg2, cfg)
 		}
-		for _, p := range Params(cfg) {
-			a, b := store.GetVariable(varPath(p.Name)), again.GetVariable(varPath(p.Name))
-			if a == nil || b == nil {
-				t.Fatalf("prefix %v: variable %s missing", prefix, p.Name)
-			}
-			if !slices.Equal(tensors.MustCopyFlatData[float32](a.MustValue()), tensors.MustCopyFlatData[float32](b.MustValue())) {
-				t.Errorf("prefix %v: %s differs after the round trip", prefix, p.Name)
-			}
-		}
+		paritytest.SameVariables(t, store, again, Params(cfg), fmt.Sprintf("prefix %v", prefix))
 	}
-}
-
-func varPath(name string) string {
-	sc, vn := hfweights.VariablePath("/", name)
-	return model.JoinPath(sc, vn)
 }
 
 func TestConfigErrors(t *testing.T) {

@@ -1,6 +1,7 @@
 package xlmroberta
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -10,7 +11,6 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/internal/paritytest"
-	"github.com/toolret/toolret/models/hfweights"
 	"github.com/toolret/toolret/models/pooling"
 	"github.com/toolret/toolret/tokenize"
 )
@@ -159,18 +159,9 @@ func checkParity(t *testing.T, backendName string) [][]float32 {
 	if d > parityTol {
 		t.Errorf("%s: mean-pooled batch differs from sentence-transformers by %.2e (> %.0e)", backendName, d, parityTol)
 	}
-	var embs [][]float32
-	worst := 0.0
-	for i, ids := range e.IDs {
-		out := paritytest.Alone(t, exec, ids)
-		got := tensors.MustCopyFlatData[float32](out[1])
-		d := paritytest.MaxDiff(got, e.Emb[i])
-		worst = max(worst, d)
-		if d > parityTol {
-			t.Errorf("%s: text %d %q alone: embedding differs from sentence-transformers by %.2e (> %.0e)", backendName, i, e.Texts[i], d, parityTol)
-		}
-		embs = append(embs, got)
-	}
+	embs, worst := paritytest.EachAlone(t, exec, e.IDs, 1, e.Emb, parityTol, func(i int, d float64) {
+		t.Errorf("%s: text %d %q alone: embedding differs from sentence-transformers by %.2e (> %.0e)", backendName, i, e.Texts[i], d, parityTol)
+	})
 	t.Logf("%s: each text alone, mean pooling: max |%s - sentence-transformers| = %.2e", backendName, backendName, worst)
 	return embs
 }
@@ -196,22 +187,8 @@ func TestSaveHFRoundTrip(t *testing.T) {
 		if cfg2.ModelType != ModelType || cfg2.TypeVocabSize != 1 || cfg2.PadTokenID != 1 {
 			t.Errorf("prefix %v: reloaded config %+v", prefix, cfg2)
 		}
-		for _, p := range Params(cfg) {
-			a, b := store.GetVariable(varPath(p.Name)), again.GetVariable(varPath(p.Name))
-			if a == nil || b == nil {
-				t.Fatalf("prefix %v: variable %s missing", prefix, p.Name)
-			}
-			va, vb := tensors.MustCopyFlatData[float32](a.MustValue()), tensors.MustCopyFlatData[float32](b.MustValue())
-			if !slices.Equal(va, vb) {
-				t.Errorf("prefix %v: %s differs after the round trip", prefix, p.Name)
-			}
-		}
+		paritytest.SameVariables(t, store, again, Params(cfg), fmt.Sprintf("prefix %v", prefix))
 	}
-}
-
-func varPath(name string) string {
-	sc, vn := hfweights.VariablePath("/", name)
-	return model.JoinPath(sc, vn)
 }
 
 func TestConfigErrors(t *testing.T) {
