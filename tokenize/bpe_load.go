@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
-
-	"golang.org/x/text/unicode/norm"
 )
 
 // bpeJSON is the part of a tokenizer.json with a BPE model that toolret reads.
@@ -18,11 +15,8 @@ type bpeJSON struct {
 	Normalizer    json.RawMessage `json:"normalizer"`
 	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
 	PostProcessor json.RawMessage `json:"post_processor"`
-	Padding       *struct {
-		PadID    *int32 `json:"pad_id"`
-		PadToken string `json:"pad_token"`
-	} `json:"padding"`
-	Model struct {
+	Padding       *hfPadding      `json:"padding"`
+	Model         struct {
 		Type                    string            `json:"type"`
 		Dropout                 *float64          `json:"dropout"`
 		UnkToken                *string           `json:"unk_token"`
@@ -176,27 +170,8 @@ func parseBPEJSON(path string, raw []byte) (*Tokenizer, error) {
 		} else {
 			b.added = append(b.added, ad)
 		}
-		t.specials = appendUnique(t.specials, a.Content)
 	}
-	for _, name := range []string{MASK, "<mask>"} {
-		if id, ok := index[name]; ok {
-			t.mask = id
-			break
-		}
-	}
-	if p := j.Padding; p != nil && p.PadID != nil && *p.PadID >= 0 && int(*p.PadID) < n {
-		t.pad = *p.PadID
-	} else if p != nil && p.PadToken != "" {
-		if id, ok := index[p.PadToken]; ok {
-			t.pad = id
-		}
-	}
-	for _, name := range []string{PAD, "<pad>", "<|padding|>", "<|endoftext|>"} {
-		if id, ok := index[name]; ok && t.pad < 0 {
-			t.pad = id
-		}
-	}
-	if t.pad < 0 {
+	if !t.setSpecials(j.AddedTokens, j.Padding, n, []string{PAD, "<pad>", "<|padding|>", "<|endoftext|>"}) {
 		return nil, fmt.Errorf("%s: no padding token (padding.pad_token, [PAD], <pad>, <|padding|> or <|endoftext|>)", path)
 	}
 	tm, err := t.parseTemplate(j.PostProcessor, 0)
@@ -234,48 +209,10 @@ func parseBPEJSON(path string, raw []byte) (*Tokenizer, error) {
 }
 
 func (b *bpe) normalizer(raw json.RawMessage, depth int) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	if depth > maxPipelineDepth {
-		return fmt.Errorf("Sequence nested deeper than %d", maxPipelineDepth)
-	}
-	var n struct {
-		Type        string            `json:"type"`
-		Normalizers []json.RawMessage `json:"normalizers"`
-		StripLeft   *bool             `json:"strip_left"`
-		StripRight  *bool             `json:"strip_right"`
-		Pattern     struct {
-			String *string `json:"String"`
-			Regex  *string `json:"Regex"`
-		} `json:"pattern"`
-		Content string `json:"content"`
-		Prepend string `json:"prepend"`
-	}
-	if err := json.Unmarshal(raw, &n); err != nil {
-		return err
-	}
-	switch n.Type {
-	case "Sequence":
-		for i, r := range n.Normalizers {
-			if err := b.normalizer(r, depth+1); err != nil {
-				return fmt.Errorf("Sequence item %d: %w", i, err)
-			}
+	return normalizers{steps: &b.norms, lower: &b.lower, other: func(n *normJSON) (bool, error) {
+		if n.Type != "Prepend" {
+			return false, nil
 		}
-	case "NFC":
-		b.norms = append(b.norms, unicodeStep(norm.NFC))
-	case "NFD":
-		b.norms = append(b.norms, unicodeStep(norm.NFD))
-	case "NFKC":
-		b.norms = append(b.norms, unicodeStep(norm.NFKC))
-	case "NFKD":
-		b.norms = append(b.norms, unicodeStep(norm.NFKD))
-	case "Lowercase":
-		b.norms = append(b.norms, lowercaseStep)
-		b.lower = true
-	case "Strip":
-		b.norms = append(b.norms, stripStep(n.StripLeft == nil || *n.StripLeft, n.StripRight == nil || *n.StripRight))
-	case "Prepend":
 		pre := n.Prepend
 		b.norms = append(b.norms, func(s string) string {
 			if s == "" {
@@ -283,34 +220,11 @@ func (b *bpe) normalizer(raw json.RawMessage, depth int) error {
 			}
 			return pre + s
 		})
-	case "Replace":
-		switch p := n.Pattern; {
-		case len(n.Content) > maxReplacement:
-			return fmt.Errorf("Replace: content of %d bytes (more than %d)", len(n.Content), maxReplacement)
-		case p.String != nil && *p.String != "":
-			b.norms = append(b.norms, replaceStep(nil, *p.String, n.Content))
-		case p.Regex != nil:
-			re, err := regexp.Compile(*p.Regex)
-			if err != nil {
-				return fmt.Errorf("Replace: regex %q: %w", *p.Regex, err)
-			}
-			b.norms = append(b.norms, replaceStep(re, "", n.Content))
-		default:
-			return fmt.Errorf("Replace: pattern must be a non-empty String or a Regex")
-		}
-	default:
-		return fmt.Errorf("type %q is not supported with a BPE model (Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Strip, Prepend, Replace)", n.Type)
-	}
-	return nil
+		return true, nil
+	}, model: "a BPE model (Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Strip, Prepend, Replace)"}.parse(raw, depth)
 }
 
 func (b *bpe) preTokenizer(raw json.RawMessage, depth int) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	if depth > maxPipelineDepth {
-		return fmt.Errorf("Sequence nested deeper than %d", maxPipelineDepth)
-	}
 	var p struct {
 		Type           string            `json:"type"`
 		Pretokenizers  []json.RawMessage `json:"pretokenizers"`
@@ -323,16 +237,12 @@ func (b *bpe) preTokenizer(raw json.RawMessage, depth int) error {
 		Behavior string `json:"behavior"`
 		Invert   bool   `json:"invert"`
 	}
-	if err := json.Unmarshal(raw, &p); err != nil {
+	if ok, err := decodeStep(raw, depth, &p); !ok || err != nil {
 		return err
 	}
 	switch p.Type {
 	case "Sequence":
-		for i, r := range p.Pretokenizers {
-			if err := b.preTokenizer(r, depth+1); err != nil {
-				return fmt.Errorf("Sequence item %d: %w", i, err)
-			}
-		}
+		return eachInSequence(p.Pretokenizers, depth, b.preTokenizer)
 	case "ByteLevel":
 		var find func(string) [][2]int
 		if p.UseRegex == nil || *p.UseRegex {
@@ -372,12 +282,6 @@ func (b *bpe) preTokenizer(raw json.RawMessage, depth int) error {
 // parseTemplate reads a post-processor as a template; nil when it adds nothing (none, or
 // ByteLevel alone).
 func (t *Tokenizer) parseTemplate(raw json.RawMessage, depth int) (*template, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	if depth > maxPipelineDepth {
-		return nil, fmt.Errorf("Sequence nested deeper than %d", maxPipelineDepth)
-	}
 	var p struct {
 		Type       string            `json:"type"`
 		Processors []json.RawMessage `json:"processors"`
@@ -393,7 +297,7 @@ func (t *Tokenizer) parseTemplate(raw json.RawMessage, depth int) (*template, er
 		Cls []any `json:"cls"`
 		Sep []any `json:"sep"`
 	}
-	if err := json.Unmarshal(raw, &p); err != nil {
+	if ok, err := decodeStep(raw, depth, &p); !ok || err != nil {
 		return nil, err
 	}
 	lookup := func(what string, pair []any) (int32, error) {

@@ -8,11 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
-
-	"golang.org/x/text/unicode/norm"
 )
 
 // FromSPM reads a SentencePiece Unigram model (spm.model), as DeBERTa-v3 ships it, with
@@ -260,11 +257,8 @@ type uniJSON struct {
 	Normalizer    json.RawMessage `json:"normalizer"`
 	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
 	PostProcessor map[string]any  `json:"post_processor"`
-	Padding       *struct {
-		PadID    *int32 `json:"pad_id"`
-		PadToken string `json:"pad_token"`
-	} `json:"padding"`
-	Model struct {
+	Padding       *hfPadding      `json:"padding"`
+	Model         struct {
 		Type         string     `json:"type"`
 		UnkID        *int       `json:"unk_id"`
 		Vocab        []uniEntry `json:"vocab"`
@@ -398,28 +392,7 @@ func parseUnigramJSON(path string, b []byte) (*Tokenizer, error) {
 		}
 	}
 	t := &Tokenizer{vocab: index, inv: vocab, uni: u, unk: u.unk, mask: -1, pad: -1, uniCfg: &j}
-	for _, a := range j.AddedTokens {
-		t.specials = appendUnique(t.specials, a.Content)
-	}
-	for _, name := range []string{MASK, "<mask>"} {
-		if id, ok := index[name]; ok {
-			t.mask = id
-			break
-		}
-	}
-	if p := j.Padding; p != nil && p.PadID != nil && *p.PadID >= 0 && int(*p.PadID) < n {
-		t.pad = *p.PadID
-	} else if p != nil && p.PadToken != "" {
-		if id, ok := index[p.PadToken]; ok {
-			t.pad = id
-		}
-	}
-	for _, name := range []string{PAD, "<pad>"} {
-		if id, ok := index[name]; ok && t.pad < 0 {
-			t.pad = id
-		}
-	}
-	if t.pad < 0 {
+	if !t.setSpecials(j.AddedTokens, j.Padding, n, []string{PAD, "<pad>"}) {
 		return nil, fmt.Errorf("%s: no padding token ([PAD], <pad> or padding.pad_id)", path)
 	}
 	if err := t.postProcessor(j.PostProcessor); err != nil {
@@ -428,94 +401,29 @@ func parseUnigramJSON(path string, b []byte) (*Tokenizer, error) {
 	return t, nil
 }
 
-// maxPipelineDepth bounds nested Sequence normalizers and pre-tokenizers.
-const maxPipelineDepth = 8
-
 func (u *unigram) hfNormalizer(raw json.RawMessage, depth int) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	if depth > maxPipelineDepth {
-		return fmt.Errorf("Sequence nested deeper than %d", maxPipelineDepth)
-	}
-	var n struct {
-		Type        string            `json:"type"`
-		Normalizers []json.RawMessage `json:"normalizers"`
-		Charsmap    *string           `json:"precompiled_charsmap"`
-		StripLeft   *bool             `json:"strip_left"`
-		StripRight  *bool             `json:"strip_right"`
-		Pattern     struct {
-			String *string `json:"String"`
-			Regex  *string `json:"Regex"`
-		} `json:"pattern"`
-		Content string `json:"content"`
-	}
-	if err := json.Unmarshal(raw, &n); err != nil {
-		return err
-	}
-	switch n.Type {
-	case "Sequence":
-		for i, r := range n.Normalizers {
-			if err := u.hfNormalizer(r, depth+1); err != nil {
-				return fmt.Errorf("Sequence item %d: %w", i, err)
-			}
+	return normalizers{steps: &u.norms, lower: &u.lower, other: func(n *normJSON) (bool, error) {
+		if n.Type != "Precompiled" {
+			return false, nil
 		}
-	case "Precompiled":
 		if n.Charsmap == nil || *n.Charsmap == "" {
-			return nil // HF treats an empty charsmap as no rules
+			return true, nil // HF treats an empty charsmap as no rules
 		}
 		blob, err := base64.StdEncoding.DecodeString(*n.Charsmap)
 		if err != nil {
-			return fmt.Errorf("Precompiled: precompiled_charsmap: %w", err)
+			return true, fmt.Errorf("Precompiled: precompiled_charsmap: %w", err)
 		}
 		cm, err := parseCharsmap(blob, true)
 		if err != nil {
-			return fmt.Errorf("Precompiled: %w", err)
+			return true, fmt.Errorf("Precompiled: %w", err)
 		}
 		u.norms = append(u.norms, cm.hfNormalize)
 		u.cm = cm
-	case "Strip":
-		l, r := n.StripLeft == nil || *n.StripLeft, n.StripRight == nil || *n.StripRight
-		u.norms = append(u.norms, stripStep(l, r))
-	case "Replace":
-		switch p := n.Pattern; {
-		case len(n.Content) > maxReplacement:
-			return fmt.Errorf("Replace: content of %d bytes (more than %d)", len(n.Content), maxReplacement)
-		case p.String != nil && *p.String != "":
-			u.norms = append(u.norms, replaceStep(nil, *p.String, n.Content))
-		case p.Regex != nil:
-			re, err := regexp.Compile(*p.Regex)
-			if err != nil {
-				return fmt.Errorf("Replace: regex %q: %w", *p.Regex, err)
-			}
-			u.norms = append(u.norms, replaceStep(re, "", n.Content))
-		default:
-			return fmt.Errorf("Replace: pattern must be a non-empty String or a Regex")
-		}
-	case "NFC":
-		u.norms = append(u.norms, unicodeStep(norm.NFC))
-	case "NFD":
-		u.norms = append(u.norms, unicodeStep(norm.NFD))
-	case "NFKC":
-		u.norms = append(u.norms, unicodeStep(norm.NFKC))
-	case "NFKD":
-		u.norms = append(u.norms, unicodeStep(norm.NFKD))
-	case "Lowercase":
-		u.norms = append(u.norms, lowercaseStep)
-		u.lower = true
-	default:
-		return fmt.Errorf("type %q is not supported with a Unigram model (Sequence, Precompiled, Strip, Replace, NFC, NFD, NFKC, NFKD, Lowercase)", n.Type)
-	}
-	return nil
+		return true, nil
+	}, model: "a Unigram model (Sequence, Precompiled, Strip, Replace, NFC, NFD, NFKC, NFKD, Lowercase)"}.parse(raw, depth)
 }
 
 func (u *unigram) hfPreTokenizer(raw json.RawMessage, depth int) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	if depth > maxPipelineDepth {
-		return fmt.Errorf("Sequence nested deeper than %d", maxPipelineDepth)
-	}
 	var p struct {
 		Type           string            `json:"type"`
 		Pretokenizers  []json.RawMessage `json:"pretokenizers"`
@@ -525,16 +433,12 @@ func (u *unigram) hfPreTokenizer(raw json.RawMessage, depth int) error {
 		Split          *bool             `json:"split"`
 		Behavior       string            `json:"behavior"`
 	}
-	if err := json.Unmarshal(raw, &p); err != nil {
+	if ok, err := decodeStep(raw, depth, &p); !ok || err != nil {
 		return err
 	}
 	switch p.Type {
 	case "Sequence":
-		for i, r := range p.Pretokenizers {
-			if err := u.hfPreTokenizer(r, depth+1); err != nil {
-				return fmt.Errorf("Sequence item %d: %w", i, err)
-			}
-		}
+		return eachInSequence(p.Pretokenizers, depth, u.hfPreTokenizer)
 	case "Punctuation":
 		if u.metaRep != "" {
 			return fmt.Errorf("Punctuation after Metaspace is not supported")

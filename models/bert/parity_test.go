@@ -2,9 +2,7 @@ package bert
 
 import (
 	"compress/gzip"
-	"encoding/json"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/internal/paritytest"
 )
 
 // expected is written by scripts/parity/make_bert_fixture.py (PyTorch reference).
@@ -26,29 +25,6 @@ type expected struct {
 	CLS              []float64 `json:"cls"`
 	Mean             []float64 `json:"mean"`
 	Pooler           []float64 `json:"pooler"`
-}
-
-func loadExpected(t *testing.T) *expected {
-	b, err := os.ReadFile("testdata/expected.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var e expected
-	if err := json.Unmarshal(b, &e); err != nil {
-		t.Fatal(err)
-	}
-	return &e
-}
-
-func maxDiff(got []float32, want []float64) float64 {
-	if len(got) != len(want) {
-		return math.Inf(1)
-	}
-	m := 0.0
-	for i := range got {
-		m = math.Max(m, math.Abs(float64(got[i])-want[i]))
-	}
-	return m
 }
 
 // fixtureDir gunzips the committed fixture checkpoint (testdata/tiny: config.json and
@@ -93,7 +69,7 @@ func checkParity(t *testing.T, backendName string, tol float64) map[Pooling][]fl
 	if err != nil {
 		t.Skipf("backend %s: %v", backendName, err)
 	}
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	store := model.NewStore()
 	cfg, err := LoadHF(store.RootScope(), fixtureDir(t))
 	if err != nil {
@@ -113,7 +89,7 @@ func checkParity(t *testing.T, backendName string, tol float64) map[Pooling][]fl
 			t.Fatal(err)
 		}
 		got := tensors.MustCopyFlatData[float32](res)
-		d := maxDiff(got, tc.want)
+		d := paritytest.MaxDiff(got, tc.want)
 		t.Logf("%s/%s: max |%s - torch| = %.2e", backendName, tc.p, backendName, d)
 		if d > tol {
 			t.Errorf("%s pooling %s differs from PyTorch by %.2e (> %.0e)", backendName, tc.p, d, tol)
@@ -133,7 +109,7 @@ func checkParity(t *testing.T, backendName string, tol float64) map[Pooling][]fl
 		}
 		alone := tensors.MustCopyFlatData[float32](res)
 		want := e.Hidden[i*seq*h : i*seq*h+n*h]
-		d := maxDiff(alone, want)
+		d := paritytest.MaxDiff(alone, want)
 		t.Logf("%s: text %d alone, unpadded: max |%s - torch| = %.2e", backendName, i, backendName, d)
 		if d > tol {
 			t.Errorf("text %d alone differs from PyTorch's padded batch row by %.2e (> %.0e)", i, d, tol)

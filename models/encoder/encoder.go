@@ -138,17 +138,25 @@ type Sizes struct {
 // size, layers, heads, and the intermediate size (4 x hidden unless given). MaxPositions is
 // each implementation's to apply (MPNet numbers positions after the padding id).
 func (s Sizes) apply(c *hfweights.Config) {
-	set := func(dst *int, v int) {
-		if v != 0 {
-			*dst = v
-		}
-	}
-	set(&c.VocabSize, s.Vocab)
-	set(&c.HiddenSize, s.Hidden)
-	set(&c.NumHiddenLayers, s.Layers)
-	set(&c.NumAttentionHeads, s.Heads)
+	s.applyShape(&c.VocabSize, &c.HiddenSize, &c.NumHiddenLayers, &c.NumAttentionHeads)
 	c.IntermediateSize = 4 * c.HiddenSize
-	set(&c.IntermediateSize, s.Intermediate)
+	setNonZero(&c.IntermediateSize, s.Intermediate)
+}
+
+// applyShape sets the vocabulary size, hidden size, layers and heads that s gives (non-zero
+// fields) on an implementation's configuration.
+func (s Sizes) applyShape(vocab, hidden, layers, heads *int) {
+	setNonZero(vocab, s.Vocab)
+	setNonZero(hidden, s.Hidden)
+	setNonZero(layers, s.Layers)
+	setNonZero(heads, s.Heads)
+}
+
+// setNonZero sets *dst to v unless v is zero (which keeps the default).
+func setNonZero(dst *int, v int) {
+	if v != 0 {
+		*dst = v
+	}
 }
 
 // Type is a registered implementation.

@@ -23,18 +23,10 @@ func init() {
 	Register(modernbert.ModelType, Type{
 		New: func(s Sizes) (Config, error) {
 			c := modernbert.Default()
-			set := func(dst *int, v int) {
-				if v != 0 {
-					*dst = v
-				}
-			}
-			set(&c.VocabSize, s.Vocab)
-			set(&c.HiddenSize, s.Hidden)
-			set(&c.NumHiddenLayers, s.Layers)
-			set(&c.NumAttentionHeads, s.Heads)
+			s.applyShape(&c.VocabSize, &c.HiddenSize, &c.NumHiddenLayers, &c.NumAttentionHeads)
 			c.IntermediateSize = c.HiddenSize * 3 / 2
-			set(&c.IntermediateSize, s.Intermediate)
-			set(&c.MaxPositionEmbeddings, s.MaxPositions)
+			setNonZero(&c.IntermediateSize, s.Intermediate)
+			setNonZero(&c.MaxPositionEmbeddings, s.MaxPositions)
 			if c.PadTokenID >= c.VocabSize {
 				c.PadTokenID = 0
 			}

@@ -20,22 +20,14 @@ func init() {
 	Register(qwen3.ModelType, Type{
 		New: func(s Sizes) (Config, error) {
 			c := qwen3.Default()
-			set := func(dst *int, v int) {
-				if v != 0 {
-					*dst = v
-				}
-			}
-			set(&c.VocabSize, s.Vocab)
-			set(&c.HiddenSize, s.Hidden)
-			set(&c.NumHiddenLayers, s.Layers)
-			set(&c.NumAttentionHeads, s.Heads)
+			s.applyShape(&c.VocabSize, &c.HiddenSize, &c.NumHiddenLayers, &c.NumAttentionHeads)
 			if s.Hidden != 0 || s.Heads != 0 {
 				c.HeadDim = c.HiddenSize / c.NumAttentionHeads
 				c.NumKeyValueHeads = c.NumAttentionHeads
 				c.IntermediateSize = 3 * c.HiddenSize
 			}
-			set(&c.IntermediateSize, s.Intermediate)
-			set(&c.MaxPositionEmbeddings, s.MaxPositions)
+			setNonZero(&c.IntermediateSize, s.Intermediate)
+			setNonZero(&c.MaxPositionEmbeddings, s.MaxPositions)
 			return qwen3Config{c}, nil
 		},
 		Unmarshal: func(b []byte) (Config, error) {

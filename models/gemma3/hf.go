@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/models/hfweights"
+	"github.com/toolret/toolret/models/qwen3"
 	"github.com/toolret/toolret/safetensors"
 )
 
@@ -29,38 +30,18 @@ func Params(cfg *Config) []hfweights.Param {
 	return append(ModelParams(cfg), DenseParams(cfg)...)
 }
 
-// ModelParams lists Gemma3TextModel's parameters (model.safetensors).
+// ModelParams lists Gemma3TextModel's parameters (model.safetensors): Qwen3Model's layout
+// with pre_ and post_feedforward_layernorm.
 func ModelParams(cfg *Config) []hfweights.Param {
-	h, dh := cfg.HiddenSize, cfg.HeadDim
-	qOut, kvOut := cfg.NumAttentionHeads*dh, cfg.NumKeyValueHeads*dh
-	ps := []hfweights.Param{{Name: "embed_tokens.weight", Shape: []int{cfg.VocabSize, h}}}
-	for l := 0; l < cfg.NumHiddenLayers; l++ {
-		p := fmt.Sprintf("layers.%d.", l)
-		add := func(name string, shape ...int) { ps = append(ps, hfweights.Param{Name: p + name, Shape: shape}) }
-		add("input_layernorm.weight", h)
-		for _, proj := range []struct {
-			name string
-			out  int
-		}{{"q_proj", qOut}, {"k_proj", kvOut}, {"v_proj", kvOut}} {
-			add("self_attn."+proj.name+".weight", proj.out, h)
-			if cfg.AttentionBias {
-				add("self_attn."+proj.name+".bias", proj.out)
-			}
-		}
-		add("self_attn.o_proj.weight", h, qOut)
-		if cfg.AttentionBias {
-			add("self_attn.o_proj.bias", h)
-		}
-		add("self_attn.q_norm.weight", dh)
-		add("self_attn.k_norm.weight", dh)
-		add("post_attention_layernorm.weight", h)
-		add("pre_feedforward_layernorm.weight", h)
-		add("post_feedforward_layernorm.weight", h)
-		add("mlp.gate_proj.weight", cfg.IntermediateSize, h)
-		add("mlp.up_proj.weight", cfg.IntermediateSize, h)
-		add("mlp.down_proj.weight", h, cfg.IntermediateSize)
-	}
-	return append(ps, hfweights.Param{Name: "norm.weight", Shape: []int{h}})
+	return qwen3.DecoderParams(cfg.dims())
+}
+
+// dims are the decoder's sizes (Validate checks them as qwen3's).
+func (c *Config) dims() qwen3.Dims {
+	return qwen3.Dims{Vocab: c.VocabSize, Hidden: c.HiddenSize, Layers: c.NumHiddenLayers,
+		Heads: c.NumAttentionHeads, KVHeads: c.NumKeyValueHeads, HeadDim: c.HeadDim,
+		Intermediate: c.IntermediateSize, AttentionBias: c.AttentionBias,
+		FFNNorms: []string{"pre_feedforward_layernorm.weight", "post_feedforward_layernorm.weight"}}
 }
 
 // DenseParams lists the Dense modules' parameters.

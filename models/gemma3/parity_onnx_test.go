@@ -6,35 +6,33 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/toolret/toolret/internal/paritytest"
 )
 
 // TestParityONNX runs the bidirectional fixture on ONNX Runtime (the onnx backend): the padded
 // batch's last hidden states (real positions) against transformers' Gemma3TextModel, its
 // embeddings against sentence-transformers, and both against the go backend.
 func TestParityONNX(t *testing.T) {
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	cfg, onnx := embedExecOn(t, "onnx", fixtureDir, fixtureDense)
 	_, gob := embedExecOn(t, "go", fixtureDir, fixtureDense)
-	on, err := onnx.Exec(flat(e.BatchIDs), flat(e.BatchMask))
+	on, err := onnx.Exec(paritytest.Flat(e.BatchIDs), paritytest.Flat(e.BatchMask))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := gob.Exec(flat(e.BatchIDs), flat(e.BatchMask))
+	g, err := gob.Exec(paritytest.Flat(e.BatchIDs), paritytest.Flat(e.BatchMask))
 	if err != nil {
 		t.Fatal(err)
 	}
 	hidden := tensors.MustCopyFlatData[float32](on[0])
-	d := maskedDiff(hidden, e.Hidden, e.BatchMask, cfg.HiddenSize)
+	d := paritytest.MaskedDiff(hidden, e.Hidden, e.BatchMask, cfg.HiddenSize)
 	t.Logf("onnx, last_hidden_state (real positions): max |onnx - transformers| = %.2e", d)
 	if d > parityTol {
 		t.Errorf("onnx: last_hidden_state differs from transformers by %.2e (> %.0e)", d, parityTol)
 	}
-	var want []float64
-	for _, r := range e.Emb {
-		want = append(want, r...)
-	}
+	want := paritytest.Concat(e.Emb)
 	emb := tensors.MustCopyFlatData[float32](on[1])
-	d = maxDiff(emb, want)
+	d = paritytest.MaxDiff(emb, want)
 	t.Logf("onnx, embeddings: max |onnx - sentence-transformers| = %.2e", d)
 	if d > parityTol {
 		t.Errorf("onnx: embeddings differ from sentence-transformers by %.2e (> %.0e)", d, parityTol)

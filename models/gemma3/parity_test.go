@@ -2,7 +2,7 @@ package gemma3
 
 import (
 	"encoding/json"
-	"math"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,7 +13,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
-	"github.com/toolret/toolret/models/hfweights"
+	"github.com/toolret/toolret/internal/paritytest"
 	"github.com/toolret/toolret/models/pooling"
 )
 
@@ -39,56 +39,8 @@ type expected struct {
 	CausalHidden []float64   `json:"causal_last_hidden_state"`
 }
 
-func loadExpected(t *testing.T) *expected {
-	t.Helper()
-	b, err := os.ReadFile("testdata/expected.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var e expected
-	if err := json.Unmarshal(b, &e); err != nil {
-		t.Fatal(err)
-	}
-	return &e
-}
-
 // parityTol bounds max |toolret - reference| on the fixture (float32), as issue 56 asks.
 const parityTol = 1e-5
-
-func flat(x [][]int32) *tensors.Tensor {
-	var f []int32
-	for _, r := range x {
-		f = append(f, r...)
-	}
-	return tensors.FromFlatDataAndDimensions(f, len(x), len(x[0]))
-}
-
-// maskedDiff is max |got - want| over the positions [batch, seq, hidden] whose mask is 1.
-func maskedDiff(got []float32, want []float64, mask [][]int32, hidden int) float64 {
-	if len(got) != len(want) {
-		return math.Inf(1)
-	}
-	m, seq := 0.0, len(mask[0])
-	for i := range got {
-		tok := i / hidden
-		if mask[tok/seq][tok%seq] == 0 {
-			continue
-		}
-		m = math.Max(m, math.Abs(float64(got[i])-want[i]))
-	}
-	return m
-}
-
-func maxDiff(got []float32, want []float64) float64 {
-	if len(got) != len(want) {
-		return math.Inf(1)
-	}
-	m := 0.0
-	for i := range got {
-		m = math.Max(m, math.Abs(float64(got[i])-want[i]))
-	}
-	return m
-}
 
 // embedExec loads dir (with the Dense module directories dense) and returns an exec of
 // (ids, mask) -> (last hidden states, the sentence-transformers embedding: mean pooling, the
@@ -127,7 +79,7 @@ func embedExecOn(t *testing.T, be, dir string, dense []string) (*Config, *model.
 // Dense, Normalize) of the batch and of each text alone with sentence-transformers'
 // encode_query/encode_document.
 func TestParityTransformers(t *testing.T) {
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	cfg, exec := embedExec(t, fixtureDir, fixtureDense)
 	if !cfg.UseBidirectionalAttention || len(cfg.Dense) != 2 || cfg.NumKeyValueHeads >= cfg.NumAttentionHeads {
 		t.Fatalf("fixture: bidirectional %v, %d Dense modules, kv heads %d of %d: want true, 2, GQA",
@@ -136,51 +88,35 @@ func TestParityTransformers(t *testing.T) {
 	if longest := len(e.BatchIDs[0]); cfg.Window() >= longest {
 		t.Fatalf("fixture: window %d covers the longest text (%d tokens)", cfg.Window(), longest)
 	}
-	out, err := exec.Exec(flat(e.BatchIDs), flat(e.BatchMask))
+	out, err := exec.Exec(paritytest.Flat(e.BatchIDs), paritytest.Flat(e.BatchMask))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := maskedDiff(tensors.MustCopyFlatData[float32](out[0]), e.Hidden, e.BatchMask, cfg.HiddenSize)
+	d := paritytest.MaskedDiff(tensors.MustCopyFlatData[float32](out[0]), e.Hidden, e.BatchMask, cfg.HiddenSize)
 	t.Logf("bidirectional, padded batch, last_hidden_state (real positions): max |go - transformers| = %.2e", d)
 	if d > parityTol {
 		t.Errorf("last_hidden_state differs from transformers' Gemma3TextModel by %.2e (> %.0e)", d, parityTol)
 	}
-	var want []float64
-	for _, r := range e.Emb {
-		want = append(want, r...)
-	}
-	d = maxDiff(tensors.MustCopyFlatData[float32](out[1]), want)
+	want := paritytest.Concat(e.Emb)
+	d = paritytest.MaxDiff(tensors.MustCopyFlatData[float32](out[1]), want)
 	t.Logf("padded batch, embeddings: max |go - sentence-transformers| = %.2e", d)
 	if d > parityTol {
 		t.Errorf("padded batch: embeddings differ from sentence-transformers by %.2e (> %.0e)", d, parityTol)
 	}
-	worst := 0.0
-	for i, ids := range e.IDs {
-		mask := make([]int32, len(ids))
-		for j := range mask {
-			mask[j] = 1
-		}
-		out, err := exec.Exec(flat([][]int32{ids}), flat([][]int32{mask}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := maxDiff(tensors.MustCopyFlatData[float32](out[1]), e.Emb[i])
-		worst = max(worst, d)
-		if d > parityTol {
-			t.Errorf("text %d %q alone: embedding differs from sentence-transformers by %.2e (> %.0e)", i, e.Texts[i], d, parityTol)
-		}
-	}
+	_, worst := paritytest.EachAlone(t, exec, e.IDs, 1, e.Emb, parityTol, func(i int, d float64) {
+		t.Errorf("text %d %q alone: embedding differs from sentence-transformers by %.2e (> %.0e)", i, e.Texts[i], d, parityTol)
+	})
 	t.Logf("each text alone, embeddings: max |go - sentence-transformers| = %.2e", worst)
 
 	ccfg, cexec := embedExec(t, causalDir, nil)
 	if ccfg.UseBidirectionalAttention || ccfg.AttnLogitSoftcapping == nil {
 		t.Fatalf("causal fixture: bidirectional %v, attn_logit_softcapping %v: want false, set", ccfg.UseBidirectionalAttention, ccfg.AttnLogitSoftcapping)
 	}
-	out, err = cexec.Exec(flat(e.BatchIDs), flat(e.BatchMask))
+	out, err = cexec.Exec(paritytest.Flat(e.BatchIDs), paritytest.Flat(e.BatchMask))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d = maskedDiff(tensors.MustCopyFlatData[float32](out[0]), e.CausalHidden, e.BatchMask, ccfg.HiddenSize)
+	d = paritytest.MaskedDiff(tensors.MustCopyFlatData[float32](out[0]), e.CausalHidden, e.BatchMask, ccfg.HiddenSize)
 	t.Logf("causal (attn_logit_softcapping set, unapplied), padded batch, last_hidden_state (real positions): max |go - transformers| = %.2e", d)
 	if d > parityTol {
 		t.Errorf("causal: last_hidden_state differs from transformers' Gemma3TextModel by %.2e (> %.0e)", d, parityTol)
@@ -206,21 +142,8 @@ func TestSaveHFRoundTrip(t *testing.T) {
 		if cfg2.Window() != cfg.Window() || !slices.Equal(cfg2.Dense, cfg.Dense) || cfg2.ropeTheta(SlidingAttention) != cfg.ropeTheta(SlidingAttention) {
 			t.Errorf("prefix %v: reloaded config %+v, want %+v", prefix, cfg2, cfg)
 		}
-		for _, p := range Params(cfg) {
-			a, b := store.GetVariable(varPath(p.Name)), again.GetVariable(varPath(p.Name))
-			if a == nil || b == nil {
-				t.Fatalf("prefix %v: variable %s missing", prefix, p.Name)
-			}
-			if !slices.Equal(tensors.MustCopyFlatData[float32](a.MustValue()), tensors.MustCopyFlatData[float32](b.MustValue())) {
-				t.Errorf("prefix %v: %s differs after the round trip", prefix, p.Name)
-			}
-		}
+		paritytest.SameVariables(t, store, again, Params(cfg), fmt.Sprintf("prefix %v", prefix))
 	}
-}
-
-func varPath(name string) string {
-	sc, vn := hfweights.VariablePath("/", name)
-	return model.JoinPath(sc, vn)
 }
 
 // TestDenseErrors: a Dense module toolret cannot apply is refused with its file named.

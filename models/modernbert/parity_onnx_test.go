@@ -2,12 +2,16 @@
 
 package modernbert
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/toolret/toolret/internal/paritytest"
+)
 
 // TestParityONNX runs the transformers parity on ONNX Runtime (the onnx backend running
 // ModernBERT's GoMLX graph) and checks it agrees with the go backend within parityTol.
 func TestParityONNX(t *testing.T) {
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	onnx := checkParity(t, "onnx", fixtureDir, e.Hidden, true)
 	checkParity(t, "onnx", biasDir, e.BiasHidden, false)
 	gob := checkParity(t, "go", fixtureDir, e.Hidden, true)

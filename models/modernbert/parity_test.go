@@ -2,6 +2,7 @@ package modernbert
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -13,7 +14,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
-	"github.com/toolret/toolret/models/hfweights"
+	"github.com/toolret/toolret/internal/paritytest"
 	"github.com/toolret/toolret/models/pooling"
 	"github.com/toolret/toolret/tokenize"
 )
@@ -39,45 +40,13 @@ type expected struct {
 	BiasHidden []float64   `json:"bias_last_hidden_state"`
 }
 
-func loadExpected(t *testing.T) *expected {
-	t.Helper()
-	b, err := os.ReadFile("testdata/expected.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var e expected
-	if err := json.Unmarshal(b, &e); err != nil {
-		t.Fatal(err)
-	}
-	return &e
-}
-
 // parityTol bounds max |toolret - transformers| on the fixture (float32), as issue 56 asks.
 const parityTol = 1e-5
-
-func maxDiff(got []float32, want []float64) float64 {
-	if len(got) != len(want) {
-		return math.Inf(1)
-	}
-	m := 0.0
-	for i := range got {
-		m = math.Max(m, math.Abs(float64(got[i])-want[i]))
-	}
-	return m
-}
-
-func flat(x [][]int32) *tensors.Tensor {
-	var f []int32
-	for _, r := range x {
-		f = append(f, r...)
-	}
-	return tensors.FromFlatDataAndDimensions(f, len(x), len(x[0]))
-}
 
 // TestTokenizerParity: the byte-level BPE tokenizer of the fixture gives sentence-transformers'
 // ids exactly, truncated to max_seq_length.
 func TestTokenizerParity(t *testing.T) {
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	tok, err := tokenize.Load(fixtureDir)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +70,7 @@ func checkParity(t *testing.T, backendName, dir string, want []float64, st bool)
 	if err != nil {
 		t.Skipf("backend %s: %v", backendName, err)
 	}
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	store := model.NewStore()
 	cfg, err := LoadHF(store.RootScope(), dir)
 	if err != nil {
@@ -119,12 +88,12 @@ func checkParity(t *testing.T, backendName, dir string, want []float64, st bool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Exec(flat(e.BatchIDs), flat(e.BatchMask))
+	out, err := exec.Exec(paritytest.Flat(e.BatchIDs), paritytest.Flat(e.BatchMask))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Every state, padding included (a padding query attends as in HF).
-	d := maxDiff(tensors.MustCopyFlatData[float32](out[0]), want)
+	d := paritytest.MaxDiff(tensors.MustCopyFlatData[float32](out[0]), want)
 	t.Logf("%s %s: padded batch, last_hidden_state: max |%s - transformers| = %.2e", backendName, dir, backendName, d)
 	if d > parityTol {
 		t.Errorf("%s %s: last_hidden_state differs from transformers' ModernBertModel by %.2e (> %.0e)", backendName, dir, d, parityTol)
@@ -132,51 +101,31 @@ func checkParity(t *testing.T, backendName, dir string, want []float64, st bool)
 	if !st {
 		return nil
 	}
-	var emb, cls []float64
-	for i := range e.Emb {
-		emb = append(emb, e.Emb[i]...)
-		cls = append(cls, e.CLS[i]...)
-	}
-	d = maxDiff(tensors.MustCopyFlatData[float32](out[1]), emb)
+	emb, cls := paritytest.Concat(e.Emb), paritytest.Concat(e.CLS)
+	d = paritytest.MaxDiff(tensors.MustCopyFlatData[float32](out[1]), emb)
 	t.Logf("%s: padded batch, mean pooling: max |%s - sentence-transformers| = %.2e", backendName, backendName, d)
 	if d > parityTol {
 		t.Errorf("%s: mean-pooled batch differs from sentence-transformers by %.2e (> %.0e)", backendName, d, parityTol)
 	}
-	d = maxDiff(tensors.MustCopyFlatData[float32](out[2]), cls)
+	d = paritytest.MaxDiff(tensors.MustCopyFlatData[float32](out[2]), cls)
 	t.Logf("%s: padded batch, CLS pooling: max |%s - transformers| = %.2e", backendName, backendName, d)
 	if d > parityTol {
 		t.Errorf("%s: CLS states differ from transformers by %.2e (> %.0e)", backendName, d, parityTol)
 	}
-	var embs [][]float32
-	worst := 0.0
-	for i, ids := range e.IDs {
-		mask := make([]int32, len(ids))
-		for j := range mask {
-			mask[j] = 1
-		}
-		out, err := exec.Exec(flat([][]int32{ids}), flat([][]int32{mask}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := tensors.MustCopyFlatData[float32](out[1])
-		d := maxDiff(got, e.Emb[i])
-		worst = max(worst, d)
-		if d > parityTol {
-			t.Errorf("%s: text %d %q alone: embedding differs from sentence-transformers by %.2e (> %.0e)", backendName, i, e.Texts[i], d, parityTol)
-		}
-		embs = append(embs, got)
-	}
+	embs, worst := paritytest.EachAlone(t, exec, e.IDs, 1, e.Emb, parityTol, func(i int, d float64) {
+		t.Errorf("%s: text %d %q alone: embedding differs from sentence-transformers by %.2e (> %.0e)", backendName, i, e.Texts[i], d, parityTol)
+	})
 	t.Logf("%s: each text alone, mean pooling: max |%s - sentence-transformers| = %.2e", backendName, backendName, worst)
 	return embs
 }
 
 func TestParityTransformers(t *testing.T) {
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	checkParity(t, "go", fixtureDir, e.Hidden, true)
 }
 
 func TestParityTransformersBias(t *testing.T) {
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	checkParity(t, "go", biasDir, e.BiasHidden, false)
 }
 
@@ -188,7 +137,7 @@ func TestWindowMatters(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	for _, edit := range []func(c *Config){
 		func(c *Config) { c.LocalAttention = 1 << 20 },
 		func(c *Config) { c.RopeParameters = nil; c.LocalRopeTheta = c.GlobalRopeTheta },
@@ -206,11 +155,11 @@ func TestWindowMatters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.Exec(flat(e.BatchIDs), flat(e.BatchMask))
+		out, err := exec.Exec(paritytest.Flat(e.BatchIDs), paritytest.Flat(e.BatchMask))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := maxDiff(tensors.MustCopyFlatData[float32](out[0]), e.Hidden); d < 1e-3 {
+		if d := paritytest.MaxDiff(tensors.MustCopyFlatData[float32](out[0]), e.Hidden); d < 1e-3 {
 			t.Errorf("changed config: states within %.2e of the reference; the fixture does not test it", d)
 		}
 	}
@@ -240,23 +189,9 @@ func TestSaveHFRoundTrip(t *testing.T) {
 				cfg2.RopeTheta(true) != cfg.RopeTheta(true) || cfg2.RopeTheta(false) != cfg.RopeTheta(false) {
 				t.Errorf("%s prefix %v: reloaded config %+v", dir, prefix, cfg2)
 			}
-			for _, p := range Params(cfg) {
-				a, b := store.GetVariable(varPath(p.Name)), again.GetVariable(varPath(p.Name))
-				if a == nil || b == nil {
-					t.Fatalf("%s prefix %v: variable %s missing", dir, prefix, p.Name)
-				}
-				va, vb := tensors.MustCopyFlatData[float32](a.MustValue()), tensors.MustCopyFlatData[float32](b.MustValue())
-				if !slices.Equal(va, vb) {
-					t.Errorf("%s prefix %v: %s differs after the round trip", dir, prefix, p.Name)
-				}
-			}
+			paritytest.SameVariables(t, store, again, Params(cfg), fmt.Sprintf("%s prefix %v", dir, prefix))
 		}
 	}
-}
-
-func varPath(name string) string {
-	sc, vn := hfweights.VariablePath("/", name)
-	return model.JoinPath(sc, vn)
 }
 
 // TestLegacyConfig: a config.json as released checkpoints carry it (no layer_types nor
@@ -319,7 +254,7 @@ func TestFloat64(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	var outs [][]float64
 	for _, dt := range []dtypes.DType{dtypes.Float32, dtypes.Float64} {
 		cfg, err := LoadConfig(fixtureDir + "/config.json")
@@ -338,7 +273,7 @@ func TestFloat64(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.Exec(flat(e.BatchIDs), flat(e.BatchMask))
+		out, err := exec.Exec(paritytest.Flat(e.BatchIDs), paritytest.Flat(e.BatchMask))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,8 +1,6 @@
 package mpnet
 
 import (
-	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/internal/paritytest"
 	"github.com/toolret/toolret/models/pooling"
 )
 
@@ -28,35 +27,11 @@ type expected struct {
 	Buckets    []int     `json:"buckets"`
 }
 
-func loadExpected(t *testing.T) *expected {
-	t.Helper()
-	b, err := os.ReadFile("testdata/expected.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var e expected
-	if err := json.Unmarshal(b, &e); err != nil {
-		t.Fatal(err)
-	}
-	return &e
-}
-
 // parityTol bounds max |toolret - transformers| on the fixture (float32).
 const parityTol = 2e-6
 
-func maxDiff(got []float32, want []float64) float64 {
-	if len(got) != len(want) {
-		return math.Inf(1)
-	}
-	m := 0.0
-	for i := range got {
-		m = math.Max(m, math.Abs(float64(got[i])-want[i]))
-	}
-	return m
-}
-
 func TestBucket(t *testing.T) {
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	for i, want := range e.Buckets {
 		rel := e.BucketFrom + i
 		if got := Bucket(rel, 32); got != want {
@@ -78,14 +53,7 @@ func run(t *testing.T, store *model.Store, cfg *Config, p pooling.Pooling, ids, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	flat := func(x [][]int32) *tensors.Tensor {
-		var f []int32
-		for _, r := range x {
-			f = append(f, r...)
-		}
-		return tensors.FromFlatDataAndDimensions(f, len(x), len(x[0]))
-	}
-	out, err := exec.Exec(flat(ids), flat(mask))
+	out, err := exec.Exec(paritytest.Flat(ids), paritytest.Flat(mask))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +61,7 @@ func run(t *testing.T, store *model.Store, cfg *Config, p pooling.Pooling, ids, 
 }
 
 func TestParityTransformers(t *testing.T) {
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	store := model.NewStore()
 	cfg, err := LoadHF(store.RootScope(), "testdata/tiny")
 	if err != nil {
@@ -127,7 +95,7 @@ func TestParityTransformers(t *testing.T) {
 		if tc.p == pooling.None {
 			got = real(got)
 		}
-		d := maxDiff(got, tc.want)
+		d := paritytest.MaxDiff(got, tc.want)
 		t.Logf("%s: max |go - transformers| = %.2e", tc.p, d)
 		if d > parityTol {
 			t.Errorf("pooling %s differs from transformers' MPNetModel by %.2e (> %.0e)", tc.p, d, parityTol)
@@ -136,14 +104,14 @@ func TestParityTransformers(t *testing.T) {
 	// Padding never changes a text: each alone, unpadded, equals its row of the padded batch.
 	for i, n := range e.Lengths {
 		alone := run(t, store, cfg, pooling.None, [][]int32{e.IDs[i][:n]}, [][]int32{e.Mask[i][:n]})
-		if d := maxDiff(alone, e.Hidden[i*seq*h:i*seq*h+n*h]); d > parityTol {
+		if d := paritytest.MaxDiff(alone, e.Hidden[i*seq*h:i*seq*h+n*h]); d > parityTol {
 			t.Errorf("text %d alone differs from transformers' padded row by %.2e", i, d)
 		}
 	}
 }
 
 func TestSaveHFRoundTrip(t *testing.T) {
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	store := model.NewStore()
 	cfg, err := LoadHF(store.RootScope(), "testdata/tiny")
 	if err != nil {
@@ -161,18 +129,10 @@ func TestSaveHFRoundTrip(t *testing.T) {
 		}
 		a := run(t, store, cfg, pooling.Mean, e.IDs, e.Mask)
 		b := run(t, again, cfg2, pooling.Mean, e.IDs, e.Mask)
-		if d := maxDiff(a, f64(b)); d != 0 {
+		if d := paritytest.MaxDiff(a, paritytest.F64(b)); d != 0 {
 			t.Errorf("prefix %v: reloaded model differs by %.2e", prefix, d)
 		}
 	}
-}
-
-func f64(x []float32) []float64 {
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v)
-	}
-	return out
 }
 
 func TestInitIsSeeded(t *testing.T) {
@@ -187,7 +147,7 @@ func TestInitIsSeeded(t *testing.T) {
 		return run(t, s, cfg, pooling.Mean, ids, mask)
 	}
 	a, b, c := out(1), out(1), out(2)
-	if maxDiff(a, f64(b)) != 0 || maxDiff(a, f64(c)) == 0 {
+	if paritytest.MaxDiff(a, paritytest.F64(b)) != 0 || paritytest.MaxDiff(a, paritytest.F64(c)) == 0 {
 		t.Errorf("Init: same seed must give the same model, another seed another")
 	}
 }

@@ -100,20 +100,10 @@ func Default() *Config {
 
 // Validate checks the configuration is usable.
 func (c *Config) Validate() error {
+	if err := c.dims().Validate("qwen3", c.MaxPositionEmbeddings, c.RMSNormEps); err != nil {
+		return err
+	}
 	switch {
-	case c.VocabSize <= 0:
-		return fmt.Errorf("qwen3 config: vocab_size %d must be > 0", c.VocabSize)
-	case c.HiddenSize <= 0 || c.NumHiddenLayers <= 0 || c.NumAttentionHeads <= 0 || c.IntermediateSize <= 0 || c.HeadDim <= 0:
-		return fmt.Errorf("qwen3 config: hidden_size %d, num_hidden_layers %d, num_attention_heads %d, intermediate_size %d, head_dim %d must all be > 0",
-			c.HiddenSize, c.NumHiddenLayers, c.NumAttentionHeads, c.IntermediateSize, c.HeadDim)
-	case c.HeadDim%2 != 0:
-		return fmt.Errorf("qwen3 config: head_dim %d must be even (RoPE rotates halves)", c.HeadDim)
-	case c.NumKeyValueHeads <= 0 || c.NumAttentionHeads%c.NumKeyValueHeads != 0:
-		return fmt.Errorf("qwen3 config: num_attention_heads %d is not a multiple of num_key_value_heads %d", c.NumAttentionHeads, c.NumKeyValueHeads)
-	case c.MaxPositionEmbeddings <= 0:
-		return fmt.Errorf("qwen3 config: max_position_embeddings %d must be > 0", c.MaxPositionEmbeddings)
-	case c.RMSNormEps <= 0:
-		return fmt.Errorf("qwen3 config: rms_norm_eps %v must be > 0", c.RMSNormEps)
 	case c.Theta() <= 0:
 		return fmt.Errorf("qwen3 config: rope_theta %v must be > 0", c.Theta())
 	case c.RopeParameters != nil && c.RopeParameters.RopeType != "" && c.RopeParameters.RopeType != "default":

@@ -6,38 +6,36 @@ import (
 	"testing"
 
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/toolret/toolret/internal/paritytest"
 )
 
 // TestParityONNX runs the left- and right-padded batches on ONNX Runtime (the onnx backend):
 // last hidden states (real positions) against transformers' Qwen3Model, embeddings (last
 // token, Normalize) against sentence-transformers and against the go backend.
 func TestParityONNX(t *testing.T) {
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	cfg, onnx := embedExec(t, "onnx")
 	_, gob := embedExec(t, "go")
-	var want []float64
-	for _, r := range e.Emb {
-		want = append(want, r...)
-	}
+	want := paritytest.Concat(e.Emb)
 	for _, tc := range []struct {
 		name string
 		b    batch
 	}{{"left", e.Left}, {"right", e.Right}} {
-		on, err := onnx.Exec(flat(tc.b.IDs), flat(tc.b.Mask))
+		on, err := onnx.Exec(paritytest.Flat(tc.b.IDs), paritytest.Flat(tc.b.Mask))
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := gob.Exec(flat(tc.b.IDs), flat(tc.b.Mask))
+		g, err := gob.Exec(paritytest.Flat(tc.b.IDs), paritytest.Flat(tc.b.Mask))
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := maskedDiff(tensors.MustCopyFlatData[float32](on[0]), tc.b.Hidden, tc.b.Mask, cfg.HiddenSize)
+		d := paritytest.MaskedDiff(tensors.MustCopyFlatData[float32](on[0]), tc.b.Hidden, tc.b.Mask, cfg.HiddenSize)
 		t.Logf("%s-padded, onnx, last_hidden_state (real positions): max |onnx - transformers| = %.2e", tc.name, d)
 		if d > parityTol {
 			t.Errorf("%s-padded: onnx last_hidden_state differs from transformers by %.2e (> %.0e)", tc.name, d, parityTol)
 		}
 		emb := tensors.MustCopyFlatData[float32](on[1])
-		d = maxDiff(emb, want)
+		d = paritytest.MaxDiff(emb, want)
 		t.Logf("%s-padded, onnx, embeddings: max |onnx - sentence-transformers| = %.2e", tc.name, d)
 		if d > parityTol {
 			t.Errorf("%s-padded: onnx embeddings differ from sentence-transformers by %.2e (> %.0e)", tc.name, d, parityTol)

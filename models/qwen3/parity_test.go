@@ -2,8 +2,7 @@ package qwen3
 
 import (
 	"encoding/json"
-	"math"
-	"os"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +11,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
-	"github.com/toolret/toolret/models/hfweights"
+	"github.com/toolret/toolret/internal/paritytest"
 	"github.com/toolret/toolret/models/pooling"
 )
 
@@ -37,56 +36,8 @@ type batch struct {
 	Hidden []float64 `json:"last_hidden_state"`
 }
 
-func loadExpected(t *testing.T) *expected {
-	t.Helper()
-	b, err := os.ReadFile("testdata/expected.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var e expected
-	if err := json.Unmarshal(b, &e); err != nil {
-		t.Fatal(err)
-	}
-	return &e
-}
-
 // parityTol bounds max |toolret - reference| on the fixture (float32), as issue 56 asks.
 const parityTol = 1e-5
-
-func flat(x [][]int32) *tensors.Tensor {
-	var f []int32
-	for _, r := range x {
-		f = append(f, r...)
-	}
-	return tensors.FromFlatDataAndDimensions(f, len(x), len(x[0]))
-}
-
-// maskedDiff is max |got - want| over the positions [batch, seq, hidden] whose mask is 1.
-func maskedDiff(got []float32, want []float64, mask [][]int32, hidden int) float64 {
-	if len(got) != len(want) {
-		return math.Inf(1)
-	}
-	m, seq := 0.0, len(mask[0])
-	for i := range got {
-		tok := i / hidden
-		if mask[tok/seq][tok%seq] == 0 {
-			continue
-		}
-		m = math.Max(m, math.Abs(float64(got[i])-want[i]))
-	}
-	return m
-}
-
-func maxDiff(got []float32, want []float64) float64 {
-	if len(got) != len(want) {
-		return math.Inf(1)
-	}
-	m := 0.0
-	for i := range got {
-		m = math.Max(m, math.Abs(float64(got[i])-want[i]))
-	}
-	return m
-}
 
 // embedExec returns an exec of (ids, mask) -> (last hidden states, the sentence-transformers
 // embedding: last-token pooling then L2 normalisation).
@@ -116,72 +67,52 @@ func embedExec(t *testing.T, be string) (*Config, *model.Exec) {
 // to nothing real and are pooled by nothing), the embeddings of the batch (last-token pooling,
 // Normalize) and of each text alone with sentence-transformers' encode_query/encode_document.
 func TestParityTransformers(t *testing.T) {
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	cfg, exec := embedExec(t, "go")
 	if cfg.NumKeyValueHeads >= cfg.NumAttentionHeads || cfg.HeadDim*cfg.NumAttentionHeads == cfg.HiddenSize {
 		t.Fatalf("fixture: kv heads %d, heads %d, head_dim %d: want GQA and head_dim != hidden/heads", cfg.NumKeyValueHeads, cfg.NumAttentionHeads, cfg.HeadDim)
 	}
-	var want []float64
-	for _, r := range e.Emb {
-		want = append(want, r...)
-	}
+	want := paritytest.Concat(e.Emb)
 	for _, tc := range []struct {
 		name string
 		b    batch
 	}{{"left", e.Left}, {"right", e.Right}} {
-		out, err := exec.Exec(flat(tc.b.IDs), flat(tc.b.Mask))
+		out, err := exec.Exec(paritytest.Flat(tc.b.IDs), paritytest.Flat(tc.b.Mask))
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := maskedDiff(tensors.MustCopyFlatData[float32](out[0]), tc.b.Hidden, tc.b.Mask, cfg.HiddenSize)
+		d := paritytest.MaskedDiff(tensors.MustCopyFlatData[float32](out[0]), tc.b.Hidden, tc.b.Mask, cfg.HiddenSize)
 		t.Logf("%s-padded batch, last_hidden_state (real positions): max |go - transformers| = %.2e", tc.name, d)
 		if d > parityTol {
 			t.Errorf("%s-padded batch: last_hidden_state differs from transformers' Qwen3Model by %.2e (> %.0e)", tc.name, d, parityTol)
 		}
-		d = maxDiff(tensors.MustCopyFlatData[float32](out[1]), want)
+		d = paritytest.MaxDiff(tensors.MustCopyFlatData[float32](out[1]), want)
 		t.Logf("%s-padded batch, embeddings: max |go - sentence-transformers| = %.2e", tc.name, d)
 		if d > parityTol {
 			t.Errorf("%s-padded batch: embeddings differ from sentence-transformers by %.2e (> %.0e)", tc.name, d, parityTol)
 		}
 	}
-	worst := 0.0
-	for i, ids := range e.IDs {
-		mask := make([]int32, len(ids))
-		for j := range mask {
-			mask[j] = 1
-		}
-		out, err := exec.Exec(flat([][]int32{ids}), flat([][]int32{mask}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := maxDiff(tensors.MustCopyFlatData[float32](out[1]), e.Emb[i])
-		worst = max(worst, d)
-		if d > parityTol {
-			t.Errorf("text %d %q alone: embedding differs from sentence-transformers by %.2e (> %.0e)", i, e.Texts[i], d, parityTol)
-		}
-	}
+	_, worst := paritytest.EachAlone(t, exec, e.IDs, 1, e.Emb, parityTol, func(i int, d float64) {
+		t.Errorf("text %d %q alone: embedding differs from sentence-transformers by %.2e (> %.0e)", i, e.Texts[i], d, parityTol)
+	})
 	t.Logf("each text alone, embeddings: max |go - sentence-transformers| = %.2e", worst)
 }
 
 // TestPaddingSides: the left- and right-padded batches give the same embeddings (RoPE sees
 // only position differences) and the same states at real tokens.
 func TestPaddingSides(t *testing.T) {
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	_, exec := embedExec(t, "go")
-	left, err := exec.Exec(flat(e.Left.IDs), flat(e.Left.Mask))
+	left, err := exec.Exec(paritytest.Flat(e.Left.IDs), paritytest.Flat(e.Left.Mask))
 	if err != nil {
 		t.Fatal(err)
 	}
-	right, err := exec.Exec(flat(e.Right.IDs), flat(e.Right.Mask))
+	right, err := exec.Exec(paritytest.Flat(e.Right.IDs), paritytest.Flat(e.Right.Mask))
 	if err != nil {
 		t.Fatal(err)
 	}
 	l, r := tensors.MustCopyFlatData[float32](left[1]), tensors.MustCopyFlatData[float32](right[1])
-	r64 := make([]float64, len(r))
-	for i, v := range r {
-		r64[i] = float64(v)
-	}
-	d := maxDiff(l, r64)
+	d := paritytest.MaxDiff(l, paritytest.F64(r))
 	t.Logf("embeddings, left vs right padding: max diff %.2e", d)
 	if d > parityTol {
 		t.Errorf("left- and right-padded embeddings differ by %.2e (> %.0e)", d, parityTol)
@@ -239,21 +170,8 @@ func TestSaveHFRoundTrip(t *testing.T) {
 		if cfg2.Theta() != cfg.Theta() || cfg2.HeadDim != cfg.HeadDim || cfg2.NumKeyValueHeads != cfg.NumKeyValueHeads {
 			t.Errorf("prefix %v: reloaded config %+v, want %+v", prefix, cfg2, cfg)
 		}
-		for _, p := range Params(cfg) {
-			a, b := store.GetVariable(varPath(p.Name)), again.GetVariable(varPath(p.Name))
-			if a == nil || b == nil {
-				t.Fatalf("prefix %v: variable %s missing", prefix, p.Name)
-			}
-			if !slices.Equal(tensors.MustCopyFlatData[float32](a.MustValue()), tensors.MustCopyFlatData[float32](b.MustValue())) {
-				t.Errorf("prefix %v: %s differs after the round trip", prefix, p.Name)
-			}
-		}
+		paritytest.SameVariables(t, store, again, Params(cfg), fmt.Sprintf("prefix %v", prefix))
 	}
-}
-
-func varPath(name string) string {
-	sc, vn := hfweights.VariablePath("/", name)
-	return model.JoinPath(sc, vn)
 }
 
 func TestConfigErrors(t *testing.T) {

@@ -1,9 +1,7 @@
 package xlmroberta
 
 import (
-	"encoding/json"
-	"math"
-	"os"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +10,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
-	"github.com/toolret/toolret/models/hfweights"
+	"github.com/toolret/toolret/internal/paritytest"
 	"github.com/toolret/toolret/models/pooling"
 	"github.com/toolret/toolret/tokenize"
 )
@@ -45,46 +43,14 @@ type expected struct {
 	} `json:"legacy"`
 }
 
-func loadExpected(t *testing.T) *expected {
-	t.Helper()
-	b, err := os.ReadFile("testdata/expected.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var e expected
-	if err := json.Unmarshal(b, &e); err != nil {
-		t.Fatal(err)
-	}
-	return &e
-}
-
 // parityTol bounds max |toolret - transformers| on the fixture (float32), as issue 56 asks.
 const parityTol = 1e-5
-
-func maxDiff(got []float32, want []float64) float64 {
-	if len(got) != len(want) {
-		return math.Inf(1)
-	}
-	m := 0.0
-	for i := range got {
-		m = math.Max(m, math.Abs(float64(got[i])-want[i]))
-	}
-	return m
-}
-
-func flat(x [][]int32) *tensors.Tensor {
-	var f []int32
-	for _, r := range x {
-		f = append(f, r...)
-	}
-	return tensors.FromFlatDataAndDimensions(f, len(x), len(x[0]))
-}
 
 // TestTokenizerParity: toolret's Unigram tokenizer, loaded from the fixture's tokenizer.json,
 // gives sentence-transformers' ids exactly (truncated to max_seq_length), and the pair
 // template's <s> A </s></s> B </s>.
 func TestTokenizerParity(t *testing.T) {
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	tok, err := tokenize.Load(fixtureDir)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +88,7 @@ func TestTokenizerParity(t *testing.T) {
 // TestTokenizerParityLegacy: the same with the tokenizer.json layout of checkpoints saved
 // before transformers 5 (NFKC and Replace normalizers, Metaspace without WhitespaceSplit).
 func TestTokenizerParityLegacy(t *testing.T) {
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	tok, err := tokenize.Load("testdata/legacy")
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +111,7 @@ func checkParity(t *testing.T, backendName string) [][]float32 {
 	if err != nil {
 		t.Skipf("backend %s: %v", backendName, err)
 	}
-	e := loadExpected(t)
+	e := paritytest.Expected[expected](t)
 	store := model.NewStore()
 	cfg, err := LoadHF(store.RootScope(), fixtureDir)
 	if err != nil {
@@ -161,11 +127,11 @@ func checkParity(t *testing.T, backendName string) [][]float32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := posExec.Exec(flat(e.BatchMask))
+	out, err := posExec.Exec(paritytest.Flat(e.BatchMask))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := tensors.MustCopyFlatData[int32](out[0]), flat(e.Positions); !slices.Equal(got, tensors.MustCopyFlatData[int32](want)) {
+	if got, want := tensors.MustCopyFlatData[int32](out[0]), paritytest.Flat(e.Positions); !slices.Equal(got, tensors.MustCopyFlatData[int32](want)) {
 		t.Errorf("positions %v, transformers %v", got, e.Positions)
 	}
 
@@ -176,45 +142,26 @@ func checkParity(t *testing.T, backendName string) [][]float32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err = exec.Exec(flat(e.BatchIDs), flat(e.BatchMask))
+	out, err = exec.Exec(paritytest.Flat(e.BatchIDs), paritytest.Flat(e.BatchMask))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Every state, padding included: padding gets pad_token_id's position, as in HF.
-	d := maxDiff(tensors.MustCopyFlatData[float32](out[0]), e.Hidden)
+	d := paritytest.MaxDiff(tensors.MustCopyFlatData[float32](out[0]), e.Hidden)
 	t.Logf("%s: padded batch, last_hidden_state: max |%s - transformers| = %.2e", backendName, backendName, d)
 	if d > parityTol {
 		t.Errorf("%s: last_hidden_state differs from transformers' XLMRobertaModel by %.2e (> %.0e)", backendName, d, parityTol)
 	}
-	var want []float64
-	for _, r := range e.Emb {
-		want = append(want, r...)
-	}
+	want := paritytest.Concat(e.Emb)
 	batched := tensors.MustCopyFlatData[float32](out[1])
-	d = maxDiff(batched, want)
+	d = paritytest.MaxDiff(batched, want)
 	t.Logf("%s: padded batch, mean pooling: max |%s - sentence-transformers| = %.2e", backendName, backendName, d)
 	if d > parityTol {
 		t.Errorf("%s: mean-pooled batch differs from sentence-transformers by %.2e (> %.0e)", backendName, d, parityTol)
 	}
-	var embs [][]float32
-	worst := 0.0
-	for i, ids := range e.IDs {
-		mask := make([]int32, len(ids))
-		for j := range mask {
-			mask[j] = 1
-		}
-		out, err := exec.Exec(flat([][]int32{ids}), flat([][]int32{mask}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := tensors.MustCopyFlatData[float32](out[1])
-		d := maxDiff(got, e.Emb[i])
-		worst = max(worst, d)
-		if d > parityTol {
-			t.Errorf("%s: text %d %q alone: embedding differs from sentence-transformers by %.2e (> %.0e)", backendName, i, e.Texts[i], d, parityTol)
-		}
-		embs = append(embs, got)
-	}
+	embs, worst := paritytest.EachAlone(t, exec, e.IDs, 1, e.Emb, parityTol, func(i int, d float64) {
+		t.Errorf("%s: text %d %q alone: embedding differs from sentence-transformers by %.2e (> %.0e)", backendName, i, e.Texts[i], d, parityTol)
+	})
 	t.Logf("%s: each text alone, mean pooling: max |%s - sentence-transformers| = %.2e", backendName, backendName, worst)
 	return embs
 }
@@ -240,22 +187,8 @@ func TestSaveHFRoundTrip(t *testing.T) {
 		if cfg2.ModelType != ModelType || cfg2.TypeVocabSize != 1 || cfg2.PadTokenID != 1 {
 			t.Errorf("prefix %v: reloaded config %+v", prefix, cfg2)
 		}
-		for _, p := range Params(cfg) {
-			a, b := store.GetVariable(varPath(p.Name)), again.GetVariable(varPath(p.Name))
-			if a == nil || b == nil {
-				t.Fatalf("prefix %v: variable %s missing", prefix, p.Name)
-			}
-			va, vb := tensors.MustCopyFlatData[float32](a.MustValue()), tensors.MustCopyFlatData[float32](b.MustValue())
-			if !slices.Equal(va, vb) {
-				t.Errorf("prefix %v: %s differs after the round trip", prefix, p.Name)
-			}
-		}
+		paritytest.SameVariables(t, store, again, Params(cfg), fmt.Sprintf("prefix %v", prefix))
 	}
-}
-
-func varPath(name string) string {
-	sc, vn := hfweights.VariablePath("/", name)
-	return model.JoinPath(sc, vn)
 }
 
 func TestConfigErrors(t *testing.T) {
