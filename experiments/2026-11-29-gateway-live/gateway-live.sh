@@ -9,7 +9,8 @@
 #      new text (the index updated: searches see it), and the tools embedded for it (the log);
 #   3. restart with the index cached, seconds to /readyz.
 # Usage: experiments/2026-11-29-gateway-live/gateway-live.sh [WORKDIR]; KEEP_STATE=1 keeps WORKDIR's index (step 1
-# is then a start with the index cached). Needs ../shared/datasets/bfcl/functions.json
+# is then a start with the index cached); TAGS=onnx builds with ONNX Runtime and SERVE_FLAGS
+# adds serve flags (for example SERVE_FLAGS='-index-backend auto'). Needs ../shared/datasets/bfcl/functions.json
 # and @octokit/openapi under ~/.cache/toolret/mcp-npm (scripts/install-mcp-test.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,7 +24,8 @@ bin=$work/toolret
 for f in "$bfcl" "$github"; do
 	[ -f "$f" ] || { echo "missing $f" >&2; exit 1; }
 done
-(cd "$root" && go build -o "$bin" ./cmd/toolret)
+(cd "$root" && go build ${TAGS:+-tags "$TAGS"} -o "$bin" ./cmd/toolret)
+echo "build tags: ${TAGS:-none}; serve flags: ${SERVE_FLAGS:-none}"
 echo "cpu: $(lscpu | grep -o 'avx2\|avx512_bf16\|amx_bf16' | sort -u | tr '\n' ' ')"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -46,7 +48,7 @@ ready() {
 }
 
 t0=$(date +%s.%N)
-"$bin" serve -library "$lib" -state "$work/state" -model "$model" -addr "127.0.0.1:$port" >"$work/serve.log" 2>&1 &
+"$bin" serve -library "$lib" -state "$work/state" -model "$model" ${SERVE_FLAGS:-} -addr "127.0.0.1:$port" >"$work/serve.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 echo "start ($([ "${KEEP_STATE:-0}" = 1 ] && echo "index cached" || echo "cold: empty state")): readyz after $(ready $pid "$t0") s"
@@ -75,7 +77,7 @@ kill $pid
 wait $pid 2>/dev/null || true
 
 t0=$(date +%s.%N)
-"$bin" serve -library "$lib" -state "$work/state" -model "$model" -addr "127.0.0.1:$port" >"$work/serve.log" 2>&1 &
+"$bin" serve -library "$lib" -state "$work/state" -model "$model" ${SERVE_FLAGS:-} -addr "127.0.0.1:$port" >"$work/serve.log" 2>&1 &
 pid=$!
 echo "restart: readyz after $(ready $pid "$t0") s"
 kill $pid
