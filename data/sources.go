@@ -109,6 +109,11 @@ func cutWeight(e string) (path string, w float64, ok bool, err error) {
 // dataset's name ("toollens:12"). Each library's weight is its entry's, a dataset's weight
 // shared among its sources in proportion to their training pairs, normalised to sum 1.
 // Every source must have a "train" split.
+//
+// An entry may be a held-out-tool view written by `convert -holdout-tools` (a directory with
+// HoldoutFile): its held-out tools' queries stay in its "test" split, never in training, and
+// the merged Dataset lists them in HeldOut. The merged Dataset itself is not a view (Holdout
+// is nil): its dev split is carved per library by queries, as for any list.
 func OpenSources(spec string) (*Dataset, error) {
 	single := spec == ""
 	if !single && !IsSourceList(spec) {
@@ -155,9 +160,6 @@ func OpenSources(spec string) (*Dataset, error) {
 			d, err := Open(dir, nil)
 			if err != nil {
 				return nil, fmt.Errorf("-data entry %q: %w", s.Path, err)
-			}
-			if d.Holdout != nil {
-				return nil, fmt.Errorf("-data entry %q: a held-out-tool view cannot be mixed with other sources", s.Path)
 			}
 			if _, ok := d.Splits["train"]; !ok {
 				return nil, fmt.Errorf("-data entry %q: dataset %s has no \"train\" split (splits: %s)", s.Path, d.Name, strings.Join(d.SplitNames(), ", "))
@@ -490,6 +492,11 @@ func (m *merger) add(name string, d *Dataset, keep func(t int) bool, libs []Libr
 				}
 				dst.Scene[nq] = ns
 			}
+		}
+	}
+	for _, t := range d.HeldOut {
+		if toolMap[t] >= 0 {
+			o.HeldOut = append(o.HeldOut, toolMap[t])
 		}
 	}
 	for _, w := range d.Warnings {

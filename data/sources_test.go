@@ -116,3 +116,54 @@ func TestIsSourceList(t *testing.T) {
 		}
 	}
 }
+
+// A held-out-tool view written by convert (WriteBEIR with holdout.json) mixes with other
+// sources: its held-out tools' queries stay in test, none of them trains, and the merged
+// dataset lists the held-out tools.
+func TestOpenSourcesHoldoutView(t *testing.T) {
+	root := datatest.Mix(t)
+	t.Setenv(DatasetPathEnv, root)
+	lens, err := Open(filepath.Join(root, "lens"), &Holdout{Fraction: 0.25, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := filepath.Join(root, "lensview")
+	if err := WriteBEIR(lens, view); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenSources("lensview:1,mix:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Holdout != nil {
+		t.Errorf("merged dataset Holdout %+v, want nil (not a view itself)", d.Holdout)
+	}
+	if len(d.HeldOut) != len(lens.HeldOut) || len(d.HeldOut) == 0 {
+		t.Fatalf("merged HeldOut %v, view's %v", d.HeldOut, lens.HeldOut)
+	}
+	held := map[int]bool{}
+	for i, h := range d.HeldOut {
+		if want := "lensview:" + lens.Tools[lens.HeldOut[i]].ID; d.Tools[h].ID != want {
+			t.Errorf("held-out tool %d is %s, want %s", i, d.Tools[h].ID, want)
+		}
+		held[h] = true
+	}
+	tr := d.Splits["train"]
+	for _, q := range tr.Judged() {
+		if anyIn(tr.Relevant[q], held) {
+			t.Errorf("training query %s needs a held-out tool", d.Queries[q].ID)
+		}
+	}
+	ts := d.Splits["test"]
+	if ts == nil || len(ts.Queries) != len(lens.Splits["test"].Queries) {
+		t.Fatalf("merged test split %+v, want the view's %d queries", ts, len(lens.Splits["test"].Queries))
+	}
+	for _, q := range ts.Judged() {
+		if !anyIn(ts.Relevant[q], held) {
+			t.Errorf("test query %s needs no held-out tool", d.Queries[q].ID)
+		}
+	}
+	if _, _, err := d.CarveDev("train", 0.2, 1); err != nil {
+		t.Errorf("dev of the merged dataset: %v", err)
+	}
+}
