@@ -12,7 +12,8 @@
 #     `eval -model`, `export -model` and `serve -library LIB -model` apply;
 #  5. reported on the seven zero-shot sets (eval -suite zeroshot: never trained or selected on)
 #     beside BM25, MODEL and the dense model alone, into OUT/suite.md and OUT/suite.json.
-# Usage: scripts/pretrained/general.sh   (env: MODEL, DATA, STEPS, WISE_WEIGHTS, OUT; needs
+# Usage: scripts/pretrained/general.sh   (env: MODEL, DATA, STEPS, WISE_WEIGHTS, OUT, SUITE=0 to stop
+# after step 4; needs
 # `make models`, ../shared, and ONNX Runtime for speed: `make install-onnx`). A step whose
 # output exists is not redone (delete OUT to start again).
 set -euo pipefail
@@ -105,6 +106,11 @@ else
 fi
 rm -rf "$out/model" && mv "$out/model.tmp" "$out/model"
 lap "wrote $out/model"
+
+if [ "${SUITE:-1}" = 0 ]; then
+  lap "done (SUITE=0: no zero-shot suite): $out/model"
+  exit 0
+fi
 
 # 5. The zero-shot suite: BM25, MODEL, the dense model alone (WiSE-FT at dev's weight), its
 # BM25 fusion (model-hybrid) and the general model with its whole recipe.
