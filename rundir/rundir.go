@@ -25,8 +25,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/toolret/toolret/data"
@@ -226,34 +224,6 @@ func WriteJSON(dir, name string, v any) error { return jsonfile.Write(filepath.J
 // WriteFile writes b to path atomically: a temporary file in the same directory, synced,
 // then renamed over path. The directory is created if needed.
 func WriteFile(path string, b []byte) error { return atomicfile.Write(path, b) }
-
-// Differences lists, sorted, the arguments whose values differ between a run's recorded args
-// and given ones, as "-name: run has X, given Y". Names in ignore are not compared.
-func Differences(recorded, given map[string]string, ignore ...string) []string {
-	skip := map[string]bool{}
-	for _, n := range ignore {
-		skip[n] = true
-	}
-	var out []string
-	for n, v := range given {
-		if skip[n] {
-			continue
-		}
-		if r, ok := recorded[n]; ok && r != v {
-			out = append(out, fmt.Sprintf("-%s: run has %q, given %q", n, r, v))
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// DiffError formats Differences as one error, or returns nil when there are none.
-func DiffError(dir string, diffs []string) error {
-	if len(diffs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("resume %s: refused, flags differ from the run's (omit them to use the run's values):\n  %s", dir, strings.Join(diffs, "\n  "))
-}
 
 // DefaultDev is the fraction of the training queries carved as the dev split (Carve) when a
 // configuration leaves it to the default: every command's -dev.
