@@ -118,8 +118,7 @@ func TestResumeEveryKind(t *testing.T) {
 				if cfg == nil {
 					cfg = tc.cfg(run)
 				}
-				reflect.ValueOf(cfg).Elem().FieldByName("Resume").SetBool(true)
-				setRunDir(cfg, run)
+				setOperational(cfg, run)
 				if change {
 					*tc.lr(cfg) = lr * 2
 				}
@@ -164,8 +163,16 @@ func TestResumeEveryKind(t *testing.T) {
 	}
 }
 
-// setRunDir sets the run directory of a kind's configuration (RunDir, in runs.Head for the
-// head kinds).
-func setRunDir(cfg any, dir string) {
-	reflect.ValueOf(cfg).Elem().FieldByName("RunDir").SetString(dir)
+// setOperational sets the operational fields of a kind's configuration (in runs.Head for the
+// head kinds), which RunConfig leaves zero: RunDir, Resume, Quiet and the writers.
+func setOperational(cfg any, dir string) {
+	v := reflect.ValueOf(cfg).Elem()
+	v.FieldByName("RunDir").SetString(dir)
+	v.FieldByName("Resume").SetBool(true)
+	v.FieldByName("Quiet").SetBool(true)
+	for _, w := range []string{"Stdout", "Stderr"} {
+		if f := v.FieldByName(w); f.IsValid() {
+			f.Set(reflect.ValueOf(io.Discard))
+		}
+	}
 }
