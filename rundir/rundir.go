@@ -66,13 +66,15 @@ type Meta struct {
 	// Parent is the run this one derives from (a stage-1 retriever), or empty.
 	Parent string `json:"parent,omitempty"`
 	// Config is the run's typed configuration (format 2), the JSON of its kind's training
-	// configuration in sections "split", "parent", "model" and "training" whose keys are the
-	// command's flag names (e.g. biencoder.TrainConfig); empty for a format-1 run, and for
-	// kinds without a typed configuration yet.
+	// configuration (e.g. biencoder.TrainConfig: sections "split", "parent", "model" and
+	// "training") whose keys are the command's flag names but for a few older spellings
+	// (retriever, COLT's list_len); every kind records its own (Record);
+	// empty for a format-1 run, and for a run made before its kind recorded one.
 	Config json.RawMessage `json:"config,omitempty"`
 	// Args are the values of every flag of the command that made the run. Kept in format 2
-	// as provenance and for the commands' -resume, which re-applies them to its flags; a run
-	// made by a Go caller records its Config's flags (ConfigArgs).
+	// as provenance, for the migration of runs without Config (ConfigFromArgs) and for the
+	// commands' -resume, which takes the flags outside the configuration (-data) from them; a
+	// run made by a Go caller records its Config's flags (ConfigArgs).
 	Args    map[string]string `json:"args,omitempty"`
 	Created string            `json:"created,omitempty"`
 }
