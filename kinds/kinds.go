@@ -49,7 +49,7 @@ type Kind struct {
 	// defaults (e.g. *biencoder.TrainConfig).
 	NewConfig func() any
 	// FromArgs migrates the flags a format-1 run recorded (rundir.Meta.Args) to a pointer to
-	// the typed configuration.
+	// the typed configuration; nil: rundir.ConfigFromArgs over NewConfig's defaults.
 	FromArgs func(args map[string]string) (any, error)
 	// Train trains a run from the typed configuration (the type NewConfig points to, or a
 	// pointer to it). Nil: the kind trains with its command only.
@@ -251,22 +251,30 @@ func Train(ctx context.Context, name string, cfg any) (*Result, error) {
 }
 
 // Config returns the typed configuration of the run at dir: run.json's Config when it has
-// one, else its flags migrated by the kind's FromArgs. The result is a pointer to the kind's
-// configuration type.
+// one, else its flags migrated by the kind's FromArgs (without one, rundir.ConfigFromArgs
+// over the kind's defaults). The result is a pointer to the kind's configuration type.
 func Config(dir string) (any, error) {
 	m, err := rundir.Read(dir)
 	if err != nil {
 		return nil, err
 	}
+	return configOf(dir, m)
+}
+
+// configOf is Config of the run at dir whose run.json m is read.
+func configOf(dir string, m *rundir.Meta) (any, error) {
 	k, err := Lookup(m.Kind)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", dir, err)
 	}
-	if k.NewConfig == nil || k.FromArgs == nil {
-		return nil, fmt.Errorf("run %s: kind %s has no typed configuration yet", dir, k.Name)
+	if k.NewConfig == nil {
+		return nil, fmt.Errorf("run %s: kind %s has no typed configuration", dir, k.Name)
 	}
 	cfg := k.NewConfig()
 	if _, err := m.DecodeConfig(cfg, func(args map[string]string) error {
+		if k.FromArgs == nil {
+			return rundir.ConfigFromArgs(cfg, args)
+		}
 		c, err := k.FromArgs(args)
 		cfg = c
 		return err
@@ -274,6 +282,27 @@ func Config(dir string) (any, error) {
 		return nil, fmt.Errorf("run %s: %w", dir, err)
 	}
 	return cfg, nil
+}
+
+// Resume checks cfg (a pointer to the kind's typed configuration), the configuration of a
+// resumption of the run at dir, against the run's recorded one (Config): an error names every
+// field that differs (rundir.ConfigDiffError: "resume DIR: refused, the configuration differs
+// from the run's: lr 0.001 != recorded 0.0005"). Operational fields (tagged json:"-": the run
+// directory, the backend, ...) may differ. A run of another kind is refused, what naming this
+// one ("bi-encoder").
+func Resume(dir, kind, what string, cfg any) error {
+	m, err := rundir.Read(dir)
+	if err != nil {
+		return err
+	}
+	if m.Kind != kind {
+		return fmt.Errorf("resume %s: a %s run, not a %s run", dir, m.Kind, what)
+	}
+	rec, err := configOf(dir, m)
+	if err != nil {
+		return err
+	}
+	return rundir.ConfigDiffError(dir, rundir.ConfigDiff(rec, cfg))
 }
 
 // Rank opens the trained run or checkpoint at path as a ranker of d's tools, whatever its

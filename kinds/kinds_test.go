@@ -25,6 +25,8 @@ func init() {
 			c.Training.Epochs = len(args["epochs"])
 			return c, nil
 		}})
+	// A kind without FromArgs: its format-1 runs migrate through rundir.ConfigFromArgs.
+	Register(Kind{Name: "test-plain", NewConfig: func() any { c := &testConfig{}; c.Training.Epochs = 4; return c }})
 	// A second registration fills in another facet.
 	Register(Kind{Name: "test-derived", Train: func(ctx context.Context, cfg any) (*Result, error) {
 		return &Result{RunDir: "trained", Config: cfg}, nil
@@ -101,6 +103,34 @@ func TestTrainAndConfig(t *testing.T) {
 	write(t, dir, "run.json", `{"format": 2, "kind": "test-base"}`)
 	if _, err = Config(dir); err == nil || !strings.Contains(err.Error(), "no typed configuration") {
 		t.Errorf("a kind without a typed configuration: %v", err)
+	}
+}
+
+func TestResume(t *testing.T) {
+	dir := t.TempDir()
+	given := func(epochs int) *testConfig { c := &testConfig{}; c.Training.Epochs = epochs; return c }
+	for _, tc := range []struct {
+		name, runJSON string
+		given         *testConfig
+		want          string // "": resumes
+	}{
+		{"typed, same", `{"format": 2, "kind": "test-plain", "config": {"training": {"epochs": 9}}}`, given(9), ""},
+		{"typed, changed", `{"format": 2, "kind": "test-plain", "config": {"training": {"epochs": 9}}}`, given(2),
+			"refused, the configuration differs from the run's: epochs 2 != recorded 9"},
+		{"args only, same", `{"format": 1, "kind": "test-plain", "args": {"epochs": "7", "run": "x"}}`, given(7), ""},
+		{"args only, changed", `{"format": 1, "kind": "test-plain", "args": {"epochs": "7"}}`, given(4), "epochs 4 != recorded 7"},
+		{"args only, default", `{"format": 1, "kind": "test-plain", "args": {}}`, given(4), ""},
+		{"bad args", `{"format": 1, "kind": "test-plain", "args": {"epochs": "x"}}`, given(4), `recorded -epochs "x"`},
+		{"another kind", `{"format": 2, "kind": "test-derived"}`, given(4), "a test-derived run, not a plain test run"},
+	} {
+		write(t, dir, "run.json", tc.runJSON)
+		err := Resume(dir, "test-plain", "plain test", tc.given)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	if err := Resume(filepath.Join(dir, "none"), "test-plain", "plain test", given(4)); err == nil {
+		t.Error("no run: no error")
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -305,7 +304,7 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 	fmt.Fprintf(log, "%s\nbi-encoder: %d layers, hidden %d, vocab %d, %s pooling, %s, %d dev queries, %d steps -> %s\n",
 		d.Stats(), mc.Encoder.Layers(), mc.Encoder.Hidden(), mc.Encoder.Vocab(), mc.Pooling, examples, len(dev.Queries), steps, cfg.RunDir)
 	if pending != nil {
-		if err := record(&cfg, pending); err != nil {
+		if err := pending.Record(&cfg, cfg.Args); err != nil { // every auto field resolved
 			return nil, err
 		}
 		if err := rundir.Create(cfg.RunDir, pending); err != nil {
@@ -367,20 +366,6 @@ func evalTest(ctx context.Context, dir string, d *data.Dataset, split string, bk
 		reps[vec], rec[vec] = rep, rep
 	}
 	return reps, rundir.WriteJSON(dir, "test_metrics.json", rec)
-}
-
-// record fills the run description m with the typed configuration (every auto field
-// resolved) and the flags (cfg.Args, its values overridden by the configuration's).
-func record(cfg *biencoder.TrainConfig, m *rundir.Meta) error {
-	if err := m.SetConfig(cfg); err != nil {
-		return err
-	}
-	m.Args = maps.Clone(cfg.Args)
-	if m.Args == nil {
-		m.Args = map[string]string{}
-	}
-	maps.Copy(m.Args, rundir.ConfigArgs(cfg))
-	return nil
 }
 
 // resolveInit resolves Parent.Init in place: a run or directory stays as it is, a hub id

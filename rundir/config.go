@@ -2,22 +2,25 @@ package rundir
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"strconv"
 	"strings"
 )
 
 // A typed run configuration (Meta.Config) is a struct whose fields are sections (structs) or
-// leaves (strings, booleans, integers, floats); each leaf's json name is the flag of the
-// command that sets it, so that a run's configuration, the flags of a format-1 run's Args and
-// the messages of a refused resume use one vocabulary. Fields tagged `json:"-"` (the run
-// directory, the backend, writers) are not part of it.
+// leaves (strings, booleans, integers, floats); each leaf is named by the flag of the command
+// that sets it (its flag tag, else its json name, as package internal/flagcfg names it), so
+// that a run's configuration, the flags of a format-1 run's Args and the messages of a refused
+// resume use one vocabulary. Fields tagged `json:"-"` (the run directory, the backend,
+// writers) are not part of it.
 
-// leaf is one leaf field of a typed configuration.
+// leaf is one leaf field of a typed configuration: name is its flag, key its json name.
 type leaf struct {
-	name string
-	v    reflect.Value
+	name, key string
+	v         reflect.Value
 }
 
 // leaves returns the leaf fields of the struct v, depth first, in declaration order.
@@ -33,13 +36,17 @@ func leaves(v reflect.Value) []leaf {
 		if name == "" {
 			name = f.Name
 		}
+		key := name
+		if fl := f.Tag.Get("flag"); fl != "" && fl != "-" {
+			name = fl
+		}
 		fv := v.Field(i)
 		switch fv.Kind() {
 		case reflect.Struct:
 			out = append(out, leaves(fv)...)
 		case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
-			out = append(out, leaf{name, fv})
+			out = append(out, leaf{name, key, fv})
 		}
 	}
 	return out
@@ -87,8 +94,10 @@ func ConfigArgs(cfg any) map[string]string {
 }
 
 // ConfigFromArgs sets the leaves of the typed configuration *cfg named in args (a format-1
-// run's flags, Meta.Args), parsed as their field's type; args naming no leaf (operational
-// flags such as -run, flags of other kinds) are ignored, leaves args lacks keep their value.
+// run's flags, Meta.Args), parsed as their field's type; a leaf whose flag was renamed is
+// found under its json name too (-retriever, now -first-stage). Args naming no leaf
+// (operational flags such as -run, flags of other kinds) are ignored, leaves args lacks keep
+// their value.
 func ConfigFromArgs(cfg any, args map[string]string) error {
 	if v := reflect.ValueOf(cfg); v.Kind() != reflect.Pointer || v.IsNil() {
 		return fmt.Errorf("run configuration: %T is not a pointer", cfg)
@@ -100,7 +109,9 @@ func ConfigFromArgs(cfg any, args map[string]string) error {
 	for _, l := range leaves(v) {
 		s, ok := args[l.name]
 		if !ok {
-			continue
+			if s, ok = args[l.key]; !ok {
+				continue
+			}
 		}
 		if err := set(l.v, s); err != nil {
 			return fmt.Errorf("recorded -%s %q: %w", l.name, s, err)
@@ -204,4 +215,43 @@ func (m *Meta) DecodeConfig(cfg any, migrate func(args map[string]string) error)
 		return false, fmt.Errorf("%s args (format %d): %w", MetaFile, m.Format, err)
 	}
 	return false, nil
+}
+
+// Record fills the run description m of a new run with the typed configuration cfg (Config)
+// and the flags args (the command line's; nil for a Go caller), its values overridden by the
+// configuration's (ConfigArgs): a Go caller's run records its configuration's flags.
+func (m *Meta) Record(cfg any, args map[string]string) error {
+	if err := m.SetConfig(cfg); err != nil {
+		return err
+	}
+	m.Args = maps.Clone(args)
+	if m.Args == nil {
+		m.Args = map[string]string{}
+	}
+	maps.Copy(m.Args, ConfigArgs(cfg))
+	return nil
+}
+
+// CopyConfig sets the leaves of the typed configuration *dst to those of src (of one type),
+// but for the leaves keep names, e.g. the flags given on a command line resuming a run, which
+// the recorded configuration src then fills around.
+func CopyConfig(dst, src any, keep func(name string) bool) error {
+	if v := reflect.ValueOf(dst); v.Kind() != reflect.Pointer || v.IsNil() {
+		return fmt.Errorf("run configuration: %T is not a pointer", dst)
+	}
+	dv, err1 := structOf(dst)
+	sv, err2 := structOf(src)
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
+	if dv.Type() != sv.Type() {
+		return fmt.Errorf("run configuration: %T, recorded %T", dst, src)
+	}
+	sl := leaves(sv)
+	for i, l := range leaves(dv) {
+		if !keep(l.name) {
+			l.v.Set(sl[i].v)
+		}
+	}
+	return nil
 }

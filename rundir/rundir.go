@@ -25,8 +25,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/toolret/toolret/data"
@@ -68,13 +66,15 @@ type Meta struct {
 	// Parent is the run this one derives from (a stage-1 retriever), or empty.
 	Parent string `json:"parent,omitempty"`
 	// Config is the run's typed configuration (format 2), the JSON of its kind's training
-	// configuration in sections "split", "parent", "model" and "training" whose keys are the
-	// command's flag names (e.g. biencoder.TrainConfig); empty for a format-1 run, and for
-	// kinds without a typed configuration yet.
+	// configuration (e.g. biencoder.TrainConfig: sections "split", "parent", "model" and
+	// "training") whose keys are the command's flag names but for a few older spellings
+	// (retriever, COLT's list_len); every kind records its own (Record);
+	// empty for a format-1 run, and for a run made before its kind recorded one.
 	Config json.RawMessage `json:"config,omitempty"`
 	// Args are the values of every flag of the command that made the run. Kept in format 2
-	// as provenance and for the commands' -resume, which re-applies them to its flags; a run
-	// made by a Go caller records its Config's flags (ConfigArgs).
+	// as provenance, for the migration of runs without Config (ConfigFromArgs) and for the
+	// commands' -resume, which takes the flags outside the configuration (-data) from them; a
+	// run made by a Go caller records its Config's flags (ConfigArgs).
 	Args    map[string]string `json:"args,omitempty"`
 	Created string            `json:"created,omitempty"`
 }
@@ -226,34 +226,6 @@ func WriteJSON(dir, name string, v any) error { return jsonfile.Write(filepath.J
 // WriteFile writes b to path atomically: a temporary file in the same directory, synced,
 // then renamed over path. The directory is created if needed.
 func WriteFile(path string, b []byte) error { return atomicfile.Write(path, b) }
-
-// Differences lists, sorted, the arguments whose values differ between a run's recorded args
-// and given ones, as "-name: run has X, given Y". Names in ignore are not compared.
-func Differences(recorded, given map[string]string, ignore ...string) []string {
-	skip := map[string]bool{}
-	for _, n := range ignore {
-		skip[n] = true
-	}
-	var out []string
-	for n, v := range given {
-		if skip[n] {
-			continue
-		}
-		if r, ok := recorded[n]; ok && r != v {
-			out = append(out, fmt.Sprintf("-%s: run has %q, given %q", n, r, v))
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// DiffError formats Differences as one error, or returns nil when there are none.
-func DiffError(dir string, diffs []string) error {
-	if len(diffs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("resume %s: refused, flags differ from the run's (omit them to use the run's values):\n  %s", dir, strings.Join(diffs, "\n  "))
-}
 
 // DefaultDev is the fraction of the training queries carved as the dev split (Carve) when a
 // configuration leaves it to the default: every command's -dev.

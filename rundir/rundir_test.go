@@ -124,19 +124,3 @@ func TestWriteFileAtomic(t *testing.T) {
 		t.Errorf("want error naming the path, got %v", err)
 	}
 }
-
-func TestDifferences(t *testing.T) {
-	rec := map[string]string{"lr": "0.001", "seed": "1", "run": "a", "epochs": "4"}
-	given := map[string]string{"lr": "0.1", "seed": "1", "run": "b", "new": "x"}
-	got := Differences(rec, given, "run")
-	want := []string{`-lr: run has "0.001", given "0.1"`}
-	if !slices.Equal(got, want) {
-		t.Errorf("Differences = %q, want %q", got, want)
-	}
-	if err := DiffError("r", got); err == nil || !strings.Contains(err.Error(), want[0]) {
-		t.Errorf("DiffError: %v", err)
-	}
-	if DiffError("r", nil) != nil {
-		t.Error("no differences must give no error")
-	}
-}

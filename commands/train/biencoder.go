@@ -97,7 +97,7 @@ func biencoderCmd(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	meta, err := openRun(fs, op.run, *op.resume, "biencoder", "biencoder", "bi-encoder")
+	meta, err := openRun(fs, op.run, *op.resume, "biencoder", "biencoder", "bi-encoder", cfg)
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func biencoderCmd(args []string) error {
 			return err
 		}
 	}
-	if cfg.Split.Usage != "" && !set["hard-negatives"] {
+	if cfg.Split.Usage != "" && !set["hard-negatives"] && !*op.resume { // a resumed run has its recorded value
 		t.HardNegatives = 1 // the tools shown and not called
 	}
 	if padding == biencoder.PadTokenizer {

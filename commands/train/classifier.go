@@ -35,7 +35,7 @@ func classifierCmd(args []string) error {
 	if cfg.Metric == "" {
 		cfg.Metric = classifier.DefaultMetric(cfg.Kind)
 	}
-	if err := startHead(fs, op, &cfg.Head, cfg.Kind, "classifier"); err != nil {
+	if err := startHead(fs, op, cfg, &cfg.Head, cfg.Kind, "classifier"); err != nil {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {

@@ -46,7 +46,7 @@ func coltCmd(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if _, err := openRun(fs, op.run, *op.resume, "colt", "colt", "COLT"); err != nil {
+	if _, err := openRun(fs, op.run, *op.resume, "colt", "colt", "COLT", cfg); err != nil {
 		return err
 	}
 	cfg.RunDir, cfg.Resume, cfg.Backend, cfg.Devices, cfg.Quiet = *op.run, *op.resume, *op.backend, *op.devices, *op.quiet

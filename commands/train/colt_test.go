@@ -120,7 +120,7 @@ func TestColt(t *testing.T) {
 		}
 	}
 	// Resuming with a changed flag is refused, naming it; a new run into a run is refused.
-	if err := coltCmd([]string{"-run", run, "-resume", "-lr", "0.1", "-quiet"}); err == nil || !strings.Contains(err.Error(), "-lr: run has") {
+	if err := coltCmd([]string{"-run", run, "-resume", "-lr", "0.1", "-quiet"}); err == nil || !strings.Contains(err.Error(), "lr 0.1 != recorded") {
 		t.Errorf("resume with a changed -lr: %v", err)
 	}
 	if err := coltCmd([]string{"-first-stage", be, "-run", run, "-quiet"}); err == nil || !strings.Contains(err.Error(), "-resume") {

@@ -32,7 +32,7 @@ func crossencoderCmd(args []string) error {
 		return err
 	}
 	defaultWarm(fs, &cfg.Head)
-	if err := startHead(fs, op, &cfg.Head, "crossencoder", "crossencoder"); err != nil {
+	if err := startHead(fs, op, cfg, &cfg.Head, "crossencoder", "crossencoder"); err != nil {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {

@@ -38,17 +38,21 @@ func headFlags(name string, cfg any) (*flag.FlagSet, headOps, error) {
 	return fs, op, nil
 }
 
-// startHead refuses extra arguments, opens the run directory (a resumed run's recorded flags
-// are applied; a new run needs a free directory), resolves -init and fills h's operational
-// fields.
-func startHead(fs *flag.FlagSet, op headOps, h *runs.Head, cmd, kind string) error {
+// startHead refuses extra arguments, opens the run directory (a resumed run's recorded
+// configuration fills the fields of cfg, which embeds h, whose flags are not given; a new run
+// needs a free directory), resolves -init and fills h's operational fields.
+func startHead(fs *flag.FlagSet, op headOps, cfg any, h *runs.Head, cmd, kind string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if _, err := openRun(fs, op.run, *op.resume, cmd, kind, kind); err != nil {
+	if _, err := openRun(fs, op.run, *op.resume, cmd, kind, kind, cfg); err != nil {
 		return err
 	}
-	if err := resolveInit(fs, &h.Init, nil, &h.LR); err != nil {
+	lr := &h.LR
+	if *op.resume { // the run's recorded -lr
+		lr = nil
+	}
+	if err := resolveInit(fs, &h.Init, nil, lr); err != nil {
 		return err
 	}
 	set := cli.Set(fs)

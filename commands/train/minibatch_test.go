@@ -41,7 +41,7 @@ func TestMiniBatchFlag(t *testing.T) {
 	if meta.Args["mini-batch"] != "3" {
 		t.Errorf("run.json args: mini-batch %q, want 3", meta.Args["mini-batch"])
 	}
-	if err := biencoderCmd([]string{"-run", run, "-resume", "-mini-batch", "4", "-quiet"}); err == nil || !strings.Contains(err.Error(), "-mini-batch") {
+	if err := biencoderCmd([]string{"-run", run, "-resume", "-mini-batch", "4", "-quiet"}); err == nil || !strings.Contains(err.Error(), "mini-batch 4 != recorded 3") {
 		t.Errorf("resume with another -mini-batch: %v", err)
 	}
 }

@@ -51,7 +51,7 @@ func TestTrainPadding(t *testing.T) {
 	if err := rundir.Create(dir, &rundir.Meta{Kind: "biencoder", Args: map[string]string{"pad-multiple": "16"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := biencoderCmd([]string{"-run", dir, "-resume", "-pad-multiple", "8", "-quiet"}); err == nil || !strings.Contains(err.Error(), `-pad-multiple: run has "16", given "8"`) {
+	if err := biencoderCmd([]string{"-run", dir, "-resume", "-pad-multiple", "8", "-quiet"}); err == nil || !strings.Contains(err.Error(), "pad-multiple 8 != recorded 16") {
 		t.Errorf("resume with another -pad-multiple: %v", err)
 	}
 	dir = t.TempDir()

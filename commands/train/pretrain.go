@@ -45,7 +45,7 @@ func pretrainCmd(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if _, err := openRun(fs, op.run, *op.resume, "pretrain", "pretrain", "pretrain"); err != nil {
+	if _, err := openRun(fs, op.run, *op.resume, "pretrain", "pretrain", "pretrain", cfg); err != nil {
 		return err
 	}
 	if err := resolveInit(fs, &cfg.Init, nil, nil); err != nil {

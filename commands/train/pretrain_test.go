@@ -109,7 +109,7 @@ func TestPretrainCmd(t *testing.T) {
 	if err := pretrainCmd([]string{"-run", run, "-resume", "-quiet"}); err != nil {
 		t.Errorf("resume of a finished run: %v", err)
 	}
-	if err := pretrainCmd([]string{"-run", run, "-resume", "-lr", "0.1"}); err == nil || !strings.Contains(err.Error(), "-lr: run has") {
+	if err := pretrainCmd([]string{"-run", run, "-resume", "-lr", "0.1"}); err == nil || !strings.Contains(err.Error(), "lr 0.1 != recorded") {
 		t.Errorf("resume with a changed -lr: %v", err)
 	}
 }

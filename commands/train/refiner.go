@@ -29,7 +29,7 @@ func refinerCmd(args []string) error {
 		return err
 	}
 	// start first: a resumed run takes its recorded flags before they are checked.
-	if err := startHead(fs, op, &cfg.Head, "refiner", "refiner"); err != nil {
+	if err := startHead(fs, op, cfg, &cfg.Head, "refiner", "refiner"); err != nil {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {

@@ -121,7 +121,7 @@ func TestTrainRegularizationRun(t *testing.T) {
 	if bytes.Equal(layer[0], layer[1]) {
 		t.Error("the layer weights did not change between steps 1 and 2")
 	}
-	if err := biencoderCmd([]string{"-run", run, "-resume", "-tool-dropout", "0.3", "-quiet"}); err == nil || !strings.Contains(err.Error(), `-tool-dropout: run has "0.2", given "0.3"`) {
+	if err := biencoderCmd([]string{"-run", run, "-resume", "-tool-dropout", "0.3", "-quiet"}); err == nil || !strings.Contains(err.Error(), "tool-dropout 0.3 != recorded 0.2") {
 		t.Errorf("resume with another -tool-dropout: %v", err)
 	}
 }

@@ -172,9 +172,9 @@ func TestRerankStages(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"-lr", "0.1"}, []string{"-lr: run has"}},
-		{[]string{"-dev", "0.5", "-seed", "3"}, []string{"-dev: run has \"0.85\", given \"0.5\"", "-seed: run has \"7\", given \"3\""}},
-		{[]string{"-epochs", "3"}, []string{"-epochs: run has"}},
+		{[]string{"-lr", "0.1"}, []string{"lr 0.1 != recorded"}},
+		{[]string{"-dev", "0.5", "-seed", "3"}, []string{"dev 0.5 != recorded 0.85", "seed 3 != recorded 7"}},
+		{[]string{"-epochs", "3"}, []string{"epochs 3 != recorded"}},
 	} {
 		err := biencoderCmd(append([]string{"-run", be, "-resume", "-quiet"}, tc.args...))
 		for _, w := range tc.want {

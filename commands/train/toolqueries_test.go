@@ -81,7 +81,7 @@ func TestToolQueriesRun(t *testing.T) {
 	if meta.Args["tool-queries"] != "2" {
 		t.Errorf("run.json args: tool-queries %q", meta.Args["tool-queries"])
 	}
-	if err := biencoderCmd([]string{"-run", run, "-resume", "-tool-queries", "3", "-quiet"}); err == nil || !strings.Contains(err.Error(), `-tool-queries: run has "2", given "3"`) {
+	if err := biencoderCmd([]string{"-run", run, "-resume", "-tool-queries", "3", "-quiet"}); err == nil || !strings.Contains(err.Error(), "tool-queries 3 != recorded 2") {
 		t.Errorf("resume with another -tool-queries: %v", err)
 	}
 }

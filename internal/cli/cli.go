@@ -20,7 +20,8 @@
 //	-query-len, -tool-len, -max-len   token limits (bi-encoder towers; single-sequence and pair models)
 //	-temperature T     softmax temperature of a contrastive or list-wise loss
 //	-batch N, -epochs N, -lr F, -weight-decay F, -warmup F, -metric NAME, -patience N
-//	-resume            continue -run from its newest checkpoint with the run's recorded flags
+//	-resume            continue -run from its newest checkpoint with the run's recorded
+//	                   configuration (flags given that differ from it are refused)
 //	-quiet             no progress bar
 //	-ensemble DIR,...  (eval -index, serve) more exported indexes fused with -index per query,
 //	                   -ensemble-fusion rrf|minmax|zscore, -ensemble-weights W,... (Ensemble)
@@ -30,7 +31,6 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -90,7 +90,7 @@ func Quiet(fs *flag.FlagSet) *bool { return fs.Bool("quiet", false, "no progress
 
 // Resume registers -resume.
 func Resume(fs *flag.FlagSet) *bool {
-	return fs.Bool("resume", false, "continue the run in -run from its newest checkpoint, with the flags recorded in the run")
+	return fs.Bool("resume", false, "continue the run in -run from its newest checkpoint, with the configuration recorded in the run (flags given that differ from it are refused)")
 }
 
 // Cutoffs registers -cutoffs.
@@ -138,43 +138,6 @@ func Set(fs *flag.FlagSet) map[string]bool {
 	out := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { out[f.Name] = true })
 	return out
-}
-
-// Operational flags may differ between a run and its resumption.
-var operational = []string{"resume", "run", "quiet", "backend", "devices"}
-
-// ApplyRecorded makes fs continue a run: flags given on the command line must equal the
-// run's recorded values (an error names each that differs); flags not given take the
-// recorded values. Operational flags (-resume, -run, -quiet, -backend, -devices) are exempt.
-func ApplyRecorded(fs *flag.FlagSet, dir string, recorded map[string]string) error {
-	given := map[string]string{}
-	set := Set(fs)
-	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] {
-			given[f.Name] = f.Value.String()
-		}
-	})
-	if err := rundir.DiffError(dir, rundir.Differences(recorded, given, operational...)); err != nil {
-		return err
-	}
-	skip := map[string]bool{}
-	for _, n := range operational {
-		skip[n] = true
-	}
-	names := make([]string, 0, len(recorded))
-	for n := range recorded {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if set[n] || skip[n] || fs.Lookup(n) == nil {
-			continue
-		}
-		if err := fs.Set(n, recorded[n]); err != nil {
-			return fmt.Errorf("resume %s: recorded -%s %q: %w", dir, n, recorded[n], err)
-		}
-	}
-	return nil
 }
 
 // Positive returns an error naming the flag when v <= 0 (check.Positive, worded as a flag).

@@ -22,41 +22,6 @@ func newFS() (*flag.FlagSet, *float64, *uint64, *string) {
 	return fs, lr, seed, data
 }
 
-func TestApplyRecorded(t *testing.T) {
-	rec := map[string]string{"lr": "0.005", "seed": "7", "data": "d", "run": "old", "quiet": "false", "resume": "false"}
-	for _, tc := range []struct {
-		name string
-		args []string
-		want string // error substring, "" for none
-	}{
-		{"nothing given takes the recorded", []string{"-run", "r", "-resume"}, ""},
-		{"same values", []string{"-run", "r", "-resume", "-lr", "0.005", "-seed", "7"}, ""},
-		{"operational flags may differ", []string{"-run", "elsewhere", "-resume", "-quiet"}, ""},
-		{"changed lr", []string{"-run", "r", "-resume", "-lr", "0.1"}, `-lr: run has "0.005", given "0.1"`},
-		{"changed seed and data", []string{"-resume", "-seed", "2", "-data", "x"}, `-seed: run has "7", given "2"`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			fs, lr, seed, data := newFS()
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			err := ApplyRecorded(fs, "r", rec)
-			if tc.want != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.want) {
-					t.Fatalf("want error containing %q, got %v", tc.want, err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if *lr != 0.005 || *seed != 7 || *data != "d" {
-				t.Errorf("after resume: lr %v seed %d data %q; want the recorded 0.005, 7, d", *lr, *seed, *data)
-			}
-		})
-	}
-}
-
 func TestParseCutoffsAndMetric(t *testing.T) {
 	for _, tc := range []struct {
 		in   string

@@ -223,7 +223,7 @@ var cases = []badCase{
 	{"train/biencoder/resume-no-run", cmd("train", "biencoder", "-resume"), nil, "-resume needs -run"},
 	// train biencoder: files.
 	{"train/biencoder/run-exists", cmd("train", "biencoder", "-run", "{copy:run}"), nil, "already holds a run"},
-	{"train/biencoder/resume-changed-flag", cmd("train", "biencoder", "-resume", "-run", "{copy:run}", "-lr", "0.1"), nil, "-lr: run has"},
+	{"train/biencoder/resume-changed-flag", cmd("train", "biencoder", "-resume", "-run", "{copy:run}", "-lr", "0.1"), nil, "lr 0.1 != recorded"},
 	{"train/biencoder/resume-missing", cmd("train", "biencoder", "-resume", "-run", "missing"), nil, "missing"},
 	{"train/biencoder/resume-corrupt-meta", cmd("train", "biencoder", "-resume", "-run", "{corrupt}"), nil, "run.json"},
 	{"train/biencoder/resume-truncated", cmd("train", "biencoder", "-resume", "-run", "{trunc}", "-quiet"), nil, "variables.safetensors"},

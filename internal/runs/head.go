@@ -25,7 +25,7 @@ import (
 // returns the flags' defaults.
 type Head struct {
 	RunDir    string `json:"-"`                                                                                           // -run: the run directory (required)
-	Resume    bool   `json:"-"`                                                                                           // -resume: continue RunDir from its newest checkpoint (its recorded settings, which the caller applies)
+	Resume    bool   `json:"-"`                                                                                           // -resume: continue RunDir from its newest checkpoint (the configuration must be the run's: Train names every field that differs)
 	Retriever string `json:"first-stage" help:"stage-1 bi-encoder run (train biencoder); its recorded dev split is used"` // -first-stage: the stage-1 bi-encoder run (its recorded dev split; its tokenizer from scratch)
 	// Init is -init: a HuggingFace BERT or DeBERTa-v2/v3 directory, or a bi-encoder or pretrain
 	// run whose encoder and tokenizer start the model ("": none). A hub id must be resolved to
@@ -118,8 +118,10 @@ type Session struct {
 	Backend    compute.Backend
 	Train, Dev *data.Split
 	Out, Log   io.Writer
-	// pending is a new run's run.json, written by Create when training starts.
+	// pending is a new run's run.json, written by Create when training starts with cfg, the
+	// kind's typed configuration, as its Config.
 	pending *rundir.Meta
+	cfg     any
 }
 
 // Start opens the run directory of a run of kind, the backend, and the dev split: the
@@ -163,6 +165,11 @@ func (h *Head) Start(kind string, d *data.Dataset, args map[string]string) (*Ses
 func (s *Session) Create() error {
 	if s.pending == nil {
 		return nil
+	}
+	if s.cfg != nil {
+		if err := s.pending.Record(s.cfg, s.pending.Args); err != nil {
+			return err
+		}
 	}
 	if err := rundir.Create(s.H.RunDir, s.pending); err != nil {
 		return err
@@ -327,10 +334,16 @@ func Dataset(d *data.Dataset) (*data.Dataset, error) {
 	return data.Default()
 }
 
-// Begin is the start of every head model's Train: it validates cfg (the kind's TrainConfig,
-// which embeds h), takes the dataset d (nil: the embedded default) and starts, or resumes,
-// the run of kind in h.RunDir with the command's flags args.
+// Begin is the start of every head model's Train: it checks a resumption's cfg (the kind's
+// TrainConfig, which embeds h) against the run's recorded one (Resume), validates it, takes
+// the dataset d (nil: the embedded default) and starts, or resumes, the run of kind in
+// h.RunDir; a new run records cfg and the command's flags args in run.json.
 func Begin(cfg interface{ Validate() error }, h *Head, kind string, d *data.Dataset, args map[string]string) (*data.Dataset, *Session, error) {
+	if h.Resume {
+		if err := Resume(h.RunDir, kind, kind, cfg); err != nil {
+			return nil, nil, err
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -338,5 +351,6 @@ func Begin(cfg interface{ Validate() error }, h *Head, kind string, d *data.Data
 	if err != nil {
 		return nil, nil, err
 	}
+	s.cfg = cfg
 	return s.Data, s, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/kinds"
 	"github.com/toolret/toolret/rundir"
 	"github.com/toolret/toolret/tokenize"
 	"github.com/toolret/toolret/train"
@@ -41,6 +42,16 @@ func Open(dir string, resume bool, kind, what string) error {
 		return fmt.Errorf("resume %s: a %s run, not a %s run", dir, meta.Kind, what)
 	}
 	return nil
+}
+
+// Resume checks cfg (a pointer to the kind's typed configuration), the configuration of a
+// resumption of the run at dir, a run of kind (what names it in errors), against the run's
+// recorded one: an error names every field that differs (kinds.Resume).
+func Resume(dir, kind, what string, cfg any) error {
+	if dir == "" {
+		return fmt.Errorf("no run directory (-run)")
+	}
+	return kinds.Resume(dir, kind, what, cfg)
 }
 
 // Start is the set-up every kind's Train begins with: it checks the run directory dir of a

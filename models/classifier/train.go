@@ -69,12 +69,7 @@ type Result struct {
 // a new run -loss and -metric against it (a resumed run takes its recorded ones), -max-len,
 // -pooling and the shared knobs.
 func (c *TrainConfig) Validate() error {
-	if c.Loss == "" {
-		c.Loss = DefaultLoss(c.Kind)
-	}
-	if c.Metric == "" {
-		c.Metric = DefaultMetric(c.Kind)
-	}
+	c.fill()
 	if err := c.check(); err != nil {
 		return err
 	}
@@ -82,6 +77,16 @@ func (c *TrainConfig) Validate() error {
 		return err
 	}
 	return c.Head.Check()
+}
+
+// fill fills an empty Loss and Metric with Kind's defaults.
+func (c *TrainConfig) fill() {
+	if c.Loss == "" {
+		c.Loss = DefaultLoss(c.Kind)
+	}
+	if c.Metric == "" {
+		c.Metric = DefaultMetric(c.Kind)
+	}
 }
 
 func (c *TrainConfig) check() error {
@@ -119,6 +124,7 @@ func (c *TrainConfig) check() error {
 // run's, the -first-stage run's, else carved with Dev and Seed); then, unless cfg.Test is
 // empty, evaluates it on that split, prints the report and writes test_metrics.json.
 func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
+	cfg.fill() // the kind's loss and metric, as a run records them
 	d, s, err := runs.Begin(&cfg, &cfg.Head, "classifier", cfg.Data, cfg.Args)
 	if err != nil {
 		return nil, err

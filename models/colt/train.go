@@ -35,7 +35,7 @@ import (
 type TrainConfig struct {
 	Model       Config  `json:"model"`
 	RunDir      string  `json:"-"`                                                                                                                    // -run: the run directory (required)
-	Resume      bool    `json:"-"`                                                                                                                    // -resume: continue RunDir from its newest checkpoint (its recorded settings, which the caller applies)
+	Resume      bool    `json:"-"`                                                                                                                    // -resume: continue RunDir from its newest checkpoint (the configuration must be the run's: Train names every field that differs)
 	Retriever   string  `json:"first-stage" help:"stage-1 bi-encoder run (train biencoder); its recorded dev split is used"`                          // -first-stage: the stage-1 bi-encoder run (required)
 	Epochs      int     `json:"epochs" help:"epochs"`                                                                                                 // -epochs (default 60)
 	Batch       int     `json:"batch" help:"queries per batch"`                                                                                       // -batch: queries per batch (default 2048)
@@ -113,11 +113,16 @@ func checkViews(v string) error {
 // of the Retriever run (cached there, EmbeddingCache), then evaluates the stage-1 bi-encoder
 // and COLT on the test split, prints both and writes test_metrics.json.
 func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
+	if cfg.Resume {
+		if err := runs.Resume(cfg.RunDir, Kind, "COLT", &cfg); err != nil {
+			return nil, err
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	out, log := runs.Writers(cfg.Stdout, cfg.Stderr)
-	d, bk, err := runs.Start(cfg.RunDir, cfg.Resume, "colt", "COLT", cfg.Data, cfg.Backend, cfg.Devices)
+	d, bk, err := runs.Start(cfg.RunDir, cfg.Resume, Kind, "COLT", cfg.Data, cfg.Backend, cfg.Devices)
 	if err != nil {
 		return nil, err
 	}
@@ -189,8 +194,11 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	tc.Optimizer.Eps, tc.Optimizer.DecayAll = 1e-8, true
 	if !cfg.Resume {
 		// Record the run (its dev split is the stage-1 run's) before training starts.
-		if err := rundir.Create(cfg.RunDir, &rundir.Meta{Kind: "colt", Dataset: d.Name, Fingerprint: d.Fingerprint(),
-			Split: meta.Split, Parent: cfg.Retriever, Args: cfg.Args}); err != nil {
+		m := &rundir.Meta{Kind: Kind, Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: meta.Split, Parent: cfg.Retriever}
+		if err := m.Record(&cfg, cfg.Args); err != nil {
+			return nil, err
+		}
+		if err := rundir.Create(cfg.RunDir, m); err != nil {
 			return nil, err
 		}
 	}

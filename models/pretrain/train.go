@@ -30,7 +30,7 @@ import (
 // DefaultTrainConfig holds the defaults.
 type TrainConfig struct {
 	RunDir string `json:"-"` // -run: the run directory (required)
-	Resume bool   `json:"-"` // -resume: continue RunDir from its newest checkpoint (its recorded settings, which the caller applies)
+	Resume bool   `json:"-"` // -resume: continue RunDir from its newest checkpoint (the configuration must be the run's: Train names every field that differs)
 	// Init is -init: continue pre-training from a HuggingFace BERT or DeBERTa-v2/v3 directory
 	// or a bi-encoder (or pretrain) run, its encoder and tokenizer with a new MLM head ("":
 	// from scratch). A hub id must be resolved to its directory first (hub.Resolve).
@@ -176,12 +176,20 @@ func (c *TrainConfig) Validate() error {
 // biencoder.LoadRun, and so -init RUN of the other recipes, read. The session's speed is
 // written to TimeFile.
 func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
+	if cfg.Resume {
+		if cfg.Metric == "" { // the objective's, as the run records it
+			cfg.Metric = DefaultMetric(cfg.Objective)
+		}
+		if err := runs.Resume(cfg.RunDir, Kind, Kind, &cfg); err != nil {
+			return nil, err
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	_, log := runs.Writers(nil, cfg.Stderr)
 	mlm, con, _ := ParseObjectives(cfg.Objective)
-	d, bk, err := runs.Start(cfg.RunDir, cfg.Resume, "pretrain", "pretrain", cfg.Data, cfg.Backend, cfg.Devices)
+	d, bk, err := runs.Start(cfg.RunDir, cfg.Resume, Kind, Kind, cfg.Data, cfg.Backend, cfg.Devices)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +206,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 		if sp, trainSplit, dev, err = rundir.Carve(d, "train", cfg.Dev, int64(cfg.Seed)); err != nil {
 			return nil, err
 		}
-		pending = &rundir.Meta{Kind: "pretrain", Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: sp, Args: cfg.Args}
+		pending = &rundir.Meta{Kind: Kind, Dataset: d.Name, Fingerprint: d.Fingerprint(), Split: sp}
 	}
 	corpus, nTools, nQueries := Corpus(d, trainSplit.Queries)
 	devTexts := QueryTexts(d, dev.Queries)
@@ -268,6 +276,9 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 		d.Stats(), mc.Encoder.ModelType(), mc.Encoder.Layers(), mc.Encoder.Hidden(), mc.Encoder.Vocab(), mc.MaxLen, mc.Objectives(), viewNote,
 		nTools, nQueries, task.DevTexts(), steps, perEpoch, cfg.RunDir)
 	if pending != nil {
+		if err := pending.Record(&cfg, cfg.Args); err != nil {
+			return nil, err
+		}
 		if err := rundir.Create(cfg.RunDir, pending); err != nil {
 			return nil, err
 		}
