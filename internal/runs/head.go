@@ -1,8 +1,10 @@
 package runs
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"time"
 
 	"github.com/gomlx/compute"
@@ -351,6 +353,28 @@ func Begin(cfg interface{ Validate() error }, h *Head, kind string, d *data.Data
 	if err != nil {
 		return nil, nil, err
 	}
-	s.cfg = cfg
+	// The configuration as the caller gave it, before training adjusts it (a warm start caps
+	// max-len at the encoder's): a resume with the same configuration is then accepted.
+	if s.cfg, err = snapshot(cfg); err != nil {
+		return nil, nil, err
+	}
 	return s.Data, s, nil
+}
+
+// snapshot returns a copy of *cfg (a pointer to a configuration struct) by its JSON fields,
+// the ones run.json records.
+func snapshot(cfg any) (any, error) {
+	v := reflect.ValueOf(cfg)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return nil, fmt.Errorf("run configuration: %T is not a pointer", cfg)
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("run configuration: %w", err)
+	}
+	c := reflect.New(v.Type().Elem())
+	if err := json.Unmarshal(b, c.Interface()); err != nil {
+		return nil, fmt.Errorf("run configuration: %w", err)
+	}
+	return c.Interface(), nil
 }

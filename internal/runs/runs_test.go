@@ -192,3 +192,37 @@ func TestTrainConfigMaxSteps(t *testing.T) {
 		t.Errorf("max-steps -1: %v", err)
 	}
 }
+
+type snapConfig struct {
+	Head
+	Extra int `json:"extra"`
+}
+
+func (c *snapConfig) Validate() error { return c.Head.Check() }
+
+// A new run records the configuration as Begin got it: what training adjusts afterwards (a
+// warm start capping max-len) does not reach run.json, so resuming with the same
+// configuration is accepted.
+func TestBeginRecordsGivenConfig(t *testing.T) {
+	cfg := &snapConfig{Head: DefaultHead(16, 2, 1, "ndcg@5"), Extra: 3}
+	cfg.RunDir, cfg.MaxLen = filepath.Join(t.TempDir(), "run"), 128
+	_, s, err := Begin(cfg, &cfg.Head, "testkind", nil, map[string]string{"max-len": "128"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxLen, cfg.Extra = 64, 4 // as a warm start caps it
+	if err := s.Create(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := rundir.Read(cfg.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec snapConfig
+	if err := json.Unmarshal(m.Config, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.MaxLen != 128 || rec.Extra != 3 || m.Args["max-len"] != "128" {
+		t.Errorf("recorded max-len %d, extra %d, args max-len %q; want 128, 3, 128 (the configuration given)", rec.MaxLen, rec.Extra, m.Args["max-len"])
+	}
+}
