@@ -1,6 +1,7 @@
 package toolret
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,21 +23,35 @@ import (
 	"github.com/toolret/toolret/toolindex"
 )
 
-// EvalConfig configures Evaluate. Give at most one of Run, Model, Index and Fuse; with none,
-// BM25 over the tool texts is evaluated.
+// EvalConfig configures Evaluate: what eval evaluates, as typed fields. Give at most one of
+// Run, Model, Index, Fuse and Rerank; with none, BM25 over the tool texts is evaluated (eval
+// -method bm25, with BM25's parameters).
 type EvalConfig struct {
 	// Data is the dataset directory (BEIR or Parquet layout; "": the embedded default dataset).
 	Data string
 	// Holdout evaluates on a held-out-tool view of Data; nil: the view Run (or Fuse's first
 	// run:RUN) was trained on (recorded in its run.json), else the dataset's own splits.
 	Holdout *data.Holdout
-	// Split is the split evaluated (default "test").
+	// Split is the split evaluated (default "test"); "dev", when the dataset has no split of
+	// that name, is the dev split the first trained run recorded (Run, else Rerank's
+	// FirstStage, else Fuse's first run:RUN; eval -split dev).
 	Split string
+	// BM25 are BM25's parameters (eval -bm25-k1, -bm25-b, -bm25-stopwords; nil:
+	// bm25.DefaultParams), for BM25 evaluated alone.
+	BM25 *bm25.Params
 	// Run is a trained run (any kind the evaluate package loads) or one of its checkpoints.
 	Run string
+	// Vectors are the tool vectors of a bi-encoder Run or of Rerank's first stage, when its
+	// own Vectors are "": "text" (its tool tower; "": text) or "usage" (Tool2Vec: the mean
+	// embedding of the training queries using each tool; eval -tool-vectors).
+	Vectors string
 	// Model is a pre-trained model (HF or sentence-transformers directory, or hub id),
 	// evaluated zero-shot: its index over Data's tools is built in a temporary directory.
 	Model string
+	// Prompts replace the prefixes Model puts before every query and every tool text (eval
+	// -query-prompt, -tool-prompt; a nil field: the model's own "query" and "document"
+	// prompts).
+	Prompts export.Prompts
 	// Index is an exported index over Data's tools.
 	Index string
 	// Fuse evaluates the fusion of several rankings (eval -method fusion -runs, without its
@@ -77,6 +92,11 @@ type EvalConfig struct {
 	// (rerank.Clauses; eval -clauses), in place of the clauses a Model's or Index's recipe
 	// gives.
 	Clauses *rerank.ClauseOptions
+	// Rerank evaluates a cross-encoder's reranking of a bi-encoder's first stage: ToolRerank
+	// (eval -method rerank) or, with Rerank.Depth, Rerank-m (eval -method rerank-m), with its
+	// interpolation weight and, with Rerank.Grid, its parameters tuned on the first stage's
+	// recorded dev split. Its Backend and Vectors default to this configuration's.
+	Rerank *evaluate.RerankConfig
 }
 
 // Evaluate ranks the queries of cfg.Split with what cfg names and returns the metrics: overall,
@@ -100,8 +120,25 @@ func Evaluate(ctx context.Context, cfg EvalConfig) (metrics.Report, error) {
 
 // check refuses a configuration whose fields do not go together.
 func (cfg *EvalConfig) check() error {
-	if n := count(cfg.Run != "", cfg.Model != "", cfg.Index != "", len(cfg.Fuse) > 0); n > 1 {
-		return errors.New("evaluate: give one of Run, Model, Index and Fuse")
+	if n := count(cfg.Run != "", cfg.Model != "", cfg.Index != "", len(cfg.Fuse) > 0, cfg.Rerank != nil); n > 1 {
+		return errors.New("evaluate: give one of Run, Model, Index, Fuse and Rerank")
+	}
+	if cfg.BM25 != nil && count(cfg.Run != "", cfg.Model != "", cfg.Index != "", len(cfg.Fuse) > 0, cfg.Rerank != nil) > 0 {
+		return errors.New("evaluate: BM25 applies to BM25 evaluated alone")
+	}
+	if cfg.BM25 != nil && (!(cfg.BM25.K1 > 0) || !(cfg.BM25.B >= 0 && cfg.BM25.B <= 1)) {
+		return fmt.Errorf("evaluate: BM25 k1 %v, b %v: want k1 > 0 and b in [0, 1]", cfg.BM25.K1, cfg.BM25.B)
+	}
+	if (cfg.Prompts.Query != nil || cfg.Prompts.Tool != nil) && cfg.Model == "" {
+		return errors.New("evaluate: Prompts apply to a Model")
+	}
+	switch cfg.Vectors {
+	case "", "text", "usage":
+	default:
+		return fmt.Errorf("evaluate: Vectors %q: want text or usage", cfg.Vectors)
+	}
+	if cfg.Vectors != "" && cfg.Run == "" && cfg.Rerank == nil {
+		return errors.New("evaluate: Vectors apply to a Run or a Rerank's first stage")
 	}
 	if _, err := export.ParseQuantization(string(cfg.Quantize)); err != nil {
 		return err
@@ -145,6 +182,9 @@ func (cfg *EvalConfig) firstRun() string {
 	if cfg.Run != "" {
 		return cfg.Run
 	}
+	if cfg.Rerank != nil && cfg.Rerank.FirstStage != "" {
+		return cfg.Rerank.FirstStage
+	}
 	for _, it := range cfg.Fuse {
 		if dir, ok := strings.CutPrefix(it, "run:"); ok {
 			return dir
@@ -166,15 +206,24 @@ func evaluateOn(ctx context.Context, cfg EvalConfig, d *data.Dataset) (metrics.R
 	if len(cfg.Cutoffs) == 0 {
 		cfg.Cutoffs = []int{1, 3, 5, 10}
 	}
-	s, err := d.Split(cfg.Split)
-	if err != nil {
+	var s, train *data.Split
+	var err error
+	if _, named := d.Splits[cfg.Split]; cfg.Split == "dev" && !named {
+		run := cfg.firstRun()
+		if run == "" {
+			return none, errors.New("evaluate: Split dev is the dev split a trained run recorded: give Run, Rerank or a run:RUN in Fuse")
+		}
+		if train, s, _, err = rundir.Splits(rundir.RunOf(run), d); err != nil {
+			return none, fmt.Errorf("evaluate: dev split of %s: %w", run, err)
+		}
+	} else if s, err = d.Split(cfg.Split); err != nil {
 		return none, err
 	}
 	be, err := backend.Open(backend.Name(cfg.Backend))
 	if err != nil {
 		return none, err
 	}
-	r, cleanup, err := newRanker(ctx, cfg, d, be)
+	r, cleanup, err := newRanker(ctx, cfg, d, s, train, be)
 	defer cleanup()
 	if err == nil && cfg.Clauses != nil {
 		r, err = rerank.WithClauses(r, *cfg.Clauses)
@@ -186,8 +235,10 @@ func evaluateOn(ctx context.Context, cfg EvalConfig, d *data.Dataset) (metrics.R
 }
 
 // newRanker returns the ranker of d's queries cfg names, and a cleanup that removes what it
-// built on disk (call it, also after an error, once the ranker is no longer used).
-func newRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, be compute.Backend) (r rank.QueryRanker, cleanup func(), err error) {
+// built on disk (call it, also after an error, once the ranker is no longer used). s is the
+// split evaluated; train, when not nil, the training part whose queries give a Run's usage
+// vectors (on a recorded dev split).
+func newRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, s, train *data.Split, be compute.Backend) (r rank.QueryRanker, cleanup func(), err error) {
 	var tmps []string
 	cleanup = func() {
 		for _, t := range tmps {
@@ -196,15 +247,31 @@ func newRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, be compute.
 	}
 	switch {
 	case len(cfg.Fuse) > 0:
-		return fusedRanker(ctx, cfg, d, be)
+		return fusedRanker(ctx, cfg, d, s, train, be)
+	case cfg.Rerank != nil:
+		rc := *cfg.Rerank
+		if rc.Backend == nil {
+			rc.Backend = be
+		}
+		if rc.Vectors == "" {
+			rc.Vectors = cfg.Vectors
+		}
+		r, _, err = rc.Ranker(ctx, d, s)
+		if err != nil {
+			err = fmt.Errorf("evaluate: Rerank: %w", err)
+		}
+		return r, cleanup, err
 	case cfg.Run != "":
-		o := evaluate.RunOptions{Backend: be, Vectors: "text", QueryLen: cfg.Lengths.Query, ToolLen: cfg.Lengths.Tool}
+		o := evaluate.RunOptions{Backend: be, Vectors: cmp.Or(cfg.Vectors, "text"), Train: train, QueryLen: cfg.Lengths.Query, ToolLen: cfg.Lengths.Tool}
 		r, _, err = evaluate.LoadRun(cfg.Run, d, o)
 		return r, cleanup, err
 	case cfg.Model != "":
 		m, err := export.Open(ctx, cfg.Model, be)
 		if err != nil {
 			return nil, cleanup, err
+		}
+		if err := cfg.Prompts.Apply(m); err != nil {
+			return nil, cleanup, fmt.Errorf("evaluate: Prompts: %w", err)
 		}
 		if err := cfg.Lengths.Apply(m); err != nil {
 			return nil, cleanup, err
@@ -247,7 +314,11 @@ func newRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, be compute.
 		for i, t := range d.Tools {
 			docs[i] = t.Text
 		}
-		return rank.Texts(bm25.New(docs, bm25.DefaultParams)), cleanup, nil
+		p := bm25.DefaultParams
+		if cfg.BM25 != nil {
+			p = *cfg.BM25
+		}
+		return rank.Texts(bm25.New(docs, p)), cleanup, nil
 	}
 }
 
@@ -311,7 +382,7 @@ func fuseEntry(it string) (EvalConfig, error) {
 }
 
 // fusedRanker is newRanker of a configuration with Fuse.
-func fusedRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, be compute.Backend) (rank.QueryRanker, func(), error) {
+func fusedRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, s, train *data.Split, be compute.Backend) (rank.QueryRanker, func(), error) {
 	var cleanups []func()
 	cleanup := func() {
 		for _, c := range cleanups {
@@ -334,7 +405,7 @@ func fusedRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, be comput
 		if sub.Model != "" || sub.Index != "" {
 			sub.Quantize, sub.NoRecipe = cfg.Quantize, true
 		}
-		r, c, err := newRanker(ctx, sub, d, be)
+		r, c, err := newRanker(ctx, sub, d, s, train, be)
 		cleanups = append(cleanups, c)
 		if err != nil {
 			return nil, cleanup, fmt.Errorf("evaluate: Fuse entry %s: %w", it, err)
