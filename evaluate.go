@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/backend"
@@ -29,13 +32,19 @@ import (
 type EvalConfig struct {
 	// Data is the dataset directory (BEIR or Parquet layout; "": the embedded default dataset).
 	Data string
-	// Holdout evaluates on a held-out-tool view of Data; nil: the view Run (or Fuse's first
-	// run:RUN) was trained on (recorded in its run.json), else the dataset's own splits.
+	// Holdout evaluates on a held-out-tool view of Data (eval -holdout-tools, -holdout-seed);
+	// nil: the view the first trained run named was trained on (recorded in its run.json: Run,
+	// Rerank's FirstStage, Fuse's run:RUN entries), else the dataset's own splits; a zero
+	// Holdout (Fraction 0): the dataset's own splits whatever the runs recorded.
 	Holdout *data.Holdout
 	// Split is the split evaluated (default "test"); "dev", when the dataset has no split of
 	// that name, is the dev split the first trained run recorded (Run, else Rerank's
-	// FirstStage, else Fuse's first run:RUN; eval -split dev).
+	// FirstStage, else SplitRun, else Fuse's first run:RUN; eval -split dev).
 	Split string
+	// SplitRun is a trained run whose recorded dev split and held-out-tool view the
+	// evaluation takes as it takes Run's, when it evaluates something else (eval -first-stage
+	// with -method bm25: BM25 on a bi-encoder's dev split).
+	SplitRun string
 	// BM25 are BM25's parameters (eval -bm25-k1, -bm25-b, -bm25-stopwords; nil:
 	// bm25.DefaultParams), for BM25 evaluated alone.
 	BM25 *bm25.Params
@@ -52,8 +61,17 @@ type EvalConfig struct {
 	// -query-prompt, -tool-prompt; a nil field: the model's own "query" and "document"
 	// prompts).
 	Prompts export.Prompts
-	// Index is an exported index over Data's tools.
+	// Index is an exported index over Data's tools, evaluated as toolindex.Load serves it.
 	Index string
+	// NoRefiner evaluates an Index's (or a Model's) first stage alone, without the refiner
+	// packaged in it (eval -no-refiner).
+	NoRefiner bool
+	// Hybrid fuses an Index's (or a Model's) first stage with BM25 as serve -hybrid serves it:
+	// "rrf", "minmax" or "zscore" (eval -hybrid), the dense side weighted HybridWeight with
+	// minmax and zscore (nil: 0.5; eval -hybrid-weight). "": the fusion its recipe gives,
+	// unless NoRecipe.
+	Hybrid       string
+	HybridWeight *float64
 	// Fuse evaluates the fusion of several rankings (eval -method fusion -runs, without its
 	// TREC run files and dev-tuned weights): each entry "bm25", "run:RUN", "model:REF" or
 	// "index:DIR", ranked as BM25, Run, Model or Index rank it (with this configuration's
@@ -97,25 +115,99 @@ type EvalConfig struct {
 	// interpolation weight and, with Rerank.Grid, its parameters tuned on the first stage's
 	// recorded dev split. Its Backend and Vectors default to this configuration's.
 	Rerank *evaluate.RerankConfig
+	// Log receives progress lines: the held-out-tool view taken from a run, a run's loading,
+	// the reranking's scoring and tuning (nil: none).
+	Log io.Writer
 }
 
 // Evaluate ranks the queries of cfg.Split with what cfg names and returns the metrics: overall,
 // by number of relevant tools, and tool-level recall of seen and unseen tools.
 func Evaluate(ctx context.Context, cfg EvalConfig) (metrics.Report, error) {
-	if err := cfg.check(); err != nil {
-		return metrics.Report{}, err
-	}
-	h := cfg.Holdout
-	if run := cfg.firstRun(); h == nil && run != "" {
-		if m, err := rundir.Read(rundir.RunOf(run)); err == nil {
-			h = m.Split.Holdout
-		}
-	}
-	d, err := data.OpenView(cfg.Data, h)
+	e, err := NewEvaluation(ctx, cfg)
 	if err != nil {
 		return metrics.Report{}, err
 	}
-	return evaluateOn(ctx, cfg, d)
+	defer e.Close()
+	return e.Run(ctx)
+}
+
+// An Evaluation is an evaluation set up by NewEvaluation: the dataset view, the split and the
+// ranker of its queries, described. Run evaluates it; Close removes what it built on disk.
+type Evaluation struct {
+	// Data is the dataset view evaluated and Split its split.
+	Data  *data.Dataset
+	Split *data.Split
+	// Ranker ranks the split's queries; a caller may wrap it before Run (an evaluate.Recorder
+	// that keeps the rankings, as eval -save-run does).
+	Ranker rank.QueryRanker
+	// Method describes what ranks, as eval prints it: "bm25", "run DIR (...)", "index DIR (...)",
+	// "DIR zero-shot, index ...", "Rerank-30 + minmax interpolation with the retriever (w=0.3
+	// on dev)", with ", clauses ..." when Clauses merge the clauses' rankings.
+	Method string
+	// Loaded is how long loading the dataset took (the ranker's set-up not included).
+	Loaded time.Duration
+
+	cutoffs []int
+	cleanup func()
+}
+
+// NewEvaluation loads the dataset view cfg names and sets up the ranker of its split's
+// queries. Close the Evaluation once done with it, also after Run fails.
+func NewEvaluation(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	h := cfg.Holdout
+	if h == nil {
+		for _, dir := range cfg.runs() {
+			if rh := rundir.RecordedHoldout(dir); rh != nil {
+				h = rh
+				if cfg.Log != nil {
+					fmt.Fprintf(cfg.Log, "eval: %s was trained on the held-out-tool view %s: evaluating on that view\n", dir, rh.Flags())
+				}
+				break
+			}
+		}
+	} else if h.Fraction == 0 {
+		h = nil
+	}
+	d, err := data.OpenView(cfg.Data, h)
+	if err != nil {
+		if h != nil {
+			return nil, fmt.Errorf("%s: %w", h.Flags(), err)
+		}
+		return nil, err
+	}
+	for _, dir := range cfg.runs() {
+		m, err := rundir.Read(rundir.RunOf(dir))
+		if err != nil {
+			continue // loading the run reports it
+		}
+		if err := m.CheckView(d); err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
+	}
+	loaded := time.Since(start)
+	e, err := NewEvaluationOn(ctx, cfg, d)
+	if err != nil {
+		return nil, err
+	}
+	e.Loaded = loaded
+	return e, nil
+}
+
+// Run ranks the split's queries with the Ranker and returns the metrics at the Cutoffs.
+func (e *Evaluation) Run(ctx context.Context) (metrics.Report, error) {
+	return metrics.EvaluateSplit(ctx, e.Data, e.Split, e.Ranker, e.cutoffs)
+}
+
+// Close removes what the evaluation built on disk (a Model's index).
+func (e *Evaluation) Close() {
+	if e.cleanup != nil {
+		e.cleanup()
+		e.cleanup = nil
+	}
 }
 
 // check refuses a configuration whose fields do not go together.
@@ -139,6 +231,12 @@ func (cfg *EvalConfig) check() error {
 	}
 	if cfg.Vectors != "" && cfg.Run == "" && cfg.Rerank == nil {
 		return errors.New("evaluate: Vectors apply to a Run or a Rerank's first stage")
+	}
+	if (cfg.NoRefiner || cfg.Hybrid != "" || cfg.HybridWeight != nil) && cfg.Model == "" && cfg.Index == "" {
+		return errors.New("evaluate: NoRefiner, Hybrid and HybridWeight apply to a Model or an Index")
+	}
+	if _, err := cfg.hybridWeight(); err != nil {
+		return err
 	}
 	if _, err := export.ParseQuantization(string(cfg.Quantize)); err != nil {
 		return err
@@ -176,19 +274,57 @@ func (cfg *EvalConfig) check() error {
 	return nil
 }
 
-// firstRun is the trained run whose held-out-tool view Evaluate takes by default: Run, else
-// Fuse's first run:RUN.
-func (cfg *EvalConfig) firstRun() string {
+// hybridWeight returns the dense weight of Hybrid: 0 for rrf, HybridWeight (default 0.5) for
+// minmax and zscore.
+func (cfg *EvalConfig) hybridWeight() (float64, error) {
+	switch cfg.Hybrid {
+	case "":
+		if cfg.HybridWeight != nil {
+			return 0, errors.New("evaluate: HybridWeight applies to Hybrid minmax or zscore")
+		}
+		return 0, nil
+	case toolindex.HybridRRF:
+		if cfg.HybridWeight != nil {
+			return 0, errors.New("evaluate: HybridWeight applies to Hybrid minmax or zscore; rrf has no weight")
+		}
+		return 0, nil
+	case toolindex.HybridMinMax, toolindex.HybridZScore:
+		if cfg.HybridWeight == nil {
+			return 0.5, nil
+		}
+		if w := *cfg.HybridWeight; !(w >= 0 && w <= 1) {
+			return 0, fmt.Errorf("evaluate: HybridWeight %g: want a weight in [0, 1]", w)
+		}
+		return *cfg.HybridWeight, nil
+	}
+	return 0, fmt.Errorf("evaluate: Hybrid %q: want rrf, minmax or zscore", cfg.Hybrid)
+}
+
+// runs are the trained runs cfg names, in the order that picks the dev split and the
+// held-out-tool view: Run, Rerank's FirstStage, SplitRun, then Fuse's run:RUN entries.
+func (cfg *EvalConfig) runs() []string {
+	var out []string
 	if cfg.Run != "" {
-		return cfg.Run
+		out = append(out, cfg.Run)
 	}
 	if cfg.Rerank != nil && cfg.Rerank.FirstStage != "" {
-		return cfg.Rerank.FirstStage
+		out = append(out, cfg.Rerank.FirstStage)
+	}
+	if cfg.SplitRun != "" {
+		out = append(out, cfg.SplitRun)
 	}
 	for _, it := range cfg.Fuse {
-		if dir, ok := strings.CutPrefix(it, "run:"); ok {
-			return dir
+		if dir, ok := strings.CutPrefix(it, "run:"); ok && dir != "" {
+			out = append(out, dir)
 		}
+	}
+	return out
+}
+
+// firstRun is the first of runs ("" when none).
+func (cfg *EvalConfig) firstRun() string {
+	if r := cfg.runs(); len(r) > 0 {
+		return r[0]
 	}
 	return ""
 }
@@ -196,9 +332,20 @@ func (cfg *EvalConfig) firstRun() string {
 // evaluateOn is Evaluate on d, the dataset loaded (cfg.Data only names it, and cfg.Holdout is
 // not read).
 func evaluateOn(ctx context.Context, cfg EvalConfig, d *data.Dataset) (metrics.Report, error) {
-	var none metrics.Report
+	e, err := NewEvaluationOn(ctx, cfg, d)
+	if err != nil {
+		return metrics.Report{}, err
+	}
+	defer e.Close()
+	return e.Run(ctx)
+}
+
+// NewEvaluationOn is NewEvaluation on d, a dataset already loaded: cfg.Data only names it
+// (the source an index built for a Model records), cfg.Holdout is not read and the runs'
+// views are not checked. Its Loaded is 0.
+func NewEvaluationOn(ctx context.Context, cfg EvalConfig, d *data.Dataset) (*Evaluation, error) {
 	if err := cfg.check(); err != nil {
-		return none, err
+		return nil, err
 	}
 	if cfg.Split == "" {
 		cfg.Split = "test"
@@ -211,34 +358,36 @@ func evaluateOn(ctx context.Context, cfg EvalConfig, d *data.Dataset) (metrics.R
 	if _, named := d.Splits[cfg.Split]; cfg.Split == "dev" && !named {
 		run := cfg.firstRun()
 		if run == "" {
-			return none, errors.New("evaluate: Split dev is the dev split a trained run recorded: give Run, Rerank or a run:RUN in Fuse")
+			return nil, errors.New("evaluate: Split dev: the dev split is the one a trained run recorded: give Run, Rerank, SplitRun or a run:RUN in Fuse (eval -run, -first-stage, -runs run:RUN)")
 		}
 		if train, s, _, err = rundir.Splits(rundir.RunOf(run), d); err != nil {
-			return none, fmt.Errorf("evaluate: dev split of %s: %w", run, err)
+			return nil, fmt.Errorf("evaluate: dev split of %s: %w", run, err)
 		}
 	} else if s, err = d.Split(cfg.Split); err != nil {
-		return none, err
+		return nil, err
 	}
 	be, err := backend.Open(backend.Name(cfg.Backend))
 	if err != nil {
-		return none, err
+		return nil, err
 	}
-	r, cleanup, err := newRanker(ctx, cfg, d, s, train, be)
-	defer cleanup()
+	r, desc, cleanup, err := newRanker(ctx, cfg, d, s, train, be)
 	if err == nil && cfg.Clauses != nil {
-		r, err = rerank.WithClauses(r, *cfg.Clauses)
+		if r, err = rerank.WithClauses(r, *cfg.Clauses); err == nil {
+			desc += ", " + cfg.Clauses.String()
+		}
 	}
 	if err != nil {
-		return none, err
+		cleanup()
+		return nil, err
 	}
-	return metrics.EvaluateSplit(ctx, d, s, r, cfg.Cutoffs)
+	return &Evaluation{Data: d, Split: s, Ranker: r, Method: desc, cutoffs: cfg.Cutoffs, cleanup: cleanup}, nil
 }
 
-// newRanker returns the ranker of d's queries cfg names, and a cleanup that removes what it
-// built on disk (call it, also after an error, once the ranker is no longer used). s is the
-// split evaluated; train, when not nil, the training part whose queries give a Run's usage
-// vectors (on a recorded dev split).
-func newRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, s, train *data.Split, be compute.Backend) (r rank.QueryRanker, cleanup func(), err error) {
+// newRanker returns the ranker of d's queries cfg names, its description, and a cleanup that
+// removes what it built on disk (call it, also after an error, once the ranker is no longer
+// used). s is the split evaluated; train, when not nil, the training part whose queries give
+// a Run's usage vectors (on a recorded dev split).
+func newRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, s, train *data.Split, be compute.Backend) (r rank.QueryRanker, desc string, cleanup func(), err error) {
 	var tmps []string
 	cleanup = func() {
 		for _, t := range tmps {
@@ -256,59 +405,54 @@ func newRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, s, train *d
 		if rc.Vectors == "" {
 			rc.Vectors = cfg.Vectors
 		}
-		r, _, err = rc.Ranker(ctx, d, s)
-		if err != nil {
-			err = fmt.Errorf("evaluate: Rerank: %w", err)
+		if rc.Log == nil {
+			rc.Log = cfg.Log
 		}
-		return r, cleanup, err
+		r, desc, err = rc.Ranker(ctx, d, s)
+		return r, desc, cleanup, err
 	case cfg.Run != "":
-		o := evaluate.RunOptions{Backend: be, Vectors: cmp.Or(cfg.Vectors, "text"), Train: train, QueryLen: cfg.Lengths.Query, ToolLen: cfg.Lengths.Tool}
-		r, _, err = evaluate.LoadRun(cfg.Run, d, o)
-		return r, cleanup, err
+		o := evaluate.RunOptions{Backend: be, Vectors: cmp.Or(cfg.Vectors, "text"), Train: train, Log: cfg.Log, QueryLen: cfg.Lengths.Query, ToolLen: cfg.Lengths.Tool}
+		r, desc, err = evaluate.LoadRun(cfg.Run, d, o)
+		return r, desc, cleanup, err
 	case cfg.Model != "":
 		m, err := export.Open(ctx, cfg.Model, be)
 		if err != nil {
-			return nil, cleanup, err
+			return nil, "", cleanup, err
 		}
 		if err := cfg.Prompts.Apply(m); err != nil {
-			return nil, cleanup, fmt.Errorf("evaluate: Prompts: %w", err)
+			return nil, "", cleanup, fmt.Errorf("evaluate: Prompts: %w", err)
 		}
 		if err := cfg.Lengths.Apply(m); err != nil {
-			return nil, cleanup, err
+			return nil, "", cleanup, err
 		}
 		if cfg.NoRecipe {
 			m.Recipe = nil
 		}
 		if err := m.Quantize(cfg.Quantize); err != nil {
-			return nil, cleanup, err
+			return nil, "", cleanup, err
 		}
 		tmp, err := os.MkdirTemp("", "toolret-eval-")
 		if err != nil {
-			return nil, cleanup, err
+			return nil, "", cleanup, err
 		}
 		tmps = append(tmps, tmp)
+		model := cfg.Model
 		cfg.Index = filepath.Join(tmp, "index")
-		if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: cfg.Index, Data: d, DataSource: cfg.Data, Source: cfg.Model}); err != nil {
-			return nil, cleanup, err
+		if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: cfg.Index, Data: d, DataSource: cmp.Or(cfg.Data, "default"), Source: model}); err != nil {
+			return nil, "", cleanup, err
 		}
-		fallthrough
-	case cfg.Index != "":
-		opts := []toolindex.Option{toolindex.WithBackend(be), toolindex.WithQuantization(cfg.Quantize)}
-		if cfg.NoRecipe {
-			opts = append(opts, toolindex.WithoutRecipe())
-		}
-		if cfg.Clauses != nil {
-			// Evaluate wraps the ranker in cfg.Clauses: the index's own would split twice.
-			opts = append(opts, toolindex.WithClauses(nil))
-		}
-		if len(cfg.Ensemble) > 0 || cfg.EnsembleFusion != "" {
-			opts = append(opts, toolindex.WithEnsemble(cfg.EnsembleFusion, cfg.Ensemble, cfg.EnsembleWeights))
-		}
-		idx, err := toolindex.Load(cfg.Index, opts...)
+		r, desc, err := indexRanker(cfg, d, be)
 		if err != nil {
-			return nil, cleanup, fmt.Errorf("index %s: %w", cfg.Index, err)
+			return nil, "", cleanup, err
 		}
-		return evaluate.IndexRanker(idx, d), cleanup, nil
+		desc = fmt.Sprintf("%s zero-shot, %s", model, desc)
+		if m.QueryPrompt != "" || m.ToolPrompt != "" {
+			desc += fmt.Sprintf(", prompts query %q tool %q", m.QueryPrompt, m.ToolPrompt)
+		}
+		return r, desc, cleanup, nil
+	case cfg.Index != "":
+		r, desc, err = indexRanker(cfg, d, be)
+		return r, desc, cleanup, err
 	default:
 		docs := make([]string, len(d.Tools))
 		for i, t := range d.Tools {
@@ -318,8 +462,69 @@ func newRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, s, train *d
 		if cfg.BM25 != nil {
 			p = *cfg.BM25
 		}
-		return rank.Texts(bm25.New(docs, p)), cleanup, nil
+		return rank.Texts(bm25.New(docs, p)), "bm25", cleanup, nil
 	}
+}
+
+// indexRanker ranks with the exported index cfg.Index as toolindex.Load serves it (its first
+// stage, its packaged refiner unless NoRefiner, its recipe's fusion unless NoRecipe or Hybrid,
+// its Ensemble), so the figures are those of what a server answers, and describes it.
+func indexRanker(cfg EvalConfig, d *data.Dataset, be compute.Backend) (rank.QueryRanker, string, error) {
+	opts := []toolindex.Option{toolindex.WithBackend(be), toolindex.WithQuantization(cfg.Quantize)}
+	if cfg.NoRefiner {
+		opts = append(opts, toolindex.WithoutRefiner())
+	}
+	if cfg.Hybrid != "" {
+		w, err := cfg.hybridWeight()
+		if err != nil {
+			return nil, "", err
+		}
+		opts = append(opts, toolindex.WithHybrid(cfg.Hybrid, w))
+	} else if cfg.NoRecipe {
+		opts = append(opts, toolindex.WithoutRecipe())
+	}
+	if cfg.Clauses != nil {
+		// The evaluation wraps the ranker in cfg.Clauses: the index's own would split twice.
+		opts = append(opts, toolindex.WithClauses(nil))
+	}
+	if len(cfg.Ensemble) > 0 || cfg.EnsembleFusion != "" {
+		opts = append(opts, toolindex.WithEnsemble(cfg.EnsembleFusion, cfg.Ensemble, cfg.EnsembleWeights))
+	}
+	idx, err := toolindex.Load(cfg.Index, opts...)
+	if err != nil {
+		return nil, "", fmt.Errorf("evaluate: Index (-index) %s: %w", cfg.Index, err)
+	}
+	desc := fmt.Sprintf("index %s (%s first stage", cfg.Index, idx.FirstStage())
+	if q := idx.Quantization(); q != "" {
+		desc += ", " + string(q) + " weights"
+	}
+	if dir, cands, n := idx.Refiner(); dir != "" {
+		desc += fmt.Sprintf(", refiner N %d over %s candidates", n, cands)
+	}
+	if h, w := idx.Hybrid(); h == toolindex.HybridRRF {
+		desc += ", hybrid rrf with bm25"
+	} else if h != "" {
+		desc += fmt.Sprintf(", hybrid %s with bm25, dense weight %g", h, w)
+	}
+	if h, _ := idx.Hybrid(); h != "" && cfg.Hybrid == "" {
+		desc += " (the model's recipe; -no-recipe: dense only)"
+	}
+	if m, mem, w := idx.Ensemble(); m != "" {
+		desc += fmt.Sprintf(", ensemble %s with %s", m, strings.Join(mem, ", "))
+		if len(w) > 0 {
+			desc += ", weights " + joinWeights(w)
+		}
+	}
+	return evaluate.IndexRanker(idx, d), desc + ")", nil
+}
+
+// joinWeights formats weights as 0.3,0.2,0.5.
+func joinWeights(w []float64) string {
+	ws := make([]string, len(w))
+	for i, x := range w {
+		ws[i] = strconv.FormatFloat(x, 'g', 4, 64)
+	}
+	return strings.Join(ws, ",")
 }
 
 // fusionRanker returns the fusion.Ranker cfg's Fusion, FusionWeights, FusionK and FusionDepth
@@ -382,7 +587,7 @@ func fuseEntry(it string) (EvalConfig, error) {
 }
 
 // fusedRanker is newRanker of a configuration with Fuse.
-func fusedRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, s, train *data.Split, be compute.Backend) (rank.QueryRanker, func(), error) {
+func fusedRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, s, train *data.Split, be compute.Backend) (rank.QueryRanker, string, func(), error) {
 	var cleanups []func()
 	cleanup := func() {
 		for _, c := range cleanups {
@@ -391,28 +596,32 @@ func fusedRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, s, train 
 	}
 	f, err := fusionRanker(&cfg)
 	if err != nil {
-		return nil, cleanup, err
+		return nil, "", cleanup, err
 	}
 	for _, it := range cfg.Fuse {
 		sub, err := fuseEntry(it)
 		if err != nil {
-			return nil, cleanup, err
+			return nil, "", cleanup, err
 		}
-		sub.Data, sub.Backend = cfg.Data, cfg.Backend
+		sub.Data, sub.Backend, sub.Log = cfg.Data, cfg.Backend, cfg.Log
 		if sub.Run != "" || sub.Model != "" {
 			sub.Lengths = cfg.Lengths
 		}
 		if sub.Model != "" || sub.Index != "" {
 			sub.Quantize, sub.NoRecipe = cfg.Quantize, true
 		}
-		r, c, err := newRanker(ctx, sub, d, s, train, be)
+		r, _, c, err := newRanker(ctx, sub, d, s, train, be)
 		cleanups = append(cleanups, c)
 		if err != nil {
-			return nil, cleanup, fmt.Errorf("evaluate: Fuse entry %s: %w", it, err)
+			return nil, "", cleanup, fmt.Errorf("evaluate: Fuse entry %s: %w", it, err)
 		}
 		f.Inputs = append(f.Inputs, &fusion.Input{Name: it, Live: r})
 	}
-	return f, cleanup, nil
+	desc := fmt.Sprintf("fusion rrf (k=%g) of %s", f.K, strings.Join(cfg.Fuse, ", "))
+	if f.W != nil {
+		desc = fmt.Sprintf("fusion %s of %s, weights %s", f.Norm, strings.Join(cfg.Fuse, ", "), joinWeights(f.W))
+	}
+	return f, desc, cleanup, nil
 }
 
 func count(b ...bool) int {

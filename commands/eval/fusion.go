@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/fusion"
@@ -259,10 +260,19 @@ func fusionModel(o *options, d *data.Dataset, ref string) (rank.QueryRanker, err
 	if !export.IsHFDir(dir) {
 		return nil, fmt.Errorf("%s is not a pre-trained model directory (a trained run is run:RUN)", dir)
 	}
-	mo := &options{data: o.data, backend: o.backend, quantize: o.quantize, model: dir, hybridWeight: -1, lengths: o.lengths, noRecipe: true} // the fusion is -runs'
-	r, _, err := buildModel(mo, d)
-	o.tmp = append(o.tmp, mo.tmp...)
-	return r, err
+	cfg := toolret.EvalConfig{Data: o.data, Backend: o.backend, Quantize: o.quantize, Model: dir, Lengths: o.lengths, NoRecipe: true} // the fusion is -runs'
+	// The ranker ranks any query of d: it is set up on a split of d.
+	if _, ok := d.Splits[o.split]; ok {
+		cfg.Split = o.split
+	} else if names := d.SplitNames(); len(names) > 0 {
+		cfg.Split = names[0]
+	}
+	e, err := toolret.NewEvaluationOn(context.Background(), cfg, d)
+	if err != nil {
+		return nil, err
+	}
+	o.evals = append(o.evals, e)
+	return e.Ranker, nil
 }
 
 // metricDepth is the cutoff K of a metric named like "ndcg@5" (0, all, when it has none).

@@ -54,6 +54,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/evaluate"
@@ -64,19 +65,21 @@ import (
 	"github.com/toolret/toolret/rundir"
 )
 
-// method builds a ranker for a dataset from the options and describes it.
+// method is one -method: what it evaluates, and for fusion, how the command builds it (the
+// others are the library's: toolret.EvalConfig).
 type method struct {
 	help  string
 	build func(o *options, d *data.Dataset) (rank.QueryRanker, string, error)
 }
 
 var methods = map[string]method{
-	"bm25":     {"Okapi BM25 over tool texts", buildBM25},
-	"rerank":   {"ToolRerank (needs -first-stage, -reranker, -classifier)", buildRerank},
-	"rerank-m": {"cross-encoder reranking of the retriever's top -depth (needs -first-stage, -reranker)", buildRerank},
+	"bm25":     {"Okapi BM25 over tool texts", nil},
+	"rerank":   {"ToolRerank (needs -first-stage, -reranker, -classifier)", nil},
+	"rerank-m": {"cross-encoder reranking of the retriever's top -depth (needs -first-stage, -reranker)", nil},
 	"fusion":   {"fusion of rankings (needs -runs; -fusion rrf|minmax|zscore)", buildFusion},
 }
 
+// buildBM25 ranks with BM25 and -bm25-* (a -runs entry bm25).
 func buildBM25(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
 	docs := make([]string, len(d.Tools))
 	for i, t := range d.Tools {
@@ -129,13 +132,12 @@ func run(o *options, w io.Writer) error {
 		if o.method == "fusion" {
 			return fmt.Errorf("-model evaluates one model: -method fusion fuses -runs")
 		}
-		m, ok = method{"pre-trained model, zero-shot", buildModel}, true
-		defer o.cleanup()
+		m, ok = method{help: "pre-trained model, zero-shot"}, true
 	} else if o.index != "" {
 		if o.run != "" || o.method == "fusion" {
 			return fmt.Errorf("-index evaluates an exported index: not with -run or -method fusion")
 		}
-		m, ok = method{"exported index", buildIndex}, true
+		m, ok = method{help: "exported index"}, true
 	} else if o.noRefiner {
 		return fmt.Errorf("-no-refiner applies to -index")
 	} else if o.noRecipe {
@@ -143,6 +145,7 @@ func run(o *options, w io.Writer) error {
 	} else if o.hybrid != "" || o.hybridWeight != -1 {
 		return fmt.Errorf("-hybrid and -hybrid-weight apply to -index (-method fusion -runs run:RUN,bm25 fuses a trained run)")
 	}
+	defer o.cleanup()
 	if members, _, _, err := o.ens.Values(); err != nil {
 		return err
 	} else if len(members) > 0 && o.index == "" {
@@ -152,13 +155,26 @@ func run(o *options, w io.Writer) error {
 		if o.method == "fusion" {
 			return fmt.Errorf("-method fusion fuses -runs: give the trained run as run:%s there, not -run", o.run)
 		}
-		m, ok = method{"trained run", buildRun}, true
+		m, ok = method{help: "trained run"}, true
 	}
 	if !ok {
 		return fmt.Errorf("unknown -method %q (have %s)", o.method, methodNames())
 	}
 	if o.saveRun != "" && o.ablations {
 		return fmt.Errorf("-save-run writes one method's rankings: not with -ablations")
+	}
+	ctx := context.Background()
+	if m.build == nil && !o.ablations { // the library's evaluation of one ranking
+		cfg, err := evalConfig(o)
+		if err != nil {
+			return err
+		}
+		ev, err := toolret.NewEvaluation(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer ev.Close()
+		return evaluateAndPrint(o, w, ev)
 	}
 	start := time.Now()
 	d, err := loadData(o)
@@ -185,19 +201,25 @@ func run(o *options, w io.Writer) error {
 		}
 		desc += ", " + co.String()
 	}
+	return evaluateAndPrint(o, w, &toolret.Evaluation{Data: d, Split: s, Ranker: r, Method: desc, Loaded: loaded})
+}
+
+// evaluateAndPrint evaluates ev (its rankings saved with -save-run) at -cutoffs and prints
+// the report: a table, or JSON with -json.
+func evaluateAndPrint(o *options, w io.Writer, ev *toolret.Evaluation) error {
 	var rec *evaluate.Recorder
 	if o.saveRun != "" {
-		rec = &evaluate.Recorder{QueryRanker: r, K: o.k}
-		r = rec
+		rec = &evaluate.Recorder{QueryRanker: ev.Ranker, K: o.k}
+		ev.Ranker = rec
 	}
-	start = time.Now()
-	rep, err := metrics.EvaluateSplit(context.Background(), d, s, r, o.ks)
+	start := time.Now()
+	rep, err := metrics.EvaluateSplit(context.Background(), ev.Data, ev.Split, ev.Ranker, o.ks)
 	if err != nil {
 		return err
 	}
 	ranked := time.Since(start)
 	if rec != nil {
-		if err := rec.Save(d, o.saveRun, runTag(o), os.Stderr); err != nil {
+		if err := rec.Save(ev.Data, o.saveRun, runTag(o), os.Stderr); err != nil {
 			return fmt.Errorf("-save-run: %w", err)
 		}
 	}
@@ -207,9 +229,60 @@ func run(o *options, w io.Writer) error {
 	if o.asJSON {
 		return json.NewEncoder(w).Encode(rep)
 	}
-	fmt.Fprintf(w, "method %s; loaded in %v, ranked+evaluated %d queries in %v\n", desc, loaded.Round(time.Millisecond), rep.Overall.N, ranked.Round(time.Millisecond))
+	fmt.Fprintf(w, "method %s; loaded in %v, ranked+evaluated %d queries in %v\n", ev.Method, ev.Loaded.Round(time.Millisecond), rep.Overall.N, ranked.Round(time.Millisecond))
 	fmt.Fprint(w, rep)
 	return nil
+}
+
+// evalConfig turns the flags of one ranking evaluated (-method bm25, rerank or rerank-m,
+// -run, -model or -index) into the library's configuration (toolret.EvalConfig).
+func evalConfig(o *options) (toolret.EvalConfig, error) {
+	cfg := toolret.EvalConfig{Data: o.data, Split: o.split, Backend: o.backend, Cutoffs: o.ks, Log: os.Stderr,
+		Run: o.run, Model: o.model, Index: o.index, Prompts: o.prompts, Quantize: o.quantize,
+		NoRecipe: o.noRecipe, NoRefiner: o.noRefiner}
+	if o.holdoutGiven {
+		cfg.Holdout = o.holdout
+		if cfg.Holdout == nil { // -holdout-tools 0: the dataset's own splits
+			cfg.Holdout = &data.Holdout{}
+		}
+	}
+	co, err := o.clauses.options()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Clauses = co
+	if o.hybrid != "" || o.hybridWeight != -1 {
+		hw, err := hybridWeight(o.hybrid, o.hybridWeight)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Hybrid = o.hybrid
+		if o.hybridWeight != -1 {
+			cfg.HybridWeight = &hw
+		}
+	}
+	if cfg.Ensemble, cfg.EnsembleFusion, cfg.EnsembleWeights, err = o.ens.Values(); err != nil {
+		return cfg, err
+	}
+	switch {
+	case o.run != "":
+		cfg.Vectors, cfg.Lengths = o.vectors, o.lengths
+	case o.model != "":
+		cfg.Lengths = o.lengths
+	case o.index != "":
+	case o.method == "rerank" || o.method == "rerank-m":
+		rc, err := rerankConfig(o, o.method == "rerank-m")
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Rerank, cfg.Vectors = &rc, o.vectors
+	default:
+		cfg.BM25 = &o.bm25
+	}
+	if cfg.Rerank == nil {
+		cfg.SplitRun = o.rr.retriever // -first-stage: its dev split and view
+	}
+	return cfg, nil
 }
 
 // buildRun loads the trained run -run (any kind evaluate.LoadRun knows) as a ranker.

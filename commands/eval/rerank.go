@@ -1,7 +1,6 @@
 package evalcmd
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -10,7 +9,6 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/evaluate"
-	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rerank"
 )
 
@@ -82,20 +80,6 @@ func rerankConfig(o *options, plain bool) (evaluate.RerankConfig, error) {
 	}
 	c.Weight, err = parseWeight(r.weight)
 	return c, err
-}
-
-// buildRerank evaluates -method rerank or rerank-m: the library's reranking
-// (evaluate.RerankConfig.Ranker) of the flags.
-func buildRerank(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
-	c, err := rerankConfig(o, o.method == "rerank-m")
-	if err != nil {
-		return nil, "", err
-	}
-	s, err := rerankEnv(o, d, &c)
-	if err != nil {
-		return nil, "", err
-	}
-	return c.Ranker(context.Background(), d, s)
 }
 
 // setupRerank checks the rerank flags and loads the runs they name (evaluate.RerankConfig.Setup).
