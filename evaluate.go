@@ -213,7 +213,7 @@ func (e *Evaluation) Close() {
 // check refuses a configuration whose fields do not go together.
 func (cfg *EvalConfig) check() error {
 	if n := count(cfg.Run != "", cfg.Model != "", cfg.Index != "", len(cfg.Fuse) > 0, cfg.Rerank != nil); n > 1 {
-		return errors.New("evaluate: give one of Run, Model, Index, Fuse and Rerank")
+		return errors.New("evaluate: give one of Run, Model, Index and Fuse, or Rerank")
 	}
 	if cfg.BM25 != nil && count(cfg.Run != "", cfg.Model != "", cfg.Index != "", len(cfg.Fuse) > 0, cfg.Rerank != nil) > 0 {
 		return errors.New("evaluate: BM25 applies to BM25 evaluated alone")

@@ -155,7 +155,7 @@ func TestEvaluateRerank(t *testing.T) {
 		cfg  toolret.EvalConfig
 		want string
 	}{
-		{toolret.EvalConfig{Run: first, Rerank: &evaluate.RerankConfig{FirstStage: first, Reranker: ce}}, "one of Run, Model, Index, Fuse and Rerank"},
+		{toolret.EvalConfig{Run: first, Rerank: &evaluate.RerankConfig{FirstStage: first, Reranker: ce}}, "one of Run, Model, Index and Fuse, or Rerank"},
 		{toolret.EvalConfig{Rerank: &evaluate.RerankConfig{FirstStage: first, Depth: 10}}, "-reranker"},
 		{toolret.EvalConfig{Rerank: &evaluate.RerankConfig{FirstStage: first, Reranker: ce}}, "-classifier"},
 		{toolret.EvalConfig{Rerank: &evaluate.RerankConfig{FirstStage: first, Reranker: ce, Depth: 10, Interpolate: "sigmoid"}}, "-interpolate"},
