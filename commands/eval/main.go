@@ -40,6 +40,13 @@
 // bfcl and zeroshot/* of -suite-dir, printed as Markdown tables (a row per set and the mean).
 //
 // Without -data it uses the embedded default dataset.
+//
+// The command parses flags and prints; the evaluation is the library's. One ranking
+// evaluated (-method bm25, rerank or rerank-m, -run, -model, -index, with -clauses) is a
+// toolret.EvalConfig (the rerank methods its Rerank, an evaluate.RerankConfig) that
+// toolret.NewEvaluation sets up, as toolret.Evaluate does; -suite is toolret.Suite. -method
+// fusion (with TREC run files and dev-tuned weights), -compare, -feedback, -rewriter and
+// -ablations are assembled here from packages fusion and evaluate.
 package evalcmd
 
 import (
