@@ -34,7 +34,8 @@ type EvalConfig struct {
 	Data string
 	// Holdout evaluates on a held-out-tool view of Data (eval -holdout-tools, -holdout-seed);
 	// nil: the view the first trained run named was trained on (recorded in its run.json: Run,
-	// Rerank's FirstStage, Fuse's run:RUN entries), else the dataset's own splits; a zero
+	// Rerank's FirstStage, SplitRun, Fuse's run:RUN entries), else the dataset's own splits
+	// (Log says which view it took); a zero
 	// Holdout (Fraction 0): the dataset's own splits whatever the runs recorded.
 	Holdout *data.Holdout
 	// Split is the split evaluated (default "test"); "dev", when the dataset has no split of
@@ -197,9 +198,14 @@ func NewEvaluation(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 	return e, nil
 }
 
-// Run ranks the split's queries with the Ranker and returns the metrics at the Cutoffs.
+// Run ranks the split's queries with the Ranker and returns the metrics at the configuration's
+// Cutoffs (an Evaluation not made by NewEvaluation: 1, 3, 5, 10).
 func (e *Evaluation) Run(ctx context.Context) (metrics.Report, error) {
-	return metrics.EvaluateSplit(ctx, e.Data, e.Split, e.Ranker, e.cutoffs)
+	ks := e.cutoffs
+	if len(ks) == 0 {
+		ks = []int{1, 3, 5, 10}
+	}
+	return metrics.EvaluateSplit(ctx, e.Data, e.Split, e.Ranker, ks)
 }
 
 // Close removes what the evaluation built on disk (a Model's index).
