@@ -35,8 +35,8 @@ type EvalConfig struct {
 	// Holdout evaluates on a held-out-tool view of Data (eval -holdout-tools, -holdout-seed);
 	// nil: the view the first trained run named was trained on (recorded in its run.json: Run,
 	// Rerank's FirstStage, SplitRun, Fuse's run:RUN entries), else the dataset's own splits
-	// (Log says which view it took); a zero
-	// Holdout (Fraction 0): the dataset's own splits whatever the runs recorded.
+	// (Log says which view it took); a zero Holdout (Fraction 0): the dataset's own splits
+	// whatever the runs recorded.
 	Holdout *data.Holdout
 	// Split is the split evaluated (default "test"); "dev", when the dataset has no split of
 	// that name, is the dev split the first trained run recorded (Run, else Rerank's
