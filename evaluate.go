@@ -73,10 +73,11 @@ type EvalConfig struct {
 	// unless NoRecipe.
 	Hybrid       string
 	HybridWeight *float64
-	// Fuse evaluates the fusion of several rankings (eval -method fusion -runs, without its
-	// TREC run files and dev-tuned weights): each entry "bm25", "run:RUN", "model:REF" or
-	// "index:DIR", ranked as BM25, Run, Model or Index rank it (with this configuration's
-	// Backend, Lengths and Quantize where they apply).
+	// Fuse evaluates the fusion of several rankings (eval -method fusion -runs): each entry
+	// "bm25", "run:RUN", "model:REF" or "index:DIR", ranked as BM25, Run, Model or Index rank
+	// it (with this configuration's BM25, Vectors, Backend, Lengths and Quantize where they
+	// apply; on a multi-source dataset within each query's library), or a TREC run file (eval
+	// -save-run; fusion.ReadInput: a query of the split missing from it is an error).
 	Fuse []string
 	// Fusion is how Fuse's rankings are fused: "rrf" (the default: reciprocal rank fusion
 	// with constant FusionK, 0: fusion.DefaultK), or "minmax" or "zscore" (interpolation of
@@ -86,6 +87,16 @@ type EvalConfig struct {
 	FusionWeights []float64
 	FusionK       float64
 	FusionDepth   int
+	// FusionDev picks the weights of Fusion minmax or zscore, in place of FusionWeights, on
+	// the dev split the first trained run recorded (eval -weight dev): the weights in steps of
+	// 1/FusionSteps (0: 10) summing to 1 that maximise FusionMetric ("": ndcg@5; recall@K,
+	// ndcg@K or comp@K) on its queries. FusionNewTools also picks a second set of weights, and
+	// an offset, for the new tools: those no query of that run's training part needs
+	// (eval -new-tool-weights).
+	FusionDev      bool
+	FusionSteps    int
+	FusionMetric   string
+	FusionNewTools bool
 	// Backend names the compute backend (backend.Open).
 	Backend string
 	// Quantize runs Model's or Index's encoder with int8 weights (export.QuantInt8, on Backend
@@ -221,8 +232,8 @@ func (cfg *EvalConfig) check() error {
 	if n := count(cfg.Run != "", cfg.Model != "", cfg.Index != "", len(cfg.Fuse) > 0, cfg.Rerank != nil); n > 1 {
 		return errors.New("evaluate: give one of Run, Model, Index and Fuse, or Rerank")
 	}
-	if cfg.BM25 != nil && count(cfg.Run != "", cfg.Model != "", cfg.Index != "", len(cfg.Fuse) > 0, cfg.Rerank != nil) > 0 {
-		return errors.New("evaluate: BM25 applies to BM25 evaluated alone")
+	if cfg.BM25 != nil && count(cfg.Run != "", cfg.Model != "", cfg.Index != "", cfg.Rerank != nil) > 0 {
+		return errors.New("evaluate: BM25 applies to BM25, alone or a Fuse entry")
 	}
 	if cfg.BM25 != nil && (!(cfg.BM25.K1 > 0) || !(cfg.BM25.B >= 0 && cfg.BM25.B <= 1)) {
 		return fmt.Errorf("evaluate: BM25 k1 %v, b %v: want k1 > 0 and b in [0, 1]", cfg.BM25.K1, cfg.BM25.B)
@@ -235,8 +246,8 @@ func (cfg *EvalConfig) check() error {
 	default:
 		return fmt.Errorf("evaluate: Vectors %q: want text or usage", cfg.Vectors)
 	}
-	if cfg.Vectors != "" && cfg.Run == "" && cfg.Rerank == nil {
-		return errors.New("evaluate: Vectors apply to a Run or a Rerank's first stage")
+	if cfg.Vectors != "" && cfg.Run == "" && cfg.Rerank == nil && len(cfg.Fuse) == 0 {
+		return errors.New("evaluate: Vectors apply to a Run, a Rerank's first stage or Fuse's run:RUN entries")
 	}
 	if (cfg.NoRefiner || cfg.Hybrid != "" || cfg.HybridWeight != nil) && cfg.Model == "" && cfg.Index == "" {
 		return errors.New("evaluate: NoRefiner, Hybrid and HybridWeight apply to a Model or an Index")
@@ -259,8 +270,9 @@ func (cfg *EvalConfig) check() error {
 	if cfg.NoRecipe && cfg.Model == "" && cfg.Index == "" {
 		return errors.New("evaluate: NoRecipe applies to a Model or an Index")
 	}
-	if len(cfg.Fuse) == 0 && (cfg.Fusion != "" || len(cfg.FusionWeights) > 0 || cfg.FusionK != 0 || cfg.FusionDepth != 0) {
-		return errors.New("evaluate: Fusion, FusionWeights, FusionK and FusionDepth apply to Fuse")
+	if len(cfg.Fuse) == 0 && (cfg.Fusion != "" || len(cfg.FusionWeights) > 0 || cfg.FusionK != 0 || cfg.FusionDepth != 0 ||
+		cfg.FusionDev || cfg.FusionSteps != 0 || cfg.FusionMetric != "" || cfg.FusionNewTools) {
+		return errors.New("evaluate: Fusion, FusionWeights, FusionK, FusionDepth and FusionDev apply to Fuse")
 	}
 	if cfg.Clauses != nil {
 		if err := cfg.Clauses.Check(); err != nil {
@@ -272,7 +284,7 @@ func (cfg *EvalConfig) check() error {
 			return err
 		}
 		for _, it := range cfg.Fuse {
-			if _, err := fuseEntry(it); err != nil {
+			if _, _, err := fuseEntry(it); err != nil {
 				return err
 			}
 		}
@@ -546,12 +558,28 @@ func fusionRanker(cfg *EvalConfig) (*fusion.Ranker, error) {
 	if f.Depth < 0 || f.K < 0 {
 		return nil, fmt.Errorf("evaluate: FusionDepth %d, FusionK %g: want values >= 0", cfg.FusionDepth, cfg.FusionK)
 	}
+	if cfg.FusionSteps < 0 {
+		return nil, fmt.Errorf("evaluate: FusionSteps %d: want a positive number", cfg.FusionSteps)
+	}
+	if (cfg.FusionSteps != 0 || cfg.FusionMetric != "" || cfg.FusionNewTools) && !cfg.FusionDev {
+		return nil, errors.New("evaluate: FusionSteps, FusionMetric and FusionNewTools apply to FusionDev")
+	}
 	switch cfg.Fusion {
 	case "", "rrf":
-		if len(cfg.FusionWeights) > 0 {
-			return nil, errors.New("evaluate: FusionWeights apply to Fusion minmax or zscore, not rrf")
+		if len(cfg.FusionWeights) > 0 || cfg.FusionDev {
+			return nil, errors.New("evaluate: FusionWeights and FusionDev apply to Fusion minmax or zscore, not rrf")
 		}
 	case "minmax", "zscore":
+		if cfg.FusionDev {
+			if len(cfg.FusionWeights) > 0 {
+				return nil, errors.New("evaluate: FusionDev picks the weights: not with FusionWeights")
+			}
+			if _, err := metrics.ParseMetric(cmp.Or(cfg.FusionMetric, evaluate.DefaultRerankMetric)); err != nil {
+				return nil, fmt.Errorf("evaluate: FusionMetric: %w", err)
+			}
+			f.Norm = rerank.Norm(cfg.Fusion)
+			break
+		}
 		if len(cfg.FusionWeights) != len(cfg.Fuse) {
 			return nil, fmt.Errorf("evaluate: Fusion %s: %d FusionWeights for %d Fuse entries (one each)", cfg.Fusion, len(cfg.FusionWeights), len(cfg.Fuse))
 		}
@@ -573,26 +601,38 @@ func fusionRanker(cfg *EvalConfig) (*fusion.Ranker, error) {
 }
 
 // fuseEntry returns the configuration that ranks one Fuse entry: "bm25", "run:RUN",
-// "model:REF" or "index:DIR".
-func fuseEntry(it string) (EvalConfig, error) {
-	if it == "bm25" {
-		return EvalConfig{}, nil
+// "model:REF" or "index:DIR"; any other entry is a TREC run file, returned as file.
+func fuseEntry(it string) (cfg EvalConfig, file string, err error) {
+	switch it {
+	case "bm25":
+		return EvalConfig{}, "", nil
+	case "":
+		return cfg, "", errors.New("evaluate: Fuse: empty entry")
+	case "fusion", "rerank", "rerank-m":
+		return cfg, "", fmt.Errorf("evaluate: Fuse entry %q: fuse its saved rankings instead (-method %s -save-run FILE, then FILE in -runs)", it, it)
 	}
-	kind, ref, ok := strings.Cut(it, ":")
-	if ok && ref != "" {
-		switch kind {
-		case "run":
-			return EvalConfig{Run: ref}, nil
-		case "model":
-			return EvalConfig{Model: ref}, nil
-		case "index":
-			return EvalConfig{Index: ref}, nil
+	kind, ref, _ := strings.Cut(it, ":")
+	switch kind {
+	case "run", "model", "index":
+		if ref == "" {
+			return cfg, "", fmt.Errorf("evaluate: Fuse entry %q: want bm25, run:RUN, model:REF, index:DIR or a TREC run file", it)
 		}
 	}
-	return EvalConfig{}, fmt.Errorf("evaluate: Fuse entry %q: want bm25, run:RUN, model:REF or index:DIR", it)
+	switch kind {
+	case "run":
+		return EvalConfig{Run: ref}, "", nil
+	case "model":
+		return EvalConfig{Model: ref}, "", nil
+	case "index":
+		return EvalConfig{Index: ref}, "", nil
+	}
+	return cfg, it, nil
 }
 
-// fusedRanker is newRanker of a configuration with Fuse.
+// fusedRanker is newRanker of a configuration with Fuse. On a recorded dev split (train not
+// nil), or to pick the weights on it (FusionDev), a run:RUN entry must have held out every
+// query of that dev split, and a bi-encoder's usage vectors come from its own recorded
+// training part.
 func fusedRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, s, train *data.Split, be compute.Backend) (rank.QueryRanker, string, func(), error) {
 	var cleanups []func()
 	cleanup := func() {
@@ -604,30 +644,108 @@ func fusedRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, s, train 
 	if err != nil {
 		return nil, "", cleanup, err
 	}
+	var devMeta *rundir.Meta
+	var trainPart, devPart *data.Split
+	if cfg.FusionDev || train != nil {
+		run := cfg.firstRun()
+		if run == "" {
+			return nil, "", cleanup, errors.New("evaluate: Fuse: the dev split is the one a trained run recorded: give -run, -first-stage, or a run:RUN in -runs (SplitRun, or a run:RUN in Fuse)")
+		}
+		if trainPart, devPart, devMeta, err = rundir.Splits(rundir.RunOf(run), d); err != nil {
+			return nil, "", cleanup, fmt.Errorf("evaluate: Fuse: dev split of %s: %w", run, err)
+		}
+	}
 	for _, it := range cfg.Fuse {
-		sub, err := fuseEntry(it)
+		sub, file, err := fuseEntry(it)
 		if err != nil {
 			return nil, "", cleanup, err
 		}
+		if file != "" {
+			in, err := fusion.ReadInput(file, d)
+			if err != nil {
+				return nil, "", cleanup, fmt.Errorf("evaluate: Fuse entry %q: %w", it, err)
+			}
+			in.Name = it
+			f.Inputs = append(f.Inputs, in)
+			continue
+		}
 		sub.Data, sub.Backend, sub.Log = cfg.Data, cfg.Backend, cfg.Log
-		if sub.Run != "" || sub.Model != "" {
+		var subTrain *data.Split
+		switch {
+		case sub.Run != "":
+			sub.Lengths, sub.Vectors = cfg.Lengths, cfg.Vectors
+			if devMeta != nil {
+				if err := rundir.CheckDev("Fuse entry "+it, sub.Run, d, devMeta.Split); err != nil {
+					return nil, "", cleanup, fmt.Errorf("evaluate: %w", err)
+				}
+				if subTrain, _, _, err = rundir.Splits(rundir.RunOf(sub.Run), d); err != nil {
+					return nil, "", cleanup, fmt.Errorf("evaluate: Fuse entry %s: %w", it, err)
+				}
+			}
+		case sub.Model != "":
 			sub.Lengths = cfg.Lengths
-		}
-		if sub.Model != "" || sub.Index != "" {
 			sub.Quantize, sub.NoRecipe = cfg.Quantize, true
+		case sub.Index != "":
+			sub.Quantize, sub.NoRecipe = cfg.Quantize, true
+		default:
+			sub.BM25 = cfg.BM25
 		}
-		r, _, c, err := newRanker(ctx, sub, d, s, train, be)
+		r, _, c, err := newRanker(ctx, sub, d, s, subTrain, be)
 		cleanups = append(cleanups, c)
 		if err != nil {
 			return nil, "", cleanup, fmt.Errorf("evaluate: Fuse entry %s: %w", it, err)
 		}
-		f.Inputs = append(f.Inputs, &fusion.Input{Name: it, Live: r})
+		// On a multi-source dataset each entry ranks within the query's library.
+		f.Inputs = append(f.Inputs, &fusion.Input{Name: it, Live: metrics.WithinLibraries(d, nil, r)})
 	}
-	desc := fmt.Sprintf("fusion rrf (k=%g) of %s", f.K, strings.Join(cfg.Fuse, ", "))
+	items := strings.Join(cfg.Fuse, ", ")
+	desc := fmt.Sprintf("fusion rrf (k=%g) of %s", f.K, items)
+	if cfg.FusionDev {
+		metric := cmp.Or(cfg.FusionMetric, evaluate.DefaultRerankMetric)
+		score, err := metrics.ParseMetric(metric)
+		if err != nil {
+			return nil, "", cleanup, fmt.Errorf("evaluate: FusionMetric: %w", err)
+		}
+		o := fusion.TuneOptions{Steps: cmp.Or(cfg.FusionSteps, 10), Metric: metric, Score: score, Log: cfg.Log}
+		qs, rel := fusion.SplitQueries(d, devPart)
+		if cfg.FusionNewTools {
+			isNew, n := fusion.NewTools(d, trainPart)
+			if n == 0 {
+				return nil, "", cleanup, fmt.Errorf("evaluate: FusionNewTools (-new-tool-weights): every tool of %s has a query in the dev run's training part: no new tools to weigh apart", d.Name)
+			}
+			c, err := f.TuneGrouped(ctx, qs, rel, isNew, metricDepth(metric), o)
+			if err != nil {
+				return nil, "", cleanup, err
+			}
+			f.G = &c.Grouped
+			desc = fmt.Sprintf("fusion %s of %s, weights on dev: trained tools %s, the %d new tools %s %+g", f.Norm, items, joinWeights(c.W), n, joinWeights(c.NewW), c.Offset)
+			return f, desc, cleanup, nil
+		}
+		if f.W, err = f.Tune(ctx, qs, rel, o); err != nil {
+			return nil, "", cleanup, err
+		}
+	}
 	if f.W != nil {
-		desc = fmt.Sprintf("fusion %s of %s, weights %s", f.Norm, strings.Join(cfg.Fuse, ", "), joinWeights(f.W))
+		how := ""
+		if cfg.FusionDev {
+			how = " on dev"
+		}
+		desc = fmt.Sprintf("fusion %s of %s, weights %s%s", f.Norm, items, joinWeights(f.W), how)
 	}
 	return f, desc, cleanup, nil
+}
+
+// metricDepth is the cutoff K of a metric named like "ndcg@5" (0, all, when it has none).
+func metricDepth(metric string) int {
+	_, k, ok := strings.Cut(metric, "@")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(k)
+	if err != nil || n < 1 {
+		return 0
+	}
+	return n
 }
 
 func count(b ...bool) int {

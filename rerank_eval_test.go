@@ -213,3 +213,44 @@ func TestEvaluatePrompts(t *testing.T) {
 		t.Errorf("NDCG@10 %.4f with the prompts and without: they did not reach the model", with.Overall.NDCG[10])
 	}
 }
+
+// TestEvaluateFuseDev: a fusion whose zscore weights are picked on the run's recorded dev
+// split (FusionDev) reports what eval -method fusion -weight dev prints, and those weights
+// are not a fixed pair's.
+func TestEvaluateFuseDev(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs models")
+	}
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(t.TempDir(), "be")
+	if err := exporttest.WriteRecordedRun(run, exporttest.Options{Hidden: 16, Layers: 1, Heads: 2}, be, 5); err != nil {
+		t.Fatal(err)
+	}
+	fuse := []string{"bm25", "run:" + run}
+	cfg := toolret.EvalConfig{Backend: "go", Fuse: fuse, Fusion: "zscore", FusionDev: true, FusionSteps: 4, Cutoffs: []int{1, 5}}
+	sameAsCommand(t, cfg, "-method", "fusion", "-runs", strings.Join(fuse, ","), "-fusion", "zscore", "-weight", "dev", "-fusion-steps", "4", "-cutoffs", "1,5", "-backend", "go")
+	e, err := toolret.NewEvaluation(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if !strings.HasPrefix(e.Method, "fusion zscore of bm25, run:") || !strings.HasSuffix(e.Method, " on dev") {
+		t.Errorf("method %q: want the zscore fusion with weights on dev", e.Method)
+	}
+	for _, c := range []struct {
+		cfg  toolret.EvalConfig
+		want string
+	}{
+		{toolret.EvalConfig{Fuse: []string{"bm25", "bm25"}, Fusion: "zscore", FusionDev: true}, "the dev split is the one a trained run recorded"},
+		{toolret.EvalConfig{Fuse: []string{"bm25", "bm25"}, Fusion: "rrf", FusionDev: true}, "not rrf"},
+		{toolret.EvalConfig{Fuse: []string{"bm25", "bm25"}, Fusion: "zscore", FusionSteps: 5}, "apply to FusionDev"},
+		{toolret.EvalConfig{Fuse: []string{"bm25", "rerank"}}, "fuse its saved rankings"},
+	} {
+		if _, err := toolret.Evaluate(context.Background(), c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.cfg, err, c.want)
+		}
+	}
+}

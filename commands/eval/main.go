@@ -42,11 +42,11 @@
 // Without -data it uses the embedded default dataset.
 //
 // The command parses flags and prints; the evaluation is the library's. One ranking
-// evaluated (-method bm25, rerank or rerank-m, -run, -model, -index, with -clauses) is a
-// toolret.EvalConfig (the rerank methods its Rerank, an evaluate.RerankConfig) that
-// toolret.NewEvaluation sets up, as toolret.Evaluate does; -suite is toolret.Suite. -method
-// fusion (with TREC run files and dev-tuned weights), -compare, -feedback, -rewriter and
-// -ablations are assembled here from packages fusion and evaluate.
+// evaluated (-method bm25, rerank, rerank-m or fusion, -run, -model, -index, with -clauses)
+// is a toolret.EvalConfig (the rerank methods its Rerank, an evaluate.RerankConfig; fusion
+// its Fuse, with FusionDev for -weight dev) that toolret.NewEvaluation sets up, as
+// toolret.Evaluate does; -suite is toolret.Suite. -compare, -feedback, -rewriter and
+// -ablations are assembled here from package evaluate.
 package evalcmd
 
 import (
