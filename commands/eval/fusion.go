@@ -70,25 +70,51 @@ func parseFusionWeights(s string, n int) ([]float64, error) {
 	return w, nil
 }
 
-// buildFusion evaluates -method fusion: the library's fusion (toolret.EvalConfig.Fuse) of the
-// rankings -runs names, by the method -fusion names; with -fusion minmax|zscore and -weight
-// dev the weights are picked on the recorded dev split.
+// buildFusion builds -method fusion on d, a dataset already loaded: the library's fusion
+// (fusionConfig) and its description.
 func buildFusion(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
+	cfg, err := fusionConfig(o)
+	if err != nil {
+		return nil, "", err
+	}
+	ev, err := toolret.NewEvaluationOn(context.Background(), cfg, d)
+	if err != nil {
+		return nil, "", err
+	}
+	o.evals = append(o.evals, ev)
+	printServeHint(o, ev, cfg.Fuse)
+	return ev.Ranker, ev.Method, nil
+}
+
+// printServeHint prints on stderr how to serve the fusion of items ev sets up (serveHint),
+// unless -json.
+func printServeHint(o *options, ev *toolret.Evaluation, items []string) {
+	if f, ok := ev.Ranker.(*fusion.Ranker); ok && f.G == nil && !o.asJSON {
+		if hint := serveHint(items, string(f.Norm), f.W, f.K); hint != "" {
+			fmt.Fprintln(os.Stderr, hint)
+		}
+	}
+}
+
+// fusionConfig turns the flags of -method fusion into the library's configuration
+// (toolret.EvalConfig.Fuse): the rankings -runs names, fused by the method -fusion names; with
+// -fusion minmax|zscore and -weight dev the weights are picked on the recorded dev split.
+func fusionConfig(o *options) (toolret.EvalConfig, error) {
 	fo := &o.fu
 	items := splitRuns(fo.runs)
 	if len(items) == 0 {
-		return nil, "", fmt.Errorf("-method fusion needs -runs A,B[,...]: methods (bm25), run:RUN or TREC run files")
+		return toolret.EvalConfig{}, fmt.Errorf("-method fusion needs -runs A,B[,...]: methods (bm25), run:RUN or TREC run files")
 	}
-	cfg := toolret.EvalConfig{Data: o.data, Split: o.split, Backend: o.backend, Log: os.Stderr,
-		Fuse: items, FusionDepth: o.k, FusionK: fo.rrfK, BM25: &o.bm25, Vectors: o.vectors,
-		Lengths: o.lengths, Quantize: o.quantize, SplitRun: o.rr.retriever}
+	cfg := baseConfig(o)
+	cfg.Fuse, cfg.FusionDepth, cfg.FusionK, cfg.BM25, cfg.Vectors = items, o.k, fo.rrfK, &o.bm25, o.vectors
+	cfg.Lengths, cfg.Quantize, cfg.SplitRun = o.lengths, o.quantize, o.rr.retriever
 	switch method := fusionMethod(o); method {
 	case "rrf":
 		if fo.weightGiven {
-			return nil, "", fmt.Errorf("-weight applies to -fusion minmax or zscore, not rrf (-rrf-k)")
+			return cfg, fmt.Errorf("-weight applies to -fusion minmax or zscore, not rrf (-rrf-k)")
 		}
 		if fo.newTools {
-			return nil, "", fmt.Errorf("-new-tool-weights applies to -fusion minmax or zscore, not rrf")
+			return cfg, fmt.Errorf("-new-tool-weights applies to -fusion minmax or zscore, not rrf")
 		}
 		cfg.Fusion = method
 	case "minmax", "zscore":
@@ -98,34 +124,24 @@ func buildFusion(o *options, d *data.Dataset) (rank.QueryRanker, string, error) 
 			break
 		}
 		if fo.newTools {
-			return nil, "", fmt.Errorf("-new-tool-weights picks its weights on dev: use it with -weight dev")
+			return cfg, fmt.Errorf("-new-tool-weights picks its weights on dev: use it with -weight dev")
 		}
 		w, err := parseFusionWeights(o.rr.weight, len(items))
 		if err != nil {
-			return nil, "", err
+			return cfg, err
 		}
 		cfg.FusionWeights = w
 	default:
-		return nil, "", fmt.Errorf("-fusion %q: want zscore, minmax or rrf", method)
+		return cfg, fmt.Errorf("-fusion %q: want zscore, minmax or rrf", method)
 	}
 	for _, it := range items {
 		if ref, ok := strings.CutPrefix(it, "model:"); ok {
 			if _, err := modelDir(ref); err != nil {
-				return nil, "", fmt.Errorf("-runs %s: %w", it, err)
+				return cfg, fmt.Errorf("-runs %s: %w", it, err)
 			}
 		}
 	}
-	ev, err := toolret.NewEvaluationOn(context.Background(), cfg, d)
-	if err != nil {
-		return nil, "", err
-	}
-	o.evals = append(o.evals, ev)
-	if f, ok := ev.Ranker.(*fusion.Ranker); ok && f.G == nil && !o.asJSON {
-		if hint := serveHint(items, string(f.Norm), f.W, f.K); hint != "" {
-			fmt.Fprintln(os.Stderr, hint)
-		}
-	}
-	return ev.Ranker, ev.Method, nil
+	return cfg, nil
 }
 
 // serveHint returns how to serve a fusion of trained runs alone (every item run:RUN) as an

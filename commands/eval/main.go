@@ -68,25 +68,19 @@ import (
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rank/bm25"
-	"github.com/toolret/toolret/rerank"
 	"github.com/toolret/toolret/rundir"
 )
 
-// method is one -method: what it evaluates, and for fusion, how the command builds it (the
-// others are the library's: toolret.EvalConfig).
-type method struct {
-	help  string
-	build func(o *options, d *data.Dataset) (rank.QueryRanker, string, error)
+// methods are the values of -method, with what each evaluates (evalConfig turns it into the
+// library's configuration).
+var methods = map[string]string{
+	"bm25":     "Okapi BM25 over tool texts",
+	"rerank":   "ToolRerank (needs -first-stage, -reranker, -classifier)",
+	"rerank-m": "cross-encoder reranking of the retriever's top -depth (needs -first-stage, -reranker)",
+	"fusion":   "fusion of rankings (needs -runs; -fusion rrf|minmax|zscore)",
 }
 
-var methods = map[string]method{
-	"bm25":     {"Okapi BM25 over tool texts", nil},
-	"rerank":   {"ToolRerank (needs -first-stage, -reranker, -classifier)", nil},
-	"rerank-m": {"cross-encoder reranking of the retriever's top -depth (needs -first-stage, -reranker)", nil},
-	"fusion":   {"fusion of rankings (needs -runs; -fusion rrf|minmax|zscore)", buildFusion},
-}
-
-// buildBM25 ranks with BM25 and -bm25-* (a -runs entry bm25).
+// buildBM25 ranks with BM25 and -bm25-* (a -compare entry bm25).
 func buildBM25(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
 	docs := make([]string, len(d.Tools))
 	for i, t := range d.Tools {
@@ -134,17 +128,17 @@ func run(o *options, w io.Writer) error {
 	if o.fb.active() {
 		return runFeedback(o, w)
 	}
-	m, ok := methods[o.method]
+	_, ok := methods[o.method]
 	if o.model != "" {
 		if o.method == "fusion" {
 			return fmt.Errorf("-model evaluates one model: -method fusion fuses -runs")
 		}
-		m, ok = method{help: "pre-trained model, zero-shot"}, true
+		ok = true // a pre-trained model, zero-shot
 	} else if o.index != "" {
 		if o.run != "" || o.method == "fusion" {
 			return fmt.Errorf("-index evaluates an exported index: not with -run or -method fusion")
 		}
-		m, ok = method{help: "exported index"}, true
+		ok = true // an exported index
 	} else if o.noRefiner {
 		return fmt.Errorf("-no-refiner applies to -index")
 	} else if o.noRecipe {
@@ -162,7 +156,7 @@ func run(o *options, w io.Writer) error {
 		if o.method == "fusion" {
 			return fmt.Errorf("-method fusion fuses -runs: give the trained run as run:%s there, not -run", o.run)
 		}
-		m, ok = method{help: "trained run"}, true
+		ok = true // a trained run
 	}
 	if !ok {
 		return fmt.Errorf("unknown -method %q (have %s)", o.method, methodNames())
@@ -171,44 +165,26 @@ func run(o *options, w io.Writer) error {
 		return fmt.Errorf("-save-run writes one method's rankings: not with -ablations")
 	}
 	ctx := context.Background()
-	if m.build == nil && !o.ablations { // the library's evaluation of one ranking
-		cfg, err := evalConfig(o)
-		if err != nil {
-			return err
-		}
-		ev, err := toolret.NewEvaluation(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		defer ev.Close()
-		return evaluateAndPrint(o, w, ev)
-	}
-	start := time.Now()
-	d, err := loadData(o)
-	if err != nil {
-		return err
-	}
-	loaded := time.Since(start)
 	if o.ablations {
+		d, err := loadData(o)
+		if err != nil {
+			return err
+		}
 		return runAblations(o, w, d)
 	}
-	s, err := evalSplit(o, d)
+	cfg, err := evalConfig(o)
 	if err != nil {
 		return err
 	}
-	r, desc, err := m.build(o, d)
+	ev, err := toolret.NewEvaluation(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	if co, err := o.clauses.options(); err != nil {
-		return err
-	} else if co != nil {
-		if r, err = rerank.WithClauses(r, *co); err != nil {
-			return err
-		}
-		desc += ", " + co.String()
+	defer ev.Close()
+	if len(cfg.Fuse) > 0 {
+		printServeHint(o, ev, cfg.Fuse)
 	}
-	return evaluateAndPrint(o, w, &toolret.Evaluation{Data: d, Split: s, Ranker: r, Method: desc, Loaded: loaded})
+	return evaluateAndPrint(o, w, ev)
 }
 
 // evaluateAndPrint evaluates ev (its rankings saved with -save-run) at -cutoffs and prints
@@ -241,23 +217,34 @@ func evaluateAndPrint(o *options, w io.Writer, ev *toolret.Evaluation) error {
 	return nil
 }
 
-// evalConfig turns the flags of one ranking evaluated (-method bm25, rerank or rerank-m,
-// -run, -model or -index) into the library's configuration (toolret.EvalConfig).
-func evalConfig(o *options) (toolret.EvalConfig, error) {
-	cfg := toolret.EvalConfig{Data: o.data, Split: o.split, Backend: o.backend, Cutoffs: o.ks, Log: os.Stderr,
-		Run: o.run, Model: o.model, Index: o.index, Prompts: o.prompts, Quantize: o.quantize,
-		NoRecipe: o.noRecipe, NoRefiner: o.noRefiner}
+// baseConfig is the configuration of the flags every evaluation has: -data and its view,
+// -split, -backend, -cutoffs, progress on stderr.
+func baseConfig(o *options) toolret.EvalConfig {
+	cfg := toolret.EvalConfig{Data: o.data, Split: o.split, Backend: o.backend, Cutoffs: o.ks, Log: os.Stderr}
 	if o.holdoutGiven {
 		cfg.Holdout = o.holdout
 		if cfg.Holdout == nil { // -holdout-tools 0: the dataset's own splits
 			cfg.Holdout = &data.Holdout{}
 		}
 	}
+	return cfg
+}
+
+// evalConfig turns the flags of one ranking evaluated (-method bm25, rerank, rerank-m or
+// fusion, -run, -model or -index) into the library's configuration (toolret.EvalConfig).
+func evalConfig(o *options) (toolret.EvalConfig, error) {
 	co, err := o.clauses.options()
 	if err != nil {
+		return toolret.EvalConfig{}, err
+	}
+	if o.method == "fusion" && o.run == "" && o.model == "" && o.index == "" {
+		cfg, err := fusionConfig(o)
+		cfg.Clauses = co
 		return cfg, err
 	}
-	cfg.Clauses = co
+	cfg := baseConfig(o)
+	cfg.Run, cfg.Model, cfg.Index, cfg.Prompts, cfg.Quantize = o.run, o.model, o.index, o.prompts, o.quantize
+	cfg.NoRecipe, cfg.NoRefiner, cfg.Clauses = o.noRecipe, o.noRefiner, co
 	if o.hybrid != "" || o.hybridWeight != -1 {
 		hw, err := hybridWeight(o.hybrid, o.hybridWeight)
 		if err != nil {
