@@ -65,7 +65,6 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/evaluate"
-	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rank/bm25"
 	"github.com/toolret/toolret/rundir"
@@ -187,7 +186,7 @@ func run(o *options, w io.Writer) error {
 	return evaluateAndPrint(o, w, ev)
 }
 
-// evaluateAndPrint evaluates ev (its rankings saved with -save-run) at -cutoffs and prints
+// evaluateAndPrint evaluates ev (its rankings saved with -save-run) and prints
 // the report: a table, or JSON with -json.
 func evaluateAndPrint(o *options, w io.Writer, ev *toolret.Evaluation) error {
 	var rec *evaluate.Recorder
@@ -196,7 +195,7 @@ func evaluateAndPrint(o *options, w io.Writer, ev *toolret.Evaluation) error {
 		ev.Ranker = rec
 	}
 	start := time.Now()
-	rep, err := metrics.EvaluateSplit(context.Background(), ev.Data, ev.Split, ev.Ranker, o.ks)
+	rep, err := ev.Run(context.Background())
 	if err != nil {
 		return err
 	}
