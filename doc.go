@@ -9,8 +9,9 @@
 //     run when asked.
 //   - [OpenModel] opens a trained run, a pre-trained model directory or a hub id as an
 //     encoder; [OpenIndex] opens an exported index as a tool retriever.
-//   - [Evaluate] scores a method, run, model or fusion on a dataset split (Recall, NDCG,
-//     COMP@K); [Suite] scores BM25 and more systems on every zero-shot test set at once.
+//   - [Evaluate] scores a method, run, model, index, cross-encoder reranking or fusion on a
+//     dataset split (Recall, NDCG, COMP@K), as eval does ([NewEvaluation]: set up, not yet
+//     run); [Suite] scores BM25 and more systems on every zero-shot test set at once.
 //   - [Export] writes a run or pre-trained model as a Hugging Face / sentence-transformers
 //     directory, an ONNX model or a served index; [UpdateIndex] brings an index's tools up to
 //     date with a library.

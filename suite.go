@@ -67,7 +67,8 @@ type SuiteConfig struct {
 }
 
 // SuiteSystem is one system of a suite: at most one of Run, Model, Index and Fuse (with
-// Fusion, FusionWeights), as EvalConfig's; none is BM25.
+// Fusion, FusionWeights), as EvalConfig's; none is BM25. Fuse's entries are bm25, run:RUN,
+// model:REF or index:DIR (a TREC run file ranks one dataset's queries).
 type SuiteSystem struct {
 	Run, Model, Index string
 	Fuse              []string
@@ -222,6 +223,11 @@ func Suite(ctx context.Context, cfg SuiteConfig) (*SuiteResult, error) {
 		c := s.evalConfig(&cfg)
 		if err := c.check(); err != nil {
 			return nil, fmt.Errorf("suite: system %s: %w", s.Name(), err)
+		}
+		for _, it := range s.Fuse {
+			if _, file, _ := fuseEntry(it); file != "" { // a run file ranks one dataset's queries
+				return nil, fmt.Errorf("suite: system %s: Fuse entry %q: want bm25, run:RUN, model:REF or index:DIR", s.Name(), it)
+			}
 		}
 		if names[i], err = s.recipeName(ctx, &cfg); err != nil {
 			return nil, fmt.Errorf("suite: system %s: %w", s.Name(), err)

@@ -1,6 +1,7 @@
 // Package evaluate evaluates tool-retrieval methods on a dataset split, as cmd/eval does:
 // it loads any trained run as a ranker (LoadRun), builds and tunes the ToolRerank pipeline
-// over a retriever, a cross-encoder and a query-type classifier (NewRerank, Rerank.Tune,
+// over a retriever, a cross-encoder and a query-type classifier (RerankConfig, eval -method
+// rerank and rerank-m as typed fields: Setup, Ranker; below it NewRerank, Rerank.Tune,
 // Ablations), replays or runs the iterative retrieval round by round (Replay, Live,
 // EvaluateRounds), and records rankings as TREC runs (Recorder, RunResults). Metrics come
 // from package metrics, fusion from package fusion.

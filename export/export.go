@@ -48,6 +48,7 @@ import (
 
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/atomicfile"
+	"github.com/toolret/toolret/internal/jsonfile"
 	"github.com/toolret/toolret/kinds"
 	"github.com/toolret/toolret/rundir"
 )
@@ -309,11 +310,7 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 	if man.Files, err = hashTree(tmp); err != nil {
 		return nil, err
 	}
-	b, err := json.MarshalIndent(man, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, ManifestFile), append(b, '\n'), 0o644); err != nil {
+	if err := jsonfile.Write(filepath.Join(tmp, ManifestFile), man); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	if err := install(tmp, out); err != nil {
@@ -448,12 +445,17 @@ func writeFile(root, name string, b []byte) error {
 	return nil
 }
 
+// writeJSON writes v as indented JSON to root/name (jsonfile.Write: durably, parents
+// created); name must stay inside root.
 func writeJSON(root, name string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
+	p, err := path(root, name)
 	if err != nil {
-		return fmt.Errorf("export: %s: %w", name, err)
+		return err
 	}
-	return writeFile(root, name, append(b, '\n'))
+	if err := jsonfile.Write(p, v); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
 }
 
 // ReadManifest reads an export's manifest.json.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/evaluate"
 	"github.com/toolret/toolret/export"
@@ -38,10 +39,12 @@ type options struct {
 	// index: an exported index evaluated as toolindex.Load serves it (index.go).
 	index string
 	// model: a pre-trained model directory (-model, resolved) evaluated zero-shot through an
-	// index built in a temporary directory (model.go), with prompts.
+	// index built in a temporary directory (toolret.EvalConfig.Model), with prompts.
 	model   string
 	prompts export.Prompts
-	tmp     []string
+	// evals: the evaluations set up beside the one evaluated (-runs' model: entries), closed
+	// by cleanup.
+	evals []*toolret.Evaluation
 	// lengths: -query-len, -tool-len of the dense models (-model, -run, -runs' entries).
 	lengths   export.Lengths
 	noRefiner bool

@@ -8,13 +8,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/fusion"
 	"github.com/toolret/toolret/hub"
-	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/rank"
-	"github.com/toolret/toolret/rerank"
 	"github.com/toolret/toolret/rundir"
 )
 
@@ -71,97 +70,78 @@ func parseFusionWeights(s string, n int) ([]float64, error) {
 	return w, nil
 }
 
-// buildFusion builds the inputs -runs names and the fusion -fusion names; with
-// -fusion minmax|zscore and -weight dev it picks the weights on the dev split (devSplit).
+// buildFusion builds -method fusion on d, a dataset already loaded: the library's fusion
+// (fusionConfig) and its description.
 func buildFusion(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
+	cfg, err := fusionConfig(o)
+	if err != nil {
+		return nil, "", err
+	}
+	ev, err := toolret.NewEvaluationOn(context.Background(), cfg, d)
+	if err != nil {
+		return nil, "", err
+	}
+	o.evals = append(o.evals, ev)
+	printServeHint(o, ev, cfg.Fuse)
+	return ev.Ranker, ev.Method, nil
+}
+
+// printServeHint prints on stderr how to serve the fusion of items ev sets up (serveHint),
+// unless -json.
+func printServeHint(o *options, ev *toolret.Evaluation, items []string) {
+	if f, ok := ev.Ranker.(*fusion.Ranker); ok && f.G == nil && !o.asJSON {
+		if hint := serveHint(items, string(f.Norm), f.W, f.K); hint != "" {
+			fmt.Fprintln(os.Stderr, hint)
+		}
+	}
+}
+
+// fusionConfig turns the flags of -method fusion into the library's configuration
+// (toolret.EvalConfig.Fuse): the rankings -runs names, fused by the method -fusion names; with
+// -fusion minmax|zscore and -weight dev the weights are picked on the recorded dev split.
+func fusionConfig(o *options) (toolret.EvalConfig, error) {
 	fo := &o.fu
 	items := splitRuns(fo.runs)
 	if len(items) == 0 {
-		return nil, "", fmt.Errorf("-method fusion needs -runs A,B[,...]: methods (bm25), run:RUN or TREC run files")
+		return toolret.EvalConfig{}, fmt.Errorf("-method fusion needs -runs A,B[,...]: methods (bm25), run:RUN or TREC run files")
 	}
-	f := &fusion.Ranker{Depth: o.k, K: fo.rrfK}
-	tune := false
+	cfg := baseConfig(o)
+	cfg.Fuse, cfg.FusionDepth, cfg.FusionK, cfg.BM25, cfg.Vectors = items, o.k, fo.rrfK, &o.bm25, o.vectors
+	cfg.Lengths, cfg.Quantize, cfg.SplitRun = o.lengths, o.quantize, o.rr.retriever
 	switch method := fusionMethod(o); method {
 	case "rrf":
 		if fo.weightGiven {
-			return nil, "", fmt.Errorf("-weight applies to -fusion minmax or zscore, not rrf (-rrf-k)")
+			return cfg, fmt.Errorf("-weight applies to -fusion minmax or zscore, not rrf (-rrf-k)")
 		}
 		if fo.newTools {
-			return nil, "", fmt.Errorf("-new-tool-weights applies to -fusion minmax or zscore, not rrf")
+			return cfg, fmt.Errorf("-new-tool-weights applies to -fusion minmax or zscore, not rrf")
 		}
+		cfg.Fusion = method
 	case "minmax", "zscore":
-		f.Norm = rerank.Norm(method)
-		tune = o.rr.weight == "dev"
-		if fo.newTools && !tune {
-			return nil, "", fmt.Errorf("-new-tool-weights picks its weights on dev: use it with -weight dev")
+		cfg.Fusion = method
+		if o.rr.weight == "dev" {
+			cfg.FusionDev, cfg.FusionSteps, cfg.FusionMetric, cfg.FusionNewTools = true, fo.steps, o.rr.gridMetric, fo.newTools
+			break
 		}
-		if !tune {
-			w, err := parseFusionWeights(o.rr.weight, len(items))
-			if err != nil {
-				return nil, "", err
-			}
-			f.W = w
+		if fo.newTools {
+			return cfg, fmt.Errorf("-new-tool-weights picks its weights on dev: use it with -weight dev")
 		}
+		w, err := parseFusionWeights(o.rr.weight, len(items))
+		if err != nil {
+			return cfg, err
+		}
+		cfg.FusionWeights = w
 	default:
-		return nil, "", fmt.Errorf("-fusion %q: want zscore, minmax or rrf", method)
-	}
-	// The dev split the weights are tuned on: a run:RUN input must not have trained on it,
-	// and its usage vectors come from its recorded training part only.
-	var devMeta *rundir.Meta
-	var trainPart, devPart *data.Split
-	if tune || isDevSplit(o, d) {
-		var err error
-		if trainPart, devPart, devMeta, err = devSplit(o, d); err != nil {
-			return nil, "", fmt.Errorf("-method fusion: %w", err)
-		}
+		return cfg, fmt.Errorf("-fusion %q: want zscore, minmax or rrf", method)
 	}
 	for _, it := range items {
-		in, err := fusionInput(o, d, "-runs", fo.runs, it, devMeta)
-		if err != nil {
-			return nil, "", err
-		}
-		if in.Live != nil { // a multi-source dataset: each input ranks within the query's library
-			in.Live = metrics.WithinLibraries(d, nil, in.Live)
-		}
-		f.Inputs = append(f.Inputs, in)
-	}
-	desc := fmt.Sprintf("fusion rrf (k=%g) of %s", f.K, strings.Join(items, ", "))
-	if tune {
-		score, err := metrics.ParseMetric(o.rr.gridMetric)
-		if err != nil {
-			return nil, "", fmt.Errorf("-grid-metric: %w", err)
-		}
-		qs, rel := fusion.SplitQueries(d, devPart)
-		if fo.newTools {
-			isNew, n := fusion.NewTools(d, trainPart)
-			if n == 0 {
-				return nil, "", fmt.Errorf("-new-tool-weights: every tool of %s has a query in the dev run's training part: no new tools to weigh apart", d.Name)
+		if ref, ok := strings.CutPrefix(it, "model:"); ok {
+			if _, err := modelDir(ref); err != nil {
+				return cfg, fmt.Errorf("-runs %s: %w", it, err)
 			}
-			c, err := f.TuneGrouped(context.Background(), qs, rel, isNew, metricDepth(o.rr.gridMetric), fusion.TuneOptions{Steps: fo.steps, Metric: o.rr.gridMetric, Score: score, Log: os.Stderr})
-			if err != nil {
-				return nil, "", err
-			}
-			f.G = &c.Grouped
-			desc = fmt.Sprintf("fusion %s of %s, weights on dev: trained tools %s, the %d new tools %s %+g", f.Norm, strings.Join(items, ", "), joinWeights(c.W), n, joinWeights(c.NewW), c.Offset)
-			return f, desc, nil
 		}
-		w, err := f.Tune(context.Background(), qs, rel, fusion.TuneOptions{Steps: fo.steps, Metric: o.rr.gridMetric, Score: score, Log: os.Stderr})
-		if err != nil {
-			return nil, "", err
-		}
-		f.W = w
 	}
-	if f.W != nil {
-		how := ""
-		if tune {
-			how = " on dev"
-		}
-		desc = fmt.Sprintf("fusion %s of %s, weights %s%s", f.Norm, strings.Join(items, ", "), joinWeights(f.W), how)
-	}
-	if hint := serveHint(items, string(f.Norm), f.W, f.K); hint != "" && !o.asJSON {
-		fmt.Fprintln(os.Stderr, hint)
-	}
-	return f, desc, nil
+	return cfg, nil
 }
 
 // serveHint returns how to serve a fusion of trained runs alone (every item run:RUN) as an
@@ -192,7 +172,7 @@ func serveHint(items []string, norm string, w []float64, k float64) string {
 	return h
 }
 
-// fusionInput builds one entry it of the list -runs (or -compare: flag) names: a method,
+// fusionInput builds one entry it of the list -compare (flag) names: a method,
 // run:RUN or a TREC run file, labelled "flag it" in errors. With dev set (tuning or
 // evaluating on a recorded dev split) a run:RUN must have held out every dev query, and a
 // bi-encoder's usage vectors use its recorded training part.
@@ -246,36 +226,42 @@ func fusionInput(o *options, d *data.Dataset, flag, list, it string, dev *rundir
 	return in, nil
 }
 
-// fusionModel ranks with a pre-trained model zero-shot (model:REF in -runs: a HF or
-// sentence-transformers directory or hub id), as -model REF ranks, its default prompts.
-func fusionModel(o *options, d *data.Dataset, ref string) (rank.QueryRanker, error) {
+// modelDir resolves a model:REF of -runs or -compare (a HF or sentence-transformers
+// directory or hub id) to its directory.
+func modelDir(ref string) (string, error) {
 	if ref == "" {
-		return nil, fmt.Errorf("model: needs a model directory or hub id")
+		return "", fmt.Errorf("model: needs a model directory or hub id")
 	}
 	dir, err := hub.Resolve(context.Background(), ref)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if !export.IsHFDir(dir) {
-		return nil, fmt.Errorf("%s is not a pre-trained model directory (a trained run is run:RUN)", dir)
+		return "", fmt.Errorf("%s is not a pre-trained model directory (a trained run is run:RUN)", dir)
 	}
-	mo := &options{data: o.data, backend: o.backend, quantize: o.quantize, model: dir, hybridWeight: -1, lengths: o.lengths, noRecipe: true} // the fusion is -runs'
-	r, _, err := buildModel(mo, d)
-	o.tmp = append(o.tmp, mo.tmp...)
-	return r, err
+	return dir, nil
 }
 
-// metricDepth is the cutoff K of a metric named like "ndcg@5" (0, all, when it has none).
-func metricDepth(metric string) int {
-	_, k, ok := strings.Cut(metric, "@")
-	if !ok {
-		return 0
+// fusionModel ranks with a pre-trained model zero-shot (model:REF in -compare: a HF or
+// sentence-transformers directory or hub id), as -model REF ranks, its default prompts.
+func fusionModel(o *options, d *data.Dataset, ref string) (rank.QueryRanker, error) {
+	dir, err := modelDir(ref)
+	if err != nil {
+		return nil, err
 	}
-	n, err := strconv.Atoi(k)
-	if err != nil || n < 1 {
-		return 0
+	cfg := toolret.EvalConfig{Data: o.data, Backend: o.backend, Quantize: o.quantize, Model: dir, Lengths: o.lengths, NoRecipe: true} // as -runs fuses it
+	// The ranker ranks any query of d: it is set up on a split of d.
+	if _, ok := d.Splits[o.split]; ok {
+		cfg.Split = o.split
+	} else if names := d.SplitNames(); len(names) > 0 {
+		cfg.Split = names[0]
 	}
-	return n
+	e, err := toolret.NewEvaluationOn(context.Background(), cfg, d)
+	if err != nil {
+		return nil, err
+	}
+	o.evals = append(o.evals, e)
+	return e.Ranker, nil
 }
 
 // joinWeights formats weights as 0.3,0.2,0.5.

@@ -40,6 +40,13 @@
 // bfcl and zeroshot/* of -suite-dir, printed as Markdown tables (a row per set and the mean).
 //
 // Without -data it uses the embedded default dataset.
+//
+// The command parses flags and prints; the evaluation is the library's. One ranking
+// evaluated (-method bm25, rerank, rerank-m or fusion, -run, -model, -index, with -clauses)
+// is a toolret.EvalConfig (the rerank methods its Rerank, an evaluate.RerankConfig; fusion
+// its Fuse, with FusionDev for -weight dev) that toolret.NewEvaluation sets up, as
+// toolret.Evaluate does; -suite is toolret.Suite. -compare, -feedback, -rewriter and
+// -ablations are assembled here from package evaluate.
 package evalcmd
 
 import (
@@ -54,29 +61,25 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/evaluate"
-	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rank/bm25"
-	"github.com/toolret/toolret/rerank"
 	"github.com/toolret/toolret/rundir"
 )
 
-// method builds a ranker for a dataset from the options and describes it.
-type method struct {
-	help  string
-	build func(o *options, d *data.Dataset) (rank.QueryRanker, string, error)
+// methods are the values of -method, with what each evaluates (evalConfig turns it into the
+// library's configuration).
+var methods = map[string]string{
+	"bm25":     "Okapi BM25 over tool texts",
+	"rerank":   "ToolRerank (needs -first-stage, -reranker, -classifier)",
+	"rerank-m": "cross-encoder reranking of the retriever's top -depth (needs -first-stage, -reranker)",
+	"fusion":   "fusion of rankings (needs -runs; -fusion rrf|minmax|zscore)",
 }
 
-var methods = map[string]method{
-	"bm25":     {"Okapi BM25 over tool texts", buildBM25},
-	"rerank":   {"ToolRerank (needs -first-stage, -reranker, -classifier)", buildRerank},
-	"rerank-m": {"cross-encoder reranking of the retriever's top -depth (needs -first-stage, -reranker)", buildRerank},
-	"fusion":   {"fusion of rankings (needs -runs; -fusion rrf|minmax|zscore)", buildFusion},
-}
-
+// buildBM25 ranks with BM25 and -bm25-* (a -compare entry bm25).
 func buildBM25(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
 	docs := make([]string, len(d.Tools))
 	for i, t := range d.Tools {
@@ -124,18 +127,17 @@ func run(o *options, w io.Writer) error {
 	if o.fb.active() {
 		return runFeedback(o, w)
 	}
-	m, ok := methods[o.method]
+	_, ok := methods[o.method]
 	if o.model != "" {
 		if o.method == "fusion" {
 			return fmt.Errorf("-model evaluates one model: -method fusion fuses -runs")
 		}
-		m, ok = method{"pre-trained model, zero-shot", buildModel}, true
-		defer o.cleanup()
+		ok = true // a pre-trained model, zero-shot
 	} else if o.index != "" {
 		if o.run != "" || o.method == "fusion" {
 			return fmt.Errorf("-index evaluates an exported index: not with -run or -method fusion")
 		}
-		m, ok = method{"exported index", buildIndex}, true
+		ok = true // an exported index
 	} else if o.noRefiner {
 		return fmt.Errorf("-no-refiner applies to -index")
 	} else if o.noRecipe {
@@ -143,6 +145,7 @@ func run(o *options, w io.Writer) error {
 	} else if o.hybrid != "" || o.hybridWeight != -1 {
 		return fmt.Errorf("-hybrid and -hybrid-weight apply to -index (-method fusion -runs run:RUN,bm25 fuses a trained run)")
 	}
+	defer o.cleanup()
 	if members, _, _, err := o.ens.Values(); err != nil {
 		return err
 	} else if len(members) > 0 && o.index == "" {
@@ -152,7 +155,7 @@ func run(o *options, w io.Writer) error {
 		if o.method == "fusion" {
 			return fmt.Errorf("-method fusion fuses -runs: give the trained run as run:%s there, not -run", o.run)
 		}
-		m, ok = method{"trained run", buildRun}, true
+		ok = true // a trained run
 	}
 	if !ok {
 		return fmt.Errorf("unknown -method %q (have %s)", o.method, methodNames())
@@ -160,44 +163,45 @@ func run(o *options, w io.Writer) error {
 	if o.saveRun != "" && o.ablations {
 		return fmt.Errorf("-save-run writes one method's rankings: not with -ablations")
 	}
-	start := time.Now()
-	d, err := loadData(o)
-	if err != nil {
-		return err
-	}
-	loaded := time.Since(start)
+	ctx := context.Background()
 	if o.ablations {
-		return runAblations(o, w, d)
-	}
-	s, err := evalSplit(o, d)
-	if err != nil {
-		return err
-	}
-	r, desc, err := m.build(o, d)
-	if err != nil {
-		return err
-	}
-	if co, err := o.clauses.options(); err != nil {
-		return err
-	} else if co != nil {
-		if r, err = rerank.WithClauses(r, *co); err != nil {
+		d, err := loadData(o)
+		if err != nil {
 			return err
 		}
-		desc += ", " + co.String()
+		return runAblations(o, w, d)
 	}
+	cfg, err := evalConfig(o)
+	if err != nil {
+		return err
+	}
+	ev, err := toolret.NewEvaluation(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer ev.Close()
+	if len(cfg.Fuse) > 0 {
+		printServeHint(o, ev, cfg.Fuse)
+	}
+	return evaluateAndPrint(o, w, ev)
+}
+
+// evaluateAndPrint evaluates ev (its rankings saved with -save-run) and prints
+// the report: a table, or JSON with -json.
+func evaluateAndPrint(o *options, w io.Writer, ev *toolret.Evaluation) error {
 	var rec *evaluate.Recorder
 	if o.saveRun != "" {
-		rec = &evaluate.Recorder{QueryRanker: r, K: o.k}
-		r = rec
+		rec = &evaluate.Recorder{QueryRanker: ev.Ranker, K: o.k}
+		ev.Ranker = rec
 	}
-	start = time.Now()
-	rep, err := metrics.EvaluateSplit(context.Background(), d, s, r, o.ks)
+	start := time.Now()
+	rep, err := ev.Run(context.Background())
 	if err != nil {
 		return err
 	}
 	ranked := time.Since(start)
 	if rec != nil {
-		if err := rec.Save(d, o.saveRun, runTag(o), os.Stderr); err != nil {
+		if err := rec.Save(ev.Data, o.saveRun, runTag(o), os.Stderr); err != nil {
 			return fmt.Errorf("-save-run: %w", err)
 		}
 	}
@@ -207,9 +211,71 @@ func run(o *options, w io.Writer) error {
 	if o.asJSON {
 		return json.NewEncoder(w).Encode(rep)
 	}
-	fmt.Fprintf(w, "method %s; loaded in %v, ranked+evaluated %d queries in %v\n", desc, loaded.Round(time.Millisecond), rep.Overall.N, ranked.Round(time.Millisecond))
+	fmt.Fprintf(w, "method %s; loaded in %v, ranked+evaluated %d queries in %v\n", ev.Method, ev.Loaded.Round(time.Millisecond), rep.Overall.N, ranked.Round(time.Millisecond))
 	fmt.Fprint(w, rep)
 	return nil
+}
+
+// baseConfig is the configuration of the flags every evaluation has: -data and its view,
+// -split, -backend, -cutoffs, progress on stderr.
+func baseConfig(o *options) toolret.EvalConfig {
+	cfg := toolret.EvalConfig{Data: o.data, Split: o.split, Backend: o.backend, Cutoffs: o.ks, Log: os.Stderr}
+	if o.holdoutGiven {
+		cfg.Holdout = o.holdout
+		if cfg.Holdout == nil { // -holdout-tools 0: the dataset's own splits
+			cfg.Holdout = &data.Holdout{}
+		}
+	}
+	return cfg
+}
+
+// evalConfig turns the flags of one ranking evaluated (-method bm25, rerank, rerank-m or
+// fusion, -run, -model or -index) into the library's configuration (toolret.EvalConfig).
+func evalConfig(o *options) (toolret.EvalConfig, error) {
+	co, err := o.clauses.options()
+	if err != nil {
+		return toolret.EvalConfig{}, err
+	}
+	if o.method == "fusion" && o.run == "" && o.model == "" && o.index == "" {
+		cfg, err := fusionConfig(o)
+		cfg.Clauses = co
+		return cfg, err
+	}
+	cfg := baseConfig(o)
+	cfg.Run, cfg.Model, cfg.Index, cfg.Prompts, cfg.Quantize = o.run, o.model, o.index, o.prompts, o.quantize
+	cfg.NoRecipe, cfg.NoRefiner, cfg.Clauses = o.noRecipe, o.noRefiner, co
+	if o.hybrid != "" || o.hybridWeight != -1 {
+		hw, err := hybridWeight(o.hybrid, o.hybridWeight)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Hybrid = o.hybrid
+		if o.hybridWeight != -1 {
+			cfg.HybridWeight = &hw
+		}
+	}
+	if cfg.Ensemble, cfg.EnsembleFusion, cfg.EnsembleWeights, err = o.ens.Values(); err != nil {
+		return cfg, err
+	}
+	switch {
+	case o.run != "":
+		cfg.Vectors, cfg.Lengths = o.vectors, o.lengths
+	case o.model != "":
+		cfg.Lengths = o.lengths
+	case o.index != "":
+	case o.method == "rerank" || o.method == "rerank-m":
+		rc, err := rerankConfig(o, o.method == "rerank-m")
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Rerank, cfg.Vectors = &rc, o.vectors
+	default:
+		cfg.BM25 = &o.bm25
+	}
+	if cfg.Rerank == nil {
+		cfg.SplitRun = o.rr.retriever // -first-stage: its dev split and view
+	}
+	return cfg, nil
 }
 
 // buildRun loads the trained run -run (any kind evaluate.LoadRun knows) as a ranker.

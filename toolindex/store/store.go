@@ -29,6 +29,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/internal/jsonfile"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/toolindex"
 )
@@ -618,12 +619,8 @@ func (s *Store) writeCompaction(tmp string, lib *toolindex.Library) error {
 		src, _, _ := strings.Cut(man.DataSource, " + live updates")
 		man.DataSource = fmt.Sprintf("%s + live updates to version %d", src, lib.Version)
 	}
-	b, err := json.MarshalIndent(man, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := writeSynced(filepath.Join(tmp, export.ManifestFile), append(b, '\n')); err != nil {
-		return err
+	if err := jsonfile.Write(filepath.Join(tmp, export.ManifestFile), man); err != nil {
+		return fmt.Errorf("store: %w", err)
 	}
 	if err := testHook("manifest"); err != nil {
 		return err
