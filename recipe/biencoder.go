@@ -164,6 +164,12 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 	if err != nil {
 		return nil, err
 	}
+	prec, compute, why, err := t.ResolvePrecision(cfg.Backend)
+	if err != nil {
+		return nil, err
+	}
+	t.Precision = prec // auto as taken, recorded in run.json
+	fmt.Fprintln(log, why)
 	var fbData *trainFeedback
 	fbT := 0
 	if pa.Feedback != "" {
@@ -245,6 +251,7 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 			m.LoRAAlpha, m.LoRATargets = mc.LoRA.Alpha, strings.Join(mc.LoRA.Targets, ",")
 		}
 	}
+	mc.Compute = compute
 	files, err := biencoder.WriteRunFiles(cfg.RunDir, mc, tok)
 	if err != nil {
 		return nil, err
