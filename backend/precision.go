@@ -69,7 +69,8 @@ func CPUFlags() []string {
 // NativeBF16 reports whether the backend name (as Open takes it) multiplies bfloat16
 // matrices natively, and why: XLA on a CPU with amx_bf16 or avx512_bf16, XLA on CUDA (GPUs
 // before Ampere emulate it). The go backend has no bfloat16 matrix multiplication of its own
-// and ONNX Runtime's CPU provider none at all (SupportsBF16).
+// (it computes bfloat16 products itself, slowly) and the onnx backend none at all
+// (SupportsBF16).
 func NativeBF16(name string) (bool, string) {
 	cfg := Config(Name(name))
 	platform, _, _ := strings.Cut(cfg, ",")
@@ -87,13 +88,14 @@ func NativeBF16(name string) (bool, string) {
 	return false, platform + " has no native bfloat16 matrix multiplication"
 }
 
-// SupportsBF16 reports whether the backend name can run the bf16 precision at all, and if not
-// why: XLA (CPU, where it emulates bfloat16 without native support, and CUDA) and the go backend
-// can; ONNX Runtime's CPU provider has no bfloat16 MatMul kernel.
+// SupportsBF16 returns nil when the backend name can run the bf16 precision, else why not:
+// XLA (CPU, emulating bfloat16 where the CPU lacks it, and CUDA) and the go backend can; the
+// onnx backend refuses the BFloat16 dtype ("not supported by ONNX Runtime (CPU) compute
+// backend for GoMLX"), and ONNX Runtime's CPU provider has no bfloat16 MatMul kernel.
 func SupportsBF16(name string) error {
 	cfg := Config(Name(name))
 	if strings.HasPrefix(cfg, "onnx") {
-		return fmt.Errorf("backend %s: ONNX Runtime's CPU provider has no bfloat16 MatMul: use -backend xla:cpu (or xla:cuda) for bf16", cfg)
+		return fmt.Errorf("backend %s: the onnx backend does not run bfloat16 (GoMLX's ONNX Runtime backend refuses the dtype; ONNX Runtime's CPU provider has no bfloat16 MatMul): use -backend xla:cpu, xla:cuda or go for bf16", cfg)
 	}
 	return nil
 }
