@@ -6,10 +6,12 @@ import (
 	"sort"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/checkpoints"
+	"github.com/toolret/toolret/models/hflayers"
 	"github.com/toolret/toolret/tokenize"
 )
 
@@ -119,6 +121,13 @@ type Runner struct {
 
 // NewRunner prepares cfg with pooling p over the variables under base ("" is the root).
 func NewRunner(be compute.Backend, store *model.Store, base string, cfg Config, p Pooling) (*Runner, error) {
+	return NewRunnerCompute(be, store, base, cfg, p, dtypes.Float32)
+}
+
+// NewRunnerCompute is NewRunner with the encoder's matrix multiplications in the dtype
+// compute (hflayers.ComputeParam): dtypes.BFloat16 for bf16 mixed precision (the weights and
+// the output stay float32), Float32 (or the zero value) as NewRunner.
+func NewRunnerCompute(be compute.Backend, store *model.Store, base string, cfg Config, p Pooling, compute dtypes.DType) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -133,6 +142,9 @@ func NewRunner(be compute.Backend, store *model.Store, base string, cfg Config, 
 		s := In(root, base)
 		if shared {
 			VariablesAsParameters(s, ids.Graph(), checkpoints.OptimizerScope)
+		}
+		if compute != dtypes.InvalidDType && compute != dtypes.Float32 {
+			s.SetGraphParam(ids.Graph(), hflayers.ComputeParam, compute)
 		}
 		return cfg.Pool(s, cfg.Encode(s, ids, types, mask), mask, p)
 	})
