@@ -3,6 +3,7 @@ package backend
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/gomlx/compute/dtypes"
@@ -126,4 +127,39 @@ func ResolvePrecision(field, p, name string) (string, dtypes.DType, string, erro
 		return FP32, dtypes.Float32, "precision auto: fp32 (" + why + ")", nil
 	}
 	return BF16, dtypes.BFloat16, "precision auto: bf16 (" + why + ")", nil
+}
+
+// CPUModel returns /proc/cpuinfo's first "model name" ("" where it has none).
+func CPUModel() string {
+	b, err := os.ReadFile(cpuFlagsFile)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// CPUSummary is one line naming the CPU and which of BF16CPUFlags it has and lacks, for
+// benchmark output: "Intel Xeon ...; avx2 avx512_bf16; no amx_bf16 amx_int8".
+func CPUSummary() string {
+	have := CPUFlags()
+	var lacks []string
+	for _, f := range BF16CPUFlags {
+		if !slices.Contains(have, f) {
+			lacks = append(lacks, f)
+		}
+	}
+	s := CPUModel()
+	if s == "" {
+		s = "unknown CPU"
+	}
+	s += "; flags: " + strings.Join(have, " ")
+	if len(lacks) > 0 {
+		s += "; lacks: " + strings.Join(lacks, " ")
+	}
+	return s
 }
