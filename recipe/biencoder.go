@@ -323,7 +323,7 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(log, "trained %d steps in %.0fs; best dev %s %.2f at step %d\n", sum.Steps, sum.Seconds, t.Metric, sum.BestMetrics[t.Metric], sum.BestStep)
+	fmt.Fprintf(log, "trained %d steps in %.0fs (%.0fs compiling the step); best dev %s %.2f at step %d\n", sum.Steps, sum.Seconds, sum.CompileSeconds, t.Metric, sum.BestMetrics[t.Metric], sum.BestStep)
 	res := &BiEncoderResult{RunDir: cfg.RunDir, Config: cfg, Summary: sum}
 	if sp.Test == "" {
 		return res, nil
