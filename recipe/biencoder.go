@@ -160,15 +160,15 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 			return nil, err
 		}
 	}
-	bk, err := train.OpenBackend(cfg.Backend, cfg.Devices)
-	if err != nil {
-		return nil, err
-	}
 	prec, compute, why, err := t.ResolvePrecision(cfg.Backend)
 	if err != nil {
 		return nil, err
 	}
 	t.Precision = prec // auto as taken, recorded in run.json
+	bk, err := train.OpenBackend(cfg.Backend, cfg.Devices)
+	if err != nil {
+		return nil, err
+	}
 	fmt.Fprintln(log, why)
 	var fbData *trainFeedback
 	fbT := 0
