@@ -8,6 +8,7 @@
 # curves step by step.
 #
 #   experiments/2026-11-29-bf16/bf16-vs-fp32.sh     # STEPS=300 RUNS=runs/bf16 LOCK=
+#   INIT=sentence-transformers/all-MiniLM-L6-v2 STEPS=30 RUNS=runs/bf16-minilm experiments/2026-11-29-bf16/bf16-vs-fp32.sh
 #   SKIP_TRAIN=1 experiments/2026-11-29-bf16/bf16-vs-fp32.sh   # only the comparison
 #
 # Needs a C compiler (cgo) and XLA's CPU plugin (`make install-xla`).
@@ -20,6 +21,12 @@ LOCK=${LOCK:-}   # a file to flock around each heavy step (shared machines), emp
 lock() { if [[ -n $LOCK ]]; then flock "$LOCK" "$@"; else "$@"; fi; }
 FLAGS="-data $TL -layers 2 -hidden 128 -heads 2 -intermediate 512 -epochs 1 -max-steps $STEPS
 	-batch 64 -pad-multiple 32 -seed 1 -test \"\" -quiet -backend xla:cpu"
+INIT=${INIT:-}   # a pre-trained encoder to fine-tune instead (e.g. sentence-transformers/all-MiniLM-L6-v2)
+if [[ -n $INIT ]]; then
+	# one input shape (-pad-multiple 0): one XLA compilation per run
+	FLAGS="-data $TL -init $INIT -epochs 1 -max-steps $STEPS -batch 32 -pad-multiple 0 -query-len 32
+	-tool-len 64 -lr 5e-5 -seed 1 -test \"\" -quiet -backend xla:cpu"
+fi
 
 go build -tags xla -o bin/toolret ./cmd/toolret
 mkdir -p "$R"
