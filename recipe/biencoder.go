@@ -323,7 +323,11 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(log, "trained %d steps in %.0fs (%.0fs compiling the step); best dev %s %.2f at step %d\n", sum.Steps, sum.Seconds, sum.CompileSeconds, t.Metric, sum.BestMetrics[t.Metric], sum.BestStep)
+	compiling := "" // not measured with GradCache
+	if sum.CompileSeconds > 0 {
+		compiling = fmt.Sprintf(" (%.0fs compiling the step)", sum.CompileSeconds)
+	}
+	fmt.Fprintf(log, "trained %d steps in %.0fs%s; best dev %s %.2f at step %d\n", sum.Steps, sum.Seconds, compiling, t.Metric, sum.BestMetrics[t.Metric], sum.BestStep)
 	res := &BiEncoderResult{RunDir: cfg.RunDir, Config: cfg, Summary: sum}
 	if sp.Test == "" {
 		return res, nil
