@@ -252,6 +252,9 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 		}
 	}
 	mc.Compute = compute
+	if err := encoder.CheckCompute(mc.Encoder, compute); err != nil {
+		return nil, fmt.Errorf("-precision %s: %w", t.Precision, err)
+	}
 	files, err := biencoder.WriteRunFiles(cfg.RunDir, mc, tok)
 	if err != nil {
 		return nil, err

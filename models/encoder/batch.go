@@ -3,7 +3,9 @@ package encoder
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -124,11 +126,29 @@ func NewRunner(be compute.Backend, store *model.Store, base string, cfg Config, 
 	return NewRunnerCompute(be, store, base, cfg, p, dtypes.Float32)
 }
 
+// computeTypes are the model types whose graphs run their matrix multiplications in the
+// dtype hflayers.ComputeParam sets: their Linear layers are hflayers.Spec.Dense and their
+// attention products hflayers.ComputeEinsum.
+var computeTypes = []string{"bert", "xlm-roberta", "mpnet"}
+
+// CheckCompute returns nil when cfg's encoder computes its matrix multiplications in dt
+// (Float32, the zero value: every encoder; BFloat16: the bert, xlm-roberta and mpnet
+// encoders), else an error naming the model type.
+func CheckCompute(cfg Config, dt dtypes.DType) error {
+	if dt == dtypes.InvalidDType || dt == dtypes.Float32 || slices.Contains(computeTypes, cfg.ModelType()) {
+		return nil
+	}
+	return fmt.Errorf("encoder: the %s encoder has no %s path (mixed precision runs on the %s encoders)", cfg.ModelType(), dt, strings.Join(computeTypes, ", "))
+}
+
 // NewRunnerCompute is NewRunner with the encoder's matrix multiplications in the dtype
 // compute (hflayers.ComputeParam): dtypes.BFloat16 for bf16 mixed precision (the weights and
 // the output stay float32), Float32 (or the zero value) as NewRunner.
 func NewRunnerCompute(be compute.Backend, store *model.Store, base string, cfg Config, p Pooling, compute dtypes.DType) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := CheckCompute(cfg, compute); err != nil {
 		return nil, err
 	}
 	if _, err := ParsePooling(string(p)); err != nil {
