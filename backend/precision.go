@@ -18,7 +18,7 @@ const (
 	// softmax, the loss and the optimizer state in float32 (hflayers.ComputeParam).
 	BF16 = "bf16"
 	// AutoPrecision is BF16 where the backend has native bfloat16 matrix multiplication
-	// (NativeBF16), else FP32.
+	// (NativeBF16: xla:cuda, XLA on an AMX CPU), else FP32.
 	AutoPrecision = "auto"
 )
 
@@ -68,10 +68,12 @@ func CPUFlags() []string {
 }
 
 // NativeBF16 reports whether the backend name (as Open takes it) multiplies bfloat16
-// matrices natively, and why: XLA on a CPU with amx_bf16 or avx512_bf16, XLA on CUDA (GPUs
-// before Ampere emulate it). The go backend has no bfloat16 matrix multiplication of its own
-// (it computes bfloat16 products itself, slowly) and the onnx backend none at all
-// (SupportsBF16).
+// matrices natively, and why: XLA on CUDA (GPUs before Ampere emulate it) and, pending a
+// measurement, XLA on a CPU with AMX (amx_bf16). Not XLA on a CPU with avx512_bf16 alone:
+// there XLA's CPU plugin rewrites every bfloat16 dot into a float32 one (its optimized HLO
+// shows f32 dots between converts, measured on 2026-11-29; docs/results/2026-11-29-bf16.md),
+// so bf16 runs no faster than fp32. The go backend computes bfloat16 products without a fast
+// kernel, and the onnx backend not at all (SupportsBF16).
 func NativeBF16(name string) (bool, string) {
 	cfg := Config(Name(name))
 	platform, _, _ := strings.Cut(cfg, ",")
@@ -79,12 +81,14 @@ func NativeBF16(name string) (bool, string) {
 	case platform == "xla:cuda" || platform == "cuda":
 		return true, "xla:cuda"
 	case platform == "xla:cpu" || platform == "xla":
-		for _, f := range CPUFlags() {
-			if f == "amx_bf16" || f == "avx512_bf16" {
-				return true, "xla:cpu on a CPU with " + f
-			}
+		flags := CPUFlags()
+		if slices.Contains(flags, "amx_bf16") {
+			return true, "xla:cpu on a CPU with amx_bf16"
 		}
-		return false, "xla:cpu on a CPU without amx_bf16 or avx512_bf16 (XLA emulates bfloat16 there)"
+		if slices.Contains(flags, "avx512_bf16") {
+			return false, "xla:cpu computes bfloat16 dots in float32 on a CPU without AMX (avx512_bf16 alone: measured no faster)"
+		}
+		return false, "xla:cpu on a CPU without amx_bf16 (XLA computes bfloat16 dots in float32 there)"
 	}
 	return false, platform + " has no native bfloat16 matrix multiplication"
 }

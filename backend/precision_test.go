@@ -20,7 +20,8 @@ func TestNativeBF16(t *testing.T) {
 		auto           string
 	}{
 		{"fpu avx2 avx512f avx512_bf16 amx_bf16 amx_int8", "xla:cpu", []string{"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8"}, true, BF16},
-		{"fpu avx2 avx512_bf16", "xla", []string{"avx2", "avx512_bf16"}, true, BF16},
+		{"fpu avx2 avx512_bf16", "xla", []string{"avx2", "avx512_bf16"}, false, FP32},
+		{"fpu avx2 avx512_bf16 amx_bf16", "xla", []string{"avx2", "avx512_bf16", "amx_bf16"}, true, BF16},
 		{"fpu avx2", "xla:cpu", []string{"avx2"}, false, FP32},
 		{"fpu avx2 avx512_bf16", "go", []string{"avx2", "avx512_bf16"}, false, FP32},
 		{"fpu avx2 avx512_bf16", "onnx", []string{"avx2", "avx512_bf16"}, false, FP32},

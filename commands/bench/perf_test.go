@@ -214,6 +214,8 @@ func TestBackendPrecisions(t *testing.T) {
 		{"fp32", "xla:cuda", []string{"fp32"}},
 		{"auto", "xla:cuda", []string{"fp32", "bf16"}},
 		{"auto", "go", []string{"fp32"}},
+		{"auto", "xla:cpu", []string{"fp32", "bf16"}},
+		{"auto", "xla", []string{"fp32", "bf16"}},
 		{"auto", "onnx", []string{"fp32"}},
 		{"bf16,auto", "go", []string{"bf16", "fp32"}},
 		{"fp32,bf16", "onnx", []string{"fp32", "bf16"}},

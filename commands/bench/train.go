@@ -59,7 +59,7 @@ func trainBench(args []string) error {
 	fs := flag.NewFlagSet("bench train", flag.ContinueOnError)
 	backends := fs.String("backends", "go,onnx", "toolret backends, comma-separated")
 	one := fs.String("backend", "", "one toolret backend (instead of -backends), e.g. xla:cuda")
-	precs := fs.String("precision", backend.AutoPrecision, "precisions timed on each backend, comma-separated: fp32, bf16 (mixed precision, train biencoder -precision bf16; rows toolret-BACKEND-bf16; not on onnx) or auto: fp32, and bf16 too where the backend multiplies bfloat16 natively (xla:cpu on an amx_bf16 or avx512_bf16 CPU, xla:cuda)")
+	precs := fs.String("precision", backend.AutoPrecision, "precisions timed on each backend, comma-separated: fp32, bf16 (mixed precision, train biencoder -precision bf16; rows toolret-BACKEND-bf16; not on onnx) or auto: fp32, and bf16 too on the xla backends (and any backend with native bfloat16 matmul)")
 	shape := fs.String("shape", "today", "size preset: "+shapeNames(trainShapes)+" (the flags below override its values)")
 	layers := fs.Int("layers", 4, "layers")
 	hidden := fs.Int("hidden", 256, "hidden size")
@@ -318,8 +318,9 @@ func splitPrecisions(list string) ([]string, error) {
 }
 
 // backendPrecisions are the precisions timed on the backend name: those listed, auto
-// standing for fp32 and, where the backend multiplies bfloat16 natively (backend.NativeBF16),
-// bf16.
+// standing for fp32 and, on the xla backends (CPU and CUDA, where bf16 is compared with
+// sentence-transformers' autocast) or where the backend multiplies bfloat16 natively
+// (backend.NativeBF16), bf16.
 func backendPrecisions(list []string, name string) []string {
 	var out []string
 	add := func(p string) {
@@ -333,7 +334,7 @@ func backendPrecisions(list []string, name string) []string {
 			continue
 		}
 		add(backend.FP32)
-		if native, _ := backend.NativeBF16(name); native {
+		if native, _ := backend.NativeBF16(name); native || strings.HasPrefix(backend.Config(backend.Name(name)), "xla") {
 			add(backend.BF16)
 		}
 	}

@@ -50,7 +50,7 @@ func Main(args []string) int {
 	batch := fs.Int("batch", 32, "texts per batch")
 	be := fs.String("backend", "", "compute backend: go (default), onnx, xla:cpu, xla:cuda")
 	quant := cli.Quantize(fs, "the encoder's weights")
-	prec := fs.String("precision", backend.FP32, "fp32, bf16 (matrix multiplications in bfloat16, weights, LayerNorm and softmax in float32; go and xla backends) or auto (bf16 where the backend multiplies bfloat16 natively: xla:cpu on an amx_bf16 or avx512_bf16 CPU, xla:cuda; else fp32)")
+	prec := fs.String("precision", backend.FP32, "fp32, bf16 (matrix multiplications in bfloat16, weights, LayerNorm and softmax in float32; go and xla backends) or auto (bf16 where the backend multiplies bfloat16 natively: xla:cuda, xla:cpu on an AMX (amx_bf16) CPU; else fp32)")
 	if err := cli.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
