@@ -52,9 +52,15 @@ func TimeEncode(be compute.Backend, cfg encoder.Config, tok *tokenize.Tokenizer,
 
 // TimeEncodePasses is TimeEncode with the best of passes timed passes.
 func TimeEncodePasses(be compute.Backend, cfg encoder.Config, tok *tokenize.Tokenizer, seqs [][]int32, maxLen, batch, passes int, profile func(func() error) error) (time.Duration, error) {
+	return TimeEncodeCompute(be, cfg, tok, seqs, maxLen, batch, passes, dtypes.Float32, profile)
+}
+
+// TimeEncodeCompute is TimeEncodePasses with the encoder's matrix multiplications in compute
+// (encoder.NewRunnerCompute: dtypes.BFloat16 for bf16 mixed precision).
+func TimeEncodeCompute(be compute.Backend, cfg encoder.Config, tok *tokenize.Tokenizer, seqs [][]int32, maxLen, batch, passes int, compute dtypes.DType, profile func(func() error) error) (time.Duration, error) {
 	store := model.NewStore()
 	store.SetParam(model.ParamInitialSeed, int64(1))
-	r, err := encoder.NewRunner(be, store, "", cfg, encoder.PoolMean)
+	r, err := encoder.NewRunnerCompute(be, store, "", cfg, encoder.PoolMean, compute)
 	if err != nil {
 		return 0, err
 	}

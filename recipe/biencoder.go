@@ -159,10 +159,16 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 			return nil, err
 		}
 	}
+	prec, compute, why, err := t.ResolvePrecision(cfg.Backend)
+	if err != nil {
+		return nil, err
+	}
+	t.Precision = prec // auto as taken, recorded in run.json
 	bk, err := train.OpenBackend(cfg.Backend, cfg.Devices)
 	if err != nil {
 		return nil, err
 	}
+	fmt.Fprintln(log, why)
 	var fbData *trainFeedback
 	fbT := 0
 	if pa.Feedback != "" {
@@ -244,6 +250,10 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 			m.LoRAAlpha, m.LoRATargets = mc.LoRA.Alpha, strings.Join(mc.LoRA.Targets, ",")
 		}
 	}
+	mc.Compute = compute
+	if err := encoder.CheckCompute(mc.Encoder, compute); err != nil {
+		return nil, fmt.Errorf("-precision %s: %w", t.Precision, err)
+	}
 	files, err := biencoder.WriteRunFiles(cfg.RunDir, mc, tok)
 	if err != nil {
 		return nil, err
@@ -315,7 +325,11 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(log, "trained %d steps in %.0fs; best dev %s %.2f at step %d\n", sum.Steps, sum.Seconds, t.Metric, sum.BestMetrics[t.Metric], sum.BestStep)
+	compiling := "" // not measured with GradCache
+	if sum.CompileSeconds > 0 {
+		compiling = fmt.Sprintf(" (%.0fs compiling the step)", sum.CompileSeconds)
+	}
+	fmt.Fprintf(log, "trained %d steps in %.0fs%s; best dev %s %.2f at step %d\n", sum.Steps, sum.Seconds, compiling, t.Metric, sum.BestMetrics[t.Metric], sum.BestStep)
 	res := &BiEncoderResult{RunDir: cfg.RunDir, Config: cfg, Summary: sum}
 	if sp.Test == "" {
 		return res, nil

@@ -3,9 +3,11 @@ package train
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/distributed"
+	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/core/tensors/dtensor"
@@ -55,7 +57,24 @@ type stepExec struct {
 	maxCache int
 	mesh     *distributed.DeviceMesh
 	execs    map[string]*model.Exec // by the inputs' split pattern
+	shapes   map[string]bool        // the input shapes compiled (stepKey)
+	compile  time.Duration          // spent compiling them (compileTime)
 }
+
+// stepKey names the split pattern and shapes of a step's inputs.
+func stepKey(split string, inputs []*tensors.Tensor) string {
+	var b strings.Builder
+	b.WriteString(split)
+	for _, t := range inputs {
+		b.WriteString(" " + t.Shape().String())
+	}
+	return b.String()
+}
+
+// compileTime is the time spent compiling the step for new input shapes: the compilation
+// alone on one device; with several, the first call of each shape (its compilation and one
+// step), as the sharded executable compiles on its first call.
+func (e *stepExec) compileTime() time.Duration { return e.compile }
 
 func newStepExec(be compute.Backend, store *model.Store, n int, fn func(s *model.Scope, inputs []*Node) []*Node) (*stepExec, error) {
 	if err := CheckDevices(be, n); err != nil {
@@ -102,6 +121,26 @@ func (e *stepExec) call(inputs []*tensors.Tensor) ([]*tensors.Tensor, error) {
 	args := make([]any, len(inputs))
 	for i, t := range inputs {
 		args[i] = t
+	}
+	sk := stepKey(string(key), inputs)
+	if !e.shapes[sk] {
+		if e.shapes == nil {
+			e.shapes = map[string]bool{}
+		}
+		e.shapes[sk] = true
+		start := time.Now()
+		if e.n <= 1 {
+			in := make([]shapes.Shape, len(inputs))
+			for i, t := range inputs {
+				in[i] = t.Shape()
+			}
+			if _, err := x.Compile(in...); err != nil {
+				return nil, err
+			}
+			e.compile += time.Since(start)
+		} else {
+			defer func() { e.compile += time.Since(start) }()
+		}
 	}
 	if e.n > 1 {
 		for i, t := range inputs {

@@ -193,6 +193,9 @@ func (l *Loop) run() (*Summary, error) {
 	}
 	sum := &Summary{Steps: l.Step, Epochs: l.Epoch + 1, BestStep: l.best.Step, BestMetrics: l.best.Metrics, Final: l.last,
 		Seconds: time.Since(l.Start).Seconds(), Stopped: stopped}
+	if c, ok := l.exec.(interface{ compileTime() time.Duration }); ok {
+		sum.CompileSeconds = c.compileTime().Seconds()
+	}
 	for _, h := range l.hooks {
 		if h.OnEnd == nil {
 			continue

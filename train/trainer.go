@@ -80,7 +80,11 @@ type Summary struct {
 	BestMetrics map[string]float64 `json:"best_metrics"`
 	Final       map[string]float64 `json:"final_metrics"`
 	Seconds     float64            `json:"seconds"`
-	Stopped     string             `json:"stopped"`
+	// CompileSeconds is the part of Seconds spent compiling the training step, once per input
+	// shape (on one device the compilation alone; with Devices > 1 the first step of each shape
+	// too); not the evaluation's graphs, and not counted with GradCache (Cached tasks).
+	CompileSeconds float64 `json:"compile_seconds"`
+	Stopped        string  `json:"stopped"`
 }
 
 // ErrStopped is what Run's error wraps when Config.StopAfter ends a run early.

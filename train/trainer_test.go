@@ -247,6 +247,9 @@ func TestRunArtifactsAndErrors(t *testing.T) {
 	if sum.Steps != 24 || sum.BestStep <= 0 {
 		t.Errorf("summary %+v", sum)
 	}
+	if !(sum.CompileSeconds > 0 && sum.CompileSeconds < sum.Seconds) {
+		t.Errorf("summary: compile %v s of %v s: want a positive part of the run", sum.CompileSeconds, sum.Seconds)
+	}
 	// A second run into the same directory must not silently overwrite it.
 	if _, err := Run(be, newToyStore(), &toyTask{seed: 1, batches: 8}, toyConfig(dir), false); err == nil || !strings.Contains(err.Error(), "-resume") {
 		t.Errorf("want already-has-checkpoints error, got %v", err)

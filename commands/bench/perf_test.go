@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -161,4 +162,70 @@ func captureStdout(t *testing.T, f func() error) string {
 		t.Fatalf("%v\n%s", ferr, b)
 	}
 	return string(b)
+}
+
+// TestTrainBenchBF16: -precision fp32,bf16 times a toolret-BACKEND-bf16 row beside the fp32
+// one, each row's first field its name and second its tokens/s, with the sentence-transformers
+// bf16 row and the ratio to it, and the CPU's flags; a bad precision is refused.
+func TestTrainBenchBF16(t *testing.T) {
+	if testing.Short() {
+		t.Skip("times training steps and a matmul")
+	}
+	fake := filepath.Join(t.TempDir(), "python")
+	line := `{"seconds": 2.0, "cpu_seconds": 4.0, "peak_rss": 104857600, "threads": 2, "torch": "2.15.0", "st": "6.2.0", "attn": "sdpa", "blas": "mkl", "fused_adamw": true, "bf16_seconds": 1.0, "bf16_note": "CPU has avx512_bf16", "mm_gflops": 100.0}`
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho '"+line+"'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := captureStdout(t, func() error {
+		return trainBench([]string{"-backends", "go", "-precision", "fp32,bf16", "-st-python", fake, "-layers", "1", "-hidden", "16", "-heads", "2",
+			"-batch", "4", "-vocab-size", "30522", "-steps", "2", "-warmup", "1", "-lengths", "full", "-encode-texts", "0"})
+	})
+	rows := map[string]float64{}
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+			rows[f[0]] = v
+		}
+	}
+	for _, name := range []string{"toolret-go", "toolret-go-bf16", "sentence-transformers", "sentence-transformers-bf16"} {
+		if !(rows[name] > 0) {
+			t.Errorf("no row %s with its tokens/s:\n%s", name, out)
+		}
+	}
+	for _, want := range []string{"\ncpu: ", "toolret-go-bf16 / sentence-transformers-bf16 tokens/s: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if err := trainBench([]string{"-vs", "none", "-backends", "go", "-steps", "1", "-precision", "fp16"}); err == nil || !strings.Contains(err.Error(), `-precision "fp16"`) {
+		t.Errorf("-precision fp16: %v, want an error naming -precision", err)
+	}
+}
+
+func TestBackendPrecisions(t *testing.T) {
+	for _, c := range []struct {
+		list    string
+		backend string
+		want    []string
+	}{
+		{"fp32", "xla:cuda", []string{"fp32"}},
+		{"auto", "xla:cuda", []string{"fp32", "bf16"}},
+		{"auto", "go", []string{"fp32"}},
+		{"auto", "xla:cpu", []string{"fp32", "bf16"}},
+		{"auto", "xla", []string{"fp32", "bf16"}},
+		{"auto", "onnx", []string{"fp32"}},
+		{"bf16,auto", "go", []string{"bf16", "fp32"}},
+		{"fp32,bf16", "onnx", []string{"fp32", "bf16"}},
+	} {
+		l, err := splitPrecisions(c.list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := backendPrecisions(l, c.backend); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("-precision %s on %s: %q, want %q", c.list, c.backend, got, c.want)
+		}
+	}
 }

@@ -10,9 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/gomlx/compute/dtypes"
+	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/benchmark"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/models/biencoder"
@@ -56,6 +59,7 @@ func trainBench(args []string) error {
 	fs := flag.NewFlagSet("bench train", flag.ContinueOnError)
 	backends := fs.String("backends", "go,onnx", "toolret backends, comma-separated")
 	one := fs.String("backend", "", "one toolret backend (instead of -backends), e.g. xla:cuda")
+	precs := fs.String("precision", backend.AutoPrecision, "precisions timed on each backend, comma-separated: fp32, bf16 (mixed precision, train biencoder -precision bf16; rows toolret-BACKEND-bf16; not on onnx) or auto: fp32, and bf16 too on the xla backends (and any backend with native bfloat16 matmul)")
 	shape := fs.String("shape", "today", "size preset: "+shapeNames(trainShapes)+" (the flags below override its values)")
 	layers := fs.Int("layers", 4, "layers")
 	hidden := fs.Int("hidden", 256, "hidden size")
@@ -135,6 +139,10 @@ func trainBench(args []string) error {
 	if *one != "" {
 		*backends = *one
 	}
+	precisions, err := splitPrecisions(*precs)
+	if err != nil {
+		return err
+	}
 	bc, err := encoder.New("bert", encoder.Sizes{Vocab: *vocab, Layers: *layers, Hidden: *hidden, Heads: *heads, Intermediate: *inter, MaxPositions: max(*qLen, *tLen)})
 	if err != nil {
 		return err
@@ -161,6 +169,7 @@ func trainBench(args []string) error {
 	fmt.Printf("lengths: %s; padding: %s; %d steps, %d distinct shapes; %.0f real and %.0f padded tokens/step (%.1f%% real); %.1f GFLOP/step (forward+backward matmuls)\n",
 		source, pad, *steps, plan.Shapes, float64(realTok)/float64(*steps), float64(padTok)/float64(*steps),
 		100*float64(realTok)/float64(padTok), flops/float64(*steps)/1e9)
+	fmt.Printf("cpu: %s\n", backend.CPUSummary())
 	const w = 16
 	withST := *vs == "st"
 	head := fmt.Sprintf("%-*s %12s %10s %9s %12s %8s %10s", w, "engine", "tokens/s", "s/step", "GFLOP/s", "matmul peak", "of peak", "compile s")
@@ -194,40 +203,54 @@ func trainBench(args []string) error {
 	opt := train.DefaultOptimizer()
 	opt.LR, opt.Schedule = 1e-4, "constant"
 	tps, enc, cpu := map[string]float64{}, map[string]float64{}, map[string]float64{}
-	for k, name := range names {
-		be := bes[k]
-		rssOK := withST && benchmark.ResetPeakRSS() == nil
-		tt, err := benchmark.TimeTrain(be, cfg, opt, plan, func(f func() error) error {
-			return profile(profilePath(*prof, name, len(names) > 1), f)
-		})
-		if err != nil {
-			return fmt.Errorf("toolret-%s: %w", name, err)
-		}
-		rss, _ := benchmark.PeakRSS()
-		peak, err := benchmark.MatmulPeak(be, 1024)
-		if err != nil {
-			return fmt.Errorf("toolret-%s: matmul peak: %w", name, err)
-		}
-		sec := tt.Steps.Seconds()
-		tps[name] = float64(realTok) / sec
-		gf := flops / sec / 1e9
-		line := fmt.Sprintf("%-*s %12.0f %10.3f %9.1f %12.1f %7.0f%% %10.1f", w, "toolret-"+name, tps[name], sec/float64(*steps), gf, peak, 100*gf/peak, tt.Compile.Seconds())
-		if withST {
-			enc[name], err = timeEncodeRow(func() (float64, error) {
-				d, err := benchmark.TimeEncodePasses(be, encCfg, tok, seqs, *tLen, *batch, 2, nil)
-				return d.Seconds(), err
-			}, len(texts))
+	var rows []string // the rows measured: a backend name, "-bf16" added for bf16
+	for k, bname := range names {
+		for _, prec := range backendPrecisions(precisions, bname) {
+			name, be, compute := bname, bes[k], dtypes.Float32
+			if prec == backend.BF16 {
+				name, compute = bname+"-bf16", dtypes.BFloat16
+				if err := backend.SupportsBF16(bname); err != nil {
+					fmt.Printf("%-*s skipped: %v\n", w, "toolret-"+name, err)
+					skipped = append(skipped, name)
+					continue
+				}
+			}
+			rc := *cfg
+			rc.Compute = compute
+			rssOK := withST && benchmark.ResetPeakRSS() == nil
+			tt, err := benchmark.TimeTrain(be, &rc, opt, plan, func(f func() error) error {
+				return profile(profilePath(*prof, name, len(names) > 1 || len(precisions) > 1), f)
+			})
 			if err != nil {
-				return fmt.Errorf("toolret-%s: encode: %w", name, err)
+				return fmt.Errorf("toolret-%s: %w", name, err)
 			}
-			rssS := "-"
-			if rssOK {
-				rssS = fmt.Sprintf("%.0f", float64(rss)/(1<<20))
+			rows = append(rows, name)
+			rss, _ := benchmark.PeakRSS()
+			peak, err := benchmark.MatmulPeak(be, 1024)
+			if err != nil {
+				return fmt.Errorf("toolret-%s: matmul peak: %w", name, err)
 			}
-			cpu[name] = tt.CPU.Seconds() / float64(*steps)
-			line += fmt.Sprintf(" %9s %10.1f %10.2f", rssS, enc[name], cpu[name])
+			sec := tt.Steps.Seconds()
+			tps[name] = float64(realTok) / sec
+			gf := flops / sec / 1e9
+			line := fmt.Sprintf("%-*s %12.0f %10.3f %9.1f %12.1f %7.0f%% %10.1f", w, "toolret-"+name, tps[name], sec/float64(*steps), gf, peak, 100*gf/peak, tt.Compile.Seconds())
+			if withST {
+				enc[name], err = timeEncodeRow(func() (float64, error) {
+					d, err := benchmark.TimeEncodeCompute(be, encCfg, tok, seqs, *tLen, *batch, 2, compute, nil)
+					return d.Seconds(), err
+				}, len(texts))
+				if err != nil {
+					return fmt.Errorf("toolret-%s: encode: %w", name, err)
+				}
+				rssS := "-"
+				if rssOK {
+					rssS = fmt.Sprintf("%.0f", float64(rss)/(1<<20))
+				}
+				cpu[name] = tt.CPU.Seconds() / float64(*steps)
+				line += fmt.Sprintf(" %9s %10.1f %10.2f", rssS, enc[name], cpu[name])
+			}
+			fmt.Println(line)
 		}
-		fmt.Println(line)
 	}
 	notMeasured := skippedError(skipped)
 	spec := map[string]any{"config": bc, "batch": *batch, "query_len": *qLen, "tool_len": *tLen, "steps": *steps, "batches": plan.Batches, "seed": *seed}
@@ -237,13 +260,13 @@ func trainBench(args []string) error {
 	case withST:
 		spec["threads"], spec["vocab"], spec["warmup"] = *threads, *vocabPath, *warmup
 		spec["encode"] = map[string]any{"texts": texts, "max_len": *tLen, "batch": *batch}
-		return errors.Join(notMeasured, stRow(*stPy, spec, realTok, flops, *steps, names, tps, enc, cpu, w))
+		return errors.Join(notMeasured, stRow(*stPy, spec, realTok, flops, *steps, rows, tps, enc, cpu, w))
 	}
 	skippedPT, err := torchRows(*python, "scripts/bench/torch_train.py", cores, spec, w, func(row string, pt torchResult) {
 		ptTPS := float64(realTok) / pt.Seconds
 		gf := flops / pt.Seconds / 1e9
 		fmt.Printf("%-*s %12.0f %10.3f %9.1f %12.1f %7.0f%% %10s  %s\n", w, row, ptTPS, pt.Seconds/float64(*steps), gf, pt.MM, 100*gf/pt.MM, "-", pt.about())
-		for _, name := range names {
+		for _, name := range rows {
 			fmt.Printf("toolret-%s / %s tokens/s: %.2fx\n", name, row, tps[name]/ptTPS)
 		}
 	})
@@ -277,4 +300,43 @@ func runTorch(python, script, core string, spec any) ([]byte, error) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return []byte(lines[len(lines)-1]), nil
+}
+
+// splitPrecisions parses bench train's -precision list (fp32, bf16, auto).
+func splitPrecisions(list string) ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(list, ",") {
+		p = strings.TrimSpace(p)
+		if err := backend.CheckPrecision("-precision", p); err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// backendPrecisions are the precisions timed on the backend name: those listed, auto
+// standing for fp32 and, on the xla backends (CPU and CUDA, where bf16 is compared with
+// sentence-transformers' autocast) or where the backend multiplies bfloat16 natively
+// (backend.NativeBF16), bf16.
+func backendPrecisions(list []string, name string) []string {
+	var out []string
+	add := func(p string) {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	for _, p := range list {
+		if p != backend.AutoPrecision {
+			add(p)
+			continue
+		}
+		add(backend.FP32)
+		if native, _ := backend.NativeBF16(name); native || strings.HasPrefix(backend.Config(backend.Name(name)), "xla") {
+			add(backend.BF16)
+		}
+	}
+	return out
 }

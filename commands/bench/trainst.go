@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
@@ -54,8 +55,9 @@ func encodeTexts(dataDir string, tok *tokenize.Tokenizer, n, maxLen int) (texts 
 }
 
 // stRow runs st_train.py on spec with python and prints the sentence-transformers row (and a
-// bf16 row when measured) and toolret's ratios to it. tps, enc and cpu are toolret's tokens/s,
-// encode texts/s and CPU seconds per step per backend name.
+// bf16 row when measured) and toolret's ratios to it (the bf16 rows' to the bf16 row too).
+// names are toolret's rows (a backend name, "-bf16" added for bf16); tps, enc and cpu their
+// tokens/s, encode texts/s and CPU seconds per step.
 func stRow(python string, spec map[string]any, realTok int, flops float64, steps int, names []string, tps, enc, cpu map[string]float64, w int) error {
 	const row = "sentence-transformers"
 	if _, err := os.Stat(python); err != nil {
@@ -84,6 +86,11 @@ func stRow(python string, spec map[string]any, realTok int, flops float64, steps
 	if r.BF16Seconds != nil {
 		bt := float64(realTok) / *r.BF16Seconds
 		fmt.Printf("%-*s %12.0f %10.3f  (bf16 autocast; %s)\n", w, row+"-bf16", bt, *r.BF16Seconds/float64(steps), r.BF16Note)
+		for _, name := range names {
+			if strings.HasSuffix(name, "-bf16") {
+				fmt.Printf("toolret-%s / %s-bf16 tokens/s: %.2fx\n", name, row, tps[name]/bt)
+			}
+		}
 	} else {
 		fmt.Printf("bf16 autocast: not measured, %s\n", r.BF16Note)
 	}

@@ -1,7 +1,7 @@
 // Package encodecmd is the `toolret encode` command; it embeds texts with an encoder model (any registered model_type: bert,
 // deberta-v2).
 //
-//	encode -model DIR -in FILE [-pooling cls|mean|pooler|none] [-max-len N] [-backend go|onnx] [-quantize int8] [-out FILE.jsonl]
+//	encode -model DIR -in FILE [-pooling cls|mean|pooler|none] [-max-len N] [-backend go|onnx] [-quantize int8] [-precision fp32|bf16|auto] [-out FILE.jsonl]
 //
 // DIR is a HuggingFace-layout model directory (or a hub id org/name[@revision], resolved in
 // the Hugging Face hub cache and downloaded when missing; see package hub): config.json with its model_type,
@@ -12,6 +12,9 @@
 // line, or JSONL objects with a "text" field. Each output line is {"ids": [...],
 // "embedding": [...]}, or with -pooling none {"ids": [...], "hidden": [[...] per token]}.
 // -quantize int8 (with -backend onnx) runs the encoder with int8 weights (export.QuantizeONNX).
+// -precision bf16 runs its matrix multiplications in bfloat16, the weights, LayerNorm and
+// softmax in float32 (hflayers.ComputeParam; the go and xla backends, not onnx); auto is bf16
+// where the backend multiplies bfloat16 natively (backend.NativeBF16), else fp32.
 package encodecmd
 
 import (
@@ -47,6 +50,7 @@ func Main(args []string) int {
 	batch := fs.Int("batch", 32, "texts per batch")
 	be := fs.String("backend", "", "compute backend: go (default), onnx, xla:cpu, xla:cuda")
 	quant := cli.Quantize(fs, "the encoder's weights")
+	prec := fs.String("precision", backend.FP32, "fp32, bf16 (matrix multiplications in bfloat16, weights, LayerNorm and softmax in float32; go and xla backends) or auto (bf16 where the backend multiplies bfloat16 natively: xla:cuda, xla:cpu on an AMX (amx_bf16) CPU; else fp32)")
 	if err := cli.Parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -63,7 +67,7 @@ func Main(args []string) int {
 		fmt.Fprintf(os.Stderr, "encode: -%v\n", err)
 		return 2
 	}
-	if err := encode(*dir, *in, *out, *pooling, *maxLen, *batch, *be, q); err != nil {
+	if err := encode(*dir, *in, *out, *pooling, *maxLen, *batch, *be, q, *prec); err != nil {
 		fmt.Fprintln(os.Stderr, "encode:", err)
 		return 1
 	}
@@ -115,10 +119,10 @@ func readTexts(path string) ([]string, error) {
 
 // run is encode in fp32.
 func run(dir, in, out, pooling string, maxLen, batch int, beName string) error {
-	return encode(dir, in, out, pooling, maxLen, batch, beName, export.QuantDefault)
+	return encode(dir, in, out, pooling, maxLen, batch, beName, export.QuantDefault, backend.FP32)
 }
 
-func encode(dir, in, out, pooling string, maxLen, batch int, beName string, q export.Quantization) error {
+func encode(dir, in, out, pooling string, maxLen, batch int, beName string, q export.Quantization, precision string) error {
 	if dir == "" || in == "" {
 		return fmt.Errorf("-model and -in are required")
 	}
@@ -135,6 +139,13 @@ func encode(dir, in, out, pooling string, maxLen, batch int, beName string, q ex
 	p, err := encoder.ParsePooling(pooling)
 	if err != nil {
 		return err
+	}
+	prec, compute, why, err := backend.ResolvePrecision("-precision", precision, beName)
+	if err != nil {
+		return err
+	}
+	if prec == backend.BF16 && q.Int8() {
+		return fmt.Errorf("-precision %s and -quantize %s: one or the other (int8 runs on the onnx backend, bf16 on go or xla)", precision, q)
 	}
 	texts, err := readTexts(in)
 	if err != nil {
@@ -166,8 +177,11 @@ func encode(dir, in, out, pooling string, maxLen, batch int, beName string, q ex
 	if _, isONNX := cfg.(encoder.ONNX); q.Int8() || isONNX && backend.RunsONNX(be) && os.Getenv("TOOLRET_ONNX_GRAPHS") != "gomlx" {
 		call, err = export.NewONNXCall(be, store, "", cfg, p, q)
 	} else {
+		if prec != backend.FP32 || precision == backend.AutoPrecision {
+			fmt.Fprintln(os.Stderr, why)
+		}
 		var r *encoder.Runner
-		r, err = encoder.NewRunner(be, store, "", cfg, p)
+		r, err = encoder.NewRunnerCompute(be, store, "", cfg, p, compute)
 		if r != nil {
 			call = r.Call
 		}

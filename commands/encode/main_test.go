@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/tokenize"
 )
 
@@ -109,5 +110,46 @@ func TestEncodeCommand(t *testing.T) {
 	os.WriteFile(bad, []byte("{\"text\": \"ok\"}\n{\"txt\": 1}\n"), 0o644)
 	if err := run(dir, bad, "", "cls", 32, 2, "go"); err == nil || !strings.Contains(err.Error(), "bad.jsonl:2") {
 		t.Fatalf("bad input: %v", err)
+	}
+	// -precision bf16: the products in bfloat16, embeddings within its rounding of fp32's.
+	out16 := filepath.Join(dir, "bf16.jsonl")
+	if err := encode(dir, in, out16, "mean", 32, 2, "go", "", "bf16"); err != nil {
+		t.Fatalf("-precision bf16: %v", err)
+	}
+	b, err := os.ReadFile(out16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != len(mean) {
+		t.Fatalf("-precision bf16: %d rows, want %d", len(lines), len(mean))
+	}
+	same := true
+	for i, line := range lines {
+		var m struct{ Embedding []float64 }
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		var dot, n32, n16 float64
+		for k, v := range mean[i]["embedding"].([]any) {
+			a := v.(float64)
+			dot, n32, n16 = dot+a*m.Embedding[k], n32+a*a, n16+m.Embedding[k]*m.Embedding[k]
+			same = same && a == m.Embedding[k]
+		}
+		if cos := dot / math.Sqrt(n32*n16); !(cos > 0.999) {
+			t.Errorf("-precision bf16: row %d: cosine with fp32 %.6f, want > 0.999", i, cos)
+		}
+	}
+	if same {
+		t.Errorf("-precision bf16: embeddings bit-identical to fp32's")
+	}
+	for _, c := range []struct{ backend, precision, quant, want string }{
+		{"go", "bogus", "", `-precision "bogus": want fp32, bf16, auto`},
+		{"onnx", "bf16", "", "the onnx backend does not run bfloat16"},
+		{"go", "bf16", "int8", "-precision bf16 and -quantize int8"},
+	} {
+		if err := encode(dir, in, "", "mean", 32, 2, c.backend, export.Quantization(c.quant), c.precision); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("-backend %s -precision %s -quantize %q: %v, want an error with %q", c.backend, c.precision, c.quant, err, c.want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ package biencoder
 import (
 	"fmt"
 
+	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/losses"
@@ -55,6 +56,11 @@ type Config struct {
 	// trainable (the base weights are frozen). An export merges them (MergeLoRA) unless
 	// asked for a PEFT adapter directory.
 	LoRA *encoder.LoRA `json:"lora,omitempty"`
+	// Compute is the dtype of the encoder's matrix multiplications in every graph this
+	// configuration builds (hflayers.ComputeParam): dtypes.BFloat16 for mixed precision
+	// (the variables stay float32); the zero value or Float32 computes in float32. An
+	// execution setting (-precision), not part of the stored model.
+	Compute dtypes.DType `json:"-"`
 }
 
 // Prompt returns the prefix of a tower's texts (QueryTower: QueryPrompt, ToolTower:
@@ -140,15 +146,22 @@ func (c *Config) TowerBase(tower string) string {
 
 // Embed encodes a padded batch with a tower: ids and mask [batch, seq] -> [batch, hidden],
 // L2-normalised for cosine similarity. With LoRA the adapters add their update, and every
-// other variable of the tower is marked non-trainable.
+// other variable of the tower is marked non-trainable. With Compute the encoder's products
+// run in that dtype (mixed precision); the embedding is float32 either way.
 func (c *Config) Embed(root *model.Scope, tower string, ids, mask *Node) *Node {
 	s := encoder.In(root, c.TowerBase(tower))
 	if c.LoRA != nil {
 		l := *c.LoRA
 		s.SetGraphParam(ids.Graph(), hflayers.LoRAParam, &l)
 	}
+	if c.Compute != dtypes.InvalidDType && c.Compute != dtypes.Float32 {
+		s.SetGraphParam(ids.Graph(), hflayers.ComputeParam, c.Compute)
+	}
 	h := c.Encoder.Encode(s, ids, nil, mask)
 	e := c.Encoder.Pool(s, h, mask, c.Pooling)
+	if c.Compute != dtypes.InvalidDType && c.Compute != dtypes.Float32 {
+		s.SetGraphParam(ids.Graph(), hflayers.ComputeParam, nil)
+	}
 	if c.LoRA != nil {
 		s.SetGraphParam(ids.Graph(), hflayers.LoRAParam, nil)
 		freezeBase(s)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gomlx/compute/dtypes"
+	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/models/encoder"
 	"github.com/toolret/toolret/rundir"
 )
@@ -236,6 +238,22 @@ type TrainSchedule struct {
 	Metric   string        `json:"metric" help:"dev metric selecting the best checkpoint: recall@K, ndcg@K or comp@K with K in 1,3,5,10"` // -metric: dev metric selecting the best checkpoint (default ndcg@5)
 	Patience int           `json:"patience" help:"stop after this many evaluations without improvement (0: never)"`                       // -patience: evaluations without improvement (0: never stop)
 	Seed     uint64        `json:"seed" help:"random seed"`                                                                               // -seed: the dev split's and the training's (default 1)
+	// Precision is the encoder's computation (-precision): fp32 (default), bf16 (mixed
+	// precision: the matrix multiplications in bfloat16, the weights, LayerNorm, softmax,
+	// loss and AdamW state in float32) or auto (bf16 where the backend multiplies bfloat16
+	// natively, backend.NativeBF16; else fp32). run.json records the precision taken.
+	Precision string `json:"precision" help:"fp32, bf16 (mixed precision: matrix multiplications in bfloat16, weights, LayerNorm, softmax, loss and AdamW state in float32; bert, xlm-roberta and mpnet encoders; xla and go backends, not onnx) or auto (bf16 where the backend has native bfloat16 matmul: xla:cuda, xla:cpu on an AMX (amx_bf16) CPU; else fp32)"`
+}
+
+// ResolvePrecision returns the precision s runs at on the backend name (auto resolved), the
+// encoder's compute dtype (Config.Compute) and a line saying which was chosen and why. The
+// errors name -precision.
+func (s TrainSchedule) ResolvePrecision(backendName string) (string, dtypes.DType, string, error) {
+	p := s.Precision
+	if p == "" {
+		p = backend.FP32
+	}
+	return backend.ResolvePrecision("-precision", p, backendName)
 }
 
 // DefaultTrainConfig returns the defaults of train biencoder's flags: a small BERT from
@@ -247,7 +265,7 @@ func DefaultTrainConfig() TrainConfig {
 			Temperature: 0.05, Objective: ObjectiveQuery2Tool, Margin: 1, Marker: DefaultMarker},
 		Training: TrainSchedule{Batch: 32, PadMultiple: DefaultPadMultiple, Epochs: 4, WeightDecay: 0.01, Warmup: 0.1,
 			Schedule: "linear", Clip: 1, Accumulate: 1, Alpha: 1, FeedbackJoint: true, FeedbackHardNegatives: true,
-			PositivesPerQuery: 4, NegativesPerQuery: 4, Metric: "ndcg@5", Seed: 1},
+			PositivesPerQuery: 4, NegativesPerQuery: 4, Metric: "ndcg@5", Seed: 1, Precision: backend.FP32},
 	}
 }
 
@@ -303,7 +321,8 @@ func (s TrainSchedule) Padding() (Padding, error) {
 // CheckResume compares c, the configuration of a resumption of the run at c.RunDir, with the
 // run's recorded configuration rec, and returns rec with c's operational fields (RunDir,
 // Backend, Devices, Quiet, Args, writers): an error names every field that differs, but for the auto
-// fields (lr, pooling, similarity, arch, dev, holdout-tools, lora-alpha, lora-targets) c
+// fields (lr, pooling, similarity, arch, dev, holdout-tools, lora-alpha, lora-targets, and
+// precision auto) c
 // leaves at zero.
 func (c TrainConfig) CheckResume(rec TrainConfig) (TrainConfig, error) {
 	g := c
@@ -333,6 +352,9 @@ func (c TrainConfig) CheckResume(rec TrainConfig) (TrainConfig, error) {
 	}
 	if g.Model.LoRATargets == "" {
 		g.Model.LoRATargets = rec.Model.LoRATargets
+	}
+	if g.Training.Precision == backend.AutoPrecision {
+		g.Training.Precision = rec.Training.Precision
 	}
 	if g.Split.HoldoutTools == 0 {
 		g.Split.HoldoutTools, g.Split.HoldoutSeed = rec.Split.HoldoutTools, rec.Split.HoldoutSeed

@@ -1,6 +1,9 @@
 package biencoder
 
 import (
+	"strings"
+
+	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/internal/check"
 	"github.com/toolret/toolret/metrics"
 )
@@ -15,7 +18,8 @@ func (c TrainConfig) Validate() error {
 		check.Positive("temperature", m.Temperature), check.Positive("accumulate", t.Accumulate), check.NonNegative("mini-batch", t.MiniBatch),
 		auto(check.Fraction, "dev", sp.Dev), check.NonNegative("weight-decay", t.WeightDecay), check.NonNegative("clip", t.Clip),
 		check.NonNegative("hard-negatives", t.HardNegatives), check.NonNegative("eval-every", t.EvalEvery), check.NonNegative("patience", t.Patience),
-		metrics.CheckDevMetric(t.Metric), check.NonNegative("max-steps", t.MaxSteps), m.CheckLoRA(), check.NonNegative("max-time", int64(t.MaxTime)), checkWarmup(t.Warmup))
+		metrics.CheckDevMetric(t.Metric), check.NonNegative("max-steps", t.MaxSteps), m.CheckLoRA(), check.NonNegative("max-time", int64(t.MaxTime)), checkWarmup(t.Warmup),
+		checkPrecision(t.Precision))
 	if err != nil || c.Parent.Init != "" {
 		return err
 	}
@@ -35,6 +39,17 @@ func auto(f func(string, float64) error, name string, v float64) error {
 func checkWarmup(w float64) error {
 	if !(w >= 0 && w < 1) {
 		return check.Invalid("warmup", w, "a fraction of the steps, must be in [0, 1)")
+	}
+	return nil
+}
+
+// checkPrecision checks the precision name ("" is the default, fp32).
+func checkPrecision(p string) error {
+	if p == "" {
+		return nil
+	}
+	if backend.CheckPrecision("precision", p) != nil {
+		return check.Quoted("precision", p, "want "+strings.Join(backend.Precisions, ", "))
 	}
 	return nil
 }

@@ -3,13 +3,17 @@ package encoder
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/checkpoints"
+	"github.com/toolret/toolret/models/hflayers"
 	"github.com/toolret/toolret/tokenize"
 )
 
@@ -119,7 +123,32 @@ type Runner struct {
 
 // NewRunner prepares cfg with pooling p over the variables under base ("" is the root).
 func NewRunner(be compute.Backend, store *model.Store, base string, cfg Config, p Pooling) (*Runner, error) {
+	return NewRunnerCompute(be, store, base, cfg, p, dtypes.Float32)
+}
+
+// computeTypes are the model types whose graphs run their matrix multiplications in the
+// dtype hflayers.ComputeParam sets: their Linear layers are hflayers.Spec.Dense and their
+// attention products hflayers.ComputeEinsum.
+var computeTypes = []string{"bert", "xlm-roberta", "mpnet"}
+
+// CheckCompute returns nil when cfg's encoder computes its matrix multiplications in dt
+// (Float32, the zero value: every encoder; BFloat16: the bert, xlm-roberta and mpnet
+// encoders), else an error naming the model type.
+func CheckCompute(cfg Config, dt dtypes.DType) error {
+	if dt == dtypes.InvalidDType || dt == dtypes.Float32 || slices.Contains(computeTypes, cfg.ModelType()) {
+		return nil
+	}
+	return fmt.Errorf("encoder: the %s encoder has no %s path (mixed precision runs on the %s encoders)", cfg.ModelType(), dt, strings.Join(computeTypes, ", "))
+}
+
+// NewRunnerCompute is NewRunner with the encoder's matrix multiplications in the dtype
+// compute (hflayers.ComputeParam): dtypes.BFloat16 for bf16 mixed precision (the weights and
+// the output stay float32), Float32 (or the zero value) as NewRunner.
+func NewRunnerCompute(be compute.Backend, store *model.Store, base string, cfg Config, p Pooling, compute dtypes.DType) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := CheckCompute(cfg, compute); err != nil {
 		return nil, err
 	}
 	if _, err := ParsePooling(string(p)); err != nil {
@@ -133,6 +162,9 @@ func NewRunner(be compute.Backend, store *model.Store, base string, cfg Config, 
 		s := In(root, base)
 		if shared {
 			VariablesAsParameters(s, ids.Graph(), checkpoints.OptimizerScope)
+		}
+		if compute != dtypes.InvalidDType && compute != dtypes.Float32 {
+			s.SetGraphParam(ids.Graph(), hflayers.ComputeParam, compute)
 		}
 		return cfg.Pool(s, cfg.Encode(s, ids, types, mask), mask, p)
 	})

@@ -47,7 +47,8 @@ func (s Spec) Variable(scope *model.Scope, g *Graph, name string, dims ...int) *
 // activation.
 //
 // With a LoRA set for the scope in x's graph (LoRAParam) that targets it, the Linear gets
-// the LoRA's low-rank update (see LoRA).
+// the LoRA's low-rank update (see LoRA). With a compute dtype set (ComputeParam) the product
+// runs in it, the bias and the activation in x's dtype.
 func (s Spec) Dense(scope *model.Scope, x *Node, out int, act ...activation.Type) *Node {
 	if l := loraOf(scope, x.Graph()); l != nil {
 		return s.loraDense(scope, l, x, out, act...)
@@ -55,7 +56,14 @@ func (s Spec) Dense(scope *model.Scope, x *Node, out int, act ...activation.Type
 	in := x.Shape().Dimensions[x.Rank()-1]
 	w := s.Variable(scope, x.Graph(), "weight", out, in)
 	b := s.Variable(scope, x.Graph(), "bias", out)
-	return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput, act...)
+	if ComputeDType(scope, x.Graph(), x.DType()) == x.DType() {
+		return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput, act...)
+	}
+	y := linear(scope, x, w, b)
+	if len(act) > 0 {
+		y = activation.Apply(act[0], y)
+	}
+	return y
 }
 
 func shapeOf(s Spec, dims ...int) shapes.Shape { return shapes.Make(s.DType, dims...) }

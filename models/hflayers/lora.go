@@ -6,12 +6,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/initializer"
-	"github.com/gomlx/gomlx/ml/nn"
 )
 
 // LoRA is a low-rank adaptation (Hu et al. 2021) of an encoder's Linear layers, as PEFT's
@@ -98,14 +96,14 @@ func (s Spec) loraDense(scope *model.Scope, l *LoRA, x *Node, out int, act ...ac
 	in := x.Shape().Dimensions[x.Rank()-1]
 	w := s.Variable(scope, g, "weight", out, in)
 	b := s.Variable(scope, g, "bias", out)
-	y := nn.Dense(x, w, b, compute.DenseLayoutOutputsInput)
+	y := linear(scope, x, w, b)
 	bound := 1 / math.Sqrt(float64(in))
 	a := scope.In("lora_A").WithInitializer(initializer.RandomUniformFn(scope, -bound, bound)).
 		VariableWithShape("weight", shapeOf(s, l.Rank, in)).NodeValue(g)
 	bm := scope.In("lora_B").WithInitializer(initializer.Zero).VariableWithShape("weight", shapeOf(s, out, l.Rank)).NodeValue(g)
 	h := Dropout(scope, x, l.Dropout)
-	h = nn.Dense(h, a, nil, compute.DenseLayoutOutputsInput)
-	h = nn.Dense(h, bm, nil, compute.DenseLayoutOutputsInput)
+	h = linear(scope, h, a, nil)
+	h = linear(scope, h, bm, nil)
 	y = Add(y, MulScalar(h, l.Scale()))
 	if len(act) > 0 {
 		y = activation.Apply(act[0], y)

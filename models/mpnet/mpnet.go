@@ -105,12 +105,12 @@ func layer(scope *model.Scope, cfg *Config, x, bias *Node) *Node {
 	q := Reshape(spec(cfg).Dense(self.In("q"), x, hidden), batch, seq, heads, dh)
 	k := Reshape(spec(cfg).Dense(self.In("k"), x, hidden), batch, seq, heads, dh)
 	v := Reshape(spec(cfg).Dense(self.In("v"), x, hidden), batch, seq, heads, dh)
-	scores := MulScalar(Einsum("bqhd,bkhd->bhqk", q, k), 1/math.Sqrt(float64(dh)))
+	scores := MulScalar(hflayers.ComputeEinsum(scope, "bqhd,bkhd->bhqk", q, k), 1/math.Sqrt(float64(dh)))
 	probs := Softmax(Add(scores, bias), -1)
 	if cfg.AttentionProbsDropoutProb > 0 && scope.IsTraining(g) {
 		probs = layers.Dropout(scope, probs, Scalar(g, probs.DType(), cfg.AttentionProbsDropoutProb))
 	}
-	ctx := Reshape(Einsum("bhqk,bkhd->bqhd", probs, v), batch, seq, hidden)
+	ctx := Reshape(hflayers.ComputeEinsum(scope, "bhqk,bkhd->bqhd", probs, v), batch, seq, hidden)
 	a := spec(cfg).Dense(self.In("o"), ctx, hidden)
 	a = hflayers.Dropout(scope, a, cfg.HiddenDropoutProb)
 	x = spec(cfg).LayerNorm(attn.In("LayerNorm"), Add(a, x))

@@ -26,6 +26,8 @@ serve -library tools.jsonl -model sentence-transformers/all-MiniLM-L6-v2 -upstre
 serve -library tools.jsonl -model runs/general/model -upstreams mcp.json -mcp http -addr 127.0.0.1:8080
 encode -backend xla:cpu -model HF_DIR -in texts.txt -out out.jsonl
 bench train -backends go,onnx,xla:cpu -steps 5 -python ""
+train biencoder -backend xla:cpu -precision bf16 -init sentence-transformers/all-MiniLM-L6-v2 -run runs/bf16
+encode -backend xla:cpu -precision auto -model sentence-transformers/all-MiniLM-L6-v2 -in texts.txt
 eval -data DIR -compare bm25,run:runs/be
 eval -suite zeroshot -model sentence-transformers/all-MiniLM-L6-v2
 eval -suite zeroshot -model sentence-transformers/all-MiniLM-L6-v2 -backend onnx -clauses
