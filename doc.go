@@ -2,8 +2,8 @@
 // for an LLM agent out of a library of thousands.
 //
 // This package is the API: the handful of calls the `toolret` commands make, each taking a
-// typed configuration. The packages it names (data, models/..., export, retriever, serve,
-// hub) hold the parts for a user who needs more.
+// typed configuration. The packages it names (data, models/..., export, toolindex, serve,
+// hub, library) hold the parts for a user who needs more.
 //
 //   - [Train] trains a model of any registered kind from its typed configuration, resuming a
 //     run when asked.
