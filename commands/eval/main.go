@@ -45,8 +45,9 @@
 // evaluated (-method bm25, rerank, rerank-m or fusion, -run, -model, -index, with -clauses)
 // is a toolret.EvalConfig (the rerank methods its Rerank, an evaluate.RerankConfig; fusion
 // its Fuse, with FusionDev for -weight dev) that toolret.NewEvaluation sets up, as
-// toolret.Evaluate does; -suite is toolret.Suite. -compare, -feedback, -rewriter and
-// -ablations are assembled here from package evaluate.
+// toolret.Evaluate does; -feedback and -rewriter are its Feedback and Rewriter, evaluated by
+// toolret.EvaluateRounds; -ablations is toolret.EvaluateAblations of its Rerank; -compare is
+// a toolret.CompareConfig that toolret.Compare runs; -suite is toolret.Suite.
 package evalcmd
 
 import (
