@@ -127,6 +127,14 @@ type EvalConfig struct {
 	// interpolation weight and, with Rerank.Grid, its parameters tuned on the first stage's
 	// recorded dev split. Its Backend and Vectors default to this configuration's.
 	Rerank *evaluate.RerankConfig
+	// Feedback and Rewriter evaluate Run in the iterative retrieval (Xu et al.), round by round
+	// (EvaluateRounds; Evaluate refuses them): Feedback replays the refinements of Split's
+	// queries recorded in a collection (train feedback -out FILE; eval -feedback), each round's
+	// instruction ranked by Run alone; Rewriter refines them live (eval -rewriter prf).
+	// Iterations is the last round T (0: the collection's, or 3 live; eval -iterations).
+	Feedback   string
+	Rewriter   *Rewriter
+	Iterations int
 	// Log receives progress lines: the held-out-tool view taken from a run, a run's loading,
 	// the reranking's scoring and tuning (nil: none).
 	Log io.Writer
@@ -160,6 +168,7 @@ type Evaluation struct {
 	Loaded time.Duration
 
 	cutoffs []int
+	dev     *rundir.Meta // the run whose recorded dev split Split is (nil: a split of Data)
 	cleanup func()
 }
 
@@ -170,6 +179,22 @@ func NewEvaluation(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 		return nil, err
 	}
 	start := time.Now()
+	d, err := cfg.openView()
+	if err != nil {
+		return nil, err
+	}
+	loaded := time.Since(start)
+	e, err := NewEvaluationOn(ctx, cfg, d)
+	if err != nil {
+		return nil, err
+	}
+	e.Loaded = loaded
+	return e, nil
+}
+
+// openView loads cfg.Data as the held-out-tool view cfg.Holdout gives (nil: the view the
+// first of cfg's runs recorded) and checks that every run of cfg was trained on it.
+func (cfg *EvalConfig) openView() (*data.Dataset, error) {
 	h := cfg.Holdout
 	if h == nil {
 		for _, dir := range cfg.runs() {
@@ -200,13 +225,7 @@ func NewEvaluation(ctx context.Context, cfg EvalConfig) (*Evaluation, error) {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
 	}
-	loaded := time.Since(start)
-	e, err := NewEvaluationOn(ctx, cfg, d)
-	if err != nil {
-		return nil, err
-	}
-	e.Loaded = loaded
-	return e, nil
+	return d, nil
 }
 
 // Run ranks the split's queries with the Ranker and returns the metrics at the configuration's
@@ -229,6 +248,9 @@ func (e *Evaluation) Close() {
 
 // check refuses a configuration whose fields do not go together.
 func (cfg *EvalConfig) check() error {
+	if cfg.Feedback != "" || cfg.Rewriter != nil || cfg.Iterations != 0 {
+		return errors.New("evaluate: Feedback, Rewriter and Iterations are evaluated round by round: call EvaluateRounds")
+	}
 	if n := count(cfg.Run != "", cfg.Model != "", cfg.Index != "", len(cfg.Fuse) > 0, cfg.Rerank != nil); n > 1 {
 		return errors.New("evaluate: give one of Run, Model, Index and Fuse, or Rerank")
 	}
@@ -371,17 +393,8 @@ func NewEvaluationOn(ctx context.Context, cfg EvalConfig, d *data.Dataset) (*Eva
 	if len(cfg.Cutoffs) == 0 {
 		cfg.Cutoffs = []int{1, 3, 5, 10}
 	}
-	var s, train *data.Split
-	var err error
-	if _, named := d.Splits[cfg.Split]; cfg.Split == "dev" && !named {
-		run := cfg.firstRun()
-		if run == "" {
-			return nil, errors.New("evaluate: Split dev: the dev split is the one a trained run recorded: give Run, Rerank, SplitRun or a run:RUN in Fuse (eval -run, -first-stage, -runs run:RUN)")
-		}
-		if train, s, _, err = rundir.Splits(rundir.RunOf(run), d); err != nil {
-			return nil, fmt.Errorf("evaluate: dev split of %s: %w", run, err)
-		}
-	} else if s, err = d.Split(cfg.Split); err != nil {
+	s, train, dev, err := cfg.split(d)
+	if err != nil {
 		return nil, err
 	}
 	be, err := backend.Open(backend.Name(cfg.Backend))
@@ -398,7 +411,25 @@ func NewEvaluationOn(ctx context.Context, cfg EvalConfig, d *data.Dataset) (*Eva
 		cleanup()
 		return nil, err
 	}
-	return &Evaluation{Data: d, Split: s, Ranker: r, Method: desc, cutoffs: cfg.Cutoffs, cleanup: cleanup}, nil
+	return &Evaluation{Data: d, Split: s, Ranker: r, Method: desc, cutoffs: cfg.Cutoffs, dev: dev, cleanup: cleanup}, nil
+}
+
+// split returns the split cfg.Split names (cfg.Split set): a split of d, or, for "dev" when d
+// has none of that name, the dev split the first of cfg's runs recorded, with its training
+// part and the run's description (nil otherwise).
+func (cfg *EvalConfig) split(d *data.Dataset) (s, train *data.Split, dev *rundir.Meta, err error) {
+	if _, named := d.Splits[cfg.Split]; cfg.Split == "dev" && !named {
+		run := cfg.firstRun()
+		if run == "" {
+			return nil, nil, nil, errors.New("evaluate: Split dev: the dev split is the one a trained run recorded: give Run, Rerank, SplitRun or a run:RUN in Fuse (eval -run, -first-stage, -runs run:RUN)")
+		}
+		if train, s, dev, err = rundir.Splits(rundir.RunOf(run), d); err != nil {
+			return nil, nil, nil, fmt.Errorf("evaluate: dev split of %s: %w", run, err)
+		}
+		return s, train, dev, nil
+	}
+	s, err = d.Split(cfg.Split)
+	return s, nil, nil, err
 }
 
 // newRanker returns the ranker of d's queries cfg names, its description, and a cleanup that
@@ -656,47 +687,16 @@ func fusedRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, s, train 
 		}
 	}
 	for _, it := range cfg.Fuse {
-		sub, file, err := fuseEntry(it)
+		in, c, err := fuseInput(ctx, cfg, d, s, devMeta, it, "Fuse entry", be)
+		cleanups = append(cleanups, c)
 		if err != nil {
 			return nil, "", cleanup, err
 		}
-		if file != "" {
-			in, err := fusion.ReadInput(file, d)
-			if err != nil {
-				return nil, "", cleanup, fmt.Errorf("evaluate: Fuse entry %q: %w", it, err)
-			}
-			in.Name = it
-			f.Inputs = append(f.Inputs, in)
-			continue
+		if in.Live != nil {
+			// On a multi-source dataset each entry ranks within the query's library.
+			in.Live = metrics.WithinLibraries(d, nil, in.Live)
 		}
-		sub.Data, sub.Backend, sub.Log = cfg.Data, cfg.Backend, cfg.Log
-		var subTrain *data.Split
-		switch {
-		case sub.Run != "":
-			sub.Lengths, sub.Vectors = cfg.Lengths, cfg.Vectors
-			if devMeta != nil {
-				if err := rundir.CheckDev("Fuse entry "+it, sub.Run, d, devMeta.Split); err != nil {
-					return nil, "", cleanup, fmt.Errorf("evaluate: %w", err)
-				}
-				if subTrain, _, _, err = rundir.Splits(rundir.RunOf(sub.Run), d); err != nil {
-					return nil, "", cleanup, fmt.Errorf("evaluate: Fuse entry %s: %w", it, err)
-				}
-			}
-		case sub.Model != "":
-			sub.Lengths = cfg.Lengths
-			sub.Quantize, sub.NoRecipe = cfg.Quantize, true
-		case sub.Index != "":
-			sub.Quantize, sub.NoRecipe = cfg.Quantize, true
-		default:
-			sub.BM25 = cfg.BM25
-		}
-		r, _, c, err := newRanker(ctx, sub, d, s, subTrain, be)
-		cleanups = append(cleanups, c)
-		if err != nil {
-			return nil, "", cleanup, fmt.Errorf("evaluate: Fuse entry %s: %w", it, err)
-		}
-		// On a multi-source dataset each entry ranks within the query's library.
-		f.Inputs = append(f.Inputs, &fusion.Input{Name: it, Live: metrics.WithinLibraries(d, nil, r)})
+		f.Inputs = append(f.Inputs, in)
 	}
 	items := strings.Join(cfg.Fuse, ", ")
 	desc := fmt.Sprintf("fusion rrf (k=%g) of %s", f.K, items)
@@ -735,6 +735,54 @@ func fusedRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, s, train 
 	return f, desc, cleanup, nil
 }
 
+// fuseInput returns the ranking one entry it of Fuse (or of Compare: label says which, in
+// errors) names, as cfg ranks it, and a cleanup (call it, also after an error): a TREC run
+// file read, or a live ranker of d's queries (s is the split evaluated). With dev (a recorded
+// dev split evaluated, or weights picked on it) a run:RUN entry must have held out every
+// query of that dev split, and a bi-encoder's usage vectors come from its own recorded
+// training part.
+func fuseInput(ctx context.Context, cfg EvalConfig, d *data.Dataset, s *data.Split, dev *rundir.Meta, it, label string, be compute.Backend) (*fusion.Input, func(), error) {
+	cleanup := func() {}
+	sub, file, err := fuseEntry(it)
+	if err != nil {
+		return nil, cleanup, err
+	}
+	if file != "" {
+		in, err := fusion.ReadInput(file, d)
+		if err != nil {
+			return nil, cleanup, fmt.Errorf("evaluate: %s %q: %w", label, it, err)
+		}
+		in.Name = it
+		return in, cleanup, nil
+	}
+	sub.Data, sub.Backend, sub.Log = cfg.Data, cfg.Backend, cfg.Log
+	var subTrain *data.Split
+	switch {
+	case sub.Run != "":
+		sub.Lengths, sub.Vectors = cfg.Lengths, cfg.Vectors
+		if dev != nil {
+			if err := rundir.CheckDev(label+" "+it, sub.Run, d, dev.Split); err != nil {
+				return nil, cleanup, fmt.Errorf("evaluate: %w", err)
+			}
+			if subTrain, _, _, err = rundir.Splits(rundir.RunOf(sub.Run), d); err != nil {
+				return nil, cleanup, fmt.Errorf("evaluate: %s %s: %w", label, it, err)
+			}
+		}
+	case sub.Model != "":
+		sub.Lengths = cfg.Lengths
+		sub.Quantize, sub.NoRecipe = cfg.Quantize, true
+	case sub.Index != "":
+		sub.Quantize, sub.NoRecipe = cfg.Quantize, true
+	default:
+		sub.BM25 = cfg.BM25
+	}
+	r, _, cleanup, err := newRanker(ctx, sub, d, s, subTrain, be)
+	if err != nil {
+		return nil, cleanup, fmt.Errorf("evaluate: %s %s: %w", label, it, err)
+	}
+	return &fusion.Input{Name: it, Live: r}, cleanup, nil
+}
+
 // metricDepth is the cutoff K of a metric named like "ndcg@5" (0, all, when it has none).
 func metricDepth(metric string) int {
 	_, k, ok := strings.Cut(metric, "@")
@@ -756,4 +804,74 @@ func count(b ...bool) int {
 		}
 	}
 	return n
+}
+
+// AblationReport is what EvaluateAblations returns.
+type AblationReport struct {
+	// Dataset and Split name what was evaluated; Metric is the dev metric each variant was
+	// tuned on, over DevQueries queries of the first stage's recorded dev split.
+	Dataset, Split string
+	Metric         string
+	DevQueries     int
+	// Rows are the bi-encoder alone, then one row per evaluate.Variants entry: its name, the
+	// parameters tuned on dev, and its metrics at Cutoffs.
+	Rows []evaluate.AblationRow
+}
+
+// EvaluateAblations evaluates the ablations of ToolRerank (eval -method rerank -ablations):
+// the first stage alone, Rerank-10/30/50, ToolRerank and its variants (evaluate.Variants),
+// with the cross-encoder's scores computed once, each tuned on the first stage's recorded dev
+// split with cfg.Rerank's Metric and MinT. cfg.Rerank names the runs (FirstStage, Reranker,
+// Classifier) and the grid; it runs every mode itself, so Depth, Mode and OracleType are
+// refused. Split is a split of the dataset (default "test"), not the dev split.
+func EvaluateAblations(ctx context.Context, cfg EvalConfig) (*AblationReport, error) {
+	switch {
+	case cfg.Rerank == nil:
+		return nil, errors.New("evaluate: EvaluateAblations: give Rerank (the first stage, cross-encoder and classifier runs)")
+	case cfg.Rerank.Depth != 0 || cfg.Rerank.Mode != rerank.ModeAuto || cfg.Rerank.OracleType:
+		return nil, errors.New("evaluate: EvaluateAblations runs every variant: not with Rerank's Depth, Mode or OracleType")
+	case cfg.Clauses != nil:
+		return nil, errors.New("evaluate: EvaluateAblations: Clauses apply to one ranking evaluated")
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	rc := *cfg.Rerank
+	rc.Ablations = true
+	if rc.Vectors == "" {
+		rc.Vectors = cfg.Vectors
+	}
+	if rc.Log == nil {
+		rc.Log = cfg.Log
+	}
+	t, err := rc.TuneOptions()
+	if err != nil {
+		return nil, err
+	}
+	d, err := cfg.openView()
+	if err != nil {
+		return nil, err
+	}
+	if rc.Backend == nil {
+		if rc.Backend, err = backend.Open(backend.Name(cfg.Backend)); err != nil {
+			return nil, err
+		}
+	}
+	s, err := d.Split(cmp.Or(cfg.Split, "test"))
+	if err != nil {
+		return nil, fmt.Errorf("evaluate: Split: %w", err)
+	}
+	env, err := rc.Setup(d, s)
+	if err != nil {
+		return nil, err
+	}
+	ks := cfg.Cutoffs
+	if len(ks) == 0 {
+		ks = metrics.DefaultKs
+	}
+	rows, devQueries, err := env.Ablations(ctx, ks, t)
+	if err != nil {
+		return nil, err
+	}
+	return &AblationReport{Dataset: d.Name, Split: env.Eval.Name, Metric: t.Metric, DevQueries: devQueries, Rows: rows}, nil
 }

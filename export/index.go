@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret/internal/jsonfile"
 	"github.com/toolret/toolret/losses"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/safetensors"
@@ -267,25 +268,10 @@ func WriteIndexFilesBias(dir string, tools []ToolRecord, emb [][]float32, bias [
 	if err := writeMatrix(filepath.Join(dir, IndexEmbeddings), emb, metadata, extra...); err != nil {
 		return err
 	}
-	p := filepath.Join(dir, IndexTools)
-	f, err := os.Create(p)
-	if err != nil {
+	if err := jsonfile.WriteLines(filepath.Join(dir, IndexTools), tools); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	w := bufio.NewWriter(f)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	for _, r := range tools {
-		if err := enc.Encode(r); err != nil {
-			f.Close()
-			return fmt.Errorf("export: %s: %w", p, err)
-		}
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("export: %s: %w", p, err)
-	}
-	return f.Close()
+	return nil
 }
 
 // writeMatrix writes rows as the tensor EmbeddingsName [len(rows), dim] of a safetensors file,

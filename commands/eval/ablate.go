@@ -6,28 +6,25 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/toolret/toolret/data"
+	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/metrics"
 )
 
-// runAblations evaluates every variant (evaluate.Variants) on the -split queries and
-// writes one table.
-func runAblations(o *options, w io.Writer, d *data.Dataset) error {
+// runAblations evaluates every variant (evaluate.Variants) on the -split queries
+// (toolret.EvaluateAblations) and writes one table.
+func runAblations(o *options, w io.Writer) error {
 	if o.method != "rerank" || o.run != "" || o.rr.noHierarchy || o.rr.only != "" || o.rr.oracleType {
 		return fmt.Errorf("-ablations needs -method rerank without -run, -no-hierarchy, -only or -oracle-type (it runs them all)")
 	}
-	t, err := tuneOptions(&o.rr)
+	cfg, err := evalConfig(o)
 	if err != nil {
 		return err
 	}
-	env, err := setupRerank(o, d, false)
+	rep, err := toolret.EvaluateAblations(context.Background(), cfg)
 	if err != nil {
 		return err
 	}
-	rows, devQueries, err := env.Ablations(context.Background(), o.ks, t)
-	if err != nil {
-		return err
-	}
+	rows := rep.Rows
 	if o.asJSON {
 		out := make([]map[string]any, len(rows))
 		for i, r := range rows {
@@ -40,7 +37,7 @@ func runAblations(o *options, w io.Writer, d *data.Dataset) error {
 	for i, r := range rows {
 		names[i], results[i] = r.Name, r.Metrics
 	}
-	fmt.Fprintf(w, "%s / %s: ToolRerank variants (grid metric %s on %d dev queries)\n", d.Name, env.Eval.Name, o.rr.gridMetric, devQueries)
+	fmt.Fprintf(w, "%s / %s: ToolRerank variants (grid metric %s on %d dev queries)\n", rep.Dataset, rep.Split, rep.Metric, rep.DevQueries)
 	fmt.Fprint(w, metrics.Table(names, results))
 	for _, r := range rows {
 		fmt.Fprintf(w, "  %-24s %s\n", r.Name, r.Params)

@@ -10,8 +10,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/gomlx/compute"
-	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/evaluate"
 	"github.com/toolret/toolret/feedback"
 	"github.com/toolret/toolret/fusion"
@@ -64,62 +63,31 @@ func (f *feedbackOptions) check(o *options) error {
 	return nil
 }
 
-// runFeedback evaluates the iterative retrieval: the metrics of each round 0..T.
+// feedbackConfig turns the flags of the iterative retrieval into the library's configuration
+// (toolret.EvalConfig's Run with Feedback or Rewriter).
+func feedbackConfig(o *options) toolret.EvalConfig {
+	cfg := baseConfig(o)
+	cfg.Run, cfg.Vectors, cfg.Lengths, cfg.SplitRun = o.run, o.vectors, o.lengths, o.rr.retriever
+	cfg.Feedback, cfg.Iterations = o.fb.file, o.fb.iterations
+	if o.fb.refiner != "" {
+		cfg.Rewriter = &toolret.Rewriter{Judge: o.fb.prfModel, K: o.fb.k,
+			PRF: feedback.PRFOptions{Threshold: o.fb.prfThreshold, MaxTools: o.fb.prfTools, MaxChars: o.fb.prfChars}}
+	}
+	return cfg
+}
+
+// runFeedback evaluates the iterative retrieval (toolret.EvaluateRounds) and prints the
+// metrics of each round 0..T.
 func runFeedback(o *options, w io.Writer) error {
-	d, err := loadData(o)
+	r, err := toolret.EvaluateRounds(context.Background(), feedbackConfig(o))
 	if err != nil {
 		return err
 	}
-	s, err := evalSplit(o, d)
-	if err != nil {
-		return err
-	}
-	qr, desc, err := buildRun(o, d)
-	if err != nil {
-		return err
-	}
-	marker := ""
-	if m, ok := qr.(evaluate.Marked); ok {
-		qr, marker = m.QueryRanker, m.Marker
-	}
-	depth := 0
-	for _, k := range o.ks {
-		depth = max(depth, k)
-	}
-	ctx := context.Background()
-	rank := evaluate.RankOne(qr) // each instruction alone, as a collection ranks it
-	var r *evaluate.Rounds
-	if o.fb.file != "" {
-		split := s.Name
-		if isDevSplit(o, d) { // the recorded dev split: its queries were collected in the split it was carved from
-			_, _, m, err := devSplit(o, d)
-			if err != nil {
-				return err
-			}
-			split = m.Split.From
-		}
-		r, err = evaluate.Replay(ctx, d, s, rank, evaluate.ReplayOptions{File: o.fb.file, Name: "-feedback " + o.fb.file,
-			Iterations: o.fb.iterations, Split: split, Marker: marker, Depth: depth})
-	} else {
-		var be compute.Backend
-		if be, err = backend.Open(backend.Name(o.backend)); err != nil {
-			return err
-		}
-		r, err = evaluate.Live(ctx, d, s, rank, evaluate.LiveOptions{Judge: o.fb.prfModel, Backend: be,
-			PRF:        feedback.PRFOptions{Threshold: o.fb.prfThreshold, MaxTools: o.fb.prfTools, MaxChars: o.fb.prfChars},
-			Iterations: o.fb.iterations, K: o.fb.k, Marker: marker, Depth: depth})
-	}
-	if err != nil {
-		return err
-	}
-	full, err := r.Evaluate(ctx, d, s, o.ks)
-	if err != nil {
-		return err
-	}
+	d, s := r.Data, r.Split
 	if o.saveRun != "" {
 		qs, _ := fusion.SplitQueries(d, s)
-		for t := range full {
-			res, _ := evaluate.RunResults(d, qs, full[t], o.k)
+		for t := range r.Rankings {
+			res, _ := evaluate.RunResults(d, qs, r.Rankings[t], o.k)
 			path := evaluate.RoundPath(o.saveRun, t)
 			if err := fusion.WriteRunFile(path, runTag(o)+"-round"+strconv.Itoa(t), res); err != nil {
 				return fmt.Errorf("-save-run: %w", err)
@@ -127,11 +95,11 @@ func runFeedback(o *options, w io.Writer) error {
 			fmt.Fprintf(os.Stderr, "eval: wrote round %d's %d rankings to %s\n", t, len(res), path)
 		}
 	}
-	stats := r.Stats
+	stats := r.Rounds
 	if o.asJSON {
-		return json.NewEncoder(w).Encode(map[string]any{"method": desc, "iterative": r.Head, "dataset": d.Name, "split": s.Name, "rounds": stats})
+		return json.NewEncoder(w).Encode(map[string]any{"method": r.Method, "iterative": r.Head, "dataset": d.Name, "split": s.Name, "rounds": stats})
 	}
-	fmt.Fprintf(w, "method %s; %s\n%s / %s\n", desc, r.Head, d.Name, s.Name)
+	fmt.Fprintf(w, "method %s; %s\n%s / %s\n", r.Method, r.Head, d.Name, s.Name)
 	names := make([]string, len(stats))
 	res := make([]metrics.Result, len(stats))
 	for t, st := range stats {

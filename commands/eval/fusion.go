@@ -14,7 +14,6 @@ import (
 	"github.com/toolret/toolret/fusion"
 	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/rank"
-	"github.com/toolret/toolret/rundir"
 )
 
 // fusionOptions are the flags of -method fusion (the weights are -weight's, the dev metric
@@ -172,60 +171,6 @@ func serveHint(items []string, norm string, w []float64, k float64) string {
 	return h
 }
 
-// fusionInput builds one entry it of the list -compare (flag) names: a method,
-// run:RUN or a TREC run file, labelled "flag it" in errors. With dev set (tuning or
-// evaluating on a recorded dev split) a run:RUN must have held out every dev query, and a
-// bi-encoder's usage vectors use its recorded training part.
-func fusionInput(o *options, d *data.Dataset, flag, list, it string, dev *rundir.Meta) (*fusion.Input, error) {
-	label := flag + " " + it
-	if dir, ok := strings.CutPrefix(it, "run:"); ok {
-		if dir == "" {
-			return nil, fmt.Errorf("%s %q: run: needs a run directory", flag, it)
-		}
-		var train *data.Split
-		if dev != nil {
-			if err := rundir.CheckDev(label, dir, d, dev.Split); err != nil {
-				return nil, err
-			}
-			var err error
-			if train, _, _, err = rundir.Splits(rundir.RunOf(dir), d); err != nil {
-				return nil, fmt.Errorf("%s: %w", label, err)
-			}
-		}
-		r, _, err := buildRunAt(o, d, dir, train)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", label, err)
-		}
-		return &fusion.Input{Name: label, Live: r}, nil
-	}
-	if ref, ok := strings.CutPrefix(it, "model:"); ok {
-		r, err := fusionModel(o, d, ref)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", label, err)
-		}
-		return &fusion.Input{Name: label, Live: r}, nil
-	}
-	switch it {
-	case "bm25":
-		r, _, err := buildBM25(o, d)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", label, err)
-		}
-		return &fusion.Input{Name: label, Live: r}, nil
-	case "fusion", "rerank", "rerank-m":
-		return nil, fmt.Errorf("%s %q: fuse its saved rankings instead (-method %s -save-run FILE, then FILE in -runs)", flag, it, it)
-	}
-	if it == "" {
-		return nil, fmt.Errorf("%s %q: empty entry", flag, list)
-	}
-	in, err := fusion.ReadInput(it, d)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	}
-	in.Name = label
-	return in, nil
-}
-
 // modelDir resolves a model:REF of -runs or -compare (a HF or sentence-transformers
 // directory or hub id) to its directory.
 func modelDir(ref string) (string, error) {
@@ -240,28 +185,6 @@ func modelDir(ref string) (string, error) {
 		return "", fmt.Errorf("%s is not a pre-trained model directory (a trained run is run:RUN)", dir)
 	}
 	return dir, nil
-}
-
-// fusionModel ranks with a pre-trained model zero-shot (model:REF in -compare: a HF or
-// sentence-transformers directory or hub id), as -model REF ranks, its default prompts.
-func fusionModel(o *options, d *data.Dataset, ref string) (rank.QueryRanker, error) {
-	dir, err := modelDir(ref)
-	if err != nil {
-		return nil, err
-	}
-	cfg := toolret.EvalConfig{Data: o.data, Backend: o.backend, Quantize: o.quantize, Model: dir, Lengths: o.lengths, NoRecipe: true} // as -runs fuses it
-	// The ranker ranks any query of d: it is set up on a split of d.
-	if _, ok := d.Splits[o.split]; ok {
-		cfg.Split = o.split
-	} else if names := d.SplitNames(); len(names) > 0 {
-		cfg.Split = names[0]
-	}
-	e, err := toolret.NewEvaluationOn(context.Background(), cfg, d)
-	if err != nil {
-		return nil, err
-	}
-	o.evals = append(o.evals, e)
-	return e.Ranker, nil
 }
 
 // joinWeights formats weights as 0.3,0.2,0.5.

@@ -3,6 +3,7 @@ package evalcmd
 import (
 	"fmt"
 	"os"
+	"strings"
 )
 
 // defaultFusion is -fusion's default: z-score interpolation with the weights picked on the
@@ -22,4 +23,25 @@ func fusionMethod(o *options) string {
 		return "rrf"
 	}
 	return defaultFusion
+}
+
+// runDirs returns the trained runs the options name, in the order that picks the dev split
+// and the held-out-tool view: -run, -first-stage, then the run:RUN entries of -runs.
+func runDirs(o *options) []string {
+	var out []string
+	for _, d := range []string{o.run, o.rr.retriever} {
+		if d != "" {
+			out = append(out, d)
+		}
+	}
+	var items []string
+	if o.method == "fusion" {
+		items = splitRuns(o.fu.runs)
+	}
+	for _, it := range append(items, splitRuns(o.compare)...) {
+		if dir, ok := strings.CutPrefix(it, "run:"); ok && dir != "" {
+			out = append(out, dir)
+		}
+	}
+	return out
 }

@@ -45,8 +45,9 @@
 // evaluated (-method bm25, rerank, rerank-m or fusion, -run, -model, -index, with -clauses)
 // is a toolret.EvalConfig (the rerank methods its Rerank, an evaluate.RerankConfig; fusion
 // its Fuse, with FusionDev for -weight dev) that toolret.NewEvaluation sets up, as
-// toolret.Evaluate does; -suite is toolret.Suite. -compare, -feedback, -rewriter and
-// -ablations are assembled here from package evaluate.
+// toolret.Evaluate does; -feedback and -rewriter are its Feedback and Rewriter, evaluated by
+// toolret.EvaluateRounds; -ablations is toolret.EvaluateAblations of its Rerank; -compare is
+// a toolret.CompareConfig that toolret.Compare runs; -suite is toolret.Suite.
 package evalcmd
 
 import (
@@ -62,12 +63,8 @@ import (
 	"time"
 
 	"github.com/toolret/toolret"
-	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/evaluate"
-	"github.com/toolret/toolret/rank"
-	"github.com/toolret/toolret/rank/bm25"
-	"github.com/toolret/toolret/rundir"
 )
 
 // methods are the values of -method, with what each evaluates (evalConfig turns it into the
@@ -77,15 +74,6 @@ var methods = map[string]string{
 	"rerank":   "ToolRerank (needs -first-stage, -reranker, -classifier)",
 	"rerank-m": "cross-encoder reranking of the retriever's top -depth (needs -first-stage, -reranker)",
 	"fusion":   "fusion of rankings (needs -runs; -fusion rrf|minmax|zscore)",
-}
-
-// buildBM25 ranks with BM25 and -bm25-* (a -compare entry bm25).
-func buildBM25(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
-	docs := make([]string, len(d.Tools))
-	for i, t := range d.Tools {
-		docs[i] = t.Text
-	}
-	return rank.Texts(bm25.New(docs, o.bm25)), "bm25", nil
 }
 
 func methodNames() string {
@@ -165,11 +153,7 @@ func run(o *options, w io.Writer) error {
 	}
 	ctx := context.Background()
 	if o.ablations {
-		d, err := loadData(o)
-		if err != nil {
-			return err
-		}
-		return runAblations(o, w, d)
+		return runAblations(o, w)
 	}
 	cfg, err := evalConfig(o)
 	if err != nil {
@@ -276,30 +260,4 @@ func evalConfig(o *options) (toolret.EvalConfig, error) {
 		cfg.SplitRun = o.rr.retriever // -first-stage: its dev split and view
 	}
 	return cfg, nil
-}
-
-// buildRun loads the trained run -run (any kind evaluate.LoadRun knows) as a ranker.
-// With usage vectors a bi-encoder's tools are the mean of every train-split query using them:
-// nothing is tuned here, so the run's dev queries may contribute; on -split dev only the
-// run's recorded training part does.
-func buildRun(o *options, d *data.Dataset) (rank.QueryRanker, string, error) {
-	var train *data.Split
-	if isDevSplit(o, d) {
-		var err error
-		if train, _, _, err = rundir.Splits(rundir.RunOf(o.run), d); err != nil {
-			return nil, "", fmt.Errorf("-run: %w", err)
-		}
-	}
-	return buildRunAt(o, d, o.run, train)
-}
-
-// buildRunAt loads the trained run at dir as a ranker; a bi-encoder's usage vectors come from
-// the queries of train (nil: the dataset's train split).
-func buildRunAt(o *options, d *data.Dataset, dir string, train *data.Split) (rank.QueryRanker, string, error) {
-	be, err := backend.Open(backend.Name(o.backend))
-	if err != nil {
-		return nil, "", err
-	}
-	return evaluate.LoadRun(dir, d, evaluate.RunOptions{Backend: be, Vectors: o.vectors, Train: train, Log: os.Stderr,
-		QueryLen: o.lengths.Query, ToolLen: o.lengths.Tool})
 }

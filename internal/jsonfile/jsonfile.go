@@ -1,7 +1,8 @@
 // Package jsonfile reads and writes the JSON files toolret keeps (run state, model
-// configurations, reports): one reader whose errors name the file and the line and column at
-// fault, and one durable writer (package atomicfile: a reader, or a process restarted after a
-// crash, sees the old file or the new one, never part of it).
+// configurations, reports, an index's tools.jsonl): one reader whose errors name the file and
+// the line and column at fault, and one durable writer, for a JSON document (Write) or JSON
+// Lines (WriteLines) (package atomicfile: a reader, or a process restarted after a crash, sees
+// the old file or the new one, never part of it).
 package jsonfile
 
 import (
@@ -9,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/toolret/toolret/internal/atomicfile"
@@ -22,6 +24,22 @@ func Write(path string, v any) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return atomicfile.Write(path, append(b, '\n'))
+}
+
+// WriteLines writes vs as JSON Lines to path atomically, as Write does: each value compact on
+// its own line, with <, > and & written as they are (no HTML escaping). When a value cannot be
+// encoded, path is left as it was. Errors name path.
+func WriteLines[T any](path string, vs []T) error {
+	return atomicfile.WriteFunc(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		for i, v := range vs {
+			if err := enc.Encode(v); err != nil {
+				return fmt.Errorf("line %d: %w", i+1, err)
+			}
+		}
+		return nil
+	})
 }
 
 // Read decodes the JSON file at path into v, which may hold defaults for the fields the file

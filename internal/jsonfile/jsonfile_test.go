@@ -3,6 +3,7 @@ package jsonfile
 import (
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,5 +70,51 @@ func TestWriteUnencodable(t *testing.T) {
 	}
 	if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("file written after a failed encoding: %v", err)
+	}
+}
+
+// TestWriteLines: WriteLines writes one compact value per line without HTML escaping, and a
+// write that fails half-way (a value JSON cannot encode) leaves the old file as it was, with
+// no temporary file beside it.
+func TestWriteLines(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "tools.jsonl")
+	if err := WriteLines(p, []config{{Name: "a<b>&c", Size: 1}, {Name: "d", Size: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	want := "{\"name\":\"a<b>&c\",\"size\":1}\n{\"name\":\"d\",\"size\":2}\n"
+	b, err := os.ReadFile(p)
+	if err != nil || string(b) != want {
+		t.Fatalf("wrote %q (%v), want %q", b, err, want)
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("mode: %v %v", fi.Mode(), err)
+	}
+	for _, c := range []struct {
+		name string
+		vs   []any
+		want string
+	}{
+		{"unencodable second line", []any{map[string]int{"x": 1}, math.NaN()}, "line 2"},
+		{"unencodable first line", []any{make(chan int)}, "line 1"},
+	} {
+		err := WriteLines(p, c.vs)
+		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one naming %s and %q", c.name, err, p, c.want)
+		}
+		if b, err := os.ReadFile(p); err != nil || string(b) != want {
+			t.Errorf("%s: the file now holds %q (%v), want the old %q", c.name, b, err, want)
+		}
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("directory holds %v, want tools.jsonl alone", names)
 	}
 }
