@@ -143,6 +143,13 @@ func Export(ctx context.Context, cfg ExportConfig) (*export.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Precision != "" && cfg.Format == export.FormatIndex {
+		_, _, why, err := backend.ResolvePrecision("-precision", cfg.Precision, backend.NameOf(be))
+		if err != nil {
+			return nil, err
+		}
+		note("%s", why)
+	}
 	m, err := export.Open(ctx, cfg.Model, be)
 	if err != nil {
 		return nil, err
