@@ -11,14 +11,17 @@ import (
 	"github.com/toolret/toolret/models/encoder"
 )
 
-// TestBF16Encoders runs the tiny fixtures of the encoders with their own Linear and attention
+// TestBF16Encoders runs checkBF16Encoders on the go backend.
+func TestBF16Encoders(t *testing.T) { checkBF16Encoders(t, "go") }
+
+// checkBF16Encoders runs the tiny fixtures of the encoders with their own Linear and attention
 // code (deberta, modernbert, qwen3, gemma3) through NewRunnerCompute in fp32 and in bf16 on
-// the go backend: the pooled vectors agree within bfloat16's precision (cosine > 0.999 per
-// text) yet differ (the products ran in bfloat16).
-func TestBF16Encoders(t *testing.T) {
-	be, err := backend.Open("go")
+// backendName: the pooled vectors agree within bfloat16's precision (cosine > 0.999 per
+// text) yet differ (the products ran in bfloat16). It skips when the backend is absent.
+func checkBF16Encoders(t *testing.T, backendName string) {
+	be, err := backend.Open(backendName)
 	if err != nil {
-		t.Skip(err)
+		t.Skipf("backend %s: %v", backendName, err)
 	}
 	for _, c := range []struct{ modelType, dir string }{
 		{"deberta-v2", "../deberta/testdata/v3"},
