@@ -38,6 +38,11 @@ type ExportConfig struct {
 	// Quantize adds int8 ONNX models beside the fp32 ones (hf, onnx) or embeds an index's
 	// tools with int8 weights, which needs Backend onnx (export.Options.Quantize).
 	Quantize export.Quantization
+	// Precision, with FormatIndex, is the precision the tools are embedded at and which the
+	// index records, so that its queries are embedded alike (export.Options.Precision):
+	// backend.FP32 (""), backend.BF16 (needs Backend go or xla; not with int8 Quantize) or
+	// backend.AutoPrecision.
+	Precision string
 	// Prompts override the model's query and tool prompts; they are recorded in the export.
 	Prompts export.Prompts
 	// Lengths override a bi-encoder's maximum tokens per query and per tool text (a
@@ -114,7 +119,18 @@ func Export(ctx context.Context, cfg ExportConfig) (*export.Manifest, error) {
 	if cfg.Recipe != nil && cfg.Format == export.FormatONNX {
 		return nil, errors.New("a recipe (-hybrid) is carried by -format hf (toolret_recipe.json) or index, not onnx")
 	}
-	opts := export.Options{Format: cfg.Format, Out: cfg.Out, Force: cfg.Force, Refiner: cfg.Refiner, Quantize: cfg.Quantize,
+	if cfg.Precision != "" {
+		if err := backend.CheckPrecision("-precision", cfg.Precision); err != nil {
+			return nil, err
+		}
+		if cfg.Format != export.FormatIndex && cfg.Precision == backend.BF16 {
+			return nil, fmt.Errorf("-precision %s is for -format index (the precision its tools are embedded at); -format %s writes float32 weights", cfg.Precision, cfg.Format)
+		}
+		if cfg.Precision == backend.BF16 && cfg.Quantize.Int8() {
+			return nil, fmt.Errorf("-precision %s and -quantize %s: one or the other (int8 runs on the onnx backend, bf16 on go or xla)", cfg.Precision, cfg.Quantize)
+		}
+	}
+	opts := export.Options{Format: cfg.Format, Out: cfg.Out, Force: cfg.Force, Refiner: cfg.Refiner, Quantize: cfg.Quantize, Precision: cfg.Precision,
 		Recipe: cfg.Recipe, NoRecipe: cfg.NoRecipe, LoRA: cfg.LoRA}
 	if cfg.Data != "" {
 		d, err := data.Load(cfg.Data)
@@ -126,6 +142,13 @@ func Export(ctx context.Context, cfg ExportConfig) (*export.Manifest, error) {
 	be, err := backend.Open(backend.Name(cfg.Backend))
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Precision != "" && cfg.Format == export.FormatIndex {
+		_, _, why, err := backend.ResolvePrecision("-precision", cfg.Precision, backend.NameOf(be))
+		if err != nil {
+			return nil, err
+		}
+		note("%s", why)
 	}
 	m, err := export.Open(ctx, cfg.Model, be)
 	if err != nil {

@@ -71,6 +71,12 @@ type ServeConfig struct {
 	// Library and Pretrained, the zero-shot index is built with it
 	// (gateway.BuildIndexQuantized).
 	Quantize export.Quantization `help:"the encoder's weights (default: the index's own, int8 for an index exported with -quantize int8): int8 (int8 weights per output channel, activations quantized per batch; needs -backend onnx), int8-tensor (one scale per matrix) or none (fp32)"`
+	// Precision embeds queries (and tools added while serving) at backend.FP32, backend.BF16
+	// (the encoders' matrix multiplications in bfloat16; go and xla backends, not with int8
+	// weights) or backend.AutoPrecision (bf16 where the backend multiplies bfloat16 natively);
+	// "": the index's own (export.Manifest.Precision, recorded by export -precision;
+	// toolindex.WithPrecision).
+	Precision string `help:"the encoders' precision (default: the index's own, bf16 for an index exported with -precision bf16, else fp32): fp32, bf16 (matrix multiplications in bfloat16; go and xla backends, not onnx nor int8) or auto (bf16 where the backend multiplies bfloat16 natively: xla:cuda, xla:cpu on an AMX CPU)"`
 	// K is the number of tools a request gets when it gives none; MaxK the most it may ask.
 	K    int `help:"tools returned per query when a request gives no k"`
 	MaxK int `help:"largest k a request may ask for"`
@@ -190,6 +196,11 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if err := export.CheckQuantization(be, cfg.Quantize); err != nil {
 		return fmt.Errorf("-quantize: %w", err)
 	}
+	if cfg.Precision != "" {
+		if _, _, _, err := backend.ResolvePrecision("-precision", cfg.Precision, backend.NameOf(be)); err != nil {
+			return err
+		}
+	}
 	if err := applyRecipe(ctx, &cfg); err != nil {
 		return err
 	}
@@ -234,7 +245,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		cfg.Model = filepath.Base(abs)
 	}
 	ropts := []toolindex.Option{toolindex.WithBackend(be), toolindex.WithBatching(cfg.Batching), toolindex.WithQueryCache(cfg.QueryCache),
-		toolindex.WithQuantization(cfg.Quantize)}
+		toolindex.WithQuantization(cfg.Quantize), toolindex.WithPrecision(cfg.Precision)}
 	if cfg.Reranker != "" {
 		ropts = append(ropts, toolindex.WithReranker(cfg.Reranker, cfg.Depth))
 		if cfg.RerankWeight != -1 {
@@ -263,8 +274,12 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 	ilib := st.R.Library()
 	hybrid, hybridW := st.R.Hybrid()
+	prec := st.R.Precision()
+	if prec == "" {
+		prec = backend.FP32
+	}
 	log.Info("index loaded", "index", cfg.Index, "tools", ilib.Len(), "version", ilib.Version, "replayed_updates", st.Pending(),
-		"dim", st.R.Dim(), "tool_updates", st.R.CanEmbedTools() == nil, "hybrid", hybrid, "hybrid_weight", hybridW, "ensemble", len(cfg.Ensemble), "ms", time.Since(start).Milliseconds())
+		"dim", st.R.Dim(), "precision", prec, "tool_updates", st.R.CanEmbedTools() == nil, "hybrid", hybrid, "hybrid_weight", hybridW, "ensemble", len(cfg.Ensemble), "ms", time.Since(start).Milliseconds())
 	scfg := serve.Config{DefaultK: cfg.K, MaxK: cfg.MaxK, MaxBatch: cfg.MaxBatch, MaxBody: cfg.MaxBody, Timeout: cfg.Timeout,
 		Token: cfg.Token, Model: cfg.Model, MCP: cfg.MCP == "http", Keys: cfg.Keys, Rate: cfg.Rate, Burst: cfg.Burst, Logger: log,
 		MaxInFlight: cfg.MaxInFlight}

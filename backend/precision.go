@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 )
 
@@ -166,4 +167,19 @@ func CPUSummary() string {
 		s += "; lacks: " + strings.Join(lacks, " ")
 	}
 	return s
+}
+
+// NameOf returns the name (as Open, NativeBF16 and ResolvePrecision take it) of an opened
+// backend: "onnx", "xla:<plugin>" ("xla:cpu", "xla:cuda"), "go"; Default for nil.
+func NameOf(be compute.Backend) string {
+	switch {
+	case be == nil:
+		return Default
+	case be.Name() == "onnx" || be.Name() == "onnxruntime":
+		return "onnx"
+	}
+	if p, ok := be.(interface{ PluginName() string }); ok && be.Name() == "xla" {
+		return "xla:" + p.PluginName()
+	}
+	return be.String()
 }

@@ -46,6 +46,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/atomicfile"
 	"github.com/toolret/toolret/internal/jsonfile"
@@ -90,6 +91,12 @@ type Options struct {
 	// backend: Model.Quantize) and records it (Manifest.Quantization), so that it is served
 	// with the same weights. QuantDefault: the model's own (Model.Quantization).
 	Quantize Quantization
+	// Precision, for an index, is the precision its tools are embedded at (Model.SetPrecision)
+	// and which it records (Manifest.Precision), so that its queries are embedded alike:
+	// backend.FP32 (or ""), backend.BF16, or backend.AutoPrecision (bf16 where the backend
+	// multiplies bfloat16 natively, backend.NativeBF16). bf16 is refused with int8 Quantize
+	// and on the onnx backend; hf and onnx exports write float32 weights and take fp32 only.
+	Precision string
 	// Recipe replaces the model's retrieval recipe (Model.Recipe, read from its directory's
 	// toolret_recipe.json) in the export: an hf export writes it as its RecipeFile, an index
 	// records its hybrid (Manifest.Hybrid). nil: the model's own; NoRecipe drops it.
@@ -142,6 +149,10 @@ type Manifest struct {
 	// Quantization is the int8 quantization of the export's extra ONNX files and, for an
 	// index, of the weights its tools were embedded with (Options.Quantize); "" for fp32.
 	Quantization Quantization `json:"quantization,omitempty"`
+	// Precision, in an index, is the precision its tool vectors were embedded at
+	// (Options.Precision): backend.BF16, or "" for fp32 (indexes written before it was
+	// recorded are fp32). toolindex.Load embeds queries at it unless told otherwise.
+	Precision string `json:"precision,omitempty"`
 	// Hybrid, in an index, is the BM25 fusion of the recipe of the model it was exported
 	// from (Recipe.Hybrid): toolindex.Load serves it unless told otherwise.
 	Hybrid *HybridRecipe `json:"hybrid,omitempty"`
@@ -239,8 +250,27 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 	if !q.Int8() {
 		q = QuantDefault
 	}
+	prec := ""
+	if opts.Precision == backend.BF16 && opts.Format != FormatIndex {
+		return nil, fmt.Errorf("export: precision %s is an index's (-format index): -format %s writes float32 weights", opts.Precision, opts.Format)
+	}
+	if opts.Precision != "" && opts.Format == FormatIndex {
+		p, _, _, err := backend.ResolvePrecision("precision", opts.Precision, backend.NameOf(m.Backend))
+		if err != nil {
+			return nil, fmt.Errorf("export: %w", err)
+		}
+		if p == backend.BF16 {
+			prec = p
+		}
+	}
+	if prec != "" && q.Int8() {
+		return nil, fmt.Errorf("export: precision %s and quantize %s: one or the other (int8 weights run on the onnx backend, bf16 on go or xla)", prec, q)
+	}
 	if opts.Format == FormatIndex {
 		if err := m.Quantize(q); err != nil {
+			return nil, fmt.Errorf("export: index: %w", err)
+		}
+		if err := m.SetPrecision(prec); err != nil {
 			return nil, fmt.Errorf("export: index: %w", err)
 		}
 	}
@@ -266,7 +296,7 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 	defer os.RemoveAll(tmp) // a no-op after the final rename
 	man := &Manifest{Toolret: Version(), Format: opts.Format, Kind: m.Kind, Source: opts.Source,
 		DataFingerprint: m.Fingerprint, Similarity: m.Similarity, Marker: m.Marker, Towers: map[string]string{},
-		QueryPrompt: m.QueryPrompt, ToolPrompt: m.ToolPrompt, Quantization: q}
+		QueryPrompt: m.QueryPrompt, ToolPrompt: m.ToolPrompt, Quantization: q, Precision: prec}
 	if man.Source == "" {
 		man.Source = m.Source
 	}

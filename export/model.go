@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/toolret/toolret/backend"
@@ -70,11 +71,15 @@ type Model struct {
 	Adapter *biencoder.Adapter
 	// setLengths, with EmbedFn, sets the lengths EmbedFn embeds with (Lengths.Apply).
 	setLengths func(query, tool int) error
+	// setCompute, with EmbedFn, sets the compute dtype EmbedFn embeds with (SetPrecision).
+	setCompute func(dtypes.DType)
 
 	mu      sync.Mutex
 	runners map[string]*encoder.Runner
-	quant   Quantization            // Quantize
-	qcalls  map[string]encoder.Call // quantized calls by tower base and pooling
+	quant   Quantization // Quantize
+	// precision is SetPrecision's: "" (fp32) or backend.BF16.
+	precision string
+	qcalls    map[string]encoder.Call // quantized calls by tower base and pooling
 }
 
 // Tower is one encoder of a model.
@@ -229,7 +234,7 @@ func (m *Model) runner(base string, cfg encoder.Config, p encoder.Pooling) (*enc
 	if r := m.runners[key]; r != nil {
 		return r, nil
 	}
-	r, err := encoder.NewRunner(m.Backend, m.Store, base, cfg, p)
+	r, err := encoder.NewRunnerCompute(m.Backend, m.Store, base, cfg, p, m.computeDType())
 	if err != nil {
 		return nil, err
 	}
@@ -564,7 +569,8 @@ func FromEmbedder(e *biencoder.Embedder) *Model {
 	}
 	// The prompts are recorded (exports and indexes write them); the embedder applies them.
 	m := &Model{Kind: KindBiEncoder, Tok: e.Tok, Store: e.Store, Backend: e.Backend, Similarity: c.Similarity, Marker: c.Marker,
-		QueryPrompt: c.QueryPrompt, ToolPrompt: c.ToolPrompt, QueryMaxLen: c.QueryMaxLen, ToolMaxLen: c.ToolMaxLen, EmbedFn: e.Embed, setLengths: e.SetLengths, Adapter: e.Adapter}
+		QueryPrompt: c.QueryPrompt, ToolPrompt: c.ToolPrompt, QueryMaxLen: c.QueryMaxLen, ToolMaxLen: c.ToolMaxLen, EmbedFn: e.Embed, setLengths: e.SetLengths, Adapter: e.Adapter,
+		setCompute: func(dt dtypes.DType) { e.Cfg.Compute = dt }}
 	if c.Shared {
 		t := tower("", max(c.QueryMaxLen, c.ToolMaxLen))
 		m.Towers = []Tower{t}

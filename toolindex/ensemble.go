@@ -109,7 +109,7 @@ func loadEnsemble(e *ensembleStage, dir string, o options, r *Index) (*ensembleS
 	if r.ref != nil {
 		return nil, fmt.Errorf("retriever: WithEnsemble and refiner %s: the refiner was trained over this index's candidates alone; give WithoutRefiner (serve -no-refiner)", r.ref.dir)
 	}
-	mopts := []Option{WithBackend(o.be), WithQuantization(o.quant), WithoutRefiner(), WithBatching(o.batching), WithQueryCache(o.cacheSize)}
+	mopts := []Option{WithBackend(o.be), WithQuantization(o.quant), WithPrecision(o.prec), WithoutRefiner(), WithBatching(o.batching), WithQueryCache(o.cacheSize)}
 	if !o.verify {
 		mopts = append(mopts, WithoutVerify())
 	}

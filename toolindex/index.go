@@ -119,6 +119,8 @@ type options struct {
 	cacheSize int
 	// quant: WithQuantization ("": the index's own).
 	quant export.Quantization
+	// prec: WithPrecision ("": the index's own).
+	prec string
 	// ensMethod, ensDirs, ensW: WithEnsemble.
 	ensMethod string
 	ensDirs   []string
@@ -161,6 +163,14 @@ func WithToolVectors(kind string) Option { return func(o *options) { o.vectors =
 // int8 index's queries in fp32. Without it the index's own (export.Manifest.Quantization)
 // applies: an index whose tools were embedded in int8 embeds its queries in int8.
 func WithQuantization(q export.Quantization) Option { return func(o *options) { o.quant = q } }
+
+// WithPrecision embeds queries (and tools added later) at precision p: backend.FP32,
+// backend.BF16 (mixed precision: the encoders' matrix multiplications in bfloat16; not on the
+// onnx backend, nor with int8 weights) or backend.AutoPrecision (bf16 where the backend
+// multiplies bfloat16 natively, backend.NativeBF16, else fp32). Without it the index's own
+// (export.Manifest.Precision; fp32 for an index that records none) applies: an index whose
+// tools were embedded in bf16 embeds its queries in bf16.
+func WithPrecision(p string) Option { return func(o *options) { o.prec = p } }
 
 // WithoutVerify skips checking the index files against the manifest's sha256 sums.
 func WithoutVerify() Option { return func(o *options) { o.verify = false } }
@@ -407,6 +417,13 @@ func Load(dir string, opts ...Option) (*Index, error) {
 	if err := q.Quantize(quant); err != nil {
 		return nil, fmt.Errorf("retriever: index %s: %w", dir, err)
 	}
+	prec, err := loadPrecision(dir, man, o, quant)
+	if err != nil {
+		return nil, err
+	}
+	if err := q.SetPrecision(prec); err != nil {
+		return nil, fmt.Errorf("retriever: index %s: %w", dir, err)
+	}
 	if q.Head != nil {
 		return nil, fmt.Errorf("retriever: query model %s has a classification head, want a bi-encoder tower", qdir)
 	}
@@ -481,6 +498,9 @@ func Load(dir string, opts ...Option) (*Index, error) {
 				return nil, err
 			}
 			if err := r.tool.Quantize(quant); err != nil {
+				return nil, fmt.Errorf("retriever: index %s: %w", dir, err)
+			}
+			if err := r.tool.SetPrecision(prec); err != nil {
 				return nil, fmt.Errorf("retriever: index %s: %w", dir, err)
 			}
 			if h := r.tool.Towers[0].Encoder.Hidden(); h != dim || r.tool.Head != nil {
@@ -599,6 +619,40 @@ func (r *Index) Dim() int { return r.dim }
 // Quantization returns the quantization of the query tower's weights ("" for fp32;
 // WithQuantization).
 func (r *Index) Quantization() export.Quantization { return r.query.Quantization() }
+
+// Precision returns the precision queries are embedded at: "" for fp32, backend.BF16
+// (WithPrecision, else the index's own).
+func (r *Index) Precision() string { return r.query.Precision() }
+
+// loadPrecision resolves the precision an index's queries are embedded at: WithPrecision's
+// (auto resolved for the backend), else the manifest's; bf16 is refused with int8 weights and
+// on the onnx backend, naming what to give instead.
+func loadPrecision(dir string, man *export.Manifest, o options, quant export.Quantization) (string, error) {
+	p, field := o.prec, "precision"
+	if p == "" {
+		if p, field = man.Precision, "manifest precision"; p == "" {
+			return "", nil
+		}
+	}
+	name := backend.NameOf(o.be)
+	got, _, _, err := backend.ResolvePrecision(field, p, name)
+	if err != nil {
+		if o.prec == "" {
+			return "", fmt.Errorf("retriever: index %s was embedded at %s: %w (or embed its queries in fp32: -precision fp32, WithPrecision)", dir, p, err)
+		}
+		return "", fmt.Errorf("retriever: index %s: %w", dir, err)
+	}
+	if got == backend.BF16 && quant.Int8() {
+		if o.prec == "" {
+			return "", fmt.Errorf("retriever: index %s was embedded at bf16, which int8 weights (quantize %s) cannot run: serve it with -quantize none, or -precision fp32", dir, quant)
+		}
+		return "", fmt.Errorf("retriever: index %s: precision %s and quantize %s: one or the other (int8 weights run on the onnx backend, bf16 on go or xla)", dir, p, quant)
+	}
+	if got == backend.FP32 {
+		return "", nil
+	}
+	return got, nil
+}
 
 // Library returns the current tool library.
 func (r *Index) Library() *Library { return r.lib.Load() }

@@ -90,6 +90,7 @@ func Main(args []string) int {
 	update := fs.Bool("update", false, "with -format index: update the index in -out to the tools of -data (new and changed tools embedded with its tool tower, missing ones deleted) instead of exporting; no -run")
 	ref := fs.String("model", "", "model to export: a run, a HuggingFace or sentence-transformers directory, or a hub id org/name[@revision] (instead of -run)")
 	quant := cli.Quantize(fs, "also write the ONNX model quantized (model_int8.onnx beside model.onnx); -format index: embed the tools with int8 weights (-backend onnx) and record it")
+	prec := fs.String("precision", "", "with -format index: the precision the tools are embedded at, recorded in the index so that serve and toolindex.Load embed queries alike: fp32 (default), bf16 (matrix multiplications in bfloat16, weights, LayerNorm and softmax in float32; -backend go or xla, not with -quantize int8) or auto (bf16 where the backend multiplies bfloat16 natively: xla:cuda, xla:cpu on an AMX CPU)")
 	interp := fs.String("interpolate", "", "a second model (run, HF directory or hub id) of the same architecture: the export's weights are (1-W)·MODEL + W·this (WiSE-FT)")
 	interpW := fs.Float64("interpolate-weight", 0.5, "W of -interpolate, in [0, 1]")
 	var keep []int
@@ -132,6 +133,10 @@ func Main(args []string) int {
 			fmt.Fprintln(os.Stderr, "export: -update keeps the index's refiner: -refiner does not apply (re-export with -run and -refiner)")
 			return 2
 		}
+		if *prec != "" {
+			fmt.Fprintln(os.Stderr, "export: -update embeds the tools at the index's own precision (its manifest's): -precision does not apply")
+			return 2
+		}
 		msg, err := runUpdate(*run, *format, *out, *force, *dataDir, *be)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "export:", cli.Unprefixed("export", err))
@@ -168,7 +173,7 @@ func Main(args []string) int {
 	}
 	man, err := toolret.Export(context.Background(), toolret.ExportConfig{Model: *run, Format: *format, Out: *out, Force: *force,
 		Data: *dataDir, Backend: *be, Refiner: *refinerRun, Prompts: prompts, Interpolate: *interp, InterpolateWeight: *interpW, KeepLayers: keep, Lengths: lengths,
-		Quantize: q, Recipe: recipe, NoRecipe: *noRecipe, LoRA: *loraExport, Log: os.Stderr})
+		Quantize: q, Precision: *prec, Recipe: recipe, NoRecipe: *noRecipe, LoRA: *loraExport, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "export:", cli.Unprefixed("export", err))
 		return 1

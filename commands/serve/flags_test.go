@@ -64,7 +64,7 @@ func TestServeFlagDefaults(t *testing.T) {
 	want := []string{"addr", "ann", "backend", "burst", "clauses", "compact-every", "database", "database-log-keep", "depth", "drain-delay",
 		"embed-batch", "embed-tokens", "embed-wait", "ensemble", "ensemble-fusion", "ensemble-weights", "grace", "header-timeout",
 		"hybrid", "hybrid-weight", "index", "index-backend", "k", "keys", "library", "max-batch", "max-body", "max-conns",
-		"max-inflight", "max-k", "mcp", "model", "no-recipe", "no-refiner", "query-cache", "quantize", "rate", "reranker",
+		"max-inflight", "max-k", "mcp", "model", "no-recipe", "no-refiner", "precision", "query-cache", "quantize", "rate", "reranker",
 		"rerank-weight", "state", "timeout", "upstreams", "warmup"}
 	sort.Strings(want)
 	if !slices.Equal(names, want) {

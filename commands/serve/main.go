@@ -6,7 +6,7 @@
 //	      [-compact-every 1000] [-model NAME] [-mcp stdio|http] [-hybrid rrf|minmax|zscore [-hybrid-weight W] | -no-recipe]
 //	      [-ensemble DIR,... [-ensemble-fusion rrf|minmax|zscore] [-ensemble-weights W,...]]
 //	      [-ann auto|on|off] [-database URL] [-warmup 1] [-drain-delay 0s] [-max-inflight 512] [-max-conns 4096] [-header-timeout 5s]
-//	      [-quantize int8|int8-tensor|none (with -backend onnx)]
+//	      [-quantize int8|int8-tensor|none (with -backend onnx)] [-precision fp32|bf16|auto]
 //	serve -library LIB.jsonl (-model REF | -index DIR) [-upstreams CONFIG.json] [-state DIR]
 //	      [-keys FILE] [-rate N -burst N] [...as above]
 //
@@ -60,6 +60,7 @@ import (
 	"syscall"
 
 	"github.com/toolret/toolret"
+	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/internal/flagcfg"
@@ -120,6 +121,11 @@ func parse(args []string) (*options, error) {
 	c := &o.cfg
 	if c.Quantize, err = export.ParseQuantization(string(c.Quantize)); err != nil {
 		return nil, fmt.Errorf("-%w", err)
+	}
+	if c.Precision != "" {
+		if err := backend.CheckPrecision("-precision", c.Precision); err != nil {
+			return nil, err
+		}
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())

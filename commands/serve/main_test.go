@@ -50,6 +50,7 @@ func TestParse(t *testing.T) {
 		{[]string{"-index", "x", "-header-timeout", "0s"}, "-header-timeout 0: must be > 0"},
 		{[]string{"-index", "x", "-warmup", "-1"}, "-warmup -1: must be >= 0"},
 		{[]string{"-index", "x", "-drain-delay", "-1s"}, "-drain-delay -1: must be >= 0"},
+		{[]string{"-index", "x", "-precision", "fp16"}, `-precision "fp16": want fp32, bf16, auto`},
 	} {
 		if _, err := parse(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parse(%q): %v, want %q", tc.args, err, tc.want)

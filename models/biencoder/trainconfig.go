@@ -242,7 +242,7 @@ type TrainSchedule struct {
 	// precision: the matrix multiplications in bfloat16, the weights, LayerNorm, softmax,
 	// loss and AdamW state in float32) or auto (bf16 where the backend multiplies bfloat16
 	// natively, backend.NativeBF16; else fp32). run.json records the precision taken.
-	Precision string `json:"precision" help:"fp32, bf16 (mixed precision: matrix multiplications in bfloat16, weights, LayerNorm, softmax, loss and AdamW state in float32; bert, xlm-roberta and mpnet encoders; xla and go backends, not onnx) or auto (bf16 where the backend has native bfloat16 matmul: xla:cuda, xla:cpu on an AMX (amx_bf16) CPU; else fp32)"`
+	Precision string `json:"precision" help:"fp32, bf16 (mixed precision: matrix multiplications in bfloat16, weights, LayerNorm, softmax, loss and AdamW state in float32; transformer encoders (not wordbag); xla and go backends, not onnx) or auto (bf16 where the backend has native bfloat16 matmul: xla:cuda, xla:cpu on an AMX (amx_bf16) CPU; else fp32)"`
 }
 
 // ResolvePrecision returns the precision s runs at on the backend name (auto resolved), the

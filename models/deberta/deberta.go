@@ -3,13 +3,11 @@ package deberta
 import (
 	"math"
 
-	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/gomlx/gomlx/ml/nn"
 	"github.com/gomlx/gomlx/support/exceptions"
 	"github.com/toolret/toolret/models/hflayers"
 	"github.com/toolret/toolret/models/pooling"
@@ -70,11 +68,15 @@ func variable(scope *model.Scope, cfg *Config, g *Graph, name string, dims ...in
 	return hflayers.Spec{DType: cfg.dtype(), InitRange: cfg.InitializerRange}.Variable(scope, g, name, dims...)
 }
 
-// linear is an HF Linear's weight [out, in] and bias [out] (nil without bias).
-type linear struct{ w, b *Node }
+// linear is an HF Linear's weight [out, in] and bias [out] (nil without bias) under scope,
+// whose compute dtype (hflayers.ComputeParam) its product runs in.
+type linear struct {
+	scope *model.Scope
+	w, b  *Node
+}
 
 func newLinear(scope *model.Scope, cfg *Config, g *Graph, in, out int, bias bool) linear {
-	l := linear{w: variable(scope, cfg, g, "weight", out, in)}
+	l := linear{scope: scope, w: variable(scope, cfg, g, "weight", out, in)}
 	if bias {
 		l.b = variable(scope, cfg, g, "bias", out)
 	}
@@ -82,7 +84,7 @@ func newLinear(scope *model.Scope, cfg *Config, g *Graph, in, out int, bias bool
 }
 
 func (l linear) apply(x *Node, act ...activation.Type) *Node {
-	return nn.Dense(x, l.w, l.b, compute.DenseLayoutOutputsInput, act...)
+	return hflayers.ComputeDense(l.scope, x, l.w, l.b, act...)
 }
 
 func layerNorm(scope *model.Scope, cfg *Config, x *Node) *Node {
@@ -219,7 +221,7 @@ func layer(scope *model.Scope, cfg *Config, x, keep *Node, rel *relative) *Node 
 
 	// scale = sqrt(d · (1 + |pos_att_type|)), in the computation dtype as HF's float32.
 	scale := Sqrt(Scalar(g, x.DType(), float64(dh*cfg.scaleFactor())))
-	scores := Div(Einsum("bihd,bjhd->bhij", q, k), scale) // [B, heads, S, S]
+	scores := Div(hflayers.ComputeEinsum(scope, "bihd,bjhd->bhij", q, k), scale) // [B, heads, S, S]
 
 	if rel != nil && (rel.c2p || rel.p2c) {
 		r := dropout(scope, rel.emb, cfg.HiddenDropoutProb) // HF's pos_dropout
@@ -237,7 +239,7 @@ func layer(scope *model.Scope, cfg *Config, x, keep *Node, rel *relative) *Node 
 				pk = newLinear(self.In("pos_key_proj"), cfg, g, hidden, hidden, true)
 			}
 			posKey := Reshape(pk.apply(r), span2, heads, dh)
-			bias = term(Einsum("bihd,rhd->irbh", q, posKey), rel.c2pIdx)
+			bias = term(hflayers.ComputeEinsum(scope, "bihd,rhd->irbh", q, posKey), rel.c2pIdx)
 		}
 		if rel.p2c {
 			pq := qp
@@ -245,7 +247,7 @@ func layer(scope *model.Scope, cfg *Config, x, keep *Node, rel *relative) *Node 
 				pq = newLinear(self.In("pos_query_proj"), cfg, g, hidden, hidden, true)
 			}
 			posQuery := Reshape(pq.apply(r), span2, heads, dh)
-			t := term(Einsum("bjhd,rhd->jrbh", k, posQuery), rel.p2cIdx)
+			t := term(hflayers.ComputeEinsum(scope, "bjhd,rhd->jrbh", k, posQuery), rel.p2cIdx)
 			if bias == nil {
 				bias = t
 			} else {
@@ -261,7 +263,7 @@ func layer(scope *model.Scope, cfg *Config, x, keep *Node, rel *relative) *Node 
 	scores = Where(keep, scores, Scalar(g, x.DType(), lowest(x.DType())))
 	probs := Where(keep, Softmax(scores, -1), zero)
 	probs = dropout(scope, probs, cfg.AttentionProbsDropoutProb)
-	ctx := Reshape(Einsum("bhij,bjhd->bihd", probs, v), batch, seq, hidden)
+	ctx := Reshape(hflayers.ComputeEinsum(scope, "bhij,bjhd->bihd", probs, v), batch, seq, hidden)
 
 	out := attn.In("output")
 	a := newLinear(out.In("dense"), cfg, g, hidden, hidden, true).apply(ctx)

@@ -127,13 +127,14 @@ func NewRunner(be compute.Backend, store *model.Store, base string, cfg Config, 
 }
 
 // computeTypes are the model types whose graphs run their matrix multiplications in the
-// dtype hflayers.ComputeParam sets: their Linear layers are hflayers.Spec.Dense and their
-// attention products hflayers.ComputeEinsum.
-var computeTypes = []string{"bert", "xlm-roberta", "mpnet"}
+// dtype hflayers.ComputeParam sets: their Linear layers are hflayers.Spec.Dense or
+// hflayers.ComputeDense and their attention products hflayers.ComputeEinsum. Not wordbag,
+// which has no matrix multiplication to lower.
+var computeTypes = []string{"bert", "xlm-roberta", "mpnet", "deberta-v2", "modernbert", "qwen3", "gemma3_text"}
 
 // CheckCompute returns nil when cfg's encoder computes its matrix multiplications in dt
-// (Float32, the zero value: every encoder; BFloat16: the bert, xlm-roberta and mpnet
-// encoders), else an error naming the model type.
+// (Float32, the zero value: every encoder; BFloat16: the transformer encoders, computeTypes),
+// else an error naming the model type.
 func CheckCompute(cfg Config, dt dtypes.DType) error {
 	if dt == dtypes.InvalidDType || dt == dtypes.Float32 || slices.Contains(computeTypes, cfg.ModelType()) {
 		return nil

@@ -16,8 +16,11 @@ func TestCheckCompute(t *testing.T) {
 		{"bert", dtypes.BFloat16, true},
 		{"mpnet", dtypes.BFloat16, true},
 		{"xlm-roberta", dtypes.BFloat16, true},
-		{"deberta-v2", dtypes.BFloat16, false},
-		{"modernbert", dtypes.BFloat16, false},
+		{"deberta-v2", dtypes.BFloat16, true},
+		{"modernbert", dtypes.BFloat16, true},
+		{"qwen3", dtypes.BFloat16, true},
+		{"gemma3_text", dtypes.BFloat16, true},
+		{"wordbag", dtypes.BFloat16, false},
 		{"deberta-v2", dtypes.Float32, true},
 		{"modernbert", dtypes.InvalidDType, true},
 	} {

@@ -93,7 +93,7 @@ func layer(scope *model.Scope, cfg *Config, x, addMask, cos, sin *Node) *Node {
 	k = qwen3.RoPE(norm(cfg, attn.In("k_norm"), k), cos, sin)
 	// No soft-capping: transformers' Gemma3Attention keeps attn_logit_softcapping but does not
 	// pass it to the attention function (see Config.AttnLogitSoftcapping).
-	a := qwen3.Attention(q, k, v, addMask, 1/math.Sqrt(cfg.QueryPreAttnScalar))
+	a := qwen3.Attention(attn, q, k, v, addMask, 1/math.Sqrt(cfg.QueryPreAttnScalar))
 	a = qwen3.Linear(sp, attn.In("o_proj"), a, hidden, cfg.AttentionBias)
 	x = Add(x, norm(cfg, scope.In("post_attention_layernorm"), a))
 

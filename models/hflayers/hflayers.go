@@ -7,7 +7,6 @@ package hflayers
 import (
 	"math"
 
-	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
@@ -56,14 +55,7 @@ func (s Spec) Dense(scope *model.Scope, x *Node, out int, act ...activation.Type
 	in := x.Shape().Dimensions[x.Rank()-1]
 	w := s.Variable(scope, x.Graph(), "weight", out, in)
 	b := s.Variable(scope, x.Graph(), "bias", out)
-	if ComputeDType(scope, x.Graph(), x.DType()) == x.DType() {
-		return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput, act...)
-	}
-	y := linear(scope, x, w, b)
-	if len(act) > 0 {
-		y = activation.Apply(act[0], y)
-	}
-	return y
+	return ComputeDense(scope, x, w, b, act...)
 }
 
 func shapeOf(s Spec, dims ...int) shapes.Shape { return shapes.Make(s.DType, dims...) }

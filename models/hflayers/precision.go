@@ -4,6 +4,7 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/nn"
 )
@@ -55,6 +56,22 @@ func linear(scope *model.Scope, x, w, b *Node) *Node {
 	y := ConvertDType(nn.Dense(ConvertDType(x, ct), ConvertDType(w, ct), nil, compute.DenseLayoutOutputsInput), dt)
 	if b != nil {
 		y = Add(y, ExpandLeftToRank(b, y.Rank()))
+	}
+	return y
+}
+
+// ComputeDense is an HF Linear's x·wᵀ (+ b; w [out, in], b [out] or nil) followed by the
+// optional activation, with the product in the compute dtype of scope (ComputeDType) and the
+// bias and activation in x's dtype. Without mixed precision it is nn.Dense (fused where the
+// backend has it). Encoders with their own Linear code (deberta, modernbert, qwen3, gemma3)
+// use it.
+func ComputeDense(scope *model.Scope, x, w, b *Node, act ...activation.Type) *Node {
+	if ComputeDType(scope, x.Graph(), x.DType()) == x.DType() {
+		return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput, act...)
+	}
+	y := linear(scope, x, w, b)
+	if len(act) > 0 {
+		y = activation.Apply(act[0], y)
 	}
 	return y
 }

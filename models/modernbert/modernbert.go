@@ -3,10 +3,10 @@ package modernbert
 import (
 	"math"
 
-	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/layers/attention"
 	"github.com/gomlx/gomlx/ml/model"
@@ -28,7 +28,7 @@ func linear(scope *model.Scope, cfg *Config, x *Node, out int, bias bool) *Node 
 	if bias {
 		b = sp.Variable(scope, x.Graph(), "bias", out)
 	}
-	return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput)
+	return hflayers.ComputeDense(scope, x, w, b)
 }
 
 // layerNorm is an HF LayerNorm under scope over the last axis, without bias unless norm_bias.
@@ -182,13 +182,25 @@ func layer(scope *model.Scope, cfg *Config, l int, x, addMask, cos, sin *Node) *
 	}
 	q, k, v := applyRope(part(0), cos, sin), applyRope(part(1), cos, sin), part(2)
 	// The go backend's fused attention is slower than its matmuls at these sizes (see
-	// models/bert), so there attention runs decomposed.
-	opts := attention.CoreOptions{Scale: 1 / math.Sqrt(float64(dh)), AttentionMask: addMask, Scope: scope,
-		DisableFusion: g.Backend() != nil && g.Backend().String() == "go"}
-	if cfg.AttentionDropout > 0 && scope.IsTraining(g) {
-		opts.DropoutRate = Scalar(g, x.DType(), cfg.AttentionDropout)
+	// models/bert), so there attention runs decomposed. With mixed precision
+	// (hflayers.ComputeParam) the two products run in the compute dtype and the mask and
+	// softmax in x's: the decomposed graph.
+	var ctx *Node
+	if hflayers.ComputeDType(scope, g, x.DType()) != x.DType() {
+		scores := MulScalar(hflayers.ComputeEinsum(scope, "bqhd,bkhd->bhqk", q, k), 1/math.Sqrt(float64(dh)))
+		probs := Softmax(Add(scores, Reshape(addMask, batch, 1, seq, seq)), -1)
+		if cfg.AttentionDropout > 0 && scope.IsTraining(g) {
+			probs = layers.Dropout(scope, probs, Scalar(g, probs.DType(), cfg.AttentionDropout))
+		}
+		ctx = hflayers.ComputeEinsum(scope, "bhqk,bkhd->bqhd", probs, v)
+	} else {
+		opts := attention.CoreOptions{Scale: 1 / math.Sqrt(float64(dh)), AttentionMask: addMask, Scope: scope,
+			DisableFusion: g.Backend() != nil && g.Backend().String() == "go"}
+		if cfg.AttentionDropout > 0 && scope.IsTraining(g) {
+			opts.DropoutRate = Scalar(g, x.DType(), cfg.AttentionDropout)
+		}
+		ctx, _ = attention.Core(q, k, v, attention.LayoutBSHD, opts)
 	}
-	ctx, _ := attention.Core(q, k, v, attention.LayoutBSHD, opts)
 	a := linear(attn.In("Wo"), cfg, Reshape(ctx, batch, seq, hidden), hidden, cfg.AttentionBias)
 	x = Add(x, hflayers.Dropout(scope, a, cfg.AttentionDropout))
 

@@ -3,18 +3,17 @@ package qwen3
 import (
 	"math"
 
-	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/model/initializer"
-	"github.com/gomlx/gomlx/ml/nn"
 	"github.com/toolret/toolret/models/hflayers"
 )
 
 // Linear is an HF Linear under scope (weight [out, in], bias [out] when bias is true) of sp's
-// dtype and initialisation.
+// dtype and initialisation; its product runs in scope's compute dtype
+// (hflayers.ComputeParam: bf16 mixed precision), the bias in x's.
 func Linear(sp hflayers.Spec, scope *model.Scope, x *Node, out int, bias bool) *Node {
 	in := x.Shape().Dimensions[x.Rank()-1]
 	w := sp.Variable(scope, x.Graph(), "weight", out, in)
@@ -22,7 +21,7 @@ func Linear(sp hflayers.Spec, scope *model.Scope, x *Node, out int, bias bool) *
 	if bias {
 		b = sp.Variable(scope, x.Graph(), "bias", out)
 	}
-	return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput)
+	return hflayers.ComputeDense(scope, x, w, b)
 }
 
 // RMSNorm normalises x over its last axis by its root mean square (eps added to the mean
@@ -96,15 +95,16 @@ func RoPE(x, cos, sin *Node) *Node {
 // kvHeads, dim] (heads a multiple of kvHeads; query head h uses key-value head h / (heads /
 // kvHeads), as transformers' repeat_kv), scores scaled by scale plus addMask (broadcastable
 // to [batch, 1, 1, seq, seq]: query, key), softmax over the keys. It returns [batch, seq,
-// heads * dim].
-func Attention(q, k, v, addMask *Node, scale float64) *Node {
+// heads * dim]. The two products run in scope's compute dtype (hflayers.ComputeParam), the
+// mask and softmax in q's.
+func Attention(scope *model.Scope, q, k, v, addMask *Node, scale float64) *Node {
 	dims := q.Shape().Dimensions
 	batch, seq, heads, dim := dims[0], dims[1], dims[2], dims[3]
 	kv := k.Shape().Dimensions[2]
 	q = Reshape(q, batch, seq, kv, heads/kv, dim)
-	s := MulScalar(Einsum("bqngd,bknd->bngqk", q, k), scale) // [batch, kv, group, seq, seq]
+	s := MulScalar(hflayers.ComputeEinsum(scope, "bqngd,bknd->bngqk", q, k), scale) // [batch, kv, group, seq, seq]
 	p := Softmax(Add(s, addMask), -1)
-	ctx := Einsum("bngqk,bknd->bqngd", p, v)
+	ctx := hflayers.ComputeEinsum(scope, "bngqk,bknd->bqngd", p, v)
 	return Reshape(ctx, batch, seq, heads*dim)
 }
 

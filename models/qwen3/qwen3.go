@@ -68,7 +68,7 @@ func layer(scope *model.Scope, cfg *Config, x, addMask, cos, sin *Node) *Node {
 	v := Reshape(Linear(sp, attn.In("v_proj"), h, kv*dh, cfg.AttentionBias), batch, seq, kv, dh)
 	q = RoPE(RMSNormVar(sp, attn.In("q_norm"), q, cfg.RMSNormEps, false), cos, sin)
 	k = RoPE(RMSNormVar(sp, attn.In("k_norm"), k, cfg.RMSNormEps, false), cos, sin)
-	a := Attention(q, k, v, addMask, 1/math.Sqrt(float64(dh)))
+	a := Attention(attn, q, k, v, addMask, 1/math.Sqrt(float64(dh)))
 	x = Add(x, Linear(sp, attn.In("o_proj"), a, hidden, cfg.AttentionBias))
 
 	h = RMSNormVar(sp, scope.In("post_attention_layernorm"), x, cfg.RMSNormEps, false)

@@ -28,6 +28,8 @@ encode -backend xla:cpu -model HF_DIR -in texts.txt -out out.jsonl
 bench train -backends go,onnx,xla:cpu -steps 5 -python ""
 train biencoder -backend xla:cpu -precision bf16 -init sentence-transformers/all-MiniLM-L6-v2 -run runs/bf16
 encode -backend xla:cpu -precision auto -model sentence-transformers/all-MiniLM-L6-v2 -in texts.txt
+export -backend xla:cpu -precision bf16 -model sentence-transformers/all-MiniLM-L6-v2 -format index -out runs/bf16-index
+serve -backend xla:cpu -index runs/bf16-index
 eval -data DIR -compare bm25,run:runs/be
 eval -suite zeroshot -model sentence-transformers/all-MiniLM-L6-v2
 eval -suite zeroshot -model sentence-transformers/all-MiniLM-L6-v2 -backend onnx -clauses
@@ -76,6 +78,8 @@ export -model sentence-transformers/all-MiniLM-L6-v2 -format hf -quantize int8 -
 export -model sentence-transformers/all-MiniLM-L6-v2 -keep-layers 0,2,4 -out DIR
 serve -index IDX -backend onnx
 serve -library LIB.jsonl -model M -backend onnx -quantize int8
+export -model M -format index -data DIR -backend xla:cpu -precision bf16 -out IDX
+serve -index IDX -backend xla:cpu
 export -run runs/lora-r16 -out DIR
 export -run runs/lora-r16 -lora-export adapter -out DIR
 LINES
