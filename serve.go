@@ -68,8 +68,8 @@ type ServeConfig struct {
 	IndexBackend string `help:"with -library -model: the backend that builds the zero-shot index (auto: onnx when this binary has it and libonnxruntime.so.1 is installed, else -backend; empty: -backend)"`
 	// Quantize runs the index's encoders with int8 weights (export.QuantInt8, on Backend
 	// onnx) or fp32 (export.QuantNone); "": the index's own (toolindex.WithQuantization). With
-	// Library and Pretrained, the zero-shot index is built with it
-	// (gateway.BuildIndexQuantized).
+	// Library and Pretrained, the zero-shot index is built with it, and with Precision
+	// (gateway.BuildIndexAt).
 	Quantize export.Quantization `help:"the encoder's weights (default: the index's own, int8 for an index exported with -quantize int8): int8 (int8 weights per output channel, activations quantized per batch; needs -backend onnx), int8-tensor (one scale per matrix) or none (fp32)"`
 	// Precision embeds queries (and tools added while serving) at backend.FP32, backend.BF16
 	// (the encoders' matrix multiplications in bfloat16; go and xla backends, not with int8
@@ -225,7 +225,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 			if err != nil {
 				return err
 			}
-			dir, built, err := gateway.BuildIndexQuantized(ctx, lib, cfg.Library, cfg.Pretrained, cfg.State, bbe, cfg.Quantize)
+			dir, built, err := gateway.BuildIndexAt(ctx, lib, cfg.Library, cfg.Pretrained, cfg.State, bbe, cfg.Quantize, cfg.Precision)
 			if err != nil {
 				return err
 			}
@@ -407,6 +407,15 @@ func startGateway(ctx context.Context, cfg ServeConfig, lib *library.Library, st
 	return gw, nil
 }
 
+// wantsBF16 reports whether precision resolves to bf16 on be (ONNX Runtime does not run bf16).
+func wantsBF16(precision string, be compute.Backend) bool {
+	if precision == "" {
+		return false
+	}
+	p, _, _, err := backend.ResolvePrecision("-precision", precision, backend.NameOf(be))
+	return err == nil && p == backend.BF16
+}
+
 // indexBackend returns the backend that builds the zero-shot index (ServeConfig.IndexBackend):
 // "" is be, the serving backend; "auto" is ONNX Runtime when present (an onnx backend that
 // fails to open is logged and be is used), else be.
@@ -422,7 +431,7 @@ func indexBackend(cfg ServeConfig, be compute.Backend, log *slog.Logger) (comput
 		}
 		return b, nil
 	}
-	if backend.Auto() != "onnx" || backend.RunsONNX(be) || cfg.Quantize.Int8() {
+	if backend.Auto() != "onnx" || backend.RunsONNX(be) || cfg.Quantize.Int8() || wantsBF16(cfg.Precision, be) {
 		return be, nil
 	}
 	b, err := backend.Open("onnx")

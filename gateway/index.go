@@ -12,6 +12,7 @@ import (
 
 	"github.com/gomlx/compute"
 
+	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/library"
@@ -54,12 +55,32 @@ func BuildIndex(ctx context.Context, l *library.Library, name, ref, state string
 // (IndexDir of ref plus "|" and q) and records q, so that it embeds queries and new tools in
 // int8 too.
 func BuildIndexQuantized(ctx context.Context, l *library.Library, name, ref, state string, be compute.Backend, q export.Quantization) (dir string, built bool, err error) {
+	return BuildIndexAt(ctx, l, name, ref, state, be, q, "")
+}
+
+// BuildIndexAt is BuildIndexQuantized with the tools embedded at precision (export.Options.
+// Precision: "" or backend.FP32, backend.BF16, backend.AutoPrecision): a bf16 index has its
+// own directory (IndexDir of ref plus "|bf16") and records it, so that it embeds queries and
+// new tools in bf16 too.
+func BuildIndexAt(ctx context.Context, l *library.Library, name, ref, state string, be compute.Backend, q export.Quantization, precision string) (dir string, built bool, err error) {
 	if err := export.CheckQuantization(be, q); err != nil {
 		return "", false, err
 	}
-	if q.Int8() {
+	if precision != "" {
+		p, _, _, err := backend.ResolvePrecision("-precision", precision, backend.NameOf(be))
+		if err != nil {
+			return "", false, err
+		}
+		if precision = p; p != backend.BF16 {
+			precision = ""
+		}
+	}
+	switch {
+	case q.Int8():
 		dir = IndexDir(state, ref+"|"+string(q))
-	} else {
+	case precision != "":
+		dir = IndexDir(state, ref+"|"+precision)
+	default:
 		dir = IndexDir(state, ref)
 	}
 	if _, err := os.Stat(filepath.Join(dir, export.ManifestFile)); err == nil {
@@ -81,7 +102,7 @@ func BuildIndexQuantized(ctx context.Context, l *library.Library, name, ref, sta
 			return "", false, fmt.Errorf("-model %s: %w", ref, err)
 		}
 	}
-	if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: dir, Data: d, DataSource: name, Force: true}); err != nil {
+	if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: dir, Data: d, DataSource: name, Force: true, Precision: precision}); err != nil {
 		return "", false, fmt.Errorf("indexing %s with %s: %w", name, ref, err)
 	}
 	return dir, true, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolret/toolret/backend"
+	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/gateway"
 	"github.com/toolret/toolret/library"
 	"github.com/toolret/toolret/serve"
@@ -197,4 +199,38 @@ func TestIndexText(t *testing.T) {
 		t.Fatalf("sync: +%d ~%d -%d %v", a, c, d, err)
 	}
 	check("synced", l, st.R.Library())
+}
+
+// TestIndexPrecision: a bf16 zero-shot index has its own directory beside the fp32 one and
+// records its precision, so that queries are embedded alike; an unknown precision is refused.
+func TestIndexPrecision(t *testing.T) {
+	l := &library.Library{}
+	for _, n := range []string{"a", "b"} {
+		l.Tools = append(l.Tools, library.Tool{Name: n, Namespace: "fn", Description: "does " + n,
+			InputSchema: json.RawMessage(`{"type": "object"}`), Source: library.Source{Kind: library.KindFunctions}})
+	}
+	be, _ := backend.Open("go")
+	libPath := filepath.Join(t.TempDir(), "lib.jsonl")
+	state := gateway.StateDir(libPath)
+	fp, _, err := gateway.BuildIndexAt(context.Background(), l, libPath, stubModel(t), state, be, export.QuantDefault, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf, built, err := gateway.BuildIndexAt(context.Background(), l, libPath, stubModel(t), state, be, export.QuantDefault, "bf16")
+	if err != nil || !built || bf == fp {
+		t.Fatalf("bf16 index %s (fp32 %s), built %v: %v", bf, fp, built, err)
+	}
+	for dir, want := range map[string]string{fp: "", bf: "bf16"} {
+		var m export.Manifest
+		b, err := os.ReadFile(filepath.Join(dir, export.ManifestFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &m); err != nil || m.Precision != want {
+			t.Errorf("%s: manifest precision %q, want %q (%v)", dir, m.Precision, want, err)
+		}
+	}
+	if _, _, err := gateway.BuildIndexAt(context.Background(), l, libPath, stubModel(t), state, be, export.QuantDefault, "fp16"); err == nil || !strings.Contains(err.Error(), "fp16") {
+		t.Errorf("precision fp16: %v", err)
+	}
 }
