@@ -1,10 +1,7 @@
 package toolret_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,7 +10,6 @@ import (
 	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/checkpoints"
-	evalcmd "github.com/toolret/toolret/commands/eval"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/evaluate"
 	"github.com/toolret/toolret/export"
@@ -22,10 +18,10 @@ import (
 	"github.com/toolret/toolret/rundir"
 )
 
-// writeCrossEncoderRun writes an untrained cross-encoder run over the embedded dataset's
-// tools, as train crossencoder -first-stage FIRST leaves one: its run.json records FIRST's
-// split.
-func writeCrossEncoderRun(t *testing.T, dir, first string, o exporttest.Options) {
+// writeCrossEncoderRun writes an untrained cross-encoder run (smallRun) over the embedded
+// dataset's tools, as train crossencoder -first-stage FIRST leaves one: its run.json records
+// FIRST's split.
+func writeCrossEncoderRun(t *testing.T, dir, first string) {
 	t.Helper()
 	be, err := backend.Open("go")
 	if err != nil {
@@ -39,7 +35,7 @@ func writeCrossEncoderRun(t *testing.T, dir, first string, o exporttest.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bc, err := exporttest.Config(o, tok.VocabSize())
+	bc, err := exporttest.Config(smallRun, tok.VocabSize())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,28 +69,6 @@ func writeCrossEncoderRun(t *testing.T, dir, first string, o exporttest.Options)
 	}
 }
 
-// commandJSON runs `toolret eval args... -json` and returns what it prints.
-func commandJSON(t *testing.T, args ...string) []byte {
-	t.Helper()
-	f, err := os.Create(filepath.Join(t.TempDir(), "stdout"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	stdout := os.Stdout
-	os.Stdout = f
-	code := evalcmd.Main(append(args, "-json"))
-	os.Stdout = stdout
-	if code != 0 {
-		t.Fatalf("eval %s: exit code %d", strings.Join(args, " "), code)
-	}
-	out, err := os.ReadFile(f.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // TestEvaluateRerank: a Rerank-m evaluation through EvalConfig.Rerank gives the metrics eval
 // -method rerank-m prints for the same runs and flags (its -json, byte for byte), with a fixed
 // and a dev-tuned weight; the reranking changes the first stage's figures; and a Rerank with
@@ -103,17 +77,7 @@ func TestEvaluateRerank(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs models")
 	}
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := t.TempDir()
-	o := exporttest.Options{Hidden: 16, Layers: 1, Heads: 2}
-	first, ce := filepath.Join(tmp, "be"), filepath.Join(tmp, "ce")
-	if err := exporttest.WriteRecordedRun(first, o, be, 5); err != nil {
-		t.Fatal(err)
-	}
-	writeCrossEncoderRun(t, ce, first, o)
+	_, first, ce := rerankRuns(t)
 	ctx := context.Background()
 	half := 0.5
 	for _, c := range []struct {
@@ -178,13 +142,7 @@ func sameAsCommand(t *testing.T, cfg toolret.EvalConfig, args ...string) {
 		t.Fatalf("no query evaluated")
 	}
 	rep.Subsets, rep.ToolRecall = nil, nil // eval prints them with -subsets
-	var lib bytes.Buffer
-	if err := json.NewEncoder(&lib).Encode(rep); err != nil {
-		t.Fatal(err)
-	}
-	if cmd := commandJSON(t, args...); !bytes.Equal(lib.Bytes(), cmd) {
-		t.Errorf("toolret.Evaluate:\n%s\neval %s:\n%s", lib.Bytes(), strings.Join(args, " "), cmd)
-	}
+	sameJSON(t, "toolret.Evaluate", rep, nil, args...)
 }
 
 // TestEvaluatePrompts: Prompts reach a Model as eval -query-prompt and -tool-prompt give
@@ -221,14 +179,7 @@ func TestEvaluateFuseDev(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs models")
 	}
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := filepath.Join(t.TempDir(), "be")
-	if err := exporttest.WriteRecordedRun(run, exporttest.Options{Hidden: 16, Layers: 1, Heads: 2}, be, 5); err != nil {
-		t.Fatal(err)
-	}
+	_, run := recordedRun(t)
 	fuse := []string{"bm25", "run:" + run}
 	cfg := toolret.EvalConfig{Backend: "go", Fuse: fuse, Fusion: "zscore", FusionDev: true, FusionSteps: 4, Cutoffs: []int{1, 5}}
 	sameAsCommand(t, cfg, "-method", "fusion", "-runs", strings.Join(fuse, ","), "-fusion", "zscore", "-weight", "dev", "-fusion-steps", "4", "-cutoffs", "1,5", "-backend", "go")

@@ -1,7 +1,6 @@
 package toolret_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -18,16 +17,6 @@ import (
 	"github.com/toolret/toolret/models/classifier"
 	"github.com/toolret/toolret/rundir"
 )
-
-// encodeJSON is what json.NewEncoder writes for v, as eval -json prints it.
-func encodeJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	if err := json.NewEncoder(&b).Encode(v); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
 
 // untimed decodes eval -feedback's or -rewriter's -json output (or the library's report
 // encoded alike) and encodes it again without the per-query times of its rounds
@@ -70,7 +59,7 @@ func TestEvaluateRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := exporttest.WriteRun(beRun, exporttest.Options{Hidden: 16, Layers: 1, Heads: 2}, bk, 3); err != nil {
+	if err := exporttest.WriteRun(beRun, smallRun, bk, 3); err != nil {
 		t.Fatal(err)
 	}
 	if err := exporttest.WriteClassifierRun(mlc, exporttest.ClassifierOptions{}, bk, 1); err != nil {
@@ -117,11 +106,8 @@ func TestEvaluateRounds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lib := encodeJSON(t, map[string]any{"method": r.Method, "iterative": r.Head, "dataset": r.Data.Name, "split": r.Split.Name, "rounds": r.Rounds})
-			cmd := commandJSON(t, append(base, c.args...)...)
-			if a, b := untimed(t, lib), untimed(t, cmd); !bytes.Equal(a, b) {
-				t.Errorf("toolret.EvaluateRounds:\n%s\neval:\n%s", a, b)
-			}
+			sameJSON(t, "toolret.EvaluateRounds", map[string]any{"method": r.Method, "iterative": r.Head, "dataset": r.Data.Name, "split": r.Split.Name, "rounds": r.Rounds},
+				untimed, append(base, c.args...)...)
 			if len(r.Rounds) != c.rounds || len(r.Rankings) != c.rounds {
 				t.Fatalf("%d rounds, %d rankings: want %d", len(r.Rounds), len(r.Rankings), c.rounds)
 			}
@@ -164,14 +150,7 @@ func TestCompare(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs models")
 	}
-	bk, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := filepath.Join(t.TempDir(), "be")
-	if err := exporttest.WriteRecordedRun(run, exporttest.Options{Hidden: 16, Layers: 1, Heads: 2}, bk, 5); err != nil {
-		t.Fatal(err)
-	}
+	_, run := recordedRun(t)
 	ctx := context.Background()
 	for _, split := range []string{"test", "dev"} {
 		t.Run(split, func(t *testing.T) {
@@ -181,12 +160,9 @@ func TestCompare(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lib := encodeJSON(t, map[string]any{"dataset": rep.Dataset, "split": rep.Split, "queries": rep.Queries,
-				"a": cfg.A, "b": cfg.B, "samples": cfg.Samples, "seed": cfg.Seed, "metrics": rep.Metrics})
-			cmd := commandJSON(t, "-compare", cfg.A+","+cfg.B, "-compare-samples", "500", "-seed", "3", "-cutoffs", "1,5", "-split", split, "-backend", "go")
-			if !bytes.Equal(lib, cmd) {
-				t.Errorf("toolret.Compare:\n%s\neval -compare:\n%s", lib, cmd)
-			}
+			sameJSON(t, "toolret.Compare", map[string]any{"dataset": rep.Dataset, "split": rep.Split, "queries": rep.Queries,
+				"a": cfg.A, "b": cfg.B, "samples": cfg.Samples, "seed": cfg.Seed, "metrics": rep.Metrics},
+				nil, "-compare", cfg.A+","+cfg.B, "-compare-samples", "500", "-seed", "3", "-cutoffs", "1,5", "-split", split, "-backend", "go")
 			if len(rep.Metrics) != 6 || rep.Queries == 0 {
 				t.Errorf("%d metrics over %d queries: want 6 over the split's judged queries", len(rep.Metrics), rep.Queries)
 			}
@@ -225,17 +201,8 @@ func TestEvaluateAblations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs models")
 	}
-	bk, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := t.TempDir()
-	o := exporttest.Options{Hidden: 16, Layers: 1, Heads: 2}
-	first, ce, qt := filepath.Join(tmp, "be"), filepath.Join(tmp, "ce"), filepath.Join(tmp, "qt")
-	if err := exporttest.WriteRecordedRun(first, o, bk, 5); err != nil {
-		t.Fatal(err)
-	}
-	writeCrossEncoderRun(t, ce, first, o)
+	bk, first, ce := rerankRuns(t)
+	qt := filepath.Join(t.TempDir(), "qt")
 	if err := exporttest.WriteClassifierRun(qt, exporttest.ClassifierOptions{Kind: classifier.KindQueryType}, bk, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -252,10 +219,7 @@ func TestEvaluateAblations(t *testing.T) {
 	for i, r := range rep.Rows {
 		rows[i] = map[string]any{"name": r.Name, "params": r.Params, "metrics": r.Metrics}
 	}
-	cmd := commandJSON(t, "-method", "rerank", "-ablations", "-first-stage", first, "-reranker", ce, "-classifier", qt, "-grid-m", "2:4,3:8", "-cutoffs", "1,5", "-backend", "go")
-	if lib := encodeJSON(t, rows); !bytes.Equal(lib, cmd) {
-		t.Errorf("toolret.EvaluateAblations:\n%s\neval -ablations:\n%s", lib, cmd)
-	}
+	sameJSON(t, "toolret.EvaluateAblations", rows, nil, "-method", "rerank", "-ablations", "-first-stage", first, "-reranker", ce, "-classifier", qt, "-grid-m", "2:4,3:8", "-cutoffs", "1,5", "-backend", "go")
 	for _, c := range []struct {
 		cfg  toolret.EvalConfig
 		want string
