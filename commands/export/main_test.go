@@ -8,20 +8,40 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
 )
 
-func TestExportCommand(t *testing.T) {
+// testRun opens the go backend and writes an untrained bi-encoder run (exporttest.WriteRun,
+// default options, seed 9) at dir/run; it returns the backend and the run.
+func testRun(t *testing.T, dir string) (compute.Backend, string) {
+	t.Helper()
 	be, err := backend.Open("go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := filepath.Join(t.TempDir(), "run")
+	run := filepath.Join(dir, "run")
 	if err := exporttest.WriteRun(run, exporttest.Options{}, be, 9); err != nil {
 		t.Fatal(err)
 	}
+	return be, run
+}
+
+// testModel writes testRun's run at dir/run and its hf export at dir/model, and returns both.
+func testModel(t *testing.T, dir string) (run, model string) {
+	t.Helper()
+	_, run = testRun(t, dir)
+	model = filepath.Join(dir, "model")
+	if _, err := runExport(run, "hf", model, false, "", "go"); err != nil {
+		t.Fatal(err)
+	}
+	return run, model
+}
+
+func TestExportCommand(t *testing.T) {
+	_, run := testRun(t, t.TempDir())
 	tmp := t.TempDir()
 	for _, tc := range []struct {
 		format, data string
@@ -79,14 +99,7 @@ func TestExportCommand(t *testing.T) {
 // less the umask, like every directory of the export), and an -out under a file is one
 // error naming that file, without a doubled "export: ".
 func TestExportOutParents(t *testing.T) {
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := filepath.Join(t.TempDir(), "run")
-	if err := exporttest.WriteRun(run, exporttest.Options{}, be, 9); err != nil {
-		t.Fatal(err)
-	}
+	_, run := testRun(t, t.TempDir())
 	tmp := t.TempDir()
 	ref := filepath.Join(tmp, "ref") // the mode a plain 0755 mkdir gets under this umask
 	if err := os.Mkdir(ref, 0o755); err != nil {
@@ -181,19 +194,8 @@ func TestRecipeFlags(t *testing.T) {
 // TestExportClauses: -clauses adds per-clause retrieval to the recipe of -hybrid, else to the
 // model's own recipe (whose fusion it keeps), and refuses -no-recipe.
 func TestExportClauses(t *testing.T) {
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	tmp := t.TempDir()
-	run := filepath.Join(tmp, "run")
-	if err := exporttest.WriteRun(run, exporttest.Options{}, be, 9); err != nil {
-		t.Fatal(err)
-	}
-	model := filepath.Join(tmp, "model")
-	if _, err := runExport(run, "hf", model, false, "", "go"); err != nil {
-		t.Fatal(err)
-	}
+	_, model := testModel(t, tmp)
 	own := &export.HybridRecipe{Fusion: "zscore", Weight: 0.7}
 	if err := export.WriteRecipe(model, &export.Recipe{Version: 1, Hybrid: own, SelectedOn: "dev"}); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
-	"github.com/toolret/toolret/export/exporttest"
 )
 
 // TestExportPrecision: -format index -precision bf16 of a trained run (embedded by the run's
@@ -15,19 +14,8 @@ import (
 // index's (cosine > 0.999) but not identical; -precision is refused with -update and with
 // -format hf.
 func TestExportPrecision(t *testing.T) {
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	tmp := t.TempDir()
-	run := filepath.Join(tmp, "run")
-	if err := exporttest.WriteRun(run, exporttest.Options{}, be, 9); err != nil {
-		t.Fatal(err)
-	}
-	model := filepath.Join(tmp, "model")
-	if _, err := runExport(run, "hf", model, false, "", "go"); err != nil {
-		t.Fatal(err)
-	}
+	run, model := testModel(t, tmp)
 	for _, src := range []struct{ name, flag, path string }{{"run", "-run", run}, {"hf", "-model", model}} {
 		vecs := map[string][]float32{}
 		for _, p := range []string{backend.FP32, backend.BF16} {

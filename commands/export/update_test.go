@@ -7,25 +7,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
-	"github.com/toolret/toolret/export/exporttest"
 	"github.com/toolret/toolret/toolindex"
 )
 
 // TestUpdate exports an index of a dataset, edits the dataset (a tool changed, one removed,
 // one added) and brings the index up to date with -update.
 func TestUpdate(t *testing.T) {
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	tmp := t.TempDir()
-	run := filepath.Join(tmp, "run")
-	if err := exporttest.WriteRun(run, exporttest.Options{}, be, 9); err != nil {
-		t.Fatal(err)
-	}
+	_, run := testRun(t, tmp)
 	// A copy of the default dataset's corpus, edited after the export.
 	src := "../../data/default"
 	ddir := filepath.Join(tmp, "data")

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
@@ -26,15 +25,8 @@ import (
 // added later are scored by their text vectors, and an index whose tools changed since the
 // export refuses them.
 func TestIndexUsageVectors(t *testing.T) {
-	be, err := backend.Open("go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	tmp := t.TempDir()
-	run := filepath.Join(tmp, "run")
-	if err := exporttest.WriteRun(run, exporttest.Options{}, be, 9); err != nil {
-		t.Fatal(err)
-	}
+	be, run := testRun(t, tmp)
 	d, err := data.Default()
 	if err != nil {
 		t.Fatal(err)
