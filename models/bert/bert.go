@@ -1,13 +1,9 @@
 package bert
 
 import (
-	"math"
-
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/layers/activation"
-	"github.com/gomlx/gomlx/ml/layers/attention"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/support/exceptions"
 	"github.com/toolret/toolret/models/hflayers"
@@ -99,7 +95,6 @@ func Layers(scope *model.Scope, cfg *Config, x, mask *Node) *Node {
 }
 
 func layer(scope *model.Scope, cfg *Config, x, addMask *Node) *Node {
-	g := x.Graph()
 	dims := x.Shape().Dimensions
 	batch, seq, hidden := dims[0], dims[1], dims[2]
 	heads := cfg.NumAttentionHeads
@@ -110,30 +105,7 @@ func layer(scope *model.Scope, cfg *Config, x, addMask *Node) *Node {
 	q := Reshape(dense(self.In("query"), cfg, x, hidden), batch, seq, heads, dh)
 	k := Reshape(dense(self.In("key"), cfg, x, hidden), batch, seq, heads, dh)
 	v := Reshape(dense(self.In("value"), cfg, x, hidden), batch, seq, heads, dh)
-	// softmax(q k^T / sqrt(dh) + mask) v: the backend's fused attention when it has one
-	// (inference), otherwise (or with attention dropout) the decomposed graph. The go
-	// backend's fused attention kernel is slower than its matmuls at these sizes (bench
-	// encode, 6 layers, hidden 384, 300 ToolLens queries: 58 texts/s fused, 210 decomposed),
-	// so there attention always runs decomposed; onnx's fused one is faster (219 vs 199).
-	// With mixed precision (hflayers.ComputeParam) the two products run in the compute dtype
-	// and the mask and softmax in x's: the decomposed graph.
-	var ctx *Node
-	if hflayers.ComputeDType(scope, g, x.DType()) != x.DType() {
-		scores := MulScalar(hflayers.ComputeEinsum(scope, "bqhd,bkhd->bhqk", q, k), 1/math.Sqrt(float64(dh)))
-		probs := Softmax(Add(scores, Reshape(addMask, batch, 1, seq, seq)), -1)
-		if cfg.AttentionProbsDropoutProb > 0 && scope.IsTraining(g) {
-			probs = layers.Dropout(scope, probs, Scalar(g, probs.DType(), cfg.AttentionProbsDropoutProb))
-		}
-		ctx = hflayers.ComputeEinsum(scope, "bhqk,bkhd->bqhd", probs, v)
-	} else {
-		opts := attention.CoreOptions{Scale: 1 / math.Sqrt(float64(dh)), AttentionMask: addMask, Scope: scope,
-			DisableFusion: g.Backend() != nil && g.Backend().String() == "go"} // String is the short name; Name is "Go Backend"
-		if cfg.AttentionProbsDropoutProb > 0 && scope.IsTraining(g) {
-			opts.DropoutRate = Scalar(g, x.DType(), cfg.AttentionProbsDropoutProb)
-		}
-		ctx, _ = attention.Core(q, k, v, attention.LayoutBSHD, opts)
-	}
-	ctx = Reshape(ctx, batch, seq, hidden)
+	ctx := Reshape(hflayers.Attention(scope, q, k, v, addMask, cfg.AttentionProbsDropoutProb), batch, seq, hidden)
 
 	out := attn.In("output")
 	a := dense(out.In("dense"), cfg, ctx, hidden)

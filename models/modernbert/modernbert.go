@@ -6,9 +6,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/layers/activation"
-	"github.com/gomlx/gomlx/ml/layers/attention"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/nn"
 	"github.com/gomlx/gomlx/support/exceptions"
@@ -165,7 +163,6 @@ func Layers(scope *model.Scope, cfg *Config, x, mask *Node) *Node {
 }
 
 func layer(scope *model.Scope, cfg *Config, l int, x, addMask, cos, sin *Node) *Node {
-	g := x.Graph()
 	dims := x.Shape().Dimensions
 	batch, seq, hidden := dims[0], dims[1], dims[2]
 	heads := cfg.NumAttentionHeads
@@ -181,26 +178,7 @@ func layer(scope *model.Scope, cfg *Config, l int, x, addMask, cos, sin *Node) *
 		return Squeeze(Slice(qkv, AxisRange(), AxisRange(), AxisRange(i, i+1), AxisRange(), AxisRange()), 2)
 	}
 	q, k, v := applyRope(part(0), cos, sin), applyRope(part(1), cos, sin), part(2)
-	// The go backend's fused attention is slower than its matmuls at these sizes (see
-	// models/bert), so there attention runs decomposed. With mixed precision
-	// (hflayers.ComputeParam) the two products run in the compute dtype and the mask and
-	// softmax in x's: the decomposed graph.
-	var ctx *Node
-	if hflayers.ComputeDType(scope, g, x.DType()) != x.DType() {
-		scores := MulScalar(hflayers.ComputeEinsum(scope, "bqhd,bkhd->bhqk", q, k), 1/math.Sqrt(float64(dh)))
-		probs := Softmax(Add(scores, Reshape(addMask, batch, 1, seq, seq)), -1)
-		if cfg.AttentionDropout > 0 && scope.IsTraining(g) {
-			probs = layers.Dropout(scope, probs, Scalar(g, probs.DType(), cfg.AttentionDropout))
-		}
-		ctx = hflayers.ComputeEinsum(scope, "bhqk,bkhd->bqhd", probs, v)
-	} else {
-		opts := attention.CoreOptions{Scale: 1 / math.Sqrt(float64(dh)), AttentionMask: addMask, Scope: scope,
-			DisableFusion: g.Backend() != nil && g.Backend().String() == "go"}
-		if cfg.AttentionDropout > 0 && scope.IsTraining(g) {
-			opts.DropoutRate = Scalar(g, x.DType(), cfg.AttentionDropout)
-		}
-		ctx, _ = attention.Core(q, k, v, attention.LayoutBSHD, opts)
-	}
+	ctx := hflayers.Attention(scope, q, k, v, addMask, cfg.AttentionDropout)
 	a := linear(attn.In("Wo"), cfg, Reshape(ctx, batch, seq, hidden), hidden, cfg.AttentionBias)
 	x = Add(x, hflayers.Dropout(scope, a, cfg.AttentionDropout))
 
