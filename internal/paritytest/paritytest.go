@@ -1,7 +1,8 @@
 // Package paritytest holds what the models' parity tests share: the fixture's expected.json
 // (written by scripts/parity from transformers and sentence-transformers), int32 rows as a
-// tensor, running texts unpadded, the distances max |toolret - reference|, and the
-// variables after a SaveHF round trip.
+// tensor, running texts unpadded, the distances max |toolret - reference|, the variables
+// after a SaveHF round trip, the backend a test runs on, and the measures a bf16 pass is
+// compared with an fp32 one by.
 package paritytest
 
 import (
@@ -11,8 +12,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
+	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/models/hfweights"
 )
 
@@ -28,6 +31,16 @@ func Expected[T any](tb testing.TB) *T {
 		tb.Fatal(err)
 	}
 	return &e
+}
+
+// Backend opens the backend name (backend.Open), skipping tb when this machine has none.
+func Backend(tb testing.TB, name string) compute.Backend {
+	tb.Helper()
+	be, err := backend.Open(name)
+	if err != nil {
+		tb.Skipf("backend %s: %v", name, err)
+	}
+	return be
 }
 
 // Flat is the rows x (all of one length) as an int32 tensor [len(x), len(x[0])].
@@ -81,6 +94,31 @@ func MaxDiff(got []float32, want []float64) float64 {
 		m = math.Max(m, math.Abs(float64(got[i])-want[i]))
 	}
 	return m
+}
+
+// Cosine is the cosine of the vectors a and b (sums in float64), NaN when either is zero.
+func Cosine(a, b []float32) float64 {
+	var dot, na, nb float64
+	for i := range min(len(a), len(b)) {
+		x, y := float64(a[i]), float64(b[i])
+		dot, na, nb = dot+x*y, na+x*x, nb+y*y
+	}
+	return dot / math.Sqrt(na*nb)
+}
+
+// Spread is max |a - b| (+Inf when the lengths differ), max |a| (the scale diff is measured
+// against) and whether a and b are equal at every position.
+func Spread(a, b []float32) (diff, scale float64, same bool) {
+	if len(a) != len(b) {
+		return math.Inf(1), 0, false
+	}
+	same = true
+	for i := range a {
+		x, y := float64(a[i]), float64(b[i])
+		diff, scale = max(diff, math.Abs(x-y)), max(scale, math.Abs(x))
+		same = same && x == y
+	}
+	return diff, scale, same
 }
 
 // MaskedDiff is max |got - want| over the positions [batch, seq, hidden] whose mask is 1,

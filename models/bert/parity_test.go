@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/internal/paritytest"
 )
 
@@ -63,18 +63,23 @@ func fixtureDir(t *testing.T) string {
 // 1.25e-6.
 const parityTol = 2e-6
 
-// checkParity loads the fixture checkpoint and compares every pooling with PyTorch, within tol.
-func checkParity(t *testing.T, backendName string, tol float64) map[Pooling][]float32 {
-	be, err := backend.Open(backendName)
-	if err != nil {
-		t.Skipf("backend %s: %v", backendName, err)
-	}
+// loadFixture opens the backend backendName (skipping t when there is none) and loads the
+// fixture checkpoint into a new store, with its expected outputs.
+func loadFixture(t *testing.T, backendName string) (compute.Backend, *expected, *model.Store, *Config) {
+	t.Helper()
+	be := paritytest.Backend(t, backendName)
 	e := paritytest.Expected[expected](t)
 	store := model.NewStore()
 	cfg, err := LoadHF(store.RootScope(), fixtureDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return be, e, store, cfg
+}
+
+// checkParity loads the fixture checkpoint and compares every pooling with PyTorch, within tol.
+func checkParity(t *testing.T, backendName string, tol float64) map[Pooling][]float32 {
+	be, e, store, cfg := loadFixture(t, backendName)
 	out := map[Pooling][]float32{}
 	for _, tc := range []struct {
 		p    Pooling

@@ -1,14 +1,12 @@
 package bert
 
 import (
-	"math"
 	"testing"
 
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/internal/paritytest"
 	"github.com/toolret/toolret/models/hflayers"
 )
@@ -18,16 +16,7 @@ import (
 // Float32: no mixed precision), and the dtype of every variable after the run.
 func encodeAt(t *testing.T, backendName string, compute dtypes.DType) (pooled [][]float32, hidden []float32, vars map[string]dtypes.DType) {
 	t.Helper()
-	be, err := backend.Open(backendName)
-	if err != nil {
-		t.Skipf("backend %s: %v", backendName, err)
-	}
-	e := paritytest.Expected[expected](t)
-	store := model.NewStore()
-	cfg, err := LoadHF(store.RootScope(), fixtureDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	be, e, store, cfg := loadFixture(t, backendName)
 	exec, err := model.NewExec(be, store, func(root *model.Scope, ids, types, mask *Node) []*Node {
 		if compute != dtypes.Float32 {
 			root.SetGraphParam(ids.Graph(), hflayers.ComputeParam, compute)
@@ -38,14 +27,7 @@ func encodeAt(t *testing.T, backendName string, compute dtypes.DType) (pooled []
 	if err != nil {
 		t.Fatal(err)
 	}
-	flat := func(x [][]int32) *tensors.Tensor {
-		var out []int32
-		for _, r := range x {
-			out = append(out, r...)
-		}
-		return tensors.FromFlatDataAndDimensions(out, len(x), len(x[0]))
-	}
-	res, err := exec.Call(flat(e.RawIDs), flat(e.RawTypes), flat(e.RawMask))
+	res, err := exec.Call(paritytest.Flat(e.RawIDs), paritytest.Flat(e.RawTypes), paritytest.Flat(e.RawMask))
 	if err != nil {
 		t.Fatalf("%s, compute %s: %v", backendName, compute, err)
 	}
@@ -80,23 +62,13 @@ func checkBF16(t *testing.T, backendName string) {
 		t.Fatalf("bf16 %d texts, %d values; fp32 %d, %d", len(p16), len(h16), len(p32), len(h32))
 	}
 	for i := range p32 {
-		var dot, n32, n16 float64
-		for j := range p32[i] {
-			a, b := float64(p32[i][j]), float64(p16[i][j])
-			dot, n32, n16 = dot+a*b, n32+a*a, n16+b*b
-		}
-		cos := dot / math.Sqrt(n32*n16)
+		cos := paritytest.Cosine(p32[i], p16[i])
 		t.Logf("%s: text %d: cosine(bf16, fp32) = %.6f", backendName, i, cos)
 		if !(cos > 0.999) {
 			t.Errorf("%s: text %d: cosine of the bf16 and fp32 embeddings %.6f, want > 0.999", backendName, i, cos)
 		}
 	}
-	scale, diff, same := 0.0, 0.0, true
-	for i := range h32 {
-		scale = max(scale, math.Abs(float64(h32[i])))
-		diff = max(diff, math.Abs(float64(h32[i]-h16[i])))
-		same = same && h32[i] == h16[i]
-	}
+	diff, scale, same := paritytest.Spread(h32, h16)
 	t.Logf("%s: hidden states: max |bf16 - fp32| = %.3e, %.2e of max |fp32| %.3f", backendName, diff, diff/scale, scale)
 	if diff/scale >= 2e-2 {
 		t.Errorf("%s: bf16 hidden states differ from fp32 by %.3e, %.2e of the largest value (want < 2e-2)", backendName, diff, diff/scale)

@@ -1,14 +1,12 @@
 package mpnet
 
 import (
-	"math"
 	"testing"
 
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/internal/paritytest"
 	"github.com/toolret/toolret/models/hflayers"
 	"github.com/toolret/toolret/models/pooling"
@@ -18,10 +16,7 @@ import (
 // products in compute (hflayers.ComputeParam).
 func meanAt(t *testing.T, name string, compute dtypes.DType) []float32 {
 	t.Helper()
-	be, err := backend.Open(name)
-	if err != nil {
-		t.Skipf("backend %s: %v", name, err)
-	}
+	be := paritytest.Backend(t, name)
 	e := paritytest.Expected[expected](t)
 	store := model.NewStore()
 	cfg, err := LoadHF(store.RootScope(), "testdata/tiny")
@@ -49,14 +44,9 @@ func checkBF16(t *testing.T, name string) {
 	h := len(p32) / len(paritytest.Expected[expected](t).IDs)
 	same := true
 	for i := 0; i+h <= len(p32); i += h {
-		var dot, n32, n16, diff, scale float64
-		for j := i; j < i+h; j++ {
-			a, b := float64(p32[j]), float64(p16[j])
-			dot, n32, n16 = dot+a*b, n32+a*a, n16+b*b
-			diff, scale = max(diff, math.Abs(a-b)), max(scale, math.Abs(a))
-			same = same && a == b
-		}
-		cos := dot / math.Sqrt(n32*n16)
+		cos := paritytest.Cosine(p32[i:i+h], p16[i:i+h])
+		diff, scale, eq := paritytest.Spread(p32[i:i+h], p16[i:i+h])
+		same = same && eq
 		t.Logf("%s: text %d: cosine %.6f, max diff %.2e of %.3f", name, i/h, cos, diff, scale)
 		if !(cos > 0.999) || diff >= 2e-2*scale {
 			t.Errorf("%s: text %d: bf16 vs fp32 cosine %.6f (want > 0.999), max diff %.2e (want < 2e-2 × %.3f)", name, i/h, cos, diff, scale)
