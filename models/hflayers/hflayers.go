@@ -1,7 +1,8 @@
 // Package hflayers holds the building blocks the HuggingFace-layout encoders (models/bert,
 // models/deberta, models/mpnet) share, as GoMLX graph code and as ONNX graph code: variables
 // named and initialised as HF's _init_weights does, Linear layers with HF's [out, in] weight
-// layout, LayerNorm, dropout, and the activations config.json names.
+// layout, LayerNorm, dropout, self-attention (attention.go), and the activations config.json
+// names.
 package hflayers
 
 import (
