@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -156,6 +157,41 @@ func TestPaddingEmbeddingsEqual(t *testing.T) {
 	}
 }
 
+// stepExec builds a training step of task on be (training mode, AdamW at lr 1e-3, constant
+// over steps steps) from weights seeded seed; the step returns the loss and the gradient norm
+// (in the loss's dtype).
+func stepExec(t *testing.T, be compute.Backend, task *Task, seed int64, steps int) (*model.Exec, *model.Store) {
+	t.Helper()
+	store := model.NewStore()
+	store.SetParam(model.ParamInitialSeed, seed)
+	opt := train.DefaultOptimizer()
+	opt.LR, opt.Schedule, opt.TotalSteps = 1e-3, "constant", steps
+	exec, err := model.NewExec(be, store, func(s *model.Scope, in []*Node) []*Node {
+		s.SetTraining(in[0].Graph(), true)
+		l := task.Loss(s, in)
+		_, n := opt.Update(s, l)
+		return []*Node{l, ConvertDType(n, l.DType())}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exec, store
+}
+
+// firstBatch is task's batch 0 of epoch 0, as the arguments of an exec and as tensors.
+func firstBatch(t *testing.T, task *Task) ([]any, []*tensors.Tensor) {
+	t.Helper()
+	in, _, err := task.Batch(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := make([]any, len(in))
+	for k, x := range in {
+		args[k] = x
+	}
+	return args, in
+}
+
 // TestPaddingLossEqual: a training step (training mode, hard negatives) on the same batch
 // padded to buckets and to the max length has the same loss and gradient norm within 1e-5.
 func TestPaddingLossEqual(t *testing.T) {
@@ -165,26 +201,9 @@ func TestPaddingLossEqual(t *testing.T) {
 			var shapes [2]string
 			for i, p := range []Padding{8, PadFixed} {
 				task := padTask(t, arch, p, 1)
-				store := model.NewStore()
-				store.SetParam(model.ParamInitialSeed, int64(3))
-				opt := train.DefaultOptimizer()
-				opt.LR, opt.Schedule, opt.TotalSteps = 1e-3, "constant", 10
-				exec, err := model.NewExec(task.Backend, store, func(s *model.Scope, in []*Node) []*Node {
-					s.SetTraining(in[0].Graph(), true)
-					l := task.Loss(s, in)
-					_, n := opt.Update(s, l)
-					return []*Node{l, ConvertDType(n, l.DType())}
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				in, _, err := task.Batch(0, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				args := make([]any, len(in))
+				exec, _ := stepExec(t, task.Backend, task, 3, 10)
+				args, in := firstBatch(t, task)
 				for k, x := range in {
-					args[k] = x
 					if k != 4 { // ids and masks: the false-negative mask has no length
 						shapes[i] += x.Shape().String() + " "
 					}

@@ -5,44 +5,20 @@ import (
 	"testing"
 
 	"github.com/gomlx/compute/dtypes"
-	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/toolret/toolret/backend"
-	"github.com/toolret/toolret/train"
+	"github.com/toolret/toolret/internal/paritytest"
 )
 
 // precisionSteps runs n AdamW steps on batch 0 of task with the encoder's products in compute
 // on the backend name, from weights seeded 5, and returns the losses and the store.
 func precisionSteps(t *testing.T, name string, compute dtypes.DType, n int) ([]float64, *model.Store) {
 	t.Helper()
-	be, err := backend.Open(name)
-	if err != nil {
-		t.Skipf("backend %s: %v", name, err)
-	}
+	be := paritytest.Backend(t, name)
 	task := padTask(t, "bert", PadFixed, 1)
 	task.Cfg.Compute = compute
-	store := model.NewStore()
-	store.SetParam(model.ParamInitialSeed, int64(5))
-	opt := train.DefaultOptimizer()
-	opt.LR, opt.Schedule, opt.TotalSteps = 1e-3, "constant", n
-	exec, err := model.NewExec(be, store, func(s *model.Scope, in []*Node) *Node {
-		s.SetTraining(in[0].Graph(), true)
-		l := task.Loss(s, in)
-		opt.Update(s, l)
-		return l
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, _, err := task.Batch(0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := make([]any, len(in))
-	for k, x := range in {
-		args[k] = x
-	}
+	exec, store := stepExec(t, be, task, 5, n)
+	args, _ := firstBatch(t, task)
 	var losses []float64
 	for i := range n {
 		res, err := exec.Call(args...)
