@@ -157,13 +157,11 @@ func TestPaddingEmbeddingsEqual(t *testing.T) {
 	}
 }
 
-// stepExec builds a training step of task on be (training mode, AdamW at lr 1e-3, constant
-// over steps steps) from weights seeded seed; the step returns the loss and the gradient norm
-// (in the loss's dtype).
-func stepExec(t *testing.T, be compute.Backend, task *Task, seed int64, steps int) (*model.Exec, *model.Store) {
+// stepExec builds a training step of task on be over the variables of store (training mode,
+// AdamW at lr 1e-3, constant over steps steps); the step returns the loss and the gradient
+// norm (in the loss's dtype).
+func stepExec(t *testing.T, be compute.Backend, task *Task, store *model.Store, steps int) *model.Exec {
 	t.Helper()
-	store := model.NewStore()
-	store.SetParam(model.ParamInitialSeed, seed)
 	opt := train.DefaultOptimizer()
 	opt.LR, opt.Schedule, opt.TotalSteps = 1e-3, "constant", steps
 	exec, err := model.NewExec(be, store, func(s *model.Scope, in []*Node) []*Node {
@@ -175,21 +173,33 @@ func stepExec(t *testing.T, be compute.Backend, task *Task, seed int64, steps in
 	if err != nil {
 		t.Fatal(err)
 	}
-	return exec, store
+	return exec
 }
 
-// firstBatch is task's batch 0 of epoch 0, as the arguments of an exec and as tensors.
-func firstBatch(t *testing.T, task *Task) ([]any, []*tensors.Tensor) {
+// seededStore is a new store whose variables are initialised from seed.
+func seededStore(seed int64) *model.Store {
+	store := model.NewStore()
+	store.SetParam(model.ParamInitialSeed, seed)
+	return store
+}
+
+// firstBatch is task's batch 0 of epoch 0.
+func firstBatch(t *testing.T, task *Task) []*tensors.Tensor {
 	t.Helper()
 	in, _, err := task.Batch(0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return in
+}
+
+// argsOf is in as the arguments of an exec.
+func argsOf(in []*tensors.Tensor) []any {
 	args := make([]any, len(in))
 	for k, x := range in {
 		args[k] = x
 	}
-	return args, in
+	return args
 }
 
 // TestPaddingLossEqual: a training step (training mode, hard negatives) on the same batch
@@ -201,14 +211,14 @@ func TestPaddingLossEqual(t *testing.T) {
 			var shapes [2]string
 			for i, p := range []Padding{8, PadFixed} {
 				task := padTask(t, arch, p, 1)
-				exec, _ := stepExec(t, task.Backend, task, 3, 10)
-				args, in := firstBatch(t, task)
+				exec := stepExec(t, task.Backend, task, seededStore(3), 10)
+				in := firstBatch(t, task)
 				for k, x := range in {
 					if k != 4 { // ids and masks: the false-negative mask has no length
 						shapes[i] += x.Shape().String() + " "
 					}
 				}
-				out, err := exec.Call(args...)
+				out, err := exec.Call(argsOf(in)...)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -17,8 +17,9 @@ func precisionSteps(t *testing.T, name string, compute dtypes.DType, n int) ([]f
 	be := paritytest.Backend(t, name)
 	task := padTask(t, "bert", PadFixed, 1)
 	task.Cfg.Compute = compute
-	exec, store := stepExec(t, be, task, 5, n)
-	args, _ := firstBatch(t, task)
+	store := seededStore(5)
+	exec := stepExec(t, be, task, store, n)
+	args := argsOf(firstBatch(t, task))
 	var losses []float64
 	for i := range n {
 		res, err := exec.Call(args...)

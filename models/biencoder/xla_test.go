@@ -33,17 +33,12 @@ func TestTrainStepsXLA(t *testing.T) {
 			task := padTask(t, arch, 8, 1)
 			// Initial weights made once, on the go backend (random initializers may differ
 			// between backends), then copied.
-			store := model.NewStore()
-			store.SetParam(model.ParamInitialSeed, int64(5))
+			store := seededStore(5)
 			init, err := model.NewExec(task.Backend, store, func(s *model.Scope, in []*Node) *Node { return task.Loss(s, in) })
 			if err != nil {
 				t.Fatal(err)
 			}
-			in, _, err := task.Batch(0, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := init.Call(argsOf(in)...); err != nil {
+			if _, err := init.Call(argsOf(firstBatch(t, task))...); err != nil {
 				t.Fatal(err)
 			}
 			clone := model.NewStore()
@@ -73,17 +68,7 @@ func TestTrainStepsXLA(t *testing.T) {
 // loss and gradient norm of each.
 func trainSteps(t *testing.T, task *Task, be compute.Backend, store *model.Store, n int) []float64 {
 	t.Helper()
-	opt := train.DefaultOptimizer()
-	opt.LR, opt.Schedule, opt.TotalSteps = 1e-3, "constant", n
-	exec, err := model.NewExec(be, store, func(s *model.Scope, in []*Node) []*Node {
-		s.SetTraining(in[0].Graph(), true)
-		l := task.Loss(s, in)
-		_, norm := opt.Update(s, l)
-		return []*Node{l, ConvertDType(norm, l.DType())}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	exec := stepExec(t, be, task, store, n)
 	var out []float64
 	for i := range n {
 		in, _, err := task.Batch(0, i%task.Batches(0))
@@ -97,14 +82,6 @@ func trainSteps(t *testing.T, task *Task, be compute.Backend, store *model.Store
 		out = append(out, float64(tensors.ToScalar[float32](res[0])), float64(tensors.ToScalar[float32](res[1])))
 	}
 	return out
-}
-
-func argsOf(in []*tensors.Tensor) []any {
-	args := make([]any, len(in))
-	for k, x := range in {
-		args[k] = x
-	}
-	return args
 }
 
 // TestDevicesXLA: a small BERT bi-encoder (in-batch InfoNCE with a hard negative per query)
