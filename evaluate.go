@@ -82,14 +82,15 @@ type EvalConfig struct {
 	// Fusion is how Fuse's rankings are fused: "rrf" (the default: reciprocal rank fusion
 	// with constant FusionK, 0: fusion.DefaultK), or "minmax" or "zscore" (interpolation of
 	// per-query normalised scores with FusionWeights, one non-negative weight per Fuse entry).
-	// FusionDepth is how many tools of each entry's ranking are fused (0: 100, eval -k).
+	// FusionDepth is how many tools of each entry's ranking are fused (0: DefaultFusionDepth,
+	// eval -k).
 	Fusion        string
 	FusionWeights []float64
 	FusionK       float64
 	FusionDepth   int
 	// FusionDev picks the weights of Fusion minmax or zscore, in place of FusionWeights, on
 	// the dev split the first trained run recorded (eval -weight dev): the weights in steps of
-	// 1/FusionSteps (0: 10) summing to 1 that maximise FusionMetric ("": ndcg@5; recall@K,
+	// 1/FusionSteps (0: DefaultFusionSteps) summing to 1 that maximise FusionMetric ("": ndcg@5; recall@K,
 	// ndcg@K or comp@K) on its queries. FusionNewTools also picks a second set of weights, and
 	// an offset, for the new tools: those no query of that run's training part needs
 	// (eval -new-tool-weights).
@@ -139,6 +140,12 @@ type EvalConfig struct {
 	// the reranking's scoring and tuning (nil: none).
 	Log io.Writer
 }
+
+// The defaults of EvalConfig's zero values (and of eval's -k and -fusion-steps).
+const (
+	DefaultFusionDepth = 100 // FusionDepth: tools of each ranking fused
+	DefaultFusionSteps = 10  // FusionSteps: weights tried in steps of 1/10
+)
 
 // Evaluate ranks the queries of cfg.Split with what cfg names and returns the metrics: overall,
 // by number of relevant tools, and tool-level recall of seen and unseen tools.
@@ -581,7 +588,7 @@ func joinWeights(w []float64) string {
 func fusionRanker(cfg *EvalConfig) (*fusion.Ranker, error) {
 	f := &fusion.Ranker{Depth: cfg.FusionDepth, K: cfg.FusionK}
 	if f.Depth == 0 {
-		f.Depth = 100
+		f.Depth = DefaultFusionDepth
 	}
 	if f.K == 0 {
 		f.K = fusion.DefaultK
@@ -706,7 +713,7 @@ func fusedRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, s, train 
 		if err != nil {
 			return nil, "", cleanup, fmt.Errorf("evaluate: FusionMetric: %w", err)
 		}
-		o := fusion.TuneOptions{Steps: cmp.Or(cfg.FusionSteps, 10), Metric: metric, Score: score, Log: cfg.Log}
+		o := fusion.TuneOptions{Steps: cmp.Or(cfg.FusionSteps, DefaultFusionSteps), Metric: metric, Score: score, Log: cfg.Log}
 		qs, rel := fusion.SplitQueries(d, devPart)
 		if cfg.FusionNewTools {
 			isNew, n := fusion.NewTools(d, trainPart)

@@ -19,6 +19,10 @@ import (
 // -grid-metric).
 const DefaultRerankMetric = "ndcg@5"
 
+// DefaultRerankDepth is eval -depth's default: how many of the first stage's top tools
+// rerank-m's cross-encoder reranks (RerankConfig.Depth).
+const DefaultRerankDepth = 30
+
 // DefaultMinT is the paired t-statistic over the first stage's ranking a dev-tuned weight
 // above 0 must reach by default (eval -min-t; rerank.TuneOptions.MinT).
 const DefaultMinT = 2.0
