@@ -7,13 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -27,31 +25,9 @@ import (
 	"github.com/toolret/toolret/toolindex/store"
 )
 
-// baseIndex is a tiny random bi-encoder's index of the embedded dataset, built once; tests
-// work on copies (newIndex).
-var baseIndex = sync.OnceValues(func() (string, error) {
-	be, err := backend.Open("go")
-	if err != nil {
-		return "", err
-	}
-	m, err := exporttest.BiEncoder(exporttest.Options{}, be, 1)
-	if err != nil {
-		return "", err
-	}
-	tmp, err := os.MkdirTemp("", "toolret-serve-test-")
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(tmp, "index")
-	_, err = export.Export(m, export.Options{Format: export.FormatIndex, Out: dir})
-	return dir, err
-})
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if dir, err := baseIndex(); err == nil {
-		os.RemoveAll(filepath.Dir(dir))
-	}
+	exporttest.RemoveIndex()
 	if serveBin.dir != "" {
 		os.RemoveAll(serveBin.dir)
 	}
@@ -59,32 +35,8 @@ func TestMain(m *testing.M) {
 }
 
 // newIndex returns a fresh copy of the tiny index.
-func newIndex(t testing.TB) string {
-	t.Helper()
-	src, err := baseIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(t.TempDir(), "index")
-	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
+// newIndex returns a fresh copy of the tiny test index (exporttest.NewIndex).
+func newIndex(t testing.TB) string { return exporttest.NewIndex(t) }
 
 func openStore(t testing.TB, dir string, compactEvery int) *store.Store {
 	t.Helper()

@@ -125,15 +125,7 @@ func OpenShared(dir string, j Journal, opts ...toolindex.Option) (*Store, error)
 	if _, err := export.ReadManifest(dir); err != nil {
 		return nil, fmt.Errorf("store: index %s: %w", dir, err)
 	}
-	r, err := toolindex.Load(dir, opts...)
-	if err != nil {
-		return nil, err
-	}
-	base, err := baseVersion(r)
-	if err != nil {
-		return nil, fmt.Errorf("store: index %s: %w", dir, err)
-	}
-	lib, err := r.Library().With(base, nil, nil, nil)
+	r, lib, base, err := loadBase(dir, opts...)
 	if err != nil {
 		return nil, err
 	}

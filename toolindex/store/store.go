@@ -111,15 +111,7 @@ func Open(dir string, compactEvery int, opts ...toolindex.Option) (s *Store, err
 	if err := recoverCompaction(dir); err != nil {
 		return nil, err
 	}
-	r, err := toolindex.Load(dir, opts...)
-	if err != nil {
-		return nil, err
-	}
-	base, err := baseVersion(r)
-	if err != nil {
-		return nil, fmt.Errorf("store: index %s: %w", dir, err)
-	}
-	lib, err := r.Library().With(base, nil, nil, nil)
+	r, lib, base, err := loadBase(dir, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -754,4 +746,22 @@ func (s *Store) Healthy() error {
 	}
 	defer s.mu.Unlock()
 	return s.usable()
+}
+
+// loadBase loads the index at dir and its library at the base version the index records
+// and that version (what Open and OpenShared start from before replaying updates).
+func loadBase(dir string, opts ...toolindex.Option) (*toolindex.Index, *toolindex.Library, uint64, error) {
+	r, err := toolindex.Load(dir, opts...)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	base, err := baseVersion(r)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("store: index %s: %w", dir, err)
+	}
+	lib, err := r.Library().With(base, nil, nil, nil)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return r, lib, base, nil
 }
