@@ -23,6 +23,7 @@ import (
 	"github.com/toolret/toolret/toolindex"
 	"github.com/toolret/toolret/toolindex/store"
 	"github.com/toolret/toolret/toolindex/store/pgstore"
+	"github.com/toolret/toolret/toolindex/toolindextest"
 )
 
 // replica is a server of a library shared through PostgreSQL, in this process.
@@ -75,45 +76,6 @@ func pgDB(t testing.TB) (*pgtest.Server, string) {
 	t.Helper()
 	srv := pgtest.Start(t)
 	return srv, srv.NewDB(t)
-}
-
-// snapshot is what a library holds, by id: record and embedding.
-type snapshot map[string]struct {
-	rec export.ToolRecord
-	emb []float32
-}
-
-func snap(l *toolindex.Library) snapshot {
-	s := snapshot{}
-	for i := 0; i < l.Len(); i++ {
-		s[l.Tool(i).ID] = struct {
-			rec export.ToolRecord
-			emb []float32
-		}{l.Tool(i), l.Embedding(i)}
-	}
-	return s
-}
-
-// sameSnapshot reports how got differs from want (records and embeddings bit for bit).
-func sameSnapshot(got, want snapshot) error {
-	if len(got) != len(want) {
-		return fmt.Errorf("%d tools, want %d", len(got), len(want))
-	}
-	for id, w := range want {
-		g, ok := got[id]
-		if !ok {
-			return fmt.Errorf("tool %q missing", id)
-		}
-		if g.rec != w.rec {
-			return fmt.Errorf("tool %q: %+v, want %+v", id, g.rec, w.rec)
-		}
-		for j := range w.emb {
-			if g.emb[j] != w.emb[j] {
-				return fmt.Errorf("tool %q: embedding differs at %d", id, j)
-			}
-		}
-	}
-	return nil
 }
 
 // putBody is the body of POST /v1/tools putting one tool.
@@ -229,7 +191,7 @@ func TestPGReplicas(t *testing.T) {
 			t.Fatalf("replica %s at version %d after %v, want %d", r.name, r.st.R.Library().Version, d, head)
 		}
 	}
-	want := snap(rs[0].st.R.Library())
+	want := toolindextest.Snap(rs[0].st.R.Library())
 	if len(want) != n0+3*each {
 		t.Fatalf("%d tools, want %d", len(want), n0+3*each)
 	}
@@ -241,7 +203,7 @@ func TestPGReplicas(t *testing.T) {
 		}
 	}
 	for _, r := range rs[1:] {
-		if err := sameSnapshot(snap(r.st.R.Library()), want); err != nil {
+		if err := toolindextest.Same(toolindextest.Snap(r.st.R.Library()), want); err != nil {
 			t.Fatalf("replica %s differs from a: %v", r.name, err)
 		}
 	}
@@ -279,12 +241,12 @@ func TestPGCatchUp(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := snap(a.st.R.Library())
+	want := toolindextest.Snap(a.st.R.Library())
 	late := openReplica(t, dir, url, "late", nil)
 	if v := late.st.R.Library().Version; v != 40 {
 		t.Fatalf("late replica at version %d, want 40", v)
 	}
-	if err := sameSnapshot(snap(late.st.R.Library()), want); err != nil {
+	if err := toolindextest.Same(toolindextest.Snap(late.st.R.Library()), want); err != nil {
 		t.Fatalf("late replica: %v", err)
 	}
 	time.Sleep(200 * time.Millisecond)
@@ -295,7 +257,7 @@ func TestPGCatchUp(t *testing.T) {
 	if d, ok := waitFor(time.Second, func() bool { return b.st.R.Library().Version == 40 }); !ok {
 		t.Fatalf("muted replica at version %d %v after the signal, want 40", b.st.R.Library().Version, d)
 	}
-	if err := sameSnapshot(snap(b.st.R.Library()), want); err != nil {
+	if err := toolindextest.Same(toolindextest.Snap(b.st.R.Library()), want); err != nil {
 		t.Fatalf("replica that caught up: %v", err)
 	}
 	if n := b.st.Applied(); n != 40 {
@@ -335,12 +297,12 @@ func TestPGLogKeep(t *testing.T) {
 	if _, err := a.pg.Since(context.Background(), 5); !errors.Is(err, store.ErrGap) {
 		t.Fatalf("Since(5) with versions 6 to 30 pruned: %v, want ErrGap", err)
 	}
-	want := snap(a.st.R.Library())
+	want := toolindextest.Snap(a.st.R.Library())
 	mb.unmute()
 	if d, ok := waitFor(2*time.Second, func() bool { return b.st.R.Library().Version == 40 }); !ok {
 		t.Fatalf("replica behind the kept log at version %d %v after the signal, want 40", b.st.R.Library().Version, d)
 	}
-	if err := sameSnapshot(snap(b.st.R.Library()), want); err != nil {
+	if err := toolindextest.Same(toolindextest.Snap(b.st.R.Library()), want); err != nil {
 		t.Fatalf("replica reloaded past the kept log: %v", err)
 	}
 	if k := b.st.Applied(); k != 0 {

@@ -17,46 +17,8 @@ import (
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/toolindex"
+	"github.com/toolret/toolret/toolindex/toolindextest"
 )
-
-// snapshot is what a library holds, by id: record and embedding.
-type snapshot map[string]struct {
-	rec export.ToolRecord
-	emb []float32
-}
-
-func snap(l *toolindex.Library) snapshot {
-	s := snapshot{}
-	for i := 0; i < l.Len(); i++ {
-		s[l.Tool(i).ID] = struct {
-			rec export.ToolRecord
-			emb []float32
-		}{l.Tool(i), l.Embedding(i)}
-	}
-	return s
-}
-
-// sameSnapshot reports how got differs from want (records and embeddings bit for bit).
-func sameSnapshot(got, want snapshot) error {
-	if len(got) != len(want) {
-		return fmt.Errorf("%d tools, want %d", len(got), len(want))
-	}
-	for id, w := range want {
-		g, ok := got[id]
-		if !ok {
-			return fmt.Errorf("tool %q missing", id)
-		}
-		if g.rec != w.rec {
-			return fmt.Errorf("tool %q: %+v, want %+v", id, g.rec, w.rec)
-		}
-		for j := range w.emb {
-			if g.emb[j] != w.emb[j] {
-				return fmt.Errorf("tool %q: embedding differs at %d", id, j)
-			}
-		}
-	}
-	return nil
-}
 
 func tool(id, title string) export.ToolRecord {
 	d, _ := data.Default()
@@ -94,7 +56,7 @@ func TestDurable(t *testing.T) {
 	st := openStore(t, dir, 0)
 	n0 := st.R.Len()
 	someUpdates(t, st)
-	want := snap(st.R.Library())
+	want := toolindextest.Snap(st.R.Library())
 	if st.R.Library().Version != 3 || len(want) != n0+1 {
 		t.Fatalf("version %d, %d tools", st.R.Library().Version, len(want))
 	}
@@ -105,7 +67,7 @@ func TestDurable(t *testing.T) {
 	// No Close: the process "died" (its lock goes with its file).
 	st.log.Close()
 	st2 := openStore(t, dir, 0)
-	if err := sameSnapshot(snap(st2.R.Library()), want); err != nil || st2.R.Library().Version != 3 || st2.Pending() != 3 {
+	if err := toolindextest.Same(toolindextest.Snap(st2.R.Library()), want); err != nil || st2.R.Library().Version != 3 || st2.Pending() != 3 {
 		t.Fatalf("after a crash: %v (version %d, %d pending)", err, st2.R.Library().Version, st2.Pending())
 	}
 	st2.log.Close()
@@ -117,7 +79,7 @@ func TestDurable(t *testing.T) {
 	for _, torn := range [][]byte{line[:len(line)/2], line[:len(line)-1], append(line[:12:12], []byte("garbage\n")...), make([]byte, 100)} {
 		os.WriteFile(logPath, append(append([]byte{}, full...), torn...), 0o644)
 		st3 := openStore(t, dir, 0)
-		if err := sameSnapshot(snap(st3.R.Library()), want); err != nil {
+		if err := toolindextest.Same(toolindextest.Snap(st3.R.Library()), want); err != nil {
 			t.Fatalf("torn tail %q: %v", torn, err)
 		}
 		if fi, _ := os.Stat(logPath); fi.Size() != int64(len(full)) {
@@ -154,7 +116,7 @@ func TestDurable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sameSnapshot(snap(r.Library()), want); err != nil || r.Metadata()[VersionKey] != "3" || r.Manifest().Tools != len(want) {
+	if err := toolindextest.Same(toolindextest.Snap(r.Library()), want); err != nil || r.Metadata()[VersionKey] != "3" || r.Manifest().Tools != len(want) {
 		t.Fatalf("compacted index: %v, metadata %v, manifest %d tools", err, r.Metadata(), r.Manifest().Tools)
 	}
 	if !strings.Contains(r.Manifest().DataSource, "live updates to version 3") {
@@ -180,7 +142,7 @@ func TestCompactionCrash(t *testing.T) {
 			dir := newIndex(t)
 			st := openStore(t, dir, 0)
 			someUpdates(t, st)
-			want := snap(st.R.Library())
+			want := toolindextest.Snap(st.R.Library())
 			crash := errors.New("crash at " + step)
 			testHookFn = func(s string) error {
 				if s == step {
@@ -194,7 +156,7 @@ func TestCompactionCrash(t *testing.T) {
 			testHookFn = nil
 			st.log.Close() // the process is gone
 			st2 := openStore(t, dir, 0)
-			if err := sameSnapshot(snap(st2.R.Library()), want); err != nil || st2.R.Library().Version != 3 {
+			if err := toolindextest.Same(toolindextest.Snap(st2.R.Library()), want); err != nil || st2.R.Library().Version != 3 {
 				t.Fatalf("after the crash: %v (version %d)", err, st2.R.Library().Version)
 			}
 			if st2.pending.Load() == 0 && st2.size != 0 {
@@ -209,11 +171,11 @@ func TestCompactionCrash(t *testing.T) {
 			if next, _, err := st2.Update([]export.ToolRecord{tool("d", "D")}, nil); err != nil || next.Version != 4 {
 				t.Fatalf("update after recovery: %v", err)
 			}
-			want = snap(st2.R.Library())
+			want = toolindextest.Snap(st2.R.Library())
 			st2.log.Close()
 			st3 := openStore(t, dir, 0)
 			defer st3.Close()
-			if err := sameSnapshot(snap(st3.R.Library()), want); err != nil || st3.R.Library().Version != 4 {
+			if err := toolindextest.Same(toolindextest.Snap(st3.R.Library()), want); err != nil || st3.R.Library().Version != 4 {
 				t.Fatalf("reopened: %v", err)
 			}
 		})
@@ -227,7 +189,7 @@ func TestAppendFailure(t *testing.T) {
 	dir := newIndex(t)
 	st := openStore(t, dir, 0)
 	someUpdates(t, st)
-	want := snap(st.R.Library())
+	want := toolindextest.Snap(st.R.Library())
 	testHookFn = func(s string) error {
 		if s == "append" {
 			return errors.New("disk full")
@@ -238,7 +200,7 @@ func TestAppendFailure(t *testing.T) {
 		t.Fatal("update with a failing log accepted")
 	}
 	testHookFn = nil
-	if err := sameSnapshot(snap(st.R.Library()), want); err != nil {
+	if err := toolindextest.Same(toolindextest.Snap(st.R.Library()), want); err != nil {
 		t.Fatalf("library changed by a failed update: %v", err)
 	}
 	st.failed = errors.New("simulated fsync failure")
@@ -248,7 +210,7 @@ func TestAppendFailure(t *testing.T) {
 	st.log.Close()
 	st2 := openStore(t, dir, 0)
 	defer st2.Close()
-	if err := sameSnapshot(snap(st2.R.Library()), want); err != nil {
+	if err := toolindextest.Same(toolindextest.Snap(st2.R.Library()), want); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -367,13 +329,13 @@ func TestConcurrentUpdates(t *testing.T) {
 		for _, r := range u.put {
 			want[r.ID] = r
 		}
-		got := snap(u.next)
+		got := toolindextest.Snap(u.next)
 		if len(got) != len(want) {
 			t.Fatalf("version %d: %d tools, want %d", u.next.Version, len(got), len(want))
 		}
 		for id, r := range want {
-			if got[id].rec != r {
-				t.Fatalf("version %d: tool %q is %+v, want %+v", u.next.Version, id, got[id].rec, r)
+			if got[id].Rec != r {
+				t.Fatalf("version %d: tool %q is %+v, want %+v", u.next.Version, id, got[id].Rec, r)
 			}
 		}
 	}
@@ -407,7 +369,7 @@ func TestConcurrentUpdates(t *testing.T) {
 		t.Fatal("no compaction ran")
 	}
 	// The durable state is the last version.
-	last := snap(st.R.Library())
+	last := toolindextest.Snap(st.R.Library())
 	st.log.Close()
 	be, _ := backend.Open("go")
 	st2, err := Open(dir, 0, toolindex.WithBackend(be))
@@ -415,7 +377,7 @@ func TestConcurrentUpdates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st2.Close()
-	if err := sameSnapshot(snap(st2.R.Library()), last); err != nil {
+	if err := toolindextest.Same(toolindextest.Snap(st2.R.Library()), last); err != nil {
 		t.Fatalf("reopened: %v", err)
 	}
 }
@@ -446,18 +408,18 @@ func TestSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := snap(r.Library())
+	got := toolindextest.Snap(r.Library())
 	if len(got) != len(tools) || r.Manifest().DataFingerprint != "fp-123" || r.Manifest().DataSource != "my-data" || r.Metadata()["data_fingerprint"] != "fp-123" {
 		t.Fatalf("%d tools, manifest %+v", len(got), r.Manifest())
 	}
 	for _, tl := range tools {
-		if got[tl.ID].rec != tl {
-			t.Fatalf("tool %s: %+v, want %+v", tl.ID, got[tl.ID].rec, tl)
+		if got[tl.ID].Rec != tl {
+			t.Fatalf("tool %s: %+v, want %+v", tl.ID, got[tl.ID].Rec, tl)
 		}
 	}
 	want, _ := r.Embed(biencoder.ToolTower, []string{tools[0].Text})
 	for j, v := range want[0] {
-		if math.Abs(float64(v-got[tools[0].ID].emb[j])) > 1e-6 {
+		if math.Abs(float64(v-got[tools[0].ID].Emb[j])) > 1e-6 {
 			t.Fatalf("changed tool not re-embedded")
 		}
 	}
