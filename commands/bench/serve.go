@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
+	"github.com/toolret/toolret/internal/atomicfile"
 	"github.com/toolret/toolret/internal/cli"
 	"github.com/toolret/toolret/serve"
 	"github.com/toolret/toolret/toolindex"
@@ -89,7 +89,7 @@ func serveBench(args []string) error {
 	what := ""
 	switch {
 	case *indexDir != "":
-		if err := copyTree(*indexDir, dir); err != nil {
+		if err := atomicfile.CopyTree(*indexDir, dir); err != nil {
 			return err
 		}
 		what = "index " + *indexDir
@@ -136,22 +136,4 @@ func serveBench(args []string) error {
 		what, st.R.Len(), d.Name, ln.Addr(), backend.Name(*beName), *n, *conc, *k, batching.MaxBatch, *cache)
 	return benchmark.LoadTest(benchmark.Server{Client: client, URL: url, Token: token, Library: st.R.Library, Compactions: st.Compactions},
 		queries, benchmark.LoadOptions{Requests: *n, Concurrency: *conc, K: *k, WriteInterval: *interval}, os.Stdout)
-}
-
-// copyTree copies the regular files of src into dst.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
 }

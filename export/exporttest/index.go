@@ -1,7 +1,6 @@
 package exporttest
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/internal/atomicfile"
 )
 
 // baseIndex is a tiny random bi-encoder's index of the embedded dataset (BiEncoder, seed 1,
@@ -42,20 +42,7 @@ func NewIndex(t testing.TB) string {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "index")
-	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
+	err = atomicfile.CopyTree(src, dst)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,3 +118,26 @@ func RemoveCreated(made []string) {
 		os.Remove(made[i])
 	}
 }
+
+// CopyTree copies the directories and regular files of src into dst (created as needed; files
+// 0644). It is not atomic: copy into a directory no reader uses yet (a temporary one, or one
+// renamed into place afterwards).
+func CopyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+}

@@ -70,3 +70,29 @@ func TestTempDirMkdirAll(t *testing.T) {
 		t.Error("MkdirAll under a file succeeded")
 	}
 }
+
+func TestCopyTree(t *testing.T) {
+	src, dst := t.TempDir(), filepath.Join(t.TempDir(), "copy")
+	files := map[string]string{"a.txt": "alpha", "sub/b.bin": "\x00beta", "sub/deeper/c": ""}
+	for name, body := range files {
+		p := filepath.Join(src, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := CopyTree(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range files {
+		b, err := os.ReadFile(filepath.Join(dst, name))
+		if err != nil || string(b) != body {
+			t.Errorf("%s: %q, %v; want %q", name, b, err, body)
+		}
+	}
+	if err := CopyTree(filepath.Join(src, "missing"), dst); err == nil {
+		t.Error("copying a missing directory: no error")
+	}
+}
