@@ -327,7 +327,7 @@ func BiEncoder(ctx context.Context, cfg biencoder.TrainConfig) (*BiEncoderResult
 	}
 	compiling := "" // not measured with GradCache
 	if sum.CompileSeconds > 0 {
-		compiling = fmt.Sprintf(" (%.0fs compiling the step)", sum.CompileSeconds)
+		compiling = fmt.Sprintf(" (%.1fs compiling the step)", sum.CompileSeconds)
 	}
 	fmt.Fprintf(log, "trained %d steps in %.0fs%s; best dev %s %.2f at step %d\n", sum.Steps, sum.Seconds, compiling, t.Metric, sum.BestMetrics[t.Metric], sum.BestStep)
 	res := &BiEncoderResult{RunDir: cfg.RunDir, Config: cfg, Summary: sum}
