@@ -63,8 +63,8 @@ type options struct {
 	quantize export.Quantization
 	// suite: -suite and its flags (suite.go).
 	suite suiteOptions
-	// clauses: -clauses and its flags (clauses.go).
-	clauses clauseOptions
+	// clauses: -clauses and its flags.
+	clauses cli.ClauseFlags
 }
 
 // rerankOptions are the flags of the rerank methods.
@@ -152,7 +152,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.Uint64Var(&o.seed, "seed", cli.DefaultSeed, "-compare: the seed of the resampling")
 	o.fb.register(fs)
 	o.suite.register(fs)
-	o.clauses.register(fs)
+	o.clauses.Register(fs, "split each query into clauses (sentences, \";\", \"and then\", \", then\", \"and\" before an action verb, ...), rank the whole query and every clause, and merge the rankings so that each need's tools reach the top (rerank.Clauses); a query of one clause ranks as before")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -160,7 +160,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	if err := o.suite.check(given); err != nil {
 		return nil, err
 	}
-	if err := o.clauses.check(given); err != nil {
+	if err := o.clauses.Check(given); err != nil {
 		return nil, err
 	}
 	o.suite.modelRef = *modelRef

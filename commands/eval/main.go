@@ -106,7 +106,7 @@ func run(o *options, w io.Writer) error {
 	if o.suite.sets != "" {
 		return runSuite(o, w)
 	}
-	if o.clauses.on && (o.compare != "" || o.fb.active() || o.ablations) {
+	if o.clauses.On && (o.compare != "" || o.fb.active() || o.ablations) {
 		return fmt.Errorf("-clauses applies to one ranking evaluated (-method, -model, -run, -index or -suite): not with -compare, -feedback, -refiner or -ablations")
 	}
 	if o.compare != "" {
@@ -216,7 +216,7 @@ func baseConfig(o *options) toolret.EvalConfig {
 // evalConfig turns the flags of one ranking evaluated (-method bm25, rerank, rerank-m or
 // fusion, -run, -model or -index) into the library's configuration (toolret.EvalConfig).
 func evalConfig(o *options) (toolret.EvalConfig, error) {
-	co, err := o.clauses.options()
+	co, err := o.clauses.Options()
 	if err != nil {
 		return toolret.EvalConfig{}, err
 	}

@@ -123,7 +123,7 @@ func suiteConfig(o *options) (toolret.SuiteConfig, error) {
 			cfg.Systems = append(cfg.Systems, toolret.SuiteSystem{Run: dir})
 		}
 	}
-	co, err := o.clauses.options()
+	co, err := o.clauses.Options()
 	if err != nil {
 		return cfg, err
 	}

@@ -107,7 +107,8 @@ func Main(args []string) int {
 	hybrid := fs.String("hybrid", "", "-format hf or index: the model's recipe fuses its dense ranking with BM25 over the library's tool texts as serve -hybrid does: rrf, minmax or zscore (written to toolret_recipe.json; eval -model, serve -library -model and an index exported from it apply it)")
 	hybridW := fs.Float64("hybrid-weight", -1, "with -hybrid minmax|zscore: the recipe's dense weight w in [0, 1] (w·dense + (1-w)·bm25); -1: 0.5")
 	selectedOn := fs.String("selected-on", "", "with -hybrid: free text recorded in the recipe, the dev split its weight was chosen on")
-	clauses := fs.Bool("clauses", false, "-format hf or index: the model's recipe ranks each query whole and clause by clause and merges the rankings (as eval -clauses; rerank's defaults: max of z-scores, clauses of 3 words or more, depth 100), after its BM25 fusion: the fusion of -hybrid, else the model's own recipe's")
+	var clauses cli.ClauseFlags
+	clauses.Register(fs, "-format hf or index: the model's recipe ranks each query whole and clause by clause and merges the rankings (as eval -clauses, with the -clauses-* flags given; the others stay rerank's defaults), after its BM25 fusion: the fusion of -hybrid, else the model's own recipe's")
 	noRecipe := fs.Bool("no-recipe", false, "export without the recipe of -model (toolret_recipe.json)")
 	loraExport := fs.String("lora-export", export.LoRAMerged, "a bi-encoder run trained with LoRA (train biencoder -lora-rank): merged (the adapters merged into the base weights, the layout of a full fine-tune) or adapter (-format hf: a PEFT adapter directory, adapter_config.json and adapter_model.safetensors, with the base model in base/)")
 	if err := cli.Parse(fs, args); err != nil {
@@ -115,6 +116,10 @@ func Main(args []string) int {
 			return 0
 		}
 		fmt.Fprintf(os.Stderr, "export: %v\n", err)
+		return 2
+	}
+	if err := clauses.Check(cli.Set(fs)); err != nil {
+		fmt.Fprintln(os.Stderr, "export:", err)
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -155,7 +160,7 @@ func Main(args []string) int {
 		fmt.Fprintf(os.Stderr, "export: %v\n", err)
 		return 2
 	}
-	if *clauses {
+	if clauses.On {
 		if *noRecipe {
 			fmt.Fprintln(os.Stderr, "export: -clauses and -no-recipe: give one")
 			return 2
@@ -169,7 +174,12 @@ func Main(args []string) int {
 				recipe = &export.Recipe{Version: export.RecipeVersion}
 			}
 		}
-		recipe.Clauses = &export.ClausesRecipe{}
+		o, err := clauses.Given()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "export:", err)
+			return 2
+		}
+		recipe.Clauses = export.ClausesOf(*o)
 	}
 	man, err := toolret.Export(context.Background(), toolret.ExportConfig{Model: *run, Format: *format, Out: *out, Force: *force,
 		Data: *dataDir, Backend: *be, Refiner: *refinerRun, Prompts: prompts, Interpolate: *interp, InterpolateWeight: *interpW, KeepLayers: keep, Lengths: lengths,

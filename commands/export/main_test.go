@@ -224,4 +224,29 @@ func TestExportClauses(t *testing.T) {
 	if rc := Main([]string{"-model", model, "-format", "hf", "-out", filepath.Join(tmp, "x"), "-clauses", "-no-recipe"}); rc != 2 {
 		t.Fatalf("-clauses -no-recipe: exit %d, want 2", rc)
 	}
+	// The -clauses-* flags given are recorded; the others stay rerank's defaults (zero).
+	out := filepath.Join(tmp, "mix")
+	if rc := Main([]string{"-model", model, "-format", "hf", "-out", out, "-backend", "go", "-clauses", "-clauses-merge", "mix", "-clauses-whole", "0.7"}); rc != 0 {
+		t.Fatalf("-clauses-merge mix: exit %d", rc)
+	}
+	r, err := export.ReadRecipe(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (export.ClausesRecipe{Merge: "mix", Whole: 0.7}); r == nil || r.Clauses == nil || *r.Clauses != want {
+		t.Fatalf("recipe %+v, want clauses %+v", r, want)
+	}
+	for _, args := range [][]string{
+		{"-clauses-merge", "mix"},             // without -clauses
+		{"-clauses", "-clauses-merge", "sum"}, // unknown rule
+		{"-clauses", "-clauses-whole", "1.5"}, // out of range
+	} {
+		bad := filepath.Join(tmp, "bad")
+		if rc := Main(append([]string{"-model", model, "-format", "hf", "-out", bad}, args...)); rc != 2 {
+			t.Errorf("%v: exit %d, want 2", args, rc)
+		}
+		if _, err := os.Stat(bad); !os.IsNotExist(err) {
+			t.Errorf("%v: %s written (%v)", args, bad, err)
+		}
+	}
 }
