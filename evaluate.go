@@ -565,6 +565,9 @@ func indexRanker(cfg EvalConfig, d *data.Dataset, be compute.Backend) (rank.Quer
 	if h, _ := idx.Hybrid(); h != "" && cfg.Hybrid == "" {
 		desc += " (the model's recipe; -no-recipe: dense only)"
 	}
+	if c := idx.Clauses(); c != nil {
+		desc += ", " + c.String() + " (the model's recipe)"
+	}
 	if m, mem, w := idx.Ensemble(); m != "" {
 		desc += fmt.Sprintf(", ensemble %s with %s", m, strings.Join(mem, ", "))
 		if len(w) > 0 {

@@ -95,6 +95,21 @@ func TestEvaluateRecipe(t *testing.T) {
 		})
 	}
 
+	// A recipe's clauses are applied (as Clauses given) and named in the method.
+	clauses := filepath.Join(withRecipe, "clauses")
+	recipeModel(t, clauses, nil)
+	if err := export.WriteRecipe(clauses, &export.Recipe{Version: export.RecipeVersion, Hybrid: &export.HybridRecipe{Fusion: "zscore", Weight: 0.7}, Clauses: &export.ClausesRecipe{}}); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := toolret.NewEvaluation(ctx, toolret.EvalConfig{Data: set, Backend: "go", Model: clauses})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	if want := "clauses max zscore (the model's recipe)"; !strings.Contains(ev.Method, want) {
+		t.Errorf("method %q does not name the recipe's clauses %q", ev.Method, want)
+	}
+
 	bad := filepath.Join(dir, "bad")
 	recipeModel(t, bad, nil)
 	p := filepath.Join(bad, export.RecipeFile)
