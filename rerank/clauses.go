@@ -134,7 +134,8 @@ func (o ClauseOptions) String() string {
 
 // Clauses is a rank.QueryRanker that ranks each query whole and clause by clause with Inner and
 // merges the rankings (ClauseOptions.Merge). A query of one clause is Inner's ranking as it
-// is. All texts of a call, whole queries and clauses, go to Inner in one call; a clause is
+// is. The texts of a call go to Inner in one call, whole queries and clauses, or in two when
+// the whole queries are asked for more than Depth tools (the clauses are ranked to Depth); a clause is
 // passed with its query's Index, so Inner must rank by Text (a ranker that ranks from inputs
 // computed per query index, such as rank.Fixed, ranks every clause as the whole query).
 type Clauses struct {
@@ -181,11 +182,20 @@ func (c *Clauses) RankQueries(ctx context.Context, qs []rank.Query, k int) ([]ra
 			}
 		}
 	}
+	// The whole queries are ranked to the depth asked (k <= 0: every tool), the clauses only
+	// to o.Depth, all MergeClauses reads of them: one call when the depths agree, else two.
 	depth := 0
 	if k > 0 {
 		depth = max(k, o.Depth)
 	}
-	rs, err := c.Inner.RankQueries(ctx, all, depth)
+	var rs []rank.Ranking
+	if depth == o.Depth || len(all) == len(qs) {
+		rs, err = c.Inner.RankQueries(ctx, all, depth)
+	} else if rs, err = c.Inner.RankQueries(ctx, qs, depth); err == nil && len(rs) == len(qs) {
+		var cl []rank.Ranking
+		cl, err = c.Inner.RankQueries(ctx, all[len(qs):], o.Depth)
+		rs = append(rs, cl...)
+	}
 	if err != nil {
 		return nil, err
 	}

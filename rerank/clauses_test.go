@@ -174,8 +174,17 @@ func TestClausesRanker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all[0].Tools) != 5 || !reflect.DeepEqual(ks, []int{0}) {
-		t.Errorf("k 0: %d tools, inner asked for %v; want 5 tools, k 0", len(all[0].Tools), ks)
+	if len(all[0].Tools) != 5 || !reflect.DeepEqual(ks, []int{0, 3}) {
+		t.Errorf("k 0: %d tools, inner asked for %v; want 5 tools, k 0 for the query and 3 (the depth) for its clauses", len(all[0].Tools), ks)
+	}
+	// k 5 (every tool, one call at depth 5 for the query, one at 3 for its clauses) ranks as
+	// k 0 does.
+	deep, err := (&Clauses{Inner: inner, ClauseOptions: ClauseOptions{Merge: MergeMax, Norm: NormMinMax, Depth: 3}}).RankQueries(context.Background(), qs[1:], 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(all[0].Tools, deep[0].Tools) {
+		t.Errorf("k 0 %v and k 5 %v rank differently", all[0].Tools, deep[0].Tools)
 	}
 }
 
