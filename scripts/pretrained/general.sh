@@ -7,12 +7,13 @@
 #     each fused with BM25 (zscore) at the fusion weight best on the run's pooled dev split
 #     (each library's dev queries ranked in their own library);
 #  3. the WiSE-FT weight whose fused dev N@5 is best, with its fusion weight;
-#  4. exported as a model directory that carries that recipe (OUT/model: lengths 256, the
-#     hybrid weight, and per-clause retrieval when it wins on the pooled dev split), which
-#     `eval -model`, `export -model` and `serve -library LIB -model` apply;
+#  4. exported as a model directory that carries that recipe (OUT/model: the hybrid weight,
+#     per-clause retrieval when it wins on the pooled dev split, and the tool length of
+#     TOOL_LENS best on that split with the whole recipe), which `eval -model`, `export -model`
+#     and `serve -library LIB -model` apply;
 #  5. reported on the seven zero-shot sets (eval -suite zeroshot: never trained or selected on)
 #     beside BM25, MODEL and the dense model alone, into OUT/suite.md and OUT/suite.json.
-# Usage: scripts/pretrained/general.sh   (env: MODEL, DATA, STEPS, WISE_WEIGHTS, OUT, SUITE=0 to stop
+# Usage: scripts/pretrained/general.sh   (env: MODEL, DATA, STEPS, WISE_WEIGHTS, TOOL_LENS, OUT, SUITE=0 to stop
 # after step 4; needs
 # `make models`, ../shared, and ONNX Runtime for speed: `make install-onnx`). A step whose
 # output exists is not redone (delete OUT to start again).
@@ -21,10 +22,12 @@ source "$(dirname "$0")/build.sh"
 model="${MODEL:-sentence-transformers/all-MiniLM-L6-v2}"
 data="${DATA:-toollens:1,toolmix:1}"
 steps="${STEPS:-150}"
-weights="${WISE_WEIGHTS:-0.3 0.5}"
+weights="${WISE_WEIGHTS:-0 0.1 0.2 0.3 0.5}"
+toollens="${TOOL_LENS:-128 256}"
 out="${OUT:-runs/general}"
 export TOOLRET_DATASETS="${TOOLRET_DATASETS:-$PWD/../shared/datasets}"
-lens=(-query-len 256 -tool-len 256)
+tl=256 # the query and tool length of steps 2-4; step 4 then tries TOOL_LENS
+lens=(-query-len "$tl" -tool-len "$tl")
 mkdir -p "$out"
 ft="$out/ft"
 start=$(date +%s)
@@ -74,12 +77,16 @@ lap "WiSE-FT weight $best, BM25 fusion dense weight $hw (pooled dev N@5 $bestn)"
 # 4. The model directory with its recipe (the fusion), then per-clause retrieval (eval
 # -clauses) added to the recipe when it wins on the pooled dev split (N@5) over the fusion
 # alone; OUT/model-hybrid keeps the recipe without clauses, for the suite's rows.
-if [ ! -f "$out/model-hybrid/config.json" ]; then
-  rm -rf "$out/model-hybrid.tmp"
+# (A step's output is reused only while the choices it was made from hold: a later run with
+# other WISE_WEIGHTS or TOOL_LENS that picks otherwise redoes it and what follows.)
+choice="WiSE-FT $best, BM25 zscore $hw"
+if [ ! -f "$out/model-hybrid/config.json" ] || [ "$(cat "$out/model-hybrid.choice" 2>/dev/null)" != "$choice" ]; then
+  rm -rf "$out/model-hybrid" "$out/model-hybrid.tmp" "$out"/model-hybrid-dev*.txt "$out"/model-tool*
   bin/toolret export -model "$ft" -interpolate "$model" -interpolate-weight "$best" "${lens[@]}" -format hf \
     -hybrid zscore -hybrid-weight "$hw" -selected-on "WiSE-FT $best and BM25 zscore $hw on the pooled dev split of $data ($ft)" \
     -out "$out/model-hybrid.tmp" >/dev/null
   rm -rf "$out/model-hybrid" && mv "$out/model-hybrid.tmp" "$out/model-hybrid"
+  echo "$choice" > "$out/model-hybrid.choice"
 fi
 devn5() { python3 - "$1" <<'EOF'
 import sys
@@ -96,16 +103,45 @@ for c in "" -clauses; do
   fi
 done
 n0=$(devn5 "$out/model-hybrid-dev.txt") n1=$(devn5 "$out/model-hybrid-dev-clauses.txt")
-rm -rf "$out/model.tmp"
-if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)' "$n1" "$n0"; then
-  echo "general: per-clause retrieval wins on the pooled dev split (N@5 $n1 > $n0): in the recipe"
-  bin/toolret export -model "$out/model-hybrid" -format hf -clauses -out "$out/model.tmp" >/dev/null
-else
-  echo "general: per-clause retrieval does not win on the pooled dev split (N@5 $n1 <= $n0): not in the recipe"
-  cp -r "$out/model-hybrid" "$out/model.tmp"
+m0="$out/model-tool$tl"
+if [ ! -f "$m0/config.json" ]; then
+  rm -rf "$m0.tmp"
+  if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)' "$n1" "$n0"; then
+    echo "general: per-clause retrieval wins on the pooled dev split (N@5 $n1 > $n0): in the recipe"
+    bin/toolret export -model "$out/model-hybrid" -format hf -clauses -out "$m0.tmp" >/dev/null
+    cp "$out/model-hybrid-dev-clauses.txt" "$m0-dev.txt"
+  else
+    echo "general: per-clause retrieval does not win on the pooled dev split (N@5 $n1 <= $n0): not in the recipe"
+    cp -r "$out/model-hybrid" "$m0.tmp"
+    cp "$out/model-hybrid-dev.txt" "$m0-dev.txt"
+  fi
+  mv "$m0.tmp" "$m0"
 fi
+
+# The tool length the model is exported at (it trained on 64-token tools): each of TOOL_LENS
+# with the whole recipe on the pooled dev split, the best N@5 kept (the first on a tie).
+bestl="" bestln=-1
+for n in $toollens; do
+  m="$out/model-tool$n"
+  if [ ! -f "$m/config.json" ]; then
+    rm -rf "$m.tmp"
+    bin/toolret export -model "$m0" -tool-len "$n" -format hf -out "$m.tmp" >/dev/null
+    mv "$m.tmp" "$m"
+  fi
+  if [ ! -s "$m-dev.txt" ]; then
+    bin/toolret eval -data "$data" -model "$m" -first-stage "$ft" -split dev -backend "$be" > "$m-dev.txt.tmp"
+    mv "$m-dev.txt.tmp" "$m-dev.txt"
+  fi
+  ln=$(devn5 "$m-dev.txt")
+  echo "general: tool length $n: pooled dev N@5 $ln"
+  if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)' "$ln" "$bestln"; then
+    bestl="$n" bestln="$ln"
+  fi
+done
+[ -n "$bestl" ] || { echo "general: TOOL_LENS names no length" >&2; exit 1; }
+rm -rf "$out/model.tmp" && cp -r "$out/model-tool$bestl" "$out/model.tmp"
 rm -rf "$out/model" && mv "$out/model.tmp" "$out/model"
-lap "wrote $out/model"
+lap "wrote $out/model (tool length $bestl, pooled dev N@5 $bestln)"
 
 if [ "${SUITE:-1}" = 0 ]; then
   lap "done (SUITE=0: no zero-shot suite): $out/model"
@@ -116,6 +152,7 @@ fi
 # BM25 fusion (model-hybrid) and the general model with its whole recipe.
 suite_models="$model,$out/wise-$best"
 cmp -s "$out/model/toolret_recipe.json" "$out/model-hybrid/toolret_recipe.json" || suite_models+=",$out/model-hybrid"
+[ "$bestl" = "$tl" ] || suite_models+=",$m0" # the recipe at the length of steps 2-4
 bin/toolret eval -suite zeroshot -model "$out/model" -suite-models "$suite_models" -backend "$be" -json > "$out/suite.json"
 python3 - "$out/suite.json" > "$out/suite.md" <<'EOF'
 import json, sys
