@@ -12,7 +12,8 @@
 #     TOOL_LENS best on that split with the whole recipe), which `eval -model`, `export -model`
 #     and `serve -library LIB -model` apply;
 #  5. reported on the seven zero-shot sets (eval -suite zeroshot: never trained or selected on)
-#     beside BM25, MODEL and the dense model alone, into OUT/suite.md and OUT/suite.json.
+#     beside BM25, MODEL, the dense model alone, its BM25 fusion and, when another length won,
+#     the recipe at 256-token tools, into OUT/suite.md and OUT/suite.json.
 # Usage: scripts/pretrained/general.sh   (env: MODEL, DATA, STEPS, WISE_WEIGHTS, TOOL_LENS, OUT, SUITE=0 to stop
 # after step 4; needs
 # `make models`, ../shared, and ONNX Runtime for speed: `make install-onnx`). A step whose
@@ -149,7 +150,8 @@ if [ "${SUITE:-1}" = 0 ]; then
 fi
 
 # 5. The zero-shot suite: BM25, MODEL, the dense model alone (WiSE-FT at dev's weight), its
-# BM25 fusion (model-hybrid) and the general model with its whole recipe.
+# BM25 fusion (model-hybrid), the recipe at 256-token tools when dev chose another length, and
+# the general model with its whole recipe.
 suite_models="$model,$out/wise-$best"
 cmp -s "$out/model/toolret_recipe.json" "$out/model-hybrid/toolret_recipe.json" || suite_models+=",$out/model-hybrid"
 [ "$bestl" = "$tl" ] || suite_models+=",$m0" # the recipe at the length of steps 2-4
