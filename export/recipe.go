@@ -145,7 +145,7 @@ func (r *Recipe) Validate() error {
 	}
 	if r.Clauses != nil {
 		if err := r.Clauses.Options().Check(); err != nil {
-			return fmt.Errorf("clauses: %w", err)
+			return err // "clauses: merge ...": rerank names the field
 		}
 	}
 	if r.Reranker != nil {
