@@ -135,7 +135,9 @@ func (o ClauseOptions) String() string {
 // Clauses is a rank.QueryRanker that ranks each query whole and clause by clause with Inner and
 // merges the rankings (ClauseOptions.Merge). A query of one clause is Inner's ranking as it
 // is. The texts of a call go to Inner in one call, whole queries and clauses, or in two when
-// the whole queries are asked for more than Depth tools (the clauses are ranked to Depth); a clause is
+// the whole queries are asked for more than Depth tools (the clauses are ranked to Depth, so an
+// Inner whose top Depth depends on the depth asked, such as a fusion normalising its lists,
+// ranks them as it does for k <= Depth, as a server asking for 10 tools gets); a clause is
 // passed with its query's Index, so Inner must rank by Text (a ranker that ranks from inputs
 // computed per query index, such as rank.Fixed, ranks every clause as the whole query).
 type Clauses struct {
