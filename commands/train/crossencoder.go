@@ -38,7 +38,7 @@ func crossencoderCmd(args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return check.Flag(err) // the library names a setting, the command its flag
 	}
-	d, err := cli.LoadData(fs)
+	d, err := cli.LoadSources(fs)
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,14 @@ func RecordedHoldout(dir string) *data.Holdout { return rundir.RecordedHoldout(d
 // held-out-tool view -holdout-tools and -holdout-seed name. When -holdout-tools is not given
 // and fs has a -first-stage run trained on a view, that view is taken and recorded in fs's
 // flags, so a later stage evaluates and tunes on its retriever's data.
-func LoadData(fs *flag.FlagSet) (*data.Dataset, error) {
+func LoadData(fs *flag.FlagSet) (*data.Dataset, error) { return loadData(fs, false) }
+
+// LoadSources is LoadData for a kind that trains on several libraries at once (train
+// crossencoder): -data may also be a list of sources ("toollens:1,toolmix:1",
+// data.OpenSources), opened as a multi-source dataset (data.Dataset.Libraries).
+func LoadSources(fs *flag.FlagSet) (*data.Dataset, error) { return loadData(fs, true) }
+
+func loadData(fs *flag.FlagSet, lists bool) (*data.Dataset, error) {
 	dir := ""
 	if f := fs.Lookup("data"); f != nil {
 		dir = f.Value.String()
@@ -73,7 +80,10 @@ func LoadData(fs *flag.FlagSet) (*data.Dataset, error) {
 		}
 	}
 	if data.IsSourceList(dir) {
-		return nil, fmt.Errorf("-data %q: a list of sources is for train biencoder (each batch from one library); this kind trains on one dataset", dir)
+		if !lists {
+			return nil, fmt.Errorf("-data %q: a list of sources is for train biencoder and train crossencoder (each batch from one library); this kind trains on one dataset", dir)
+		}
+		return data.OpenView(dir, h)
 	}
 	d, err := data.Open(dir, h)
 	if err != nil && h != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 
 	. "github.com/gomlx/gomlx/core/graph"
@@ -29,7 +30,7 @@ type Task struct {
 	pairs []train.Pair
 	qIDs  map[int][]int32
 	tools [][]int32
-	order map[int][]train.Pair
+	order map[int][][]train.Pair
 }
 
 // Prepare tokenizes the texts once and checks the configuration.
@@ -60,23 +61,46 @@ func (t *Task) Prepare() error {
 		ids := t.Tok.Encode(tool.Text)
 		t.tools[i] = ids[:min(len(ids), t.Cfg.MaxLen)]
 	}
-	t.order = map[int][]train.Pair{}
+	t.order = map[int][][]train.Pair{}
 	return nil
 }
 
-func (t *Task) epochPairs(epoch int) []train.Pair {
-	if o, ok := t.order[epoch]; ok {
-		return o
+// batches returns epoch's batches of groups' positive pairs: one shuffled pass over the
+// pairs cut into BatchSize groups (a trailing partial batch dropped), or on a multi-source
+// dataset train.LibraryBatches: every batch from one library, each library's share of the
+// batches its weight (Library.Weight), short batches topped up within the library.
+func (t *Task) batches(epoch int) [][]train.Pair {
+	if b, ok := t.order[epoch]; ok {
+		return b
 	}
-	o := append([]train.Pair(nil), t.pairs...)
-	r := rand.New(rand.NewPCG(t.Seed, uint64(epoch)+0x63726f73))
-	r.Shuffle(len(o), func(i, j int) { o[i], o[j] = o[j], o[i] })
-	t.order = map[int][]train.Pair{epoch: o}
-	return o
+	var b [][]train.Pair
+	if libs := t.Data.Libraries; len(libs) > 1 {
+		groups, weights := make([][]train.Pair, len(libs)), make([]float64, len(libs))
+		for l, lib := range libs {
+			weights[l] = lib.Weight
+		}
+		for _, p := range t.pairs {
+			l := t.Data.LibraryOf(p.Tool)
+			groups[l] = append(groups[l], p)
+		}
+		b = train.LibraryBatches(groups, weights, t.BatchSize, t.Seed, epoch, true)
+	} else {
+		o := append([]train.Pair(nil), t.pairs...)
+		r := rand.New(rand.NewPCG(t.Seed, uint64(epoch)+0x63726f73))
+		r.Shuffle(len(o), func(i, j int) { o[i], o[j] = o[j], o[i] })
+		for lo := 0; lo+t.BatchSize <= len(o); lo += t.BatchSize {
+			b = append(b, o[lo:lo+t.BatchSize])
+		}
+		if len(b) == 0 { // fewer pairs than a batch: one short batch
+			b = append(b, o)
+		}
+	}
+	t.order = map[int][][]train.Pair{epoch: b} // keep one epoch cached
+	return b
 }
 
-// Batches implements train.Task (a trailing partial batch is dropped).
-func (t *Task) Batches(int) int { return max(len(t.pairs)/t.BatchSize, 1) }
+// Batches implements train.Task.
+func (t *Task) Batches(epoch int) int { return len(t.batches(epoch)) }
 
 // Loss implements train.Task.
 func (t *Task) Loss(s *model.Scope, in []*Node) *Node { return t.Cfg.Loss(s, in) }
@@ -86,13 +110,30 @@ func (t *Task) Loss(s *model.Scope, in []*Node) *Node { return t.Cfg.Loss(s, in)
 // library. When fewer than k non-positive APIs exist the ones found repeat, so a group always
 // has k negatives; when none exists (the query is relevant to every API) it returns an error.
 func SampleNegatives(r *rand.Rand, cands []int, positive func(int) bool, nTools, k int) ([]int, error) {
+	return SampleNegativesIn(r, cands, positive, nil, nTools, k)
+}
+
+// SampleNegativesIn is SampleNegatives within one library of a multi-source dataset: lib
+// lists the library's tool indices (nil: every index below nTools), and neither a candidate
+// outside lib nor a uniform draw leaves it, so a group's negatives are tools its query could
+// have been shown beside (Dataset.Libraries).
+func SampleNegativesIn(r *rand.Rand, cands []int, positive func(int) bool, lib []int, nTools, k int) ([]int, error) {
 	if k <= 0 {
 		return nil, nil
+	}
+	n, tool := nTools, func(i int) int { return i }
+	in := func(c int) bool { return c >= 0 && c < nTools }
+	if lib != nil {
+		n, tool = len(lib), func(i int) int { return lib[i] }
+		in = func(c int) bool {
+			_, ok := slices.BinarySearch(lib, c)
+			return ok
+		}
 	}
 	taken := map[int]bool{}
 	var pool []int
 	for _, c := range cands {
-		if c >= 0 && c < nTools && !positive(c) && !taken[c] {
+		if in(c) && !positive(c) && !taken[c] {
 			taken[c] = true
 			pool = append(pool, c)
 		}
@@ -109,18 +150,18 @@ func SampleNegatives(r *rand.Rand, cands []int, positive func(int) bool, nTools,
 	for len(out) < k && len(pool) > 0 {
 		draw()
 	}
-	for tries := 0; len(out) < k && tries < 100*k && nTools > 0; tries++ {
-		n := r.IntN(nTools)
-		if !taken[n] && !positive(n) {
-			taken[n] = true
-			out = append(out, n)
+	for tries := 0; len(out) < k && tries < 100*k && n > 0; tries++ {
+		t := tool(r.IntN(n))
+		if !taken[t] && !positive(t) {
+			taken[t] = true
+			out = append(out, t)
 		}
 	}
 	if len(out) < k { // few non-positives left: draw from all of them
 		pool = pool[:0]
-		for n := range nTools {
-			if !taken[n] && !positive(n) {
-				pool = append(pool, n)
+		for i := range n {
+			if t := tool(i); !taken[t] && !positive(t) {
+				pool = append(pool, t)
 			}
 		}
 		for len(out) < k && len(pool) > 0 {
@@ -128,7 +169,7 @@ func SampleNegatives(r *rand.Rand, cands []int, positive func(int) bool, nTools,
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("crossencoder: no negative to sample: the query is relevant to all %d APIs", nTools)
+		return nil, fmt.Errorf("crossencoder: no negative to sample: the query is relevant to all %d APIs", n)
 	}
 	for i := 0; len(out) < k; i++ { // fewer than k non-positive APIs: repeat them
 		out = append(out, out[i])
@@ -138,22 +179,26 @@ func SampleNegatives(r *rand.Rand, cands []int, positive func(int) bool, nTools,
 
 // Batch implements train.Task: G groups of 1+k pairs and labels [G, 1+k].
 func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
-	o := t.epochPairs(epoch)
-	lo, hi := i*t.BatchSize, min((i+1)*t.BatchSize, len(o))
-	if lo >= hi {
-		return nil, 0, fmt.Errorf("batch %d of epoch %d out of range", i, epoch)
+	bs := t.batches(epoch)
+	if i < 0 || i >= len(bs) {
+		return nil, 0, fmt.Errorf("batch %d of epoch %d out of range (%d batches)", i, epoch, len(bs))
 	}
+	batch := bs[i]
 	r := rand.New(rand.NewPCG(t.Seed^0x6e6567, uint64(epoch)<<32|uint64(i)))
 	k := t.Negatives
 	var seqs, types [][]int32
-	labels := make([]float32, 0, (hi-lo)*(1+k))
-	for _, p := range o[lo:hi] {
+	labels := make([]float32, 0, len(batch)*(1+k))
+	for _, p := range batch {
 		rel := t.Train.Relevant[p.Query]
 		isPos := func(a int) bool {
 			j := sort.SearchInts(rel, a)
 			return j < len(rel) && rel[j] == a
 		}
-		negs, err := SampleNegatives(r, t.Candidates[p.Query], isPos, len(t.tools), k)
+		var lib []int
+		if libs := t.Data.Libraries; len(libs) > 1 {
+			lib = libs[t.Data.LibraryOf(p.Tool)].Tools
+		}
+		negs, err := SampleNegativesIn(r, t.Candidates[p.Query], isPos, lib, len(t.tools), k)
 		if err != nil {
 			return nil, 0, fmt.Errorf("query %q: %w", t.Data.Queries[p.Query].ID, err)
 		}
@@ -168,7 +213,7 @@ func (t *Task) Batch(epoch, i int) ([]*tensors.Tensor, int, error) {
 		}
 	}
 	ids, ty, mask := encoder.Tensors(t.Tok.Pad(seqs, types, t.Cfg.MaxLen))
-	return []*tensors.Tensor{ids, ty, mask, tensors.FromFlatDataAndDimensions(labels, hi-lo, 1+k)}, hi - lo, nil
+	return []*tensors.Tensor{ids, ty, mask, tensors.FromFlatDataAndDimensions(labels, len(batch), 1+k)}, len(batch), nil
 }
 
 // Evaluate implements train.Task: the dev metrics (metrics.DevKs) of reranking each dev query's

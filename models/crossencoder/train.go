@@ -27,7 +27,7 @@ type TrainConfig struct {
 	Depth     int    `json:"depth" help:"hard negatives are drawn from the retriever's top -depth tools (also the dev reranking depth; the paper's m)"` // -depth: hard negatives come from the retriever's top Depth tools, also the dev and test reranking depth (default 30)
 	Negatives int    `json:"negatives-per-positive" help:"negatives per positive pair"`                                                                 // -negatives-per-positive: negatives per positive pair (default 7)
 	Loss      string `json:"loss" help:"listwise (softmax CE over the positive and its negatives) or bce (per pair)"`                                   // -loss: listwise (softmax CE over the positive and its negatives; default) or bce (per pair)
-	DevMax    int    `json:"dev-max" help:"evaluate on at most this many dev queries during training (0: all)"`                                         // -dev-max: evaluate on at most this many dev queries during training (default 0: all)
+	DevMax    int    `json:"dev-max" help:"evaluate on at most this many dev queries during training (0: all; on a multi-source dataset taken evenly through its dev split)"`                                         // -dev-max: evaluate on at most this many dev queries during training (default 0: all)
 	// Data is the dataset (nil: the embedded default dataset).
 	Data *data.Dataset `json:"-"`
 	// Args is provenance only: the command's flags as recorded in a new run's run.json.
@@ -99,7 +99,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	}
 	evalDev := dev
 	if cfg.DevMax > 0 && len(dev.Queries) > cfg.DevMax {
-		evalDev = &data.Split{Name: dev.Name, Queries: dev.Queries[:cfg.DevMax], Relevant: dev.Relevant}
+		evalDev = &data.Split{Name: dev.Name, Queries: DevSample(dev.Queries, cfg.DevMax, len(d.Libraries) > 1), Relevant: dev.Relevant}
 	}
 	start := time.Now()
 	cands, err := TopTools(cfg.Retriever, bk, d, append(append([]int(nil), tr.Queries...), evalDev.Queries...), cfg.Depth)
@@ -149,8 +149,27 @@ func Train(ctx context.Context, cfg TrainConfig) (*Result, error) {
 	return res, rundir.WriteJSON(cfg.RunDir, "test_metrics.json", map[string]any{fmt.Sprintf("rerank-%d", cfg.Depth): rep})
 }
 
+// DevSample returns the first n of the dev queries, or with spread n of them taken at even
+// steps through the list, so that a multi-source dataset's dev split, whose queries come
+// library after library, keeps every library's share.
+func DevSample(queries []int, n int, spread bool) []int {
+	if n <= 0 || n >= len(queries) {
+		return queries
+	}
+	if !spread {
+		return queries[:n]
+	}
+	out := make([]int, n)
+	for i := range n {
+		out[i] = queries[i*len(queries)/n]
+	}
+	return out
+}
+
 // TopTools ranks the given queries of d with the bi-encoder run at run and returns each
-// one's top m tools, best first.
+// one's top m tools, best first. On a multi-source dataset (d.Libraries) each query is ranked
+// within its own library (metrics.WithinLibraries): its hard negatives and the candidates
+// reranked at evaluation are tools of that library only.
 func TopTools(run string, bk compute.Backend, d *data.Dataset, queries []int, m int) (map[int][]int, error) {
 	emb, err := biencoder.LoadRun(run, bk)
 	if err != nil {
@@ -160,17 +179,22 @@ func TopTools(run string, bk compute.Backend, d *data.Dataset, queries []int, m 
 	if err != nil {
 		return nil, err
 	}
-	texts := make([]string, len(queries))
-	for i, q := range queries {
-		texts[i] = d.Queries[q].Text
-	}
-	rk, err := r.RankTexts(texts, m)
-	if err != nil {
-		return nil, err
-	}
+	qr := metrics.WithinLibraries(d, nil, rank.Texts(r))
 	out := make(map[int][]int, len(queries))
-	for i, q := range queries {
-		out[q] = rk[i].Tools
+	const chunk = 1024 // within libraries ranks every tool first: bound the rankings held
+	for lo := 0; lo < len(queries); lo += chunk {
+		part := queries[lo:min(lo+chunk, len(queries))]
+		qs := make([]rank.Query, len(part))
+		for i, q := range part {
+			qs[i] = rank.Query{Index: q, Text: d.Queries[q].Text}
+		}
+		rk, err := qr.RankQueries(context.Background(), qs, m)
+		if err != nil {
+			return nil, fmt.Errorf("crossencoder: first stage %s: %w", run, err)
+		}
+		for i, q := range part {
+			out[q] = rk[i].Tools
+		}
 	}
 	return out, nil
 }
