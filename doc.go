@@ -26,7 +26,9 @@
 // HF_HUB_OFFLINE is unset.
 //
 // A model directory may carry its retrieval recipe, toolret_recipe.json (export.Recipe: a BM25
-// fusion and the dev split it was chosen on; [ModelRecipe] reads it): Evaluate, Suite, Serve
-// and Export apply it unless told not to (NoRecipe), and an index exported from the model
-// records it.
+// fusion, per-clause retrieval, a cross-encoder reranker inside the directory, and the dev
+// split they were chosen on; [ModelRecipe] reads it): Evaluate, Suite, Serve and Export apply
+// it unless told not to (NoRecipe), and an index exported from the model records it (the
+// cross-encoder copied into it). [EvalConfig].Reranker picks a reranker's weight on a dev
+// split for a model directory's first stage.
 package toolret

@@ -113,12 +113,19 @@ type EvalConfig struct {
 	// Lengths replace a bi-encoder Run's training lengths or a Model's max_seq_length (0: keep;
 	// eval -query-len, -tool-len); an Index embeds with the lengths it was exported with.
 	Lengths export.Lengths
-	// NoRecipe evaluates a Model's dense ranking alone, without the BM25 fusion and clauses
-	// of its recipe (export.Recipe, the model directory's toolret_recipe.json), and an Index
-	// without those it records (toolindex.WithoutRecipe). Without it a Model or an Index with a
-	// recipe is evaluated as its recipe says. Fuse's entries are always ranked without their
-	// recipes: the fusion is Fuse's.
+	// NoRecipe evaluates a Model's dense ranking alone, without the BM25 fusion, clauses and
+	// reranker of its recipe (export.Recipe, the model directory's toolret_recipe.json), and an
+	// Index without those it records (toolindex.WithoutRecipe). Without it a Model or an Index
+	// with a recipe is evaluated as its recipe says: the fusion, then the clauses, then the
+	// reranker over the top tools of each query's ranking within its library (on a
+	// multi-source dataset, metrics.WithinLibraries), as evaluate.StageRerank reranks. Fuse's
+	// entries are always ranked without their recipes: the fusion is Fuse's.
 	NoRecipe bool
+	// Reranker, when set, reranks a Model's or an Index's ranking with a cross-encoder in
+	// place of its recipe's reranker, also with NoRecipe (eval -model DIR -reranker CE -depth K
+	// -weight W|dev): with Reranker.Dev its weight is picked on the dev split first
+	// (Evaluation.Rerank reports it).
+	Reranker *ModelRerank
 	// Clauses, when set, ranks each query whole and clause by clause and merges the rankings
 	// (rerank.Clauses; eval -clauses), in place of the clauses a Model's or Index's recipe
 	// gives.
@@ -169,8 +176,12 @@ type Evaluation struct {
 	Ranker rank.QueryRanker
 	// Method describes what ranks, as eval prints it: "bm25", "run DIR (...)", "index DIR (...)",
 	// "DIR zero-shot, index ...", "Rerank-30 + minmax interpolation with the retriever (w=0.3
-	// on dev)", with ", clauses ..." when Clauses merge the clauses' rankings.
+	// on dev)", with ", clauses ..." when Clauses merge the clauses' rankings and ", rerank 20
+	// w0.4 ..." when a cross-encoder reranks them (Rerank).
 	Method string
+	// Rerank is the cross-encoder stage reranking a Model's or an Index's ranking (its
+	// recipe's reranker, or EvalConfig.Reranker, with the weight picked on dev); nil: none.
+	Rerank *RerankStage
 	// Loaded is how long loading the dataset took (the ranker's set-up not included).
 	Loaded time.Duration
 
@@ -299,6 +310,17 @@ func (cfg *EvalConfig) check() error {
 	if cfg.NoRecipe && cfg.Model == "" && cfg.Index == "" {
 		return errors.New("evaluate: NoRecipe applies to a Model or an Index")
 	}
+	if cfg.Reranker != nil {
+		if cfg.Model == "" && cfg.Index == "" {
+			return errors.New("evaluate: Reranker applies to a Model or an Index (Rerank, eval -method rerank-m, reranks a trained run)")
+		}
+		if len(cfg.Ensemble) > 0 {
+			return errors.New("evaluate: Reranker and Ensemble: a reranker over an ensemble's candidates is not supported; give one")
+		}
+		if err := cfg.Reranker.check(); err != nil {
+			return err
+		}
+	}
 	if len(cfg.Fuse) == 0 && (cfg.Fusion != "" || len(cfg.FusionWeights) > 0 || cfg.FusionK != 0 || cfg.FusionDepth != 0 ||
 		cfg.FusionDev || cfg.FusionSteps != 0 || cfg.FusionMetric != "" || cfg.FusionNewTools) {
 		return errors.New("evaluate: Fusion, FusionWeights, FusionK, FusionDepth and FusionDev apply to Fuse")
@@ -408,17 +430,27 @@ func NewEvaluationOn(ctx context.Context, cfg EvalConfig, d *data.Dataset) (*Eva
 	if err != nil {
 		return nil, err
 	}
+	rr, fromRecipe, err := cfg.reranker(ctx)
+	if err != nil {
+		return nil, err
+	}
 	r, desc, cleanup, err := newRanker(ctx, cfg, d, s, train, be)
 	if err == nil && cfg.Clauses != nil {
 		if r, err = rerank.WithClauses(r, *cfg.Clauses); err == nil {
 			desc += ", " + cfg.Clauses.String()
 		}
 	}
+	var st *RerankStage
+	if err == nil && rr != nil {
+		if r, st, err = withReranker(ctx, cfg, d, s, r, rr, fromRecipe, be); err == nil {
+			desc += ", " + st.String()
+		}
+	}
 	if err != nil {
 		cleanup()
 		return nil, err
 	}
-	return &Evaluation{Data: d, Split: s, Ranker: r, Method: desc, cutoffs: cfg.Cutoffs, dev: dev, cleanup: cleanup}, nil
+	return &Evaluation{Data: d, Split: s, Ranker: r, Method: desc, Rerank: st, cutoffs: cfg.Cutoffs, dev: dev, cleanup: cleanup}, nil
 }
 
 // split returns the split cfg.Split names (cfg.Split set): a split of d, or, for "dev" when d
@@ -484,6 +516,12 @@ func newRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, s, train *d
 		if cfg.NoRecipe {
 			m.Recipe = nil
 		}
+		if m.Recipe != nil && m.Recipe.Reranker != nil {
+			// The evaluation reranks the index's ranking itself (withReranker), within each
+			// query's library: the index does not carry the cross-encoder.
+			c := *m.Recipe
+			c.Reranker, m.Recipe = nil, &c
+		}
 		if err := m.Quantize(cfg.Quantize); err != nil {
 			return nil, "", cleanup, err
 		}
@@ -523,10 +561,12 @@ func newRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, s, train *d
 }
 
 // indexRanker ranks with the exported index cfg.Index as toolindex.Load serves it (its first
-// stage, its packaged refiner unless NoRefiner, its recipe's fusion unless NoRecipe or Hybrid,
-// its Ensemble), so the figures are those of what a server answers, and describes it.
+// stage, its packaged refiner unless NoRefiner, its recipe's fusion and clauses unless
+// NoRecipe or Hybrid and Clauses, its Ensemble), so the figures are those of what a server
+// answers, and describes it. A reranker is not the index's to apply: NewEvaluationOn reranks
+// its rankings within each query's library (withReranker).
 func indexRanker(cfg EvalConfig, d *data.Dataset, be compute.Backend) (rank.QueryRanker, string, error) {
-	opts := []toolindex.Option{toolindex.WithBackend(be), toolindex.WithQuantization(cfg.Quantize)}
+	opts := []toolindex.Option{toolindex.WithBackend(be), toolindex.WithQuantization(cfg.Quantize), toolindex.WithReranker("", 0)}
 	if cfg.NoRefiner {
 		opts = append(opts, toolindex.WithoutRefiner())
 	}
@@ -536,7 +576,8 @@ func indexRanker(cfg EvalConfig, d *data.Dataset, be compute.Backend) (rank.Quer
 			return nil, "", err
 		}
 		opts = append(opts, toolindex.WithHybrid(cfg.Hybrid, w))
-	} else if cfg.NoRecipe {
+	}
+	if cfg.NoRecipe {
 		opts = append(opts, toolindex.WithoutRecipe())
 	}
 	if cfg.Clauses != nil {
@@ -549,6 +590,9 @@ func indexRanker(cfg EvalConfig, d *data.Dataset, be compute.Backend) (rank.Quer
 	idx, err := toolindex.Load(cfg.Index, opts...)
 	if err != nil {
 		return nil, "", fmt.Errorf("evaluate: Index (-index) %s: %w", cfg.Index, err)
+	}
+	if dir, _, _ := idx.Refiner(); dir != "" && cfg.Reranker != nil {
+		return nil, "", fmt.Errorf("evaluate: Reranker and the refiner %s of index %s are two second stages: give NoRefiner (-no-refiner)", dir, cfg.Index)
 	}
 	desc := fmt.Sprintf("index %s (%s first stage", cfg.Index, idx.FirstStage())
 	if q := idx.Quantization(); q != "" {

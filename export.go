@@ -61,7 +61,11 @@ type ExportConfig struct {
 	KeepLayers []int
 	// Recipe, when set, is the retrieval recipe the export carries instead of the model's own
 	// (export.Recipe: an hf export writes it as toolret_recipe.json, an index records its
-	// hybrid; export -hybrid, -hybrid-weight, -selected-on); NoRecipe drops the model's own.
+	// hybrid, clauses and reranker; export -hybrid, -hybrid-weight, -selected-on, -clauses,
+	// -recipe-reranker). Its reranker's Dir names the cross-encoder copied into the export
+	// (at its Path; an index's at export.RerankerDir): an hf cross-encoder directory, a hub id,
+	// or a cross-encoder run, exported with FormatHF first. NoRecipe drops the model's own.
+	// A model's own recipe is carried, its reranker's cross-encoder with it, unless replaced.
 	Recipe   *export.Recipe
 	NoRecipe bool
 	// LoRA is how a bi-encoder run trained with LoRA is written: export.LoRAMerged ("", the
@@ -130,6 +134,18 @@ func Export(ctx context.Context, cfg ExportConfig) (*export.Manifest, error) {
 			return nil, fmt.Errorf("-precision %s and -quantize %s: one or the other (int8 runs on the onnx backend, bf16 on go or xla)", cfg.Precision, cfg.Quantize)
 		}
 	}
+	if rr := cfg.Recipe; rr != nil && rr.Reranker != nil {
+		tmp, err := os.MkdirTemp("", "toolret-reranker-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		r, c := *cfg.Recipe, *cfg.Recipe.Reranker
+		if c.Dir, err = hfDir(ctx, c.Dir, filepath.Join(tmp, "reranker"), cfg.Backend); err != nil {
+			return nil, fmt.Errorf("recipe reranker: %w", err)
+		}
+		r.Reranker, cfg.Recipe = &c, &r
+	}
 	opts := export.Options{Format: cfg.Format, Out: cfg.Out, Force: cfg.Force, Refiner: cfg.Refiner, Quantize: cfg.Quantize, Precision: cfg.Precision,
 		Recipe: cfg.Recipe, NoRecipe: cfg.NoRecipe, LoRA: cfg.LoRA}
 	if cfg.Data != "" {
@@ -194,6 +210,9 @@ func Export(ctx context.Context, cfg ExportConfig) (*export.Manifest, error) {
 	}
 	if err == nil && man.Hybrid != nil {
 		note("export: index records its model's recipe: hybrid %s (serve and eval apply it; -no-recipe there: dense only)", man.Hybrid)
+	}
+	if err == nil && man.Reranker != nil {
+		note("export: index records its model's recipe: reranker %s, the cross-encoder in %s/ (serve and eval apply it; -no-recipe there: none)", man.Reranker, man.Reranker.Path)
 	}
 	if err == nil && man.Refiner != nil {
 		note("export: refiner %s (N %d over %s candidates) packaged in %s/", man.Refiner.Source, man.Refiner.N, man.Refiner.Candidates, man.Refiner.Dir)

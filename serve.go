@@ -80,9 +80,12 @@ type ServeConfig struct {
 	// K is the number of tools a request gets when it gives none; MaxK the most it may ask.
 	K    int `help:"tools returned per query when a request gives no k"`
 	MaxK int `help:"largest k a request may ask for"`
-	// Reranker is an exported cross-encoder reranking the top Depth tools; RerankWeight in
-	// [0, 1] interpolates it with the first stage (-1: the cross-encoder's order alone).
-	Reranker     string  `help:"exported cross-encoder (cmd/export -format hf) reranking the top -depth tools"`
+	// Reranker is an exported cross-encoder reranking the top Depth tools of the first stage
+	// (the dense or hybrid ranking, merged over clauses); RerankWeight in [0, 1] interpolates
+	// it with the first stage (-1: the cross-encoder's order alone). "": the reranker of the
+	// model's recipe (Pretrained's toolret_recipe.json, with its depth and weight, or the one
+	// Index records from it), if any, unless NoRecipe.
+	Reranker     string  `help:"exported cross-encoder (cmd/export -format hf) reranking the top -depth tools of the first stage (after -hybrid and -clauses), in place of the reranker of the model's recipe"`
 	Depth        int     `help:"tools the -reranker rescores per query"`
 	RerankWeight float64 `help:"with -reranker: w·minmax(cross-encoder) + (1-w)·minmax(retriever) over the top -depth, w in [0, 1] (the weight cmd/eval -method rerank -weight dev prints); -1: the cross-encoder's order alone"`
 	// Hybrid fuses the index's first stage with BM25: "", "rrf", "minmax" or "zscore", the
@@ -91,8 +94,9 @@ type ServeConfig struct {
 	// records from it), if any, unless NoRecipe.
 	Hybrid       string  `help:"fuse the index's first stage with BM25 over the tool texts: rrf (k 60), minmax or zscore (-hybrid-weight); each side ranks its top max(k, 100)"`
 	HybridWeight float64 `help:"with -hybrid minmax|zscore: w·dense + (1-w)·bm25, w in [0, 1] (cmd/eval -method fusion -runs run:RUN,bm25 -weight dev prints it)"`
-	// NoRecipe serves the dense first stage when Hybrid is "", ignoring the model's recipe.
-	NoRecipe bool `help:"without -hybrid: serve the dense first stage, not the BM25 fusion of the model's recipe (toolret_recipe.json of -library's -model, or the fusion an -index records from it)"`
+	// NoRecipe ignores the model's recipe: the dense first stage, without the recipe's BM25
+	// fusion, clauses and reranker (those Hybrid, Clauses and Reranker give are served).
+	NoRecipe bool `help:"ignore the model's recipe (toolret_recipe.json of -library's -model, or what an -index records from it): no BM25 fusion, clauses or reranker but those -hybrid, -clauses and -reranker give"`
 	// Clauses ranks each query whole and clause by clause and merges the rankings
 	// (toolindex.WithClauses). nil: the clauses of the model's recipe (or those Index
 	// records), if any, unless NoRecipe.
@@ -260,7 +264,8 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 	if cfg.Hybrid != "" {
 		ropts = append(ropts, toolindex.WithHybrid(cfg.Hybrid, cfg.HybridWeight))
-	} else if cfg.NoRecipe {
+	}
+	if cfg.NoRecipe {
 		ropts = append(ropts, toolindex.WithoutRecipe())
 	}
 	if len(cfg.Ensemble) > 0 || cfg.EnsembleFusion != "" {
@@ -274,12 +279,14 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 	ilib := st.R.Library()
 	hybrid, hybridW := st.R.Hybrid()
+	reranker, rerankDepth, rerankW := st.R.Reranker()
 	prec := st.R.Precision()
 	if prec == "" {
 		prec = backend.FP32
 	}
 	log.Info("index loaded", "index", cfg.Index, "tools", ilib.Len(), "version", ilib.Version, "replayed_updates", st.Pending(),
-		"dim", st.R.Dim(), "precision", prec, "tool_updates", st.R.CanEmbedTools() == nil, "hybrid", hybrid, "hybrid_weight", hybridW, "ensemble", len(cfg.Ensemble), "ms", time.Since(start).Milliseconds())
+		"dim", st.R.Dim(), "precision", prec, "tool_updates", st.R.CanEmbedTools() == nil, "hybrid", hybrid, "hybrid_weight", hybridW,
+		"reranker", reranker, "rerank_depth", rerankDepth, "rerank_weight", rerankW, "ensemble", len(cfg.Ensemble), "ms", time.Since(start).Milliseconds())
 	scfg := serve.Config{DefaultK: cfg.K, MaxK: cfg.MaxK, MaxBatch: cfg.MaxBatch, MaxBody: cfg.MaxBody, Timeout: cfg.Timeout,
 		Token: cfg.Token, Model: cfg.Model, MCP: cfg.MCP == "http", Keys: cfg.Keys, Rate: cfg.Rate, Burst: cfg.Burst, Logger: log,
 		MaxInFlight: cfg.MaxInFlight}
@@ -327,29 +334,35 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	return front.serve(ctx, cfg, serve.New(st, scfg).Handler(), 2*cfg.Timeout+callTimeout+5*time.Second, st, info, closeAll)
 }
 
-// applyRecipe sets cfg's Hybrid and Clauses from the recipe of cfg.Pretrained
-// (export.ReadRecipe) when cfg serves a library with it and gives neither them nor NoRecipe
-// (also over a zero-shot index built before the recipe was). A recipe that does not read is
-// an error; one with a hybrid and a Reranker is refused.
+// applyRecipe sets cfg's Hybrid, Clauses and Reranker (with Depth and RerankWeight) from the
+// recipe of cfg.Pretrained (export.ReadRecipe) when cfg serves a library with it, each unless
+// cfg gives it or NoRecipe (also over a zero-shot index built before the recipe was). A
+// recipe that does not read, or names a reranker directory that is not a cross-encoder, is an
+// error.
 func applyRecipe(ctx context.Context, cfg *ServeConfig) error {
-	if cfg.Library == "" || cfg.Index != "" || cfg.Pretrained == "" || cfg.NoRecipe || (cfg.Hybrid != "" && cfg.Clauses != nil) {
+	if cfg.Library == "" || cfg.Index != "" || cfg.Pretrained == "" || cfg.NoRecipe || (cfg.Hybrid != "" && cfg.Clauses != nil && cfg.Reranker != "") {
 		return nil
 	}
 	r, err := ModelRecipe(ctx, cfg.Pretrained)
 	if err != nil {
 		return fmt.Errorf("serve: -model %s: %w", cfg.Pretrained, err)
 	}
-	if r != nil && r.Clauses != nil && cfg.Clauses == nil {
+	if r == nil {
+		return nil
+	}
+	if r.Clauses != nil && cfg.Clauses == nil {
 		c := r.Clauses.Options()
 		cfg.Clauses = &c
 	}
-	if r == nil || r.Hybrid == nil || cfg.Hybrid != "" {
-		return nil
+	if r.Hybrid != nil && cfg.Hybrid == "" {
+		cfg.Hybrid, cfg.HybridWeight = r.Hybrid.Fusion, r.Hybrid.Weight
 	}
-	if cfg.Reranker != "" {
-		return fmt.Errorf("serve: the recipe of %s fuses with BM25 (%s), and -reranker: a reranker over hybrid candidates is not supported; give -no-recipe to rerank the dense first stage", cfg.Pretrained, r.Hybrid)
+	if rr := r.Reranker; rr != nil && cfg.Reranker == "" {
+		cfg.Reranker, cfg.Depth, cfg.RerankWeight = rr.Dir, rr.Depth, -1
+		if rr.Weight != nil {
+			cfg.RerankWeight = *rr.Weight
+		}
 	}
-	cfg.Hybrid, cfg.HybridWeight = r.Hybrid.Fusion, r.Hybrid.Weight
 	return nil
 }
 

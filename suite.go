@@ -56,9 +56,9 @@ type SuiteConfig struct {
 	Backend string
 	// Lengths replace the token limits of the dense models (EvalConfig.Lengths).
 	Lengths export.Lengths
-	// NoRecipe evaluates every Model and Index without its recipe's BM25 fusion
-	// (EvalConfig.NoRecipe); without it, a system whose recipe fuses is named with the fusion
-	// applied, "model:DIR (+bm25 zscore 0.3)".
+	// NoRecipe evaluates every Model and Index without its recipe's BM25 fusion, clauses and
+	// reranker (EvalConfig.NoRecipe); without it, a system with a recipe is named with what it
+	// applies, "model:DIR (+bm25 zscore 0.3, +rerank 20 w0.4)".
 	NoRecipe bool
 	// Cutoffs are the K of Recall/NDCG/COMP@K (nil: DefaultSuiteCutoffs).
 	Cutoffs []int
@@ -81,8 +81,8 @@ type SuiteSystem struct {
 
 // Name labels the system in the suite's tables: "bm25", "run:RUN", "model:REF", "index:DIR",
 // or "rrf(bm25 + run:RUN)" for a Fuse (minmax or zscore with its weights). A suite's table
-// adds the BM25 fusion and clauses of a Model's or Index's recipe when it applies them:
-// "model:DIR (+bm25 zscore 0.3, +clauses max zscore)".
+// adds the BM25 fusion, clauses and reranker of a Model's or Index's recipe when it applies
+// them: "model:DIR (+bm25 zscore 0.3, +clauses max zscore, +rerank 20 w0.4)".
 func (s SuiteSystem) Name() string {
 	if s.Clauses != nil {
 		c := s
@@ -124,9 +124,9 @@ func (s SuiteSystem) evalConfig(cfg *SuiteConfig) EvalConfig {
 	return c
 }
 
-// recipeName is the system's Name with, when cfg applies a recipe's BM25 fusion or clauses
-// to its Model or Index, those: "model:DIR (+bm25 zscore 0.3, +clauses max zscore)". A
-// recipe that does not read is an error.
+// recipeName is the system's Name with, when cfg applies a recipe's BM25 fusion, clauses or
+// reranker to its Model or Index, those: "model:DIR (+bm25 zscore 0.3, +clauses max zscore,
+// +rerank 20 w0.4)". A recipe that does not read is an error.
 func (s SuiteSystem) recipeName(ctx context.Context, cfg *SuiteConfig) (string, error) {
 	name := s.Name()
 	if cfg.NoRecipe {
@@ -134,6 +134,7 @@ func (s SuiteSystem) recipeName(ctx context.Context, cfg *SuiteConfig) (string, 
 	}
 	var h *export.HybridRecipe
 	var c *export.ClausesRecipe
+	var rr *export.RerankerRecipe
 	switch {
 	case s.Model != "":
 		r, err := ModelRecipe(ctx, s.Model)
@@ -141,14 +142,14 @@ func (s SuiteSystem) recipeName(ctx context.Context, cfg *SuiteConfig) (string, 
 			return "", err
 		}
 		if r != nil {
-			h, c = r.Hybrid, r.Clauses
+			h, c, rr = r.Hybrid, r.Clauses, r.Reranker
 		}
 	case s.Index != "":
 		man, err := export.ReadManifest(s.Index)
 		if err != nil {
 			return "", err
 		}
-		h, c = man.Hybrid, man.Clauses
+		h, c, rr = man.Hybrid, man.Clauses, man.Reranker
 	}
 	var parts []string
 	if h != nil {
@@ -156,6 +157,9 @@ func (s SuiteSystem) recipeName(ctx context.Context, cfg *SuiteConfig) (string, 
 	}
 	if c != nil && s.Clauses == nil { // explicit Clauses replace the recipe's
 		parts = append(parts, "+"+c.String())
+	}
+	if rr != nil {
+		parts = append(parts, rr.String())
 	}
 	if len(parts) > 0 {
 		name += " (" + strings.Join(parts, ", ") + ")"

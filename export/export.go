@@ -23,6 +23,10 @@
 //	       With Options.Refiner, a ToolRefiner over the run's candidates is packaged in
 //	       refiner/ (RefinerManifest), and package retriever serves both stages.
 //
+// A bi-encoder's retrieval recipe (Recipe, toolret_recipe.json) goes with it: an hf export
+// writes it, an index records its hybrid, clauses and reranker (Manifest.Hybrid, Clauses,
+// Reranker), and both copy the reranker's cross-encoder into reranker/.
+//
 // Every export writes manifest.json (toolret version, source, model kind, data fingerprint,
 // sha256 of every file). Exports are built in a temporary directory beside the output and
 // renamed into place, so a failed export leaves nothing behind.
@@ -99,7 +103,10 @@ type Options struct {
 	Precision string
 	// Recipe replaces the model's retrieval recipe (Model.Recipe, read from its directory's
 	// toolret_recipe.json) in the export: an hf export writes it as its RecipeFile, an index
-	// records its hybrid (Manifest.Hybrid). nil: the model's own; NoRecipe drops it.
+	// records its hybrid, clauses and reranker (Manifest.Hybrid, Clauses, Reranker). A
+	// reranker's cross-encoder (RerankerRecipe.Dir, an hf cross-encoder directory) is copied
+	// into the export at its Path (an index: RerankerDir), with the rest of the export. nil:
+	// the model's own; NoRecipe drops it.
 	Recipe   *Recipe
 	NoRecipe bool
 	// LoRA is how a bi-encoder trained with LoRA is written: LoRAMerged (""; the adapters
@@ -159,6 +166,10 @@ type Manifest struct {
 	// Clauses, in an index, is the per-clause retrieval of the recipe of the model it was
 	// exported from (Recipe.Clauses): toolindex.Load applies it unless told otherwise.
 	Clauses *ClausesRecipe `json:"clauses,omitempty"`
+	// Reranker, in an index, is the reranker of the recipe of the model it was exported from
+	// (Recipe.Reranker), its cross-encoder copied into the index at Path (RerankerDir):
+	// toolindex.Load applies it after the hybrid fusion and the clauses unless told otherwise.
+	Reranker *RerankerRecipe `json:"reranker,omitempty"`
 	// Notes are one-line remarks on what the export could not include (an encoder without
 	// an ONNX graph); cmd/export prints them.
 	Notes []string `json:"notes,omitempty"`
@@ -229,6 +240,17 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 		}
 		if recipe.Hybrid != nil && opts.Refiner != "" {
 			return nil, fmt.Errorf("export: recipe hybrid %s and a refiner: the refiner was trained over the dense first stage's candidates; give one", recipe.Hybrid)
+		}
+		if rr := recipe.Reranker; rr != nil {
+			if opts.Refiner != "" {
+				return nil, fmt.Errorf("export: recipe reranker %s and a refiner are two second stages; give one", rr.Path)
+			}
+			if rr.Dir == "" {
+				return nil, fmt.Errorf("export: recipe reranker %s: no cross-encoder directory to copy (RerankerRecipe.Dir)", rr.Path)
+			}
+			if err := CheckCrossEncoder(rr.Dir); err != nil {
+				return nil, fmt.Errorf("export: recipe reranker: %w", err)
+			}
 		}
 	}
 	// The kind's registered export facet gates the format (a model of no registered kind,
@@ -318,12 +340,21 @@ func Export(m *Model, opts Options) (*Manifest, error) {
 			if b, err = marshalRecipe(recipe); err == nil {
 				err = writeFile(tmp, RecipeFile, b)
 			}
+			if rr := recipe.Reranker; err == nil && rr != nil {
+				err = copyReranker(tmp, rr.Path, rr.Dir)
+			}
 		}
 	case FormatONNX:
 		err = writeONNX(m, tmp, man)
 	case FormatIndex:
 		if recipe != nil {
 			man.Hybrid, man.Clauses = recipe.Hybrid, recipe.Clauses
+			if rr := recipe.Reranker; rr != nil {
+				if err = copyReranker(tmp, RerankerDir, rr.Dir); err != nil {
+					return nil, err
+				}
+				man.Reranker = &RerankerRecipe{Path: RerankerDir, Depth: rr.Depth, Weight: rr.Weight}
+			}
 		}
 		switch k.Export.FirstStage {
 		case FirstStageMLC:
@@ -394,6 +425,21 @@ func checkOut(out string, force bool) (string, error) {
 		return "", fmt.Errorf("export: output directory %s exists and is not empty (use -force to replace it)", abs)
 	}
 	return abs, nil
+}
+
+// copyReranker copies the cross-encoder directory src into root/rel (a recipe's reranker).
+func copyReranker(root, rel, src string) error {
+	dst, err := path(root, filepath.FromSlash(rel))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := copyFiles(dst, src, nil); err != nil {
+		return fmt.Errorf("export: copy the recipe's reranker %s: %w", src, err)
+	}
+	return nil
 }
 
 // install moves the finished export tmp to out, replacing out if it exists.

@@ -102,6 +102,15 @@ func writeModelDir(out, src string, write func(tmp string) error) error {
 // copyModelFiles copies the files of the model directory src into dst, except its weights,
 // its ONNX export and a toolret export manifest (which describe src, not the interpolation).
 func copyModelFiles(dst, src string) error {
+	return copyFiles(dst, src, func(rel string) bool {
+		return rel == "model.safetensors" || rel == ManifestFile || rel == "onnx" || strings.HasPrefix(filepath.Base(rel), ".")
+	})
+}
+
+// copyFiles copies the directory tree src into dst (existing), following symbolic links (as
+// the hub cache's); skip, when not nil, leaves out a file or directory by its path relative
+// to src.
+func copyFiles(dst, src string, skip func(rel string) bool) error {
 	return filepath.WalkDir(src, func(p string, e os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -110,7 +119,7 @@ func copyModelFiles(dst, src string) error {
 		switch {
 		case rel == ".":
 			return nil
-		case rel == "model.safetensors" || rel == ManifestFile || rel == "onnx" || strings.HasPrefix(filepath.Base(rel), "."):
+		case skip != nil && skip(rel):
 			if e.IsDir() {
 				return filepath.SkipDir
 			}
@@ -123,6 +132,11 @@ func copyModelFiles(dst, src string) error {
 			return err
 		}
 		defer in.Close()
+		if fi, err := in.Stat(); err != nil {
+			return err
+		} else if fi.IsDir() {
+			return fmt.Errorf("%s: a symbolic link to a directory", p)
+		}
 		o, err := os.Create(filepath.Join(dst, rel))
 		if err != nil {
 			return err

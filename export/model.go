@@ -56,8 +56,9 @@ type Model struct {
 	// MaxLen is the larger one).
 	QueryMaxLen, ToolMaxLen int
 	// Recipe is the retrieval recipe of the model directory it was loaded from (LoadHF reads
-	// its toolret_recipe.json); nil: none. An hf export writes it again, an index records its
-	// hybrid (Options.Recipe replaces it).
+	// its toolret_recipe.json; its reranker's Dir is the cross-encoder inside that directory);
+	// nil: none. An hf export writes it again, an index records its hybrid, clauses and
+	// reranker, each copying the reranker's cross-encoder (Options.Recipe replaces it).
 	Recipe *Recipe
 	// Source is the checkpoint directory the model came from, and Fingerprint the training
 	// data fingerprint recorded in it (both may be empty for models built in memory).

@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/internal/atomicfile"
 	"github.com/toolret/toolret/internal/jsonfile"
 	"github.com/toolret/toolret/rerank"
@@ -30,9 +32,10 @@ const RecipeVersion = 1
 // sentence_bert_config.json's max_seq_length), which LoadHF reads.
 //
 // toolret.Evaluate, toolret.Serve (with Library and Pretrained), export -format index and
-// the commands built on them apply a model's recipe unless told not to (NoRecipe, -no-recipe):
-// an index exported from the model records the hybrid (Manifest.Hybrid), which toolindex.Load
-// applies.
+// the commands built on them apply a model's recipe unless told not to (NoRecipe, -no-recipe),
+// in this order: the hybrid fusion, the clauses, the reranker. An index exported from the
+// model records them (Manifest.Hybrid, Clauses and Reranker, the cross-encoder copied into it),
+// and toolindex.Load applies them.
 type Recipe struct {
 	// Version is RecipeVersion; a file of another version is refused.
 	Version int `json:"version"`
@@ -43,9 +46,9 @@ type Recipe struct {
 	// (rerank.Clauses, eval -clauses), after the hybrid fusion: a query that states several
 	// needs gets each need's tools. nil: the whole query only.
 	Clauses *ClausesRecipe `json:"clauses,omitempty"`
-	// Reranker is a cross-encoder reranking the first stage's top tools. Not supported yet:
-	// a recipe naming one is refused (Validate), so that a model directory never claims a
-	// second stage that is not applied.
+	// Reranker, when set, reranks the top tools of the ranking the hybrid fusion and the
+	// clauses give with a cross-encoder inside the model directory, interpolating its scores
+	// with that ranking's (toolindex.WithReranker, WithInterpolation). nil: none.
 	Reranker *RerankerRecipe `json:"reranker,omitempty"`
 	// SelectedOn says, in free text, on which dev split the recipe's weights were chosen.
 	SelectedOn string `json:"selected_on,omitempty"`
@@ -122,15 +125,104 @@ func (c *ClausesRecipe) String() string {
 	return c.Options().String()
 }
 
-// RerankerRecipe names a cross-encoder inside the model directory (not supported yet; see
-// Recipe.Reranker).
+// RerankerDir is where an export puts a recipe's cross-encoder: OUT/reranker in an hf export
+// (RerankerRecipe.Path) and in an index (Manifest.Reranker).
+const RerankerDir = "reranker"
+
+// RerankerRecipe is a recipe's second stage: a cross-encoder (an hf export of a cross-encoder
+// run, as export -model CE_RUN -format hf writes it) inside the model directory, reranking
+// the top Depth tools of the first stage's ranking (after the hybrid fusion and the clauses).
 type RerankerRecipe struct {
-	// Path is the cross-encoder's directory, relative to the model directory.
+	// Path is the cross-encoder's directory, relative to the model directory (slash-separated,
+	// clean, inside it: RerankerDir as exports write it).
 	Path string `json:"path"`
-	// Depth is the number of first-stage tools it rescores.
-	Depth int `json:"depth,omitempty"`
-	// Weight interpolates its scores with the first stage's (toolindex.WithInterpolation).
+	// Depth (> 0) is the number of the first stage's top tools it rescores; the others follow
+	// in the first stage's order.
+	Depth int `json:"depth"`
+	// Weight is the cross-encoder's weight w in [0, 1] of the interpolation
+	// w·minmax(cross-encoder) + (1−w)·minmax(first stage) over the top Depth, as
+	// toolindex.WithInterpolation, serve -rerank-weight and eval -method rerank-m
+	// -interpolate minmax compute it (0: the first stage's order). nil: the cross-encoder's
+	// order alone.
 	Weight *float64 `json:"weight,omitempty"`
+	// Dir is the cross-encoder's directory on disk, not written to the file: Path inside the
+	// directory ReadRecipe read the recipe from, or, in a recipe given to an export
+	// (Options.Recipe), the cross-encoder directory it copies to Path.
+	Dir string `json:"-"`
+}
+
+// String describes the reranker as suite rows and logs show it: "+rerank 20 w0.4", or
+// "+rerank 20" for the cross-encoder's order alone.
+func (r *RerankerRecipe) String() string {
+	if r == nil {
+		return ""
+	}
+	if r.Weight == nil {
+		return fmt.Sprintf("+rerank %d", r.Depth)
+	}
+	return fmt.Sprintf("+rerank %d w%g", r.Depth, *r.Weight)
+}
+
+// check validates the reranker's fields; errors name the field.
+func (r *RerankerRecipe) check() error {
+	p := r.Path
+	if p == "" || p == "." || filepath.ToSlash(filepath.Clean(filepath.FromSlash(p))) != p || !filepath.IsLocal(filepath.FromSlash(p)) || strings.Contains(p, `\`) {
+		return fmt.Errorf("reranker.path %q: want a directory inside the model directory: relative, clean, slash-separated, no \"..\"", p)
+	}
+	if r.Depth <= 0 {
+		return fmt.Errorf("reranker.depth %d: want the number of top tools it rescores, > 0", r.Depth)
+	}
+	if w := r.Weight; w != nil && !(*w >= 0 && *w <= 1) {
+		return fmt.Errorf("reranker.weight %g: want the cross-encoder weight in [0, 1] (leave it out for the cross-encoder's order alone)", *w)
+	}
+	return nil
+}
+
+// CheckCrossEncoder returns an error unless dir is a cross-encoder in HuggingFace layout,
+// reading only its config.json: XxxForSequenceClassification with one label (LoadCrossEncoder
+// reads the weights).
+func CheckCrossEncoder(dir string) error {
+	p := filepath.Join(dir, "config.json")
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, serr := os.Stat(dir); serr != nil {
+			return fmt.Errorf("%s: no such directory", dir)
+		}
+		return fmt.Errorf("%s is not a cross-encoder: no config.json (export a cross-encoder run with export -format hf)", dir)
+	}
+	if err != nil {
+		return err
+	}
+	var c struct {
+		Architectures []string          `json:"architectures"`
+		ID2Label      map[string]string `json:"id2label"`
+		NumLabels     *int              `json:"num_labels"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	seq := slices.ContainsFunc(c.Architectures, func(a string) bool { return strings.HasSuffix(a, "ForSequenceClassification") })
+	labels := len(c.ID2Label)
+	if c.NumLabels != nil && labels == 0 {
+		labels = *c.NumLabels
+	}
+	if !seq || labels != 1 {
+		return fmt.Errorf("%s is not a cross-encoder: %s has architectures %q and %d labels, want XxxForSequenceClassification with one label", dir, p, c.Architectures, labels)
+	}
+	return nil
+}
+
+// LoadCrossEncoder loads the cross-encoder in the HuggingFace directory dir (LoadHF),
+// refusing any other model.
+func LoadCrossEncoder(dir string, be compute.Backend) (*Model, error) {
+	m, err := LoadHF(dir, be)
+	if err != nil {
+		return nil, err
+	}
+	if m.Head == nil || len(m.Head.Labels) != 1 || m.Kind != KindCrossEncoder {
+		return nil, fmt.Errorf("%s is not a cross-encoder (XxxForSequenceClassification with one label), it is a %s", dir, m.Kind)
+	}
+	return m, nil
 }
 
 // Validate checks the recipe; errors name the field.
@@ -149,7 +241,9 @@ func (r *Recipe) Validate() error {
 		}
 	}
 	if r.Reranker != nil {
-		return fmt.Errorf("reranker %q: a reranker in the recipe is not supported yet (serve -reranker and eval -method rerank-m apply one)", r.Reranker.Path)
+		if err := r.Reranker.check(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -159,8 +253,9 @@ func (r *Recipe) Empty() bool {
 	return r == nil || (r.Hybrid == nil && r.Clauses == nil && r.Reranker == nil)
 }
 
-// ReadRecipe reads and validates dir's toolret_recipe.json: nil, nil when dir has none.
-// Errors name the file, and the line and column of a JSON error.
+// ReadRecipe reads and validates dir's toolret_recipe.json: nil, nil when dir has none. A
+// reranker's directory must be a cross-encoder (CheckCrossEncoder); its Dir is set to it.
+// Errors name the file and the field, and the line and column of a JSON error.
 func ReadRecipe(dir string) (*Recipe, error) {
 	p := filepath.Join(dir, RecipeFile)
 	b, err := os.ReadFile(p)
@@ -173,6 +268,12 @@ func ReadRecipe(dir string) (*Recipe, error) {
 	r, err := ParseRecipe(b)
 	if err != nil {
 		return nil, fmt.Errorf("recipe %s: %w", p, err)
+	}
+	if rr := r.Reranker; rr != nil {
+		rr.Dir = filepath.Join(dir, filepath.FromSlash(rr.Path))
+		if err := CheckCrossEncoder(rr.Dir); err != nil {
+			return nil, fmt.Errorf("recipe %s: reranker.path %q: %w", p, rr.Path, err)
+		}
 	}
 	return r, nil
 }

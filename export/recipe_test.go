@@ -57,7 +57,15 @@ func TestRecipeCorrupt(t *testing.T) {
 		{"unknown version", `{"version": 7}`, []string{"version 7", "version 1"}},
 		{"no version", `{"hybrid": {"fusion": "zscore", "weight": 0.3}}`, []string{"version 0"}},
 		{"unknown field", `{"version": 1, "hybird": {}}`, []string{`unknown field "hybird"`}},
-		{"reranker", `{"version": 1, "reranker": {"path": "reranker", "depth": 20}}`, []string{"reranker", "not supported yet"}},
+		{"reranker path up", `{"version": 1, "reranker": {"path": "../ce", "depth": 20}}`, []string{`reranker.path "../ce"`, "inside the model directory"}},
+		{"reranker path absolute", `{"version": 1, "reranker": {"path": "/tmp/ce", "depth": 20}}`, []string{`reranker.path "/tmp/ce"`}},
+		{"reranker path unclean", `{"version": 1, "reranker": {"path": "a/../ce", "depth": 20}}`, []string{`reranker.path "a/../ce"`}},
+		{"reranker path empty", `{"version": 1, "reranker": {"depth": 20}}`, []string{`reranker.path ""`}},
+		{"reranker depth 0", `{"version": 1, "reranker": {"path": "reranker", "depth": 0}}`, []string{"reranker.depth 0", "> 0"}},
+		{"reranker no depth", `{"version": 1, "reranker": {"path": "reranker"}}`, []string{"reranker.depth 0"}},
+		{"reranker weight 1.5", `{"version": 1, "reranker": {"path": "reranker", "depth": 20, "weight": 1.5}}`, []string{"reranker.weight 1.5", "[0, 1]"}},
+		{"reranker weight negative", `{"version": 1, "reranker": {"path": "reranker", "depth": 20, "weight": -0.2}}`, []string{"reranker.weight -0.2"}},
+		{"reranker field", `{"version": 1, "reranker": {"path": "reranker", "depth": 20, "m": 3}}`, []string{`unknown field "m"`}},
 		{"clauses merge", `{"version": 1, "clauses": {"merge": "best"}}`, []string{"clauses", `merge "best"`, "max, mix or rrf"}},
 		{"clauses whole", `{"version": 1, "clauses": {"merge": "mix", "whole": 1.5}}`, []string{"clauses", "whole-query weight 1.5"}},
 		{"clauses field", `{"version": 1, "clauses": {"merge": "max", "words": 3}}`, []string{`unknown field "words"`}},
@@ -168,5 +176,167 @@ func TestExportRecipe(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(tmp, "refused")); !os.IsNotExist(err) {
 		t.Errorf("refused export left %s: %v", filepath.Join(tmp, "refused"), err)
+	}
+}
+
+// TestRecipeRerankerDir: a recipe whose reranker directory is missing, or holds no
+// cross-encoder, is one error naming the recipe file and the field, from ReadRecipe and
+// LoadHF; a cross-encoder there reads, with Dir set to it.
+func TestRecipeRerankerDir(t *testing.T) {
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := exporttest.WriteHF(dir, exporttest.Options{}, be, 1); err != nil {
+		t.Fatal(err)
+	}
+	w := 0.4
+	r := &export.Recipe{Version: 1, Reranker: &export.RerankerRecipe{Path: "ce/tiny", Depth: 10, Weight: &w}}
+	if err := export.WriteRecipe(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, export.RecipeFile)
+	for _, c := range []struct {
+		name  string
+		setup func(ce string) error
+		want  string // "" reads
+	}{
+		{"missing", func(string) error { return nil }, "no such directory"},
+		{"empty directory", func(ce string) error { return os.MkdirAll(ce, 0o755) }, "no config.json"},
+		{"a bi-encoder", func(ce string) error { return exporttest.WriteHF(ce, exporttest.Options{}, be, 2) }, "is not a cross-encoder"},
+		{"a cross-encoder", func(ce string) error { return exporttest.WriteCrossEncoderHF(ce, be, 3) }, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ce := filepath.Join(dir, "ce", "tiny")
+			if err := os.RemoveAll(filepath.Join(dir, "ce")); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.setup(ce); err != nil {
+				t.Fatal(err)
+			}
+			got, err := export.ReadRecipe(dir)
+			_, lerr := export.LoadHF(dir, be)
+			if c.want == "" {
+				if err != nil || lerr != nil {
+					t.Fatalf("ReadRecipe: %v; LoadHF: %v", err, lerr)
+				}
+				if got.Reranker.Dir != ce || got.Reranker.Depth != 10 || *got.Reranker.Weight != 0.4 {
+					t.Errorf("reranker %+v, want Dir %s", got.Reranker, ce)
+				}
+				return
+			}
+			for _, e := range []error{err, lerr} {
+				if e == nil {
+					t.Fatalf("read, want an error")
+				}
+				for _, s := range []string{p, `reranker.path "ce/tiny"`, c.want} {
+					if !strings.Contains(e.Error(), s) {
+						t.Errorf("error %q, want %q in it", e, s)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestExportRecipeReranker: an hf export given a recipe with a reranker copies the
+// cross-encoder into OUT/reranker beside the recipe (listed in the manifest); the model
+// loaded back carries it into a re-export and into an index (Manifest.Reranker, the
+// cross-encoder in the index's reranker/); NoRecipe drops it, and a reranker that is no
+// cross-encoder is refused with nothing written.
+func TestExportRecipeReranker(t *testing.T) {
+	be, err := backend.Open("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	ce, bi := filepath.Join(tmp, "ce"), filepath.Join(tmp, "bi")
+	if err := exporttest.WriteCrossEncoderHF(ce, be, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := exporttest.WriteHF(bi, exporttest.Options{}, be, 2); err != nil {
+		t.Fatal(err)
+	}
+	m, err := exporttest.BiEncoder(exporttest.Options{}, be, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := 0.3
+	r := &export.Recipe{Version: 1, Hybrid: &export.HybridRecipe{Fusion: "zscore", Weight: 0.6},
+		Reranker: &export.RerankerRecipe{Path: export.RerankerDir, Depth: 12, Weight: &w, Dir: ce}}
+	dir := filepath.Join(tmp, "model")
+	man, err := export.Export(m, export.Options{Format: export.FormatHF, Out: dir, Recipe: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ceMan, err := export.ReadManifest(ce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f, sum := range ceMan.Files {
+		if got := man.Files["reranker/"+f]; got != sum {
+			t.Errorf("export manifest: reranker/%s sha256 %q, want the cross-encoder's %q", f, got, sum)
+		}
+	}
+	loaded, err := export.LoadHF(dir, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := export.RerankerRecipe{Path: "reranker", Depth: 12, Weight: &w, Dir: filepath.Join(dir, "reranker")}
+	if rr := loaded.Recipe.Reranker; rr == nil || !reflect.DeepEqual(*rr, want) {
+		t.Fatalf("LoadHF recipe reranker %+v, want %+v", rr, want)
+	}
+	for _, c := range []struct {
+		name string
+		opts export.Options
+		want bool // the reranker is carried
+	}{
+		{"hf again", export.Options{Format: export.FormatHF}, true},
+		{"index", export.Options{Format: export.FormatIndex}, true},
+		{"hf, NoRecipe", export.Options{Format: export.FormatHF, NoRecipe: true}, false},
+		{"index, NoRecipe", export.Options{Format: export.FormatIndex, NoRecipe: true}, false},
+		{"index, another recipe", export.Options{Format: export.FormatIndex, Recipe: &export.Recipe{Version: 1, Hybrid: r.Hybrid}}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.opts.Out = filepath.Join(tmp, "out", strings.ReplaceAll(c.name, " ", "_"))
+			man, err := export.Export(loaded, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, statErr := os.Stat(filepath.Join(c.opts.Out, "reranker", "model.safetensors"))
+			if (statErr == nil) != c.want {
+				t.Errorf("reranker/model.safetensors: %v, want it %v", statErr, c.want)
+			}
+			var got *export.RerankerRecipe
+			if c.opts.Format == export.FormatIndex {
+				got = man.Reranker
+			} else if rr, err := export.ReadRecipe(c.opts.Out); err != nil {
+				t.Fatal(err)
+			} else if rr != nil {
+				got = rr.Reranker
+			}
+			if (got != nil) != c.want || (got != nil && (got.Path != "reranker" || got.Depth != 12 || *got.Weight != w)) {
+				t.Errorf("reranker %+v, want it %v (reranker, 12, %g)", got, c.want, w)
+			}
+		})
+	}
+
+	for _, c := range []struct {
+		name string
+		dir  string
+		want string
+	}{
+		{"a bi-encoder", bi, "is not a cross-encoder"},
+		{"no directory", "", "no cross-encoder directory"},
+	} {
+		out := filepath.Join(tmp, "refused", "model")
+		bad := &export.Recipe{Version: 1, Reranker: &export.RerankerRecipe{Path: "reranker", Depth: 5, Dir: c.dir}}
+		if _, err := export.Export(m, export.Options{Format: export.FormatHF, Out: out, Recipe: bad}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+		if _, err := os.Stat(filepath.Join(tmp, "refused")); !os.IsNotExist(err) {
+			t.Errorf("%s: refused export left %s: %v", c.name, filepath.Join(tmp, "refused"), err)
+		}
 	}
 }

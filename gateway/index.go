@@ -102,6 +102,13 @@ func BuildIndexAt(ctx context.Context, l *library.Library, name, ref, state stri
 			return "", false, fmt.Errorf("-model %s: %w", ref, err)
 		}
 	}
+	if m.Recipe != nil && m.Recipe.Reranker != nil {
+		// Serve applies the recipe's reranker from the model directory (as it applies the
+		// rest of the recipe, also to an index built before the recipe was): no copy of the
+		// cross-encoder in the state directory.
+		r := *m.Recipe
+		r.Reranker, m.Recipe = nil, &r
+	}
 	if _, err := export.Export(m, export.Options{Format: export.FormatIndex, Out: dir, Data: d, DataSource: name, Force: true, Precision: precision}); err != nil {
 		return "", false, fmt.Errorf("indexing %s with %s: %w", name, ref, err)
 	}

@@ -43,9 +43,10 @@ const DefaultHybridDepth = 100
 // The BM25 index is built from the library's tool texts when a library is loaded or set
 // (SetLibrary; a library passed to RetrieveFrom without it is indexed on first use), once
 // per library version: a query scores both sides on the same version. Hybrid retrieval is a
-// first stage of its own: Load refuses it with a reranker or a refiner (whose training and
-// weights assumed the dense first stage's candidates and scores); WithoutRefiner drops an
-// index's packaged refiner.
+// first stage of its own: Load refuses it with a refiner (whose training and weights assumed
+// the dense first stage's candidates and scores; WithoutRefiner drops an index's packaged
+// refiner). A reranker (WithReranker) reranks the hybrid's top m, interpolating with the
+// fused scores (WithInterpolation).
 //
 // An index exported from a model whose recipe fuses with BM25 records that fusion
 // (export.Manifest.Hybrid): Load serves it as if WithHybrid had been given, unless
@@ -54,8 +55,9 @@ func WithHybrid(method string, w float64) Option {
 	return func(o *options) { o.hybrid, o.hybridW, o.hybridSet = method, w, true }
 }
 
-// WithoutRecipe ignores the hybrid fusion the index records from its model's recipe
-// (export.Manifest.Hybrid): the dense first stage is served, unless WithHybrid is given.
+// WithoutRecipe ignores the hybrid fusion, the clauses and the reranker the index records
+// from its model's recipe (export.Manifest.Hybrid, Clauses, Reranker): the dense first stage
+// is served, unless WithHybrid, WithClauses or WithReranker is given.
 func WithoutRecipe() Option { return func(o *options) { o.noRecipe = true } }
 
 // recordedHybrid applies the hybrid man records to o, unless o says otherwise; it reports
@@ -105,9 +107,6 @@ func newHybrid(o options, refiner string) (*hybridStage, error) {
 	}
 	if h.depth < 0 {
 		return nil, fmt.Errorf("retriever: WithHybridDepth(%d): want >= 0", h.depth)
-	}
-	if o.rerankDir != "" {
-		return nil, fmt.Errorf("retriever: WithHybrid and WithReranker: a reranker over hybrid candidates is not supported (its interpolation weight was tuned on dense scores); give one")
 	}
 	if refiner != "" {
 		return nil, fmt.Errorf("retriever: WithHybrid and refiner %s: the refiner was trained over the dense first stage's candidates and scores, not hybrid ones; give WithoutRefiner (serve -no-refiner) to serve the hybrid first stage", refiner)

@@ -336,7 +336,7 @@ func TestHybridLibrary(t *testing.T) {
 }
 
 // TestHybridRefusals: bad methods, weights and depths, and a hybrid first stage with a
-// reranker or a refiner, are refused with errors naming the problem; WithoutRefiner serves
+// refiner, are refused with errors naming the problem; WithoutRefiner serves
 // an index's packaged refiner's first stage hybrid.
 func TestHybridRefusals(t *testing.T) {
 	be, err := backend.Open("go")
@@ -371,7 +371,6 @@ func TestHybridRefusals(t *testing.T) {
 		{"rrf weight", dir, []toolindex.Option{toolindex.WithHybrid("rrf", 0.5)}, "rrf has no weight"},
 		{"negative depth", dir, []toolindex.Option{toolindex.WithHybrid("rrf", 0), toolindex.WithHybridDepth(-1)}, "WithHybridDepth(-1): want >= 0"},
 		{"depth alone", dir, []toolindex.Option{toolindex.WithHybridDepth(50)}, "WithHybridDepth(50) needs WithHybrid"},
-		{"reranker", dir, []toolindex.Option{toolindex.WithHybrid("rrf", 0), toolindex.WithReranker(tmp, 20)}, "WithHybrid and WithReranker"},
 		{"packaged refiner", refIndex, []toolindex.Option{toolindex.WithHybrid("rrf", 0)}, "give WithoutRefiner"},
 		{"refiner run", filepath.Join(tmp, "plain"), []toolindex.Option{toolindex.WithHybrid("minmax", 0.5), toolindex.WithRefiner(refRun)}, "give WithoutRefiner"},
 	} {

@@ -57,7 +57,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -73,9 +72,9 @@ import (
 type Result struct {
 	ToolID string
 	// Score is the ranking score: the reranker's sigmoid score when a reranker is used (with
-	// WithInterpolation, its mix with the retrieval score), the refiner's logit for refined
-	// results (and lower, decreasing values for the results after them), else the retrieval
-	// score.
+	// WithInterpolation, its mix with the retrieval score; lower, decreasing values for the
+	// results after its top m), the refiner's logit for refined results (and lower, decreasing
+	// values for the results after them), else the retrieval score.
 	Score float32
 	// RetrievalScore is the first stage's score: the bi-encoder similarity (cosine or dot), or
 	// for an MLC index the classifier's logit (dot product plus bias).
@@ -95,6 +94,8 @@ type options struct {
 	be         compute.Backend
 	rerankDir  string
 	rerankTopM int
+	// rerankSet: WithReranker was given (WithReranker("", 0): none, not even the index's).
+	rerankSet  bool
 	verify     bool
 	vectors    string
 	refinerDir string
@@ -133,17 +134,23 @@ type Option func(*options)
 // WithBackend runs the models on be (default: backend.Open of $TOOLRET_BACKEND, else go).
 func WithBackend(be compute.Backend) Option { return func(o *options) { o.be = be } }
 
-// WithReranker reranks the top m retrieved tools (m >= k; 0 means 20) with the exported
-// cross-encoder in dir (cmd/export -format hf of a cross-encoder run).
+// WithReranker reranks the top m tools of the first stage's ranking (0 means 20) with the
+// exported cross-encoder in dir (cmd/export -format hf of a cross-encoder run); asked for
+// more than m tools, the rest follow in the first stage's order. The first stage is
+// everything before it: the dense or hybrid ranking (WithHybrid), merged over clauses
+// (WithClauses). WithReranker("", 0) reranks nothing, not even with the reranker an index
+// records from its model's recipe (export.Manifest.Reranker), which Load applies otherwise
+// unless WithoutRecipe.
 func WithReranker(dir string, m int) Option {
-	return func(o *options) { o.rerankDir, o.rerankTopM = dir, m }
+	return func(o *options) { o.rerankDir, o.rerankTopM, o.rerankSet = dir, m, true }
 }
 
 // WithInterpolation makes the reranker's score of each of the top m tools
 // w·minmax(sigmoid score) + (1−w)·minmax(retrieval score), each min-max normalised over those
 // m (rerank.Interpolate), as cmd/eval's ToolRerank pipeline does with -interpolate minmax
 // -weight w (it prints the weight it chose on dev). w = 0 keeps the retrieval order (the
-// reranker is not run); w = 1 is the reranker's order. It needs WithReranker; w must be in [0, 1].
+// reranker is not run); w = 1 is the reranker's order. It needs WithReranker (or a reranker
+// the index records, whose weight it replaces); w must be in [0, 1].
 func WithInterpolation(w float32) Option {
 	return func(o *options) { o.interp, o.interpW = true, w }
 }
@@ -451,6 +458,13 @@ func Load(dir string, opts ...Option) (*Index, error) {
 			return nil, fmt.Errorf("retriever: index %s is from an MLC classifier and its query tower normalises: the classifier's logits need the unnormalised state", dir)
 		}
 	}
+	recordedRR, err := recordedReranker(&o, man, dir)
+	if err != nil {
+		return nil, err
+	}
+	if recordedRR && ens != nil {
+		return nil, fmt.Errorf("retriever: index %s records its model's recipe, reranker %s, and WithEnsemble: a reranker over an ensemble's candidates is not supported (WithoutRecipe, or WithReranker(\"\", 0), serves the ensemble alone)", dir, man.Reranker)
+	}
 	if r.ref, err = loadRefiner(dir, man, meta, tools, o, o.be); err != nil {
 		return nil, err
 	}
@@ -541,15 +555,12 @@ func Load(dir string, opts ...Option) (*Index, error) {
 		return nil, fmt.Errorf("retriever: WithInterpolation(%v): needs WithReranker and a weight in [0, 1]", o.interpW)
 	}
 	if o.rerankDir != "" {
-		rm, err := export.LoadHF(o.rerankDir, o.be)
+		if o.rerankTopM < 0 {
+			return nil, fmt.Errorf("retriever: WithReranker(%s, %d): want m >= 0", o.rerankDir, o.rerankTopM)
+		}
+		rm, err := export.LoadCrossEncoder(o.rerankDir, o.be)
 		if err != nil {
-			return nil, err
-		}
-		if rm.Head == nil || len(rm.Head.Labels) != 1 {
-			return nil, fmt.Errorf("retriever: reranker %s is not a cross-encoder (BertForSequenceClassification with one logit)", o.rerankDir)
-		}
-		if rm.Kind != export.KindCrossEncoder {
-			return nil, fmt.Errorf("retriever: reranker %s is a %s", o.rerankDir, rm.Kind)
+			return nil, fmt.Errorf("retriever: reranker: %w", err)
 		}
 		r.rerank, r.topM, r.interp, r.interpW = rm, o.rerankTopM, o.interp, o.interpW
 		if r.topM <= 0 {
@@ -788,13 +799,10 @@ func (r *Index) RetrieveBatch(ctx context.Context, queries []string, k int) ([][
 // one library version. The index of an iteration-aware bi-encoder (Marker) embeds each query
 // as round 0's instruction, as its training did.
 func (r *Index) RetrieveFrom(ctx context.Context, lib *Library, queries []string, k int) ([][]Result, error) {
-	if r.clauses != nil {
-		if k <= 0 {
-			return nil, fmt.Errorf("retriever: k = %d, want > 0", k)
-		}
-		return r.retrieveClauses(ctx, lib, queries, k)
+	if k <= 0 {
+		return nil, fmt.Errorf("retriever: k = %d, want > 0", k)
 	}
-	return r.retrieveFrom(ctx, lib, r.mark(queries, 0), queries, k)
+	return r.retrieve(ctx, lib, r.mark(queries, 0), queries, k, r.clauses != nil)
 }
 
 // Marker returns the iteration marker of the index's bi-encoder ("" unless it was trained on
@@ -823,7 +831,7 @@ func (r *Index) retrieveFrom(ctx context.Context, lib *Library, texts, queries [
 }
 
 // retrieveOwn embeds texts (the queries, marked when the model is iteration-aware) and
-// gives the lexical stage, the reranker and the refiner the queries themselves.
+// gives the lexical stage and the refiner the queries themselves.
 func (r *Index) retrieveOwn(ctx context.Context, lib *Library, texts, queries []string, k int) ([][]Result, error) {
 	if k <= 0 {
 		return nil, fmt.Errorf("retriever: k = %d, want > 0", k)
@@ -842,9 +850,6 @@ func (r *Index) retrieveOwn(ctx context.Context, lib *Library, texts, queries []
 		return r.retrieveHybrid(ctx, lib, queries, qe, k)
 	}
 	m := k
-	if r.rerank != nil {
-		m = max(k, r.topM)
-	}
 	if r.ref != nil {
 		m = r.ref.depth(k)
 	}
@@ -883,11 +888,6 @@ func (r *Index) retrieveOwn(ctx context.Context, lib *Library, texts, queries []
 			rec := lib.tools[t]
 			res[j] = Result{ToolID: rec.ID, Score: top.Scores[j], RetrievalScore: top.Scores[j], Index: t,
 				Title: rec.Title, Text: rec.Text, Category: rec.Category, ToolName: rec.ToolName, APIName: rec.APIName}
-		}
-		if r.rerank != nil {
-			if err := r.rerankResults(ctx, queries[i], res); err != nil {
-				return nil, err
-			}
 		}
 		out[i] = res
 	}
@@ -977,40 +977,4 @@ func dot(q, row []float32) float32 {
 		s += v * row[k]
 	}
 	return s
-}
-
-func (r *Index) rerankResults(ctx context.Context, query string, res []Result) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if r.interp && r.interpW == 0 { // the retrieval order: the reranker has no say
-		return nil
-	}
-	qs := make([]string, len(res))
-	docs := make([]string, len(res))
-	for i, x := range res {
-		qs[i], docs[i] = query, x.Text
-	}
-	logits, err := r.rerank.Score(qs, docs)
-	if err != nil {
-		return fmt.Errorf("retriever: rerank: %w", err)
-	}
-	for i := range res {
-		res[i].Score = export.Sigmoid(logits[i][0])
-	}
-	if r.interp {
-		ce, first := make([]float32, len(res)), make([]float32, len(res))
-		for i, x := range res {
-			ce[i], first[i] = x.Score, x.RetrievalScore
-		}
-		fused, err := rerank.Interpolate(ce, first, r.interpW, rerank.NormMinMax)
-		if err != nil {
-			return fmt.Errorf("retriever: %w", err)
-		}
-		for i := range res {
-			res[i].Score = fused[i]
-		}
-	}
-	sort.SliceStable(res, func(a, b int) bool { return res[a].Score > res[b].Score })
-	return nil
 }

@@ -94,7 +94,7 @@ func (r *Index) Iterate(ctx context.Context, query string, ref feedback.Rewriter
 			if l.Marker != "" {
 				q = strings.TrimPrefix(text, fmt.Sprintf(l.Marker, len(results)))
 			}
-			res, err := r.retrieveFrom(ctx, lib, []string{text}, []string{q}, k)
+			res, err := r.retrieve(ctx, lib, []string{text}, []string{q}, k, false)
 			if err != nil {
 				return rank.Ranking{}, err
 			}

@@ -9,7 +9,8 @@
 //	eval ... [-save-run FILE [-run-tag TAG]] [-k 100] [-holdout-tools F -holdout-seed N] [-split dev]
 //	eval -model REF [-query-prompt P] [-tool-prompt P]   (a pre-trained model zero-shot, or a run)
 //	eval -index DIR [-no-refiner]     (an exported index as toolindex.Load serves it)
-//	eval -model DIR|-index DIR [-no-recipe]   (without the BM25 fusion of the model's recipe)
+//	eval -model DIR|-index DIR [-no-recipe]   (without the BM25 fusion, clauses and reranker of the model's recipe)
+//	eval -model DIR|-index DIR -reranker CE [-depth 30] [-weight dev|W] [-interpolate minmax|off] [-split dev] [-first-stage RUN]
 //	eval -index DIR -hybrid rrf|minmax|zscore [-hybrid-weight W]   (as serve -hybrid serves it)
 //	eval -run RUN -feedback FILE [-iterations T]     (replay a collection's refinements: metrics per round)
 //	eval -run RUN -rewriter prf -prf-model RUN [-prf-threshold 0.5] [-iterations 3] [-rewriter-k 10]   (live)
@@ -34,6 +35,13 @@
 // one, with the model's "query"/"document" prompts unless -query-prompt/-tool-prompt, and
 // the BM25 fusion of its recipe (toolret_recipe.json, export -hybrid) unless -hybrid or
 // -no-recipe; an -index exported from such a model records the fusion and applies it alike.
+// The recipe's clauses and cross-encoder reranker are applied after the fusion, the reranker
+// over each query's ranking within its library. -reranker CE with -model or -index replaces
+// the recipe's reranker: CE reranks the top -depth, interpolated (minmax) at -weight W, or
+// with -weight dev (the default) at the weight picked on the dev split (the dataset's split
+// named dev, else the one -first-stage RUN recorded) as rerank-m picks it, printed as one
+// line, "rerank weight 0.4 (dev ndcg@5 61.23 over 120 queries, depth 30)", for export
+// -recipe-reranker CE -recipe-rerank-depth 30 -recipe-rerank-weight 0.4 to record.
 //
 // -suite zeroshot evaluates on every zero-shot test set at once (toolret.Suite, suite.go): BM25,
 // the system given, the pre-trained model a -run started from, and -suite-models, each on
@@ -167,7 +175,21 @@ func run(o *options, w io.Writer) error {
 	if len(cfg.Fuse) > 0 {
 		printServeHint(o, ev, cfg.Fuse)
 	}
+	if st := ev.Rerank; st != nil && st.Tuned {
+		// One line to parse: with -json on stderr, beside the report.
+		out := w
+		if o.asJSON {
+			out = os.Stderr
+		}
+		fmt.Fprintln(out, rerankLine(st))
+	}
 	return evaluateAndPrint(o, w, ev)
+}
+
+// rerankLine is the line eval prints for a reranker weight picked on dev: "rerank weight 0.4
+// (dev ndcg@5 61.23 over 120 queries, depth 20)".
+func rerankLine(st *toolret.RerankStage) string {
+	return fmt.Sprintf("rerank weight %g (%s %s %.2f over %d queries, depth %d)", *st.Weight, st.DevSplit, st.Metric, 100*st.DevScore, st.DevQueries, st.Depth)
 }
 
 // evaluateAndPrint evaluates ev (its rankings saved with -save-run) and prints
@@ -259,5 +281,36 @@ func evalConfig(o *options) (toolret.EvalConfig, error) {
 	if cfg.Rerank == nil {
 		cfg.SplitRun = o.rr.retriever // -first-stage: its dev split and view
 	}
+	if (o.model != "" || o.index != "") && o.rr.reranker != "" {
+		if cfg.Reranker, err = modelRerank(o); err != nil {
+			return cfg, err
+		}
+	}
 	return cfg, nil
+}
+
+// modelRerank turns -reranker, -depth, -interpolate, -weight, -grid-metric and -min-t of
+// -model or -index into the library's configuration: the cross-encoder reranking the model's
+// ranking (after its recipe's fusion and clauses) in place of its recipe's reranker.
+func modelRerank(o *options) (*toolret.ModelRerank, error) {
+	r := &o.rr
+	m := &toolret.ModelRerank{CrossEncoder: r.reranker, Depth: r.depth}
+	switch r.interpolate {
+	case "off", "":
+		if o.fu.weightGiven {
+			return nil, errors.New("-weight and -interpolate off: the cross-encoder's order alone has no weight; give one")
+		}
+		return m, nil
+	case "minmax":
+	default:
+		return nil, fmt.Errorf("-interpolate %s: a model's reranker interpolates minmax, as serve and its recipe do (or off: the cross-encoder's order alone)", r.interpolate)
+	}
+	w, err := parseWeight(r.weight)
+	if err != nil {
+		return nil, err
+	}
+	if m.Weight = w; w == nil {
+		m.Dev, m.Metric, m.MinT = true, r.gridMetric, &r.minT
+	}
+	return m, nil
 }

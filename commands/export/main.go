@@ -4,6 +4,7 @@
 //	export -model REF -data DIR -format index -out DIR [-query-prompt P] [-tool-prompt P]
 //	export -format index -update -out DIR [-data DIR] [-backend go]
 //	export -model REF -format hf -out DIR -hybrid zscore -hybrid-weight W [-selected-on TEXT]
+//	export -model REF -format hf -out DIR -recipe-reranker CE [-recipe-rerank-depth 20] [-recipe-rerank-weight W]
 //
 // RUN is a run directory (its best checkpoint is exported) or one checkpoint directory, of
 // any kind package export knows (bi-encoder, cross-encoder, classifier).
@@ -51,7 +52,13 @@
 // index, for serve -index) apply without flags. A -model that has a recipe keeps it in its
 // exports unless -hybrid replaces it or -no-recipe drops it. -clauses adds per-clause
 // retrieval to the recipe (-hybrid's, else the model's own): eval -clauses as the model's
-// default.
+// default. -recipe-reranker CE adds a cross-encoder reranker to the recipe (-hybrid's, else
+// the model's own) in place of its own: CE, an hf cross-encoder directory (or hub id) or a
+// cross-encoder run (exported to hf first), is copied into DIR/reranker with the rest of the
+// export, and reranks the top -recipe-rerank-depth tools after the fusion and the clauses,
+// interpolated with them at -recipe-rerank-weight (eval -model DIR -reranker CE -weight dev
+// picks it; default: the cross-encoder's order alone); an index exported from DIR copies it
+// too. A model's own reranker is carried by its exports (re-export, -interpolate, lengths).
 //
 // -quantize int8 adds int8 weights (export.QuantizeONNX: onnxruntime's dynamic quantization,
 // per output channel; int8-tensor: per matrix): hf and onnx write onnx/model_int8.onnx (and
@@ -70,6 +77,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/internal/cli"
@@ -109,6 +117,9 @@ func Main(args []string) int {
 	selectedOn := fs.String("selected-on", "", "with -hybrid: free text recorded in the recipe, the dev split its weight was chosen on")
 	var clauses cli.ClauseFlags
 	clauses.Register(fs, "-format hf or index: the model's recipe ranks each query whole and clause by clause and merges the rankings (as eval -clauses, with the -clauses-* flags given; the others stay rerank's defaults), after its BM25 fusion: the fusion of -hybrid, else the model's own recipe's")
+	reranker := fs.String("recipe-reranker", "", "-format hf or index: the model's recipe reranks the top -recipe-rerank-depth tools (after its fusion and clauses) with this cross-encoder, copied into the export (reranker/): an hf cross-encoder directory (export -format hf of a train crossencoder run), a hub id, or a cross-encoder run; replaces the reranker of the model's own recipe")
+	rerankDepth := fs.Int("recipe-rerank-depth", 20, "with -recipe-reranker: how many of the first stage's top tools the cross-encoder rescores")
+	rerankW := fs.Float64("recipe-rerank-weight", -1, "with -recipe-reranker: the cross-encoder's weight w in [0, 1] of w·minmax(cross-encoder) + (1-w)·minmax(first stage) over the top -recipe-rerank-depth (eval -model DIR -reranker CE -weight dev prints it); -1: the cross-encoder's order alone")
 	noRecipe := fs.Bool("no-recipe", false, "export without the recipe of -model (toolret_recipe.json)")
 	loraExport := fs.String("lora-export", export.LoRAMerged, "a bi-encoder run trained with LoRA (train biencoder -lora-rank): merged (the adapters merged into the base weights, the layout of a full fine-tune) or adapter (-format hf: a PEFT adapter directory, adapter_config.json and adapter_model.safetensors, with the base model in base/)")
 	if err := cli.Parse(fs, args); err != nil {
@@ -160,26 +171,34 @@ func Main(args []string) int {
 		fmt.Fprintf(os.Stderr, "export: %v\n", err)
 		return 2
 	}
+	rr, err := rerankerFlags(*reranker, *rerankDepth, *rerankW, cli.Set(fs))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "export: %v\n", err)
+		return 2
+	}
+	if (clauses.On || rr != nil) && *noRecipe {
+		fmt.Fprintln(os.Stderr, "export: -clauses or -recipe-reranker, and -no-recipe: give one")
+		return 2
+	}
+	if (clauses.On || rr != nil) && recipe == nil { // the model's own recipe, plus these
+		if recipe, err = toolret.ModelRecipe(context.Background(), *run); err != nil {
+			fmt.Fprintln(os.Stderr, "export:", err)
+			return 1
+		}
+		if recipe == nil {
+			recipe = &export.Recipe{Version: export.RecipeVersion}
+		}
+	}
 	if clauses.On {
-		if *noRecipe {
-			fmt.Fprintln(os.Stderr, "export: -clauses and -no-recipe: give one")
-			return 2
-		}
-		if recipe == nil { // the model's own recipe, plus clauses
-			if recipe, err = toolret.ModelRecipe(context.Background(), *run); err != nil {
-				fmt.Fprintln(os.Stderr, "export:", err)
-				return 1
-			}
-			if recipe == nil {
-				recipe = &export.Recipe{Version: export.RecipeVersion}
-			}
-		}
 		o, err := clauses.Given()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "export:", err)
 			return 2
 		}
 		recipe.Clauses = export.ClausesOf(*o)
+	}
+	if rr != nil {
+		recipe.Reranker = rr
 	}
 	man, err := toolret.Export(context.Background(), toolret.ExportConfig{Model: *run, Format: *format, Out: *out, Force: *force,
 		Data: *dataDir, Backend: *be, Refiner: *refinerRun, Prompts: prompts, Interpolate: *interp, InterpolateWeight: *interpW, KeepLayers: keep, Lengths: lengths,
@@ -213,6 +232,26 @@ func recipeFlags(hybrid string, w float64, selectedOn string) (*export.Recipe, e
 	r := &export.Recipe{Version: export.RecipeVersion, Hybrid: &export.HybridRecipe{Fusion: hybrid, Weight: w}, SelectedOn: selectedOn}
 	if err := r.Validate(); err != nil {
 		return nil, fmt.Errorf("-%v", err)
+	}
+	return r, nil
+}
+
+// rerankerFlags turns -recipe-reranker, -recipe-rerank-depth and -recipe-rerank-weight (-1:
+// none) into the recipe's reranker; nil when -recipe-reranker is not given. given are the
+// flags set.
+func rerankerFlags(ce string, depth int, w float64, given map[string]bool) (*export.RerankerRecipe, error) {
+	if ce == "" {
+		if given["recipe-rerank-depth"] || given["recipe-rerank-weight"] {
+			return nil, errors.New("-recipe-rerank-depth and -recipe-rerank-weight need -recipe-reranker")
+		}
+		return nil, nil
+	}
+	r := &export.RerankerRecipe{Path: export.RerankerDir, Depth: depth, Dir: ce}
+	if w != -1 {
+		r.Weight = &w
+	}
+	if err := (&export.Recipe{Version: export.RecipeVersion, Reranker: r}).Validate(); err != nil {
+		return nil, fmt.Errorf("-recipe-%v", strings.Replace(err.Error(), "reranker.", "rerank-", 1))
 	}
 	return r, nil
 }

@@ -21,10 +21,12 @@
 // /v1/tools (tool definitions; only tools the gateway can serve) change it without a restart,
 // through the index's update log and, with -database, on every replica. See docs/gateway.md.
 //
-// A model directory that carries its recipe (toolret_recipe.json, export -hybrid) is served
-// as it says without flags: with -library -model DIR its BM25 fusion is applied, and an
-// -index exported from it records the fusion and applies it. -hybrid replaces it, -no-recipe
-// serves the dense first stage.
+// A model directory that carries its recipe (toolret_recipe.json, export -hybrid, -clauses,
+// -recipe-reranker) is served as it says without flags: with -library -model DIR its BM25
+// fusion, clauses and cross-encoder reranker are applied in that order, and an -index
+// exported from it records them (the cross-encoder copied into it) and applies them.
+// -hybrid, -clauses and -reranker (with -depth, -rerank-weight) replace the recipe's,
+// -no-recipe serves the dense first stage.
 //
 // HTTP (package serve): POST /v1/retrieve, POST /v1/embeddings (OpenAI's format), POST
 // /v1/tools, GET and DELETE /v1/tools/{id}, GET /healthz, GET /livez, GET /readyz, GET /metrics (Prometheus). Tool
@@ -188,9 +190,6 @@ func parse(args []string) (*options, error) {
 	}
 	if c.ANN != "auto" && c.ANN != "on" && c.ANN != "off" {
 		return nil, fmt.Errorf("-ann %q: want auto, on or off", c.ANN)
-	}
-	if c.Hybrid != "" && c.Reranker != "" {
-		return nil, errors.New("-hybrid and -reranker: a reranker over hybrid candidates is not supported; give one")
 	}
 	if c.K > c.MaxK {
 		return nil, fmt.Errorf("-k %d is above -max-k %d", c.K, c.MaxK)

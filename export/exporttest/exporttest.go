@@ -4,6 +4,7 @@ package exporttest
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"sync"
 
@@ -177,4 +178,35 @@ func HubModel(dir, repo string, o Options, be compute.Backend, seed uint64) (hf,
 	}
 	snapshot, err = hub.Import(cache, id, "", "main", hf)
 	return hf, cache, snapshot, err
+}
+
+// CrossEncoder returns a tiny cross-encoder with random weights (deterministic in seed): a
+// BERT encoder with its pooler and a one-logit head over [CLS], as a cross-encoder run
+// exports, reading pairs of up to 64 tokens.
+func CrossEncoder(be compute.Backend, seed uint64) (*export.Model, error) {
+	m, err := BiEncoder(Options{Pooling: encoder.PoolPooler}, be, seed)
+	if err != nil {
+		return nil, err
+	}
+	h := m.Towers[0].Encoder.Hidden()
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	head := &export.Head{Labels: []string{"relevant"}, Weight: make([]float32, h), Bias: []float32{0.1}, Pooling: encoder.PoolCLS}
+	for i := range head.Weight {
+		head.Weight[i] = float32(rng.NormFloat64())
+	}
+	m.Kind, m.Head, m.EmbedFn, m.Similarity = export.KindCrossEncoder, head, nil, ""
+	m.Towers[0].Normalize, m.Towers[0].MaxLen = false, 64 // short pairs: fast tests
+	return m, nil
+}
+
+// WriteCrossEncoderHF writes a tiny cross-encoder with random weights (CrossEncoder) as a
+// HuggingFace directory at dir, as export -format hf writes a cross-encoder run: what
+// toolindex.WithReranker and a recipe's reranker load.
+func WriteCrossEncoderHF(dir string, be compute.Backend, seed uint64) error {
+	m, err := CrossEncoder(be, seed)
+	if err != nil {
+		return err
+	}
+	_, err = export.Export(m, export.Options{Format: export.FormatHF, Out: dir})
+	return err
 }
