@@ -32,6 +32,8 @@ export -backend xla:cpu -precision bf16 -model sentence-transformers/all-MiniLM-
 serve -backend xla:cpu -index runs/bf16-index
 eval -data DIR -compare bm25,run:runs/be
 eval -suite zeroshot -model sentence-transformers/all-MiniLM-L6-v2
+eval -data toollens:1,toolmix:1 -split dev -model runs/general/model-tool128 -reranker runs/general/ce -depth 20 -weight dev -first-stage runs/general/ft
+export -model runs/general/model-tool128 -format hf -out runs/general/model-rerank -recipe-reranker runs/general/ce -recipe-rerank-depth 20 -recipe-rerank-weight 0.4
 eval -suite zeroshot -model sentence-transformers/all-MiniLM-L6-v2 -backend onnx -clauses
 import -mcp mcp.json -out tools.jsonl
 import -openapi petstore=petstore.yaml -out tools.jsonl

@@ -11,13 +11,18 @@
 #     per-clause retrieval when it wins on the pooled dev split, and the tool length of
 #     TOOL_LENS best on that split with the whole recipe), which `eval -model`, `export -model`
 #     and `serve -library LIB -model` apply;
-#  5. reported on the seven zero-shot sets (eval -suite zeroshot: never trained or selected on)
-#     beside BM25, MODEL, the dense model alone, its BM25 fusion and, when another length won,
-#     the recipe at 256-token tools, into OUT/suite.md and OUT/suite.json.
-# Usage: scripts/pretrained/general.sh   (env: MODEL, DATA, STEPS, WISE_WEIGHTS, TOOL_LENS, OUT, SUITE=0 to stop
-# after step 4; needs
-# `make models`, ../shared, and ONNX Runtime for speed: `make install-onnx`). A step whose
-# output exists is not redone (delete OUT to start again).
+#  5. a cross-encoder reranker trained on the same libraries over the fine-tuned bi-encoder's
+#     candidates (RERANK_STEPS steps of 8 queries; 0: none), its depth (RERANK_DEPTHS) and
+#     interpolation weight picked on the pooled dev split, added to the recipe when it beats
+#     the recipe alone there;
+#  6. reported on the seven zero-shot sets (eval -suite zeroshot: never trained or selected on)
+#     beside BM25, MODEL, the dense model alone, its BM25 fusion, the recipe without its
+#     reranker and, when another length won, the recipe at 256-token tools, into OUT/suite.md
+#     and OUT/suite.json.
+# Usage: scripts/pretrained/general.sh   (env: MODEL, DATA, STEPS, WISE_WEIGHTS, TOOL_LENS,
+# RERANK_STEPS, RERANK_DEPTHS, OUT, SUITE=0 to stop after step 5; needs `make models`,
+# ../shared, and ONNX Runtime for speed: `make install-onnx`). A step whose output exists is
+# not redone (delete OUT to start again).
 set -euo pipefail
 source "$(dirname "$0")/build.sh"
 model="${MODEL:-sentence-transformers/all-MiniLM-L6-v2}"
@@ -140,21 +145,72 @@ for n in $toollens; do
   fi
 done
 [ -n "$bestl" ] || { echo "general: TOOL_LENS names no length" >&2; exit 1; }
-rm -rf "$out/model.tmp" && cp -r "$out/model-tool$bestl" "$out/model.tmp"
+base="$out/model-tool$bestl"
+lap "the recipe without a reranker is $base (tool length $bestl, pooled dev N@5 $bestln)"
+
+# 5. A cross-encoder reranker trained on the same libraries (train crossencoder -data DATA:
+# each query's hard negatives from the fine-tuned bi-encoder's top 30 in its own library, the
+# bi-encoder run's dev split), RERANK_STEPS steps of 8 queries (0: no reranker). For each depth
+# of RERANK_DEPTHS it reranks the recipe's top tools on the pooled dev split with the weight
+# picked there (eval -weight dev: kept above 0 only at a paired t >= 2 over the recipe alone);
+# the depth whose reranked dev N@5 is best joins the recipe when it beats the recipe alone.
+rsteps="${RERANK_STEPS:-240}"
+final="$base"
+if [ "$rsteps" -gt 0 ]; then
+  ce="$out/ce"
+  if [ ! -f "$ce/summary.json" ]; then
+    rm -rf "$ce"
+    /usr/bin/time -v bin/toolret train crossencoder -data "$data" -first-stage "$ft" -run "$ce" -batch 8 \
+      -max-steps "$rsteps" -eval-every 80 -lr 3e-5 -depth 30 -negatives-per-positive 7 -dev-max 300 \
+      -test "" -seed 1 -backend "$be" -quiet 2> "$out/ce.log" || { tail -20 "$out/ce.log" >&2; exit 1; }
+  fi
+  grep -E "Maximum resident|Elapsed \(wall" "$out/ce.log" || true
+  lap "trained the cross-encoder $ce"
+  bestd="" bestw="" bestdn="$bestln"
+  for dp in ${RERANK_DEPTHS:-10 20}; do
+    f="$out/rerank$dp-$(basename "$base")-dev.txt"
+    if [ ! -s "$f" ]; then
+      bin/toolret eval -data "$data" -model "$base" -reranker "$ce" -depth "$dp" -weight dev -first-stage "$ft" \
+        -split dev -backend "$be" > "$f.tmp"
+      mv "$f.tmp" "$f"
+    fi
+    w=$(sed -n 's/^rerank weight \([0-9.]*\) .*/\1/p' "$f" | head -1)
+    dn=$(devn5 "$f")
+    echo "general: reranker at depth $dp: dev weight $w, pooled dev N@5 $dn (recipe alone $bestln)"
+    if [ -n "$w" ] && python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > 0 and float(sys.argv[2]) > float(sys.argv[3]) else 1)' "$w" "$dn" "$bestdn"; then
+      bestd="$dp" bestw="$w" bestdn="$dn"
+    fi
+  done
+  if [ -n "$bestd" ]; then
+    final="$out/model-rerank$bestd-$(basename "$base")"
+    if [ ! -f "$final/config.json" ] || [ "$(cat "$final.choice" 2>/dev/null)" != "$bestw" ]; then
+      rm -rf "$final" "$final.tmp"
+      bin/toolret export -model "$base" -format hf -recipe-reranker "$ce" -recipe-rerank-depth "$bestd" \
+        -recipe-rerank-weight "$bestw" -out "$final.tmp" >/dev/null
+      mv "$final.tmp" "$final"
+      echo "$bestw" > "$final.choice"
+    fi
+    echo "general: the reranker at depth $bestd, weight $bestw joins the recipe (pooled dev N@5 $bestdn > $bestln)"
+  else
+    echo "general: the reranker does not beat the recipe alone on the pooled dev split: not in the recipe"
+  fi
+fi
+rm -rf "$out/model.tmp" && cp -r "$final" "$out/model.tmp"
 rm -rf "$out/model" && mv "$out/model.tmp" "$out/model"
-lap "wrote $out/model (tool length $bestl, pooled dev N@5 $bestln)"
+lap "wrote $out/model (from $final)"
 
 if [ "${SUITE:-1}" = 0 ]; then
   lap "done (SUITE=0: no zero-shot suite): $out/model"
   exit 0
 fi
 
-# 5. The zero-shot suite: BM25, MODEL, the dense model alone (WiSE-FT at dev's weight), its
-# BM25 fusion (model-hybrid), the recipe at 256-token tools when dev chose another length, and
-# the general model with its whole recipe.
+# 6. The zero-shot suite: BM25, MODEL, the dense model alone (WiSE-FT at dev's weight), its
+# BM25 fusion (model-hybrid), the recipe at 256-token tools when dev chose another length, the
+# recipe without its reranker when one joined it, and the general model with its whole recipe.
 suite_models="$model,$out/wise-$best"
 cmp -s "$out/model/toolret_recipe.json" "$out/model-hybrid/toolret_recipe.json" || suite_models+=",$out/model-hybrid"
 [ "$bestl" = "$tl" ] || suite_models+=",$m0" # the recipe at the length of steps 2-4
+[ "$final" = "$base" ] || suite_models+=",$base" # the recipe without its reranker
 bin/toolret eval -suite zeroshot -model "$out/model" -suite-models "$suite_models" -backend "$be" -json > "$out/suite.json"
 python3 - "$out/suite.json" > "$out/suite.md" <<'EOF'
 import json, sys
