@@ -183,12 +183,13 @@ if [ "$rsteps" -gt 0 ]; then
   done
   if [ -n "$bestd" ]; then
     final="$out/model-rerank$bestd-$(basename "$base")"
-    if [ ! -f "$final/config.json" ] || [ "$(cat "$final.choice" 2>/dev/null)" != "$bestw" ]; then
+    sel="WiSE-FT $best, BM25 zscore $hw, $( [ -n "$(sed -n 's/.*"clauses".*/y/p' "$base/toolret_recipe.json")" ] && echo "clauses, " )tools at $bestl tokens and the reranker ($ce) at depth $bestd, weight $bestw on the pooled dev split of $data ($ft)"
+    if [ ! -f "$final/config.json" ] || [ "$(cat "$final.choice" 2>/dev/null)" != "$sel" ]; then
       rm -rf "$final" "$final.tmp"
       bin/toolret export -model "$base" -format hf -recipe-reranker "$ce" -recipe-rerank-depth "$bestd" \
-        -recipe-rerank-weight "$bestw" -out "$final.tmp" >/dev/null
+        -recipe-rerank-weight "$bestw" -selected-on "$sel" -out "$final.tmp" >/dev/null
       mv "$final.tmp" "$final"
-      echo "$bestw" > "$final.choice"
+      echo "$sel" > "$final.choice"
     fi
     echo "general: the reranker at depth $bestd, weight $bestw joins the recipe (pooled dev N@5 $bestdn > $bestln)"
   else
