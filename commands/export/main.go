@@ -114,7 +114,7 @@ func Main(args []string) int {
 	fs.Func("tool-prompt", "prefix put before every tool text (default: the model's \"document\" prompt); recorded in the export", func(s string) error { prompts.Tool = &s; return nil })
 	hybrid := fs.String("hybrid", "", "-format hf or index: the model's recipe fuses its dense ranking with BM25 over the library's tool texts as serve -hybrid does: rrf, minmax or zscore (written to toolret_recipe.json; eval -model, serve -library -model and an index exported from it apply it)")
 	hybridW := fs.Float64("hybrid-weight", -1, "with -hybrid minmax|zscore: the recipe's dense weight w in [0, 1] (w·dense + (1-w)·bm25); -1: 0.5")
-	selectedOn := fs.String("selected-on", "", "with -hybrid: free text recorded in the recipe, the dev split its weight was chosen on")
+	selectedOn := fs.String("selected-on", "", "with -hybrid, -clauses or -recipe-reranker: free text recorded in the recipe, the dev split its choices were made on")
 	var clauses cli.ClauseFlags
 	clauses.Register(fs, "-format hf or index: the model's recipe ranks each query whole and clause by clause and merges the rankings (as eval -clauses, with the -clauses-* flags given; the others stay rerank's defaults), after its BM25 fusion: the fusion of -hybrid, else the model's own recipe's")
 	reranker := fs.String("recipe-reranker", "", "-format hf or index: the model's recipe reranks the top -recipe-rerank-depth tools (after its fusion and clauses) with this cross-encoder, copied into the export (reranker/): an hf cross-encoder directory (export -format hf of a train crossencoder run), a hub id, or a cross-encoder run; replaces the reranker of the model's own recipe")
@@ -166,7 +166,8 @@ func Main(args []string) int {
 		fmt.Fprintf(os.Stderr, "export: -%v\n", err)
 		return 2
 	}
-	recipe, err := recipeFlags(*hybrid, *hybridW, *selectedOn)
+	addsRecipe := clauses.On || *reranker != "" // -selected-on describes these too
+	recipe, err := recipeFlags(*hybrid, *hybridW, *selectedOn, addsRecipe)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "export: %v\n", err)
 		return 2
@@ -200,6 +201,9 @@ func Main(args []string) int {
 	if rr != nil {
 		recipe.Reranker = rr
 	}
+	if *selectedOn != "" && recipe != nil {
+		recipe.SelectedOn = *selectedOn
+	}
 	man, err := toolret.Export(context.Background(), toolret.ExportConfig{Model: *run, Format: *format, Out: *out, Force: *force,
 		Data: *dataDir, Backend: *be, Refiner: *refinerRun, Prompts: prompts, Interpolate: *interp, InterpolateWeight: *interpW, KeepLayers: keep, Lengths: lengths,
 		Quantize: q, Precision: *prec, Recipe: recipe, NoRecipe: *noRecipe, LoRA: *loraExport, Log: os.Stderr})
@@ -215,11 +219,14 @@ func Main(args []string) int {
 }
 
 // recipeFlags turns -hybrid, -hybrid-weight (-1: not given) and -selected-on into the recipe
-// the export carries; nil when -hybrid is not given.
-func recipeFlags(hybrid string, w float64, selectedOn string) (*export.Recipe, error) {
+// the export carries; nil when -hybrid is not given. adds: -clauses or -recipe-reranker is
+// given, which -selected-on may describe without -hybrid.
+func recipeFlags(hybrid string, w float64, selectedOn string, adds bool) (*export.Recipe, error) {
 	switch {
-	case hybrid == "" && (w != -1 || selectedOn != ""):
-		return nil, errors.New("-hybrid-weight and -selected-on need -hybrid")
+	case hybrid == "" && w != -1:
+		return nil, errors.New("-hybrid-weight needs -hybrid")
+	case hybrid == "" && selectedOn != "" && !adds:
+		return nil, errors.New("-selected-on needs -hybrid, -clauses or -recipe-reranker")
 	case hybrid == "":
 		return nil, nil
 	case hybrid == "rrf" && w != -1:

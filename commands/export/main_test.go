@@ -155,20 +155,22 @@ func TestRecipeFlags(t *testing.T) {
 		hybrid     string
 		w          float64
 		selectedOn string
+		adds       bool // -clauses or -recipe-reranker given
 		want       *export.HybridRecipe
 		err        string
 	}{
-		{"", -1, "", nil, ""},
-		{"zscore", 0.3, "toolmix dev", &export.HybridRecipe{Fusion: "zscore", Weight: 0.3}, ""},
-		{"minmax", -1, "", &export.HybridRecipe{Fusion: "minmax", Weight: 0.5}, ""},
-		{"rrf", -1, "", &export.HybridRecipe{Fusion: "rrf"}, ""},
-		{"rrf", 0.3, "", nil, "rrf has no weight"},
-		{"", 0.3, "", nil, "need -hybrid"},
-		{"", -1, "dev", nil, "need -hybrid"},
-		{"zscore", 2, "", nil, "-hybrid.weight 2"},
-		{"sum", -1, "", nil, `-hybrid.fusion "sum"`},
+		{"", -1, "", false, nil, ""},
+		{"zscore", 0.3, "toolmix dev", false, &export.HybridRecipe{Fusion: "zscore", Weight: 0.3}, ""},
+		{"minmax", -1, "", false, &export.HybridRecipe{Fusion: "minmax", Weight: 0.5}, ""},
+		{"rrf", -1, "", false, &export.HybridRecipe{Fusion: "rrf"}, ""},
+		{"rrf", 0.3, "", false, nil, "rrf has no weight"},
+		{"", 0.3, "", false, nil, "-hybrid-weight needs -hybrid"},
+		{"", -1, "dev", false, nil, "-selected-on needs -hybrid, -clauses or -recipe-reranker"},
+		{"", -1, "dev", true, nil, ""}, // recorded on the model's own recipe with what is added
+		{"zscore", 2, "", false, nil, "-hybrid.weight 2"},
+		{"sum", -1, "", false, nil, `-hybrid.fusion "sum"`},
 	} {
-		r, err := recipeFlags(c.hybrid, c.w, c.selectedOn)
+		r, err := recipeFlags(c.hybrid, c.w, c.selectedOn, c.adds)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%q %g: error %v, want %q", c.hybrid, c.w, err, c.err)
