@@ -236,6 +236,13 @@ func (r *rerankRanker) RankQueries(ctx context.Context, qs []rank.Query, k int) 
 		return nil, err
 	}
 	fmt.Fprintf(r.env.log, "rerank: %s, %s on %d %s queries in %v\n", r.report, r.pl.Setting(), len(sel), r.split.Name, time.Since(start).Round(time.Millisecond))
+	return ordered(rk, k), nil
+}
+
+// ordered turns a pipeline's tool lists (best first) into rankings of at most k tools (k <= 0:
+// all), each scored by its rank (n for the first of n, down to 1): the pipeline gives an
+// order, not comparable scores.
+func ordered(rk [][]int, k int) []rank.Ranking {
 	out := make([]rank.Ranking, len(rk))
 	for i, tools := range rk {
 		if k > 0 && len(tools) > k {
@@ -246,5 +253,5 @@ func (r *rerankRanker) RankQueries(ctx context.Context, qs []rank.Query, k int) 
 			out[i].Scores[j] = float32(len(tools) - j)
 		}
 	}
-	return out, nil
+	return out
 }

@@ -177,17 +177,7 @@ func (s *StageRerank) RankQueries(ctx context.Context, qs []rank.Query, k int) (
 	if err != nil {
 		return nil, err
 	}
-	out := make([]rank.Ranking, len(rk))
-	for i, tools := range rk {
-		if k > 0 && len(tools) > k {
-			tools = tools[:k]
-		}
-		out[i] = rank.Ranking{Tools: tools, Scores: make([]float32, len(tools))}
-		for j := range tools {
-			out[i].Scores[j] = float32(len(tools) - j)
-		}
-	}
-	return out, nil
+	return ordered(rk, k), nil
 }
 
 // Tune picks the interpolation weight among rerank.Weights(steps) (0, 1/steps, …, 1) on the

@@ -3,6 +3,8 @@ package train
 import (
 	"math"
 	"math/rand/v2"
+
+	"github.com/toolret/toolret/data"
 )
 
 // LibraryBatches batches the pairs of several tool libraries so that every batch comes from
@@ -114,4 +116,18 @@ func Apportion(weights []float64, n int) []int {
 		rems[best].f = -1
 	}
 	return out
+}
+
+// ByLibrary groups pairs by the library of their tool (d.Libraries, d.LibraryOf) and returns
+// the groups with the libraries' weights: the input of LibraryBatches.
+func ByLibrary(d *data.Dataset, pairs []Pair) (groups [][]Pair, weights []float64) {
+	groups, weights = make([][]Pair, len(d.Libraries)), make([]float64, len(d.Libraries))
+	for l, lib := range d.Libraries {
+		weights[l] = lib.Weight
+	}
+	for _, p := range pairs {
+		l := d.LibraryOf(p.Tool)
+		groups[l] = append(groups[l], p)
+	}
+	return groups, weights
 }

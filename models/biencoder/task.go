@@ -103,15 +103,8 @@ func (t *Task) batches(epoch int) [][]train.Pair {
 		return b
 	}
 	var b [][]train.Pair
-	if libs := t.Data.Libraries; len(libs) > 1 { // each batch from one library
-		groups, weights := make([][]train.Pair, len(libs)), make([]float64, len(libs))
-		for l, lib := range libs {
-			weights[l] = lib.Weight
-		}
-		for _, p := range t.pairs {
-			l := t.Data.LibraryOf(p.Tool)
-			groups[l] = append(groups[l], p)
-		}
+	if len(t.Data.Libraries) > 1 { // each batch from one library
+		groups, weights := train.ByLibrary(t.Data, t.pairs)
 		b = train.LibraryBatches(groups, weights, t.BatchSize, t.Seed, epoch, !t.StrictBatches)
 	} else {
 		b = pairBatches(t.pairs, t.BatchSize, t.Seed, epoch, t.StrictBatches)

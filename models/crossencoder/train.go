@@ -24,10 +24,10 @@ import (
 // help. DefaultTrainConfig holds the defaults.
 type TrainConfig struct {
 	runs.Head
-	Depth     int    `json:"depth" help:"hard negatives are drawn from the retriever's top -depth tools (also the dev reranking depth; the paper's m)"` // -depth: hard negatives come from the retriever's top Depth tools, also the dev and test reranking depth (default 30)
-	Negatives int    `json:"negatives-per-positive" help:"negatives per positive pair"`                                                                 // -negatives-per-positive: negatives per positive pair (default 7)
-	Loss      string `json:"loss" help:"listwise (softmax CE over the positive and its negatives) or bce (per pair)"`                                   // -loss: listwise (softmax CE over the positive and its negatives; default) or bce (per pair)
-	DevMax    int    `json:"dev-max" help:"evaluate on at most this many dev queries during training (0: all; on a multi-source dataset taken evenly through its dev split)"`                                         // -dev-max: evaluate on at most this many dev queries during training (default 0: all)
+	Depth     int    `json:"depth" help:"hard negatives are drawn from the retriever's top -depth tools (also the dev reranking depth; the paper's m)"`                       // -depth: hard negatives come from the retriever's top Depth tools, also the dev and test reranking depth (default 30)
+	Negatives int    `json:"negatives-per-positive" help:"negatives per positive pair"`                                                                                       // -negatives-per-positive: negatives per positive pair (default 7)
+	Loss      string `json:"loss" help:"listwise (softmax CE over the positive and its negatives) or bce (per pair)"`                                                         // -loss: listwise (softmax CE over the positive and its negatives; default) or bce (per pair)
+	DevMax    int    `json:"dev-max" help:"evaluate on at most this many dev queries during training (0: all; on a multi-source dataset taken evenly through its dev split)"` // -dev-max: evaluate on at most this many dev queries during training (default 0: all)
 	// Data is the dataset (nil: the embedded default dataset).
 	Data *data.Dataset `json:"-"`
 	// Args is provenance only: the command's flags as recorded in a new run's run.json.
