@@ -73,6 +73,7 @@ import (
 	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/evaluate"
+	"github.com/toolret/toolret/metrics"
 )
 
 // methods are the values of -method, with what each evaluates (evalConfig turns it into the
@@ -197,7 +198,8 @@ func rerankLine(st *toolret.RerankStage) string {
 func evaluateAndPrint(o *options, w io.Writer, ev *toolret.Evaluation) error {
 	var rec *evaluate.Recorder
 	if o.saveRun != "" {
-		rec = &evaluate.Recorder{QueryRanker: ev.Ranker, K: o.k}
+		// what the metrics read: on a multi-source dataset, each query's own library's tools
+		rec = &evaluate.Recorder{QueryRanker: metrics.WithinLibraries(ev.Data, nil, ev.Ranker), K: o.k}
 		ev.Ranker = rec
 	}
 	start := time.Now()
