@@ -341,3 +341,37 @@ func marshalRecipe(r *Recipe) ([]byte, error) {
 	}
 	return append(b, '\n'), nil
 }
+
+// RerankerSettings are the settings that add a cross-encoder reranker to a recipe (export
+// -recipe-reranker, -recipe-rerank-depth, -recipe-rerank-weight: flagcfg declares the flags
+// from these fields); DefaultRerankerSettings holds the defaults.
+type RerankerSettings struct {
+	CrossEncoder string  `json:"recipe-reranker" help:"-format hf or index: the model's recipe reranks the top -recipe-rerank-depth tools (after its fusion and clauses) with this cross-encoder, copied into the export (reranker/): an hf cross-encoder directory (export -format hf of a train crossencoder run), a hub id, or a cross-encoder run; replaces the reranker of the model's own recipe"`
+	Depth        int     `json:"recipe-rerank-depth" help:"with -recipe-reranker: how many of the first stage's top tools the cross-encoder rescores"`
+	Weight       float64 `json:"recipe-rerank-weight" help:"with -recipe-reranker: the cross-encoder's weight w in [0, 1] of w·minmax(cross-encoder) + (1-w)·minmax(first stage) over the top -recipe-rerank-depth (eval -model DIR -reranker CE -weight dev prints it); -1: the cross-encoder's order alone"`
+}
+
+// DefaultRerankerSettings returns no reranker, depth 20, and the cross-encoder's order alone
+// (weight -1).
+func DefaultRerankerSettings() RerankerSettings { return RerankerSettings{Depth: 20, Weight: -1} }
+
+// Reranker returns the recipe's reranker the settings describe (its Dir the cross-encoder to
+// copy in), nil without a CrossEncoder. A depth or weight changed from the defaults without
+// one, a depth <= 0 or a weight outside [0, 1] (other than -1) is an error naming the flag.
+func (s RerankerSettings) Reranker() (*RerankerRecipe, error) {
+	if s.CrossEncoder == "" {
+		if d := DefaultRerankerSettings(); s.Depth != d.Depth || s.Weight != d.Weight {
+			return nil, errors.New("-recipe-rerank-depth and -recipe-rerank-weight need -recipe-reranker")
+		}
+		return nil, nil
+	}
+	r := &RerankerRecipe{Path: RerankerDir, Depth: s.Depth, Dir: s.CrossEncoder}
+	if s.Weight != -1 {
+		w := s.Weight
+		r.Weight = &w
+	}
+	if err := (&Recipe{Version: RecipeVersion, Reranker: r}).Validate(); err != nil {
+		return nil, fmt.Errorf("-recipe-%s", strings.Replace(err.Error(), "reranker.", "rerank-", 1))
+	}
+	return r, nil
+}

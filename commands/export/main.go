@@ -77,10 +77,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/internal/cli"
+	"github.com/toolret/toolret/internal/flagcfg"
 
 	"github.com/toolret/toolret/export"
 )
@@ -117,9 +117,11 @@ func Main(args []string) int {
 	selectedOn := fs.String("selected-on", "", "with -hybrid, -clauses or -recipe-reranker: free text recorded in the recipe, the dev split its choices were made on")
 	var clauses cli.ClauseFlags
 	clauses.Register(fs, "-format hf or index: the model's recipe ranks each query whole and clause by clause and merges the rankings (as eval -clauses, with the -clauses-* flags given; the others stay rerank's defaults), after its BM25 fusion: the fusion of -hybrid, else the model's own recipe's")
-	reranker := fs.String("recipe-reranker", "", "-format hf or index: the model's recipe reranks the top -recipe-rerank-depth tools (after its fusion and clauses) with this cross-encoder, copied into the export (reranker/): an hf cross-encoder directory (export -format hf of a train crossencoder run), a hub id, or a cross-encoder run; replaces the reranker of the model's own recipe")
-	rerankDepth := fs.Int("recipe-rerank-depth", 20, "with -recipe-reranker: how many of the first stage's top tools the cross-encoder rescores")
-	rerankW := fs.Float64("recipe-rerank-weight", -1, "with -recipe-reranker: the cross-encoder's weight w in [0, 1] of w·minmax(cross-encoder) + (1-w)·minmax(first stage) over the top -recipe-rerank-depth (eval -model DIR -reranker CE -weight dev prints it); -1: the cross-encoder's order alone")
+	rs := export.DefaultRerankerSettings()
+	if _, err := flagcfg.Bind(fs, &rs); err != nil {
+		fmt.Fprintln(os.Stderr, "export:", err)
+		return 2
+	}
 	noRecipe := fs.Bool("no-recipe", false, "export without the recipe of -model (toolret_recipe.json)")
 	loraExport := fs.String("lora-export", export.LoRAMerged, "a bi-encoder run trained with LoRA (train biencoder -lora-rank): merged (the adapters merged into the base weights, the layout of a full fine-tune) or adapter (-format hf: a PEFT adapter directory, adapter_config.json and adapter_model.safetensors, with the base model in base/)")
 	if err := cli.Parse(fs, args); err != nil {
@@ -166,13 +168,13 @@ func Main(args []string) int {
 		fmt.Fprintf(os.Stderr, "export: -%v\n", err)
 		return 2
 	}
-	addsRecipe := clauses.On || *reranker != "" // -selected-on describes these too
+	addsRecipe := clauses.On || rs.CrossEncoder != "" // -selected-on describes these too
 	recipe, err := recipeFlags(*hybrid, *hybridW, *selectedOn, addsRecipe)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "export: %v\n", err)
 		return 2
 	}
-	rr, err := rerankerFlags(*reranker, *rerankDepth, *rerankW, cli.Set(fs))
+	rr, err := rs.Reranker()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "export: %v\n", err)
 		return 2
@@ -239,26 +241,6 @@ func recipeFlags(hybrid string, w float64, selectedOn string, adds bool) (*expor
 	r := &export.Recipe{Version: export.RecipeVersion, Hybrid: &export.HybridRecipe{Fusion: hybrid, Weight: w}, SelectedOn: selectedOn}
 	if err := r.Validate(); err != nil {
 		return nil, fmt.Errorf("-%v", err)
-	}
-	return r, nil
-}
-
-// rerankerFlags turns -recipe-reranker, -recipe-rerank-depth and -recipe-rerank-weight (-1:
-// none) into the recipe's reranker; nil when -recipe-reranker is not given. given are the
-// flags set.
-func rerankerFlags(ce string, depth int, w float64, given map[string]bool) (*export.RerankerRecipe, error) {
-	if ce == "" {
-		if given["recipe-rerank-depth"] || given["recipe-rerank-weight"] {
-			return nil, errors.New("-recipe-rerank-depth and -recipe-rerank-weight need -recipe-reranker")
-		}
-		return nil, nil
-	}
-	r := &export.RerankerRecipe{Path: export.RerankerDir, Depth: depth, Dir: ce}
-	if w != -1 {
-		r.Weight = &w
-	}
-	if err := (&export.Recipe{Version: export.RecipeVersion, Reranker: r}).Validate(); err != nil {
-		return nil, fmt.Errorf("-recipe-%v", strings.Replace(err.Error(), "reranker.", "rerank-", 1))
 	}
 	return r, nil
 }
