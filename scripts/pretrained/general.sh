@@ -175,9 +175,10 @@ if [ "$rsteps" -gt 0 ]; then
       mv "$f.tmp" "$f"
     fi
     w=$(sed -n 's/^rerank weight \([0-9.]*\) .*/\1/p' "$f" | head -1)
+    [ -n "$w" ] || { echo "general: $f has no \"rerank weight W\" line (eval -weight dev)" >&2; exit 1; }
     dn=$(devn5 "$f")
     echo "general: reranker at depth $dp: dev weight $w, pooled dev N@5 $dn (recipe alone $bestln)"
-    if [ -n "$w" ] && python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > 0 and float(sys.argv[2]) > float(sys.argv[3]) else 1)' "$w" "$dn" "$bestdn"; then
+    if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > 0 and float(sys.argv[2]) > float(sys.argv[3]) else 1)' "$w" "$dn" "$bestdn"; then
       bestd="$dp" bestw="$w" bestdn="$dn"
     fi
   done
