@@ -73,6 +73,23 @@ func TestEvaluateWithinLibraries(t *testing.T) {
 	if r := rep.Map()["recall@3"]; r != 100 {
 		t.Errorf("test recall@3 %v, want 100", r)
 	}
+	// Each library's dev queries are a subset of the split's report (eval -subsets).
+	dr, err := EvaluateSplit(context.Background(), d, dev, within(d, dev, adversary), DevKs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, lib := range d.Libraries {
+		r, ok := dr.Subsets["library="+lib.Name]
+		if !ok {
+			t.Errorf("no subset library=%s in %v", lib.Name, dr.Subsets)
+			continue
+		}
+		n += r.N
+	}
+	if n != len(dev.Queries) {
+		t.Errorf("library subsets hold %d queries, want the split's %d", n, len(dev.Queries))
+	}
 }
 
 // rankerOf is a rank.Ranker of a QueryRanker over d's queries by text.

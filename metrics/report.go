@@ -45,6 +45,8 @@ func (p PairRecall) MarshalJSON() ([]byte, error) {
 //
 // With tokens (one count per query, and the encoder's budget limit > 0) two more subsets split
 // the queries by whether the encoder truncates them: "query<=LIMIT tokens", "query>LIMIT tokens".
+// On a dataset of several libraries (OpenSources) each library's queries are one more subset,
+// "library=NAME" (a query's library is its first relevant tool's).
 func report(d *data.Dataset, s *data.Split, qs []int, rankings []rank.Ranking, ks []int, tokens []int, limit int) Report {
 	rel := make([][]int, len(qs))
 	for i, q := range qs {
@@ -75,6 +77,12 @@ func report(d *data.Dataset, s *data.Split, qs []int, rankings []rank.Ranking, k
 				g = fmt.Sprintf("query>%d tokens", limit)
 			}
 			groups[g] = append(groups[g], i)
+		}
+		if len(d.Libraries) > 1 {
+			if l := d.QueryLibrary(s, qs[i]); l >= 0 && l < len(d.Libraries) {
+				g := "library=" + d.Libraries[l].Name
+				groups[g] = append(groups[g], i)
+			}
 		}
 		if byTool {
 			g := "seen-tools"

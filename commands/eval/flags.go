@@ -114,7 +114,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.BoolVar(&o.noRecipe, "no-recipe", false, "-model, -index, -suite: the dense ranking alone, without the BM25 fusion of the model's recipe (toolret_recipe.json; an index records it from its model)")
 	o.ens = cli.EnsembleFlags(fs) // -index: fused with more indexes as serve -ensemble serves them
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object instead of a table")
-	fs.BoolVar(&o.subsets, "subsets", false, "also print per-subset rows (number of relevant tools, seen/unseen tools, queries within / over the encoder's token budget)")
+	fs.BoolVar(&o.subsets, "subsets", false, "also print per-subset rows (number of relevant tools, seen/unseen tools, queries within / over the encoder's token budget, each library of a multi-source -data)")
 	fs.Float64Var(&o.bm25.K1, "bm25-k1", bm25.DefaultParams.K1, "BM25 k1")
 	fs.Float64Var(&o.bm25.B, "bm25-b", bm25.DefaultParams.B, "BM25 b")
 	fs.BoolVar(&o.bm25.Stopwords, "bm25-stopwords", false, "BM25: drop English stop words")

@@ -19,8 +19,9 @@
 #     beside BM25, MODEL, the dense model alone, its BM25 fusion, the recipe without its
 #     reranker and, when another length won, the recipe at 256-token tools, into OUT/suite.md
 #     and OUT/suite.json.
-# Usage: scripts/pretrained/general.sh   (env: MODEL, DATA, STEPS, WISE_WEIGHTS, TOOL_LENS,
-# RERANK_STEPS, RERANK_DEPTHS, OUT, SUITE=0 to stop after step 5; needs `make models`,
+# Usage: scripts/pretrained/general.sh   (env: MODEL, QUERY_PROMPT (MODEL's query instruction,
+# e.g. bge's, kept by every step), DATA, STEPS, WISE_WEIGHTS, TOOL_LENS, RERANK_STEPS,
+# RERANK_DEPTHS, OUT, SUITE=0 to stop after step 5; needs `make models`,
 # ../shared, and ONNX Runtime for speed: `make install-onnx`). A step whose output exists is
 # not redone (delete OUT to start again).
 set -euo pipefail
@@ -34,6 +35,8 @@ out="${OUT:-runs/general}"
 export TOOLRET_DATASETS="${TOOLRET_DATASETS:-$PWD/../shared/datasets}"
 tl=256 # the query and tool length of steps 2-4; step 4 then tries TOOL_LENS
 lens=(-query-len "$tl" -tool-len "$tl")
+prompt=()
+[ -z "${QUERY_PROMPT:-}" ] || prompt=(-query-prompt "$QUERY_PROMPT")
 mkdir -p "$out"
 ft="$out/ft"
 start=$(date +%s)
@@ -43,7 +46,7 @@ if [ ! -f "$ft/summary.json" ]; then
   rm -rf "$ft"
   /usr/bin/time -v bin/toolret train biencoder -data "$data" -init "$model" -run "$ft" -batch 64 \
     -max-steps "$steps" -eval-every 75 -lr 5e-5 -query-len 32 -tool-len 64 -test "" -backend "$be" -quiet \
-    2> "$out/train.log" || { tail -20 "$out/train.log" >&2; exit 1; }
+    "${prompt[@]}" 2> "$out/train.log" || { tail -20 "$out/train.log" >&2; exit 1; }
 fi
 grep -E "Maximum resident|Elapsed \(wall" "$out/train.log" || true
 lap "trained $ft"
@@ -209,7 +212,16 @@ fi
 # 6. The zero-shot suite: BM25, MODEL, the dense model alone (WiSE-FT at dev's weight), its
 # BM25 fusion (model-hybrid), the recipe at 256-token tools when dev chose another length, the
 # recipe without its reranker when one joined it, and the general model with its whole recipe.
-suite_models="$model,$out/wise-$best"
+start_model="$model"
+if [ -n "${QUERY_PROMPT:-}" ]; then # a suite system takes no prompt flag: MODEL with its prompt as a directory
+  start_model="$out/start"
+  if [ ! -f "$start_model/config.json" ]; then
+    rm -rf "$start_model.tmp"
+    bin/toolret export -model "$model" -format hf "${prompt[@]}" -out "$start_model.tmp" >/dev/null
+    mv "$start_model.tmp" "$start_model"
+  fi
+fi
+suite_models="$start_model,$out/wise-$best"
 cmp -s "$out/model/toolret_recipe.json" "$out/model-hybrid/toolret_recipe.json" || suite_models+=",$out/model-hybrid"
 [ "$bestl" = "$tl" ] || suite_models+=",$m0" # the recipe at the length of steps 2-4
 [ "$final" = "$base" ] || suite_models+=",$base" # the recipe without its reranker
