@@ -3,6 +3,7 @@ package fusion
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -57,18 +58,29 @@ func WriteRun(w io.Writer, tag string, results []Result) error {
 	return bw.Flush()
 }
 
-// WriteRunFile writes results to path atomically (WriteRun).
+// WriteRunFile writes results to path atomically: a TREC run tagged tag (WriteRun), or a
+// JSON run when path ends in ".json" (WriteJSONRun: ids may hold white space; no tag).
 func WriteRunFile(path, tag string, results []Result) error {
 	var b bytes.Buffer
-	if err := WriteRun(&b, tag, results); err != nil {
+	if IsJSONRun(path) {
+		if err := WriteJSONRun(&b, results); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	} else if err := WriteRun(&b, tag, results); err != nil {
+		if errors.Is(err, errWhiteSpace) {
+			return fmt.Errorf("%s: %w (name the file *.json to write ranx's JSON run, whose ids may hold white space)", path, err)
+		}
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return atomicfile.Write(path, b.Bytes())
 }
 
+// errWhiteSpace is checkToken's error: a TREC id or tag that is empty or holds white space.
+var errWhiteSpace = errors.New("want a non-empty id without white space")
+
 func checkToken(what, s string) error {
 	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\v' || r == '\f' }) {
-		return fmt.Errorf("trec run: %s %q: want a non-empty id without white space", what, s)
+		return fmt.Errorf("trec run: %s %q: %w", what, s, errWhiteSpace)
 	}
 	return nil
 }
@@ -150,12 +162,16 @@ func isRange(err error) bool {
 	return ok && ne.Err == strconv.ErrRange
 }
 
-// ReadRunFile reads the TREC run at path (ReadRun).
+// ReadRunFile reads the TREC run at path (ReadRun), or the JSON run when path ends in
+// ".json" (ReadJSONRun).
 func ReadRunFile(path string) ([]Result, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if IsJSONRun(path) {
+		return ReadJSONRun(f, path)
+	}
 	return ReadRun(f, path)
 }

@@ -18,7 +18,7 @@ func runCompare(o *options, w io.Writer) error {
 	items := splitRuns(o.compare)
 	switch {
 	case len(items) != 2:
-		return fmt.Errorf("-compare %q: want two rankings A,B (a method, run:RUN or a TREC run file)", o.compare)
+		return fmt.Errorf("-compare %q: want two rankings A,B (a method, run:RUN or a run file)", o.compare)
 	case o.run != "" || o.index != "" || o.method == "fusion" || o.saveRun != "" || o.ablations || o.fb.active():
 		return fmt.Errorf("-compare ranks its own two entries: not with -run, -index, -method fusion, -save-run, -ablations, -feedback or -refiner")
 	}

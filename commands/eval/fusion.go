@@ -102,7 +102,7 @@ func fusionConfig(o *options) (toolret.EvalConfig, error) {
 	fo := &o.fu
 	items := splitRuns(fo.runs)
 	if len(items) == 0 {
-		return toolret.EvalConfig{}, fmt.Errorf("-method fusion needs -runs A,B[,...]: methods (bm25), run:RUN or TREC run files")
+		return toolret.EvalConfig{}, fmt.Errorf("-method fusion needs -runs A,B[,...]: methods (bm25), run:RUN or run files (-save-run)")
 	}
 	cfg := baseConfig(o)
 	cfg.Fuse, cfg.FusionDepth, cfg.FusionK, cfg.BM25, cfg.Vectors = items, o.k, fo.rrfK, &o.bm25, o.vectors

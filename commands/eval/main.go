@@ -17,8 +17,8 @@
 //	eval -compare A,B [-compare-samples 10000] [-seed 1]   (two rankings query by query: B − A, 95% interval, p)
 //	eval -suite zeroshot|SET,... [-model REF | -run RUN | -index DIR | -method fusion -runs A,B] [-suite-models REF,...] [-no-start] [-json]
 //
-// -save-run writes the rankings of every evaluated query (the top -k) as a TREC run file
-// (with -feedback or -rewriter, one per round: FILE.round<t>);
+// -save-run writes the rankings of every evaluated query (the top -k) as a TREC run file, or
+// ranx's JSON run when the name ends in .json (with -feedback or -rewriter, one per round: FILE.round<t>);
 // -method fusion fuses such files and live methods (fusion.go). -holdout-tools evaluates on
 // tools never seen in training (data.Dataset.HoldoutTools); a -run or -first-stage trained on a
 // held-out-tool view selects that view itself. -split dev is the dev split a trained run
