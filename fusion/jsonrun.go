@@ -125,7 +125,10 @@ func ReadJSONRun(r io.Reader, name string) ([]Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		q := t.(string) // object keys are strings
+		q, ok := t.(string) // an object's keys are strings; checked, so that no input can panic
+		if !ok {
+			return nil, fail("a query id: want a string, got %v", t)
+		}
 		if q == "" {
 			return nil, fail("an empty query id")
 		}
@@ -143,7 +146,10 @@ func ReadJSONRun(r io.Reader, name string) ([]Result, error) {
 			if err != nil {
 				return nil, err
 			}
-			d := t.(string)
+			d, ok := t.(string)
+			if !ok {
+				return nil, fail("query %q: a document id: want a string, got %v", q, t)
+			}
 			if d == "" {
 				return nil, fail("query %q: an empty document id", q)
 			}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -123,4 +125,42 @@ func TestWriteRunFileErrors(t *testing.T) {
 	if err := WriteJSONRun(&b, []Result{{Query: ""}}); err == nil {
 		t.Error("an empty query id written")
 	}
+}
+
+// FuzzReadJSONRun: any input is read or refused with an error, never a panic; what is read
+// writes back as a JSON run that reads again to the same results (make fuzz).
+func FuzzReadJSONRun(f *testing.F) {
+	for _, s := range []string{`{"q": {"a b": 1, "c": 2}}`, `{}`, `{"q": {}}`, `{"q": {"a": 1e400}}`, `[1]`, `{"q": {"a": "1"}}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		res, err := ReadJSONRun(strings.NewReader(in), "in.json")
+		if err != nil {
+			return
+		}
+		for i := range res {
+			for j, s := range res[i].Scores {
+				if math.IsInf(float64(s), 0) {
+					res[i].Scores[j] = 0 // a score beyond float32 reads as ±Inf, which JSON cannot write
+				}
+			}
+			sort.Stable(byScore(res[i]))
+		}
+		var b bytes.Buffer
+		if err := WriteJSONRun(&b, res); err != nil {
+			t.Fatalf("read %q, could not write it back: %v", in, err)
+		}
+		again, err := ReadJSONRun(&b, "again.json")
+		if err != nil {
+			t.Fatalf("wrote %q, could not read it back: %v", b.String(), err)
+		}
+		if len(again) != len(res) {
+			t.Fatalf("%d results read back, want %d", len(again), len(res))
+		}
+		for i := range res {
+			if !slices.Equal(again[i].Docs, res[i].Docs) || !slices.Equal(again[i].Scores, res[i].Scores) {
+				t.Fatalf("read back %+v, want %+v", again[i], res[i])
+			}
+		}
+	})
 }
