@@ -7,7 +7,7 @@
 # test split (every query that needs a held-out tool) is evaluated with BM25, MODEL zero-shot,
 # the general model's dense part (-no-recipe) and the general model with its recipe.
 # Usage: experiments/2026-11-29-general-holdout/run.sh [OUT]   (env: SEEDS, default "1 2 3";
-# STEPS, default 150; MODEL; RERANK_STEPS, default 0: no cross-encoder, as seeds 1 and 2 ran).
+# STEPS, default 300 as make general (seeds 1 and 2, and seed 3 first, ran at STEPS=150); MODEL; RERANK_STEPS, default 0: no cross-encoder, as seeds 1 and 2 ran).
 # Needs ../shared, `make models`, ONNX Runtime for speed.
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/pretrained/build.sh"
@@ -20,7 +20,7 @@ for seed in ${SEEDS:-1 2 3}; do
   view=$PWD/$out/toollens-h$seed
   [ -f "$view/holdout.json" ] || bin/toolret convert -from "$shared/toollens" -to "$view" -holdout-tools 0.2 -holdout-seed "$seed" >/dev/null
   run=$out/seed$seed
-  RERANK_STEPS=${RERANK_STEPS:-0} SUITE=0 OUT=$run DATA="$view:1,toolmix:1" MODEL=$model STEPS=${STEPS:-150} bash scripts/pretrained/general.sh
+  RERANK_STEPS=${RERANK_STEPS:-0} SUITE=0 OUT=$run DATA="$view:1,toolmix:1" MODEL=$model STEPS=${STEPS:-300} bash scripts/pretrained/general.sh
   for sys in bm25 "$model" "$run/model -no-recipe" "$run/model"; do
     f=$run/test-$(echo "$sys" | tr -c 'a-zA-Z0-9-' '_').txt
     if [ ! -s "$f" ]; then

@@ -28,7 +28,7 @@ set -euo pipefail
 source "$(dirname "$0")/build.sh"
 model="${MODEL:-sentence-transformers/all-MiniLM-L6-v2}"
 data="${DATA:-toollens:1,toolmix:1}"
-steps="${STEPS:-150}"
+steps="${STEPS:-300}" # picked over 150 on the pooled dev split (docs/results/2026-11-29-general-steps.md)
 weights="${WISE_WEIGHTS:-0 0.1 0.2 0.3 0.5}"
 toollens="${TOOL_LENS:-128 256}"
 out="${OUT:-runs/general}"
