@@ -7,7 +7,8 @@
 # test split (every query that needs a held-out tool) is evaluated with BM25, MODEL zero-shot,
 # the general model's dense part (-no-recipe) and the general model with its recipe.
 # Usage: experiments/2026-11-29-general-holdout/run.sh [OUT]   (env: SEEDS, default "1 2 3";
-# STEPS, default 300 as make general (seeds 1 and 2, and seed 3 first, ran at STEPS=150); MODEL; RERANK_STEPS, default 0: no cross-encoder, as seeds 1 and 2 ran).
+# STEPS, default 300 as make general (seeds 1 and 2, and seed 3 first, ran at STEPS=150);
+# MODEL; RERANK_STEPS, default 0: no cross-encoder, as seeds 1 and 2 ran).
 # Needs ../shared, `make models`, ONNX Runtime for speed.
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/pretrained/build.sh"

@@ -48,6 +48,13 @@ if [ ! -f "$ft/summary.json" ]; then
     -max-steps "$steps" -eval-every 75 -lr 5e-5 -query-len 32 -tool-len 64 -test "" -backend "$be" -quiet \
     "${prompt[@]}" 2> "$out/train.log" || { tail -20 "$out/train.log" >&2; exit 1; }
 fi
+# A run reused from an earlier invocation must have trained the steps asked for (the default
+# changed from 150 to 300): otherwise say so rather than report it as this budget's.
+had=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("steps", ""))' "$ft/summary.json")
+if [ "$had" != "$steps" ]; then
+  echo "general: $ft trained $had steps, not STEPS=$steps: delete $out (or give STEPS=$had) to go on" >&2
+  exit 1
+fi
 grep -E "Maximum resident|Elapsed \(wall" "$out/train.log" || true
 lap "trained $ft"
 
