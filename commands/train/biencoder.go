@@ -58,32 +58,17 @@ func trainRegularization(fs *flag.FlagSet, meta *rundir.Meta, freeze bool, dropo
 	return r, nil
 }
 
-// operational is train biencoder's flags that are not the run's configuration (the fields of
-// biencoder.TrainConfig tagged json:"-"), declared through the shared vocabulary.
-type operational struct {
-	run, backend  *string
-	resume, quiet *bool
-	devices       *int
-}
-
 // biencoderFlags returns train biencoder's flags and the configuration they write: one flag
 // per field of biencoder.TrainConfig (flagcfg.Bind: its json name, its help tag, its value in
 // DefaultTrainConfig as the default; "auto" fields default to their zero), and the
 // operational -run, -resume, -backend, -devices and -quiet.
-func biencoderFlags() (*flag.FlagSet, *biencoder.TrainConfig, operational, error) {
+func biencoderFlags() (*flag.FlagSet, *biencoder.TrainConfig, headOps, error) {
 	fs := flag.NewFlagSet("train biencoder", flag.ContinueOnError)
 	cfg := biencoder.DefaultTrainConfig()
 	if _, err := flagcfg.Bind(fs, &cfg); err != nil {
-		return nil, nil, operational{}, err
+		return nil, nil, headOps{}, err
 	}
-	op := operational{
-		run:     cli.Run(fs, "run directory (default runs/biencoder-<time>)"),
-		resume:  cli.Resume(fs),
-		backend: cli.Backend(fs),
-		devices: cli.Devices(fs),
-		quiet:   cli.Quiet(fs),
-	}
-	return fs, &cfg, op, nil
+	return fs, &cfg, declareOps(fs, "biencoder"), nil
 }
 
 func biencoderCmd(args []string) error {

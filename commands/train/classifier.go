@@ -14,7 +14,7 @@ import (
 // and the operational flags (headFlags).
 func classifierFlags() (*flag.FlagSet, *classifier.TrainConfig, headOps, error) {
 	cfg := classifier.DefaultTrainConfig()
-	fs, op, err := headFlags("train classifier", &cfg)
+	fs, op, err := headFlags("classifier", "<kind>", &cfg)
 	return fs, &cfg, op, err
 }
 

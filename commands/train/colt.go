@@ -7,7 +7,6 @@ import (
 
 	"github.com/toolret/toolret/internal/check"
 	"github.com/toolret/toolret/internal/cli"
-	"github.com/toolret/toolret/internal/flagcfg"
 	"github.com/toolret/toolret/models/colt"
 )
 
@@ -16,20 +15,9 @@ import (
 // with its -holdout-tools and -holdout-seed, and the operational -run, -resume, -backend,
 // -devices and -quiet.
 func coltFlags() (*flag.FlagSet, *colt.TrainConfig, headOps, error) {
-	fs := flag.NewFlagSet("train colt", flag.ContinueOnError)
 	cfg := colt.DefaultTrainConfig()
-	cli.Data(fs)
-	if _, err := flagcfg.Bind(fs, &cfg); err != nil {
-		return nil, nil, headOps{}, err
-	}
-	op := headOps{
-		run:     cli.Run(fs, "run directory (default runs/colt-<time>)"),
-		resume:  cli.Resume(fs),
-		backend: cli.Backend(fs),
-		devices: cli.Devices(fs),
-		quiet:   cli.Quiet(fs),
-	}
-	return fs, &cfg, op, nil
+	fs, op, err := headFlags("colt", "colt", &cfg)
+	return fs, &cfg, op, err
 }
 
 // coltCmd is `train colt`: the flags of colt.TrainConfig. It trains COLT's graph stage on top

@@ -14,7 +14,7 @@ import (
 // and the operational flags (headFlags).
 func crossencoderFlags() (*flag.FlagSet, *crossencoder.TrainConfig, headOps, error) {
 	cfg := crossencoder.DefaultTrainConfig()
-	fs, op, err := headFlags("train crossencoder", &cfg)
+	fs, op, err := headFlags("crossencoder", "crossencoder", &cfg)
 	return fs, &cfg, op, err
 }
 

@@ -10,32 +10,38 @@ import (
 	"github.com/toolret/toolret/internal/runs"
 )
 
-// headOps are the operational flags of the cross-encoder, classifier and refiner commands:
-// the fields of runs.Head tagged json:"-", declared through the shared vocabulary.
+// headOps are the operational flags of every train command: the fields of its configuration
+// tagged json:"-" (runs.Head's, biencoder.TrainConfig's, ...), declared through the shared
+// vocabulary.
 type headOps struct {
 	run, backend  *string
 	resume, quiet *bool
 	devices       *int
 }
 
-// headFlags returns the flags of a command whose configuration *cfg (the kind's
-// DefaultTrainConfig, embedding runs.Head) declares its settings: one flag per field
-// (flagcfg.Bind), -data with its -holdout-tools and -holdout-seed, and the operational -run,
-// -resume, -backend, -devices and -quiet.
-func headFlags(name string, cfg any) (*flag.FlagSet, headOps, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	cli.Data(fs)
-	if _, err := flagcfg.Bind(fs, cfg); err != nil {
-		return nil, headOps{}, err
-	}
-	op := headOps{
-		run:     cli.Run(fs, "run directory (default runs/<command>-<time>)"),
+// declareOps declares the operational -run, -resume, -backend, -devices and -quiet on fs, for a
+// command whose runs default to runs/PREFIX-<time>.
+func declareOps(fs *flag.FlagSet, prefix string) headOps {
+	return headOps{
+		run:     cli.Run(fs, "run directory (default runs/"+prefix+"-<time>)"),
 		resume:  cli.Resume(fs),
 		backend: cli.Backend(fs),
 		devices: cli.Devices(fs),
 		quiet:   cli.Quiet(fs),
 	}
-	return fs, op, nil
+}
+
+// headFlags returns the flags of `train CMD`, whose configuration *cfg (the kind's
+// DefaultTrainConfig) declares its settings: one flag per field (flagcfg.Bind, its value in
+// *cfg as the default), -data with its -holdout-tools and -holdout-seed, and the operational
+// flags (declareOps: runs default to runs/PREFIX-<time>).
+func headFlags(cmd, prefix string, cfg any) (*flag.FlagSet, headOps, error) {
+	fs := flag.NewFlagSet("train "+cmd, flag.ContinueOnError)
+	cli.Data(fs)
+	if _, err := flagcfg.Bind(fs, cfg); err != nil {
+		return nil, headOps{}, err
+	}
+	return fs, declareOps(fs, prefix), nil
 }
 
 // startHead refuses extra arguments, opens the run directory (a resumed run's recorded

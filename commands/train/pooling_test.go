@@ -51,7 +51,7 @@ func TestHeadPoolingFlag(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := runs.DefaultHead(32, 8, 1, "")
-			fs, _, err := headFlags("train test", &h)
+			fs, _, err := headFlags("test", "test", &h)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/toolret/toolret/internal/check"
 	"github.com/toolret/toolret/internal/cli"
-	"github.com/toolret/toolret/internal/flagcfg"
 	"github.com/toolret/toolret/models/pretrain"
 )
 
@@ -16,20 +15,9 @@ import (
 // default), -data with its -holdout-tools and -holdout-seed, and the operational -run,
 // -resume, -backend, -devices and -quiet.
 func pretrainFlags() (*flag.FlagSet, *pretrain.TrainConfig, headOps, error) {
-	fs := flag.NewFlagSet("train pretrain", flag.ContinueOnError)
 	cfg := pretrain.DefaultTrainConfig()
-	cli.Data(fs)
-	if _, err := flagcfg.Bind(fs, &cfg); err != nil {
-		return nil, nil, headOps{}, err
-	}
-	op := headOps{
-		run:     cli.Run(fs, "run directory (default runs/pretrain-<time>)"),
-		resume:  cli.Resume(fs),
-		backend: cli.Backend(fs),
-		devices: cli.Devices(fs),
-		quiet:   cli.Quiet(fs),
-	}
-	return fs, &cfg, op, nil
+	fs, op, err := headFlags("pretrain", "pretrain", &cfg)
+	return fs, &cfg, op, err
 }
 
 // pretrainCmd is `train pretrain`: the flags of pretrain.TrainConfig. The bi-encoder,

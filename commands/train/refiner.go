@@ -15,7 +15,7 @@ import (
 // flags (headFlags).
 func refinerFlags() (*flag.FlagSet, *refiner.TrainConfig, headOps, error) {
 	cfg := refiner.DefaultTrainConfig()
-	fs, op, err := headFlags("train refiner", &cfg)
+	fs, op, err := headFlags("refiner", "refiner", &cfg)
 	return fs, &cfg, op, err
 }
 
