@@ -28,7 +28,9 @@ set -euo pipefail
 source "$(dirname "$0")/build.sh"
 model="${MODEL:-sentence-transformers/all-MiniLM-L6-v2}"
 data="${DATA:-toollens:1,toolmix:1}"
-steps="${STEPS:-300}" # picked over 150 on the pooled dev split (docs/results/2026-11-29-general-steps.md)
+# 300: picked over 150 on the pooled dev split; dev prefers 600, which lose on the zero-shot
+# suite and were not adopted (docs/results/2026-11-29-general-steps.md says why)
+steps="${STEPS:-300}"
 weights="${WISE_WEIGHTS:-0 0.1 0.2 0.3 0.5}"
 toollens="${TOOL_LENS:-128 256}"
 out="${OUT:-runs/general}"
