@@ -29,12 +29,6 @@ for seed in ${SEEDS:-1 2 3}; do
       bin/toolret eval -data "$view" "${a[@]}" -backend "$be" >"$f.tmp" && mv "$f.tmp" "$f"
     fi
     printf 'seed %s  %-60s ' "$seed" "$sys"
-    python3 - "$f" <<'PY'
-import sys
-t = open(sys.argv[1]).read().splitlines()
-head = next(l for l in t if l.strip().startswith("queries")).split()
-row = next(l for l in t if l.startswith("all")).split()[1:]
-print("  ".join(f"{k} {row[head.index(k)]}" for k in ("R@1", "R@5", "R@10", "N@5")))
-PY
+    evalrow "$f" R@1 R@5 R@10 N@5
   done
 done

@@ -42,12 +42,6 @@ for sys in bm25 "$model" "$out/ft"; do
       bin/toolret eval -data "$d" "${a[@]}" -split train -backend "$be" > "$f.tmp" && mv "$f.tmp" "$f"
     fi
     printf '%-40s %-10s ' "$(basename "$sys")" "$( [[ $lib == *,* ]] && echo pooled || echo "$lib")"
-    python3 - "$f" <<'PY'
-import sys
-t = open(sys.argv[1]).read().splitlines()
-head = next(l for l in t if l.strip().startswith("queries")).split()
-row = next(l for l in t if l.startswith("all")).split()[1:]
-print("  ".join(f"{k} {row[head.index(k)]}" for k in ("queries", "R@1", "R@5", "N@5")))
-PY
+    evalrow "$f" R@1 R@5 N@5
   done
 done
