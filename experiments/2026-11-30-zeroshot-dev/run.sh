@@ -29,7 +29,7 @@ if [ ! -f "$out/ft/summary.json" ]; then
     -max-steps "$steps" -eval-every 150 -lr 5e-5 -query-len 32 -tool-len 64 -test "" -backend "$be" -quiet \
     2> "$out/train.log" || { tail -20 "$out/train.log" >&2; exit 1; }
 fi
-grep -E "Maximum resident|Elapsed \(wall" "$out/train.log" || true
+grep -E "Maximum resident|Elapsed \(wall" "$out/train.log" 2>/dev/null || true
 pooled=$(printf 'toolmix/%s:1,' "${left[@]}")
 for sys in bm25 "$model" "$out/ft"; do
   for lib in "${pooled%,}" "${left[@]}"; do
