@@ -29,6 +29,11 @@ if [ ! -f "$out/ft/summary.json" ]; then
     -max-steps "$steps" -eval-every 150 -lr 5e-5 -query-len 32 -tool-len 64 -test "" -backend "$be" -quiet \
     2> "$out/train.log" || { tail -20 "$out/train.log" >&2; exit 1; }
 fi
+had=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("steps", ""))' "$out/ft/summary.json")
+if [ "$had" != "$steps" ]; then  # a run reused from OUT must be this budget's
+  echo "zsdev: $out/ft trained $had steps, not STEPS=$steps: give another OUT or STEPS=$had" >&2
+  exit 1
+fi
 grep -E "Maximum resident|Elapsed \(wall" "$out/train.log" 2>/dev/null || true
 pooled=$(printf 'toolmix/%s:1,' "${left[@]}")
 for sys in bm25 "$model" "$out/ft"; do
