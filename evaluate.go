@@ -98,6 +98,14 @@ type EvalConfig struct {
 	FusionSteps    int
 	FusionMetric   string
 	FusionNewTools bool
+	// FusionAdaptive learns an adaptive dense weight (fusion.Adaptive: per query,
+	// clamp(base + slope·z1) with z1 the top z-score of the dense ranking) for two Fuse
+	// entries, the dense one first, on the dev split FusionDev uses (eval -weight adaptive):
+	// the rule of fusion.AdaptiveGrid whose FusionMetric averaged over the split's libraries,
+	// each counting once, is best. FusionAdapt fuses at a given rule instead (eval -weight
+	// adaptive:BASE,SLOPE; export -hybrid-adaptive records one in a model's recipe).
+	FusionAdaptive bool
+	FusionAdapt    *fusion.Adaptive
 	// Backend names the compute backend (backend.Open).
 	Backend string
 	// Quantize runs Model's or Index's encoder with int8 weights (export.QuantInt8, on Backend
@@ -322,8 +330,8 @@ func (cfg *EvalConfig) check() error {
 		}
 	}
 	if len(cfg.Fuse) == 0 && (cfg.Fusion != "" || len(cfg.FusionWeights) > 0 || cfg.FusionK != 0 || cfg.FusionDepth != 0 ||
-		cfg.FusionDev || cfg.FusionSteps != 0 || cfg.FusionMetric != "" || cfg.FusionNewTools) {
-		return errors.New("evaluate: Fusion, FusionWeights, FusionK, FusionDepth and FusionDev apply to Fuse")
+		cfg.FusionDev || cfg.FusionSteps != 0 || cfg.FusionMetric != "" || cfg.FusionNewTools || cfg.FusionAdaptive || cfg.FusionAdapt != nil) {
+		return errors.New("evaluate: Fusion, FusionWeights, FusionK, FusionDepth, FusionDev and FusionAdaptive apply to Fuse")
 	}
 	if cfg.Clauses != nil {
 		if err := cfg.Clauses.Check(); err != nil {
@@ -603,6 +611,8 @@ func indexRanker(cfg EvalConfig, d *data.Dataset, be compute.Backend) (rank.Quer
 	}
 	if h, w := idx.Hybrid(); h == toolindex.HybridRRF {
 		desc += ", hybrid rrf with bm25"
+	} else if a := idx.HybridAdaptive(); a != nil {
+		desc += fmt.Sprintf(", hybrid %s with bm25, adaptive dense weight %s", h, a.Describe())
 	} else if h != "" {
 		desc += fmt.Sprintf(", hybrid %s with bm25, dense weight %g", h, w)
 	}
@@ -645,6 +655,33 @@ func fusionRanker(cfg *EvalConfig) (*fusion.Ranker, error) {
 	}
 	if cfg.FusionSteps < 0 {
 		return nil, fmt.Errorf("evaluate: FusionSteps %d: want a positive number", cfg.FusionSteps)
+	}
+	adaptive := cfg.FusionAdaptive || cfg.FusionAdapt != nil
+	if adaptive {
+		switch {
+		case cfg.FusionAdaptive && cfg.FusionAdapt != nil:
+			return nil, errors.New("evaluate: FusionAdaptive learns the rule: not with FusionAdapt")
+		case cfg.Fusion != "minmax" && cfg.Fusion != "zscore":
+			return nil, fmt.Errorf("evaluate: an adaptive weight interpolates normalised scores: Fusion minmax or zscore, not %q", cmp.Or(cfg.Fusion, "rrf"))
+		case len(cfg.Fuse) != 2:
+			return nil, fmt.Errorf("evaluate: an adaptive weight fuses two Fuse entries (the dense ranking, then the lexical one), not %d", len(cfg.Fuse))
+		case cfg.FusionDev || len(cfg.FusionWeights) > 0 || cfg.FusionNewTools || cfg.FusionSteps != 0:
+			return nil, errors.New("evaluate: an adaptive weight replaces FusionDev, FusionWeights, FusionNewTools and FusionSteps")
+		case cfg.FusionMetric != "" && !cfg.FusionAdaptive:
+			return nil, errors.New("evaluate: FusionMetric applies to FusionDev or FusionAdaptive")
+		}
+		if cfg.FusionAdapt != nil {
+			if err := cfg.FusionAdapt.Check(); err != nil {
+				return nil, fmt.Errorf("evaluate: FusionAdapt: %w", err)
+			}
+			a := *cfg.FusionAdapt
+			f.A = &a
+		}
+		if _, err := metrics.ParseMetric(cmp.Or(cfg.FusionMetric, evaluate.DefaultRerankMetric)); err != nil {
+			return nil, fmt.Errorf("evaluate: FusionMetric: %w", err)
+		}
+		f.Norm = rerank.Norm(cfg.Fusion)
+		return f, nil
 	}
 	if (cfg.FusionSteps != 0 || cfg.FusionMetric != "" || cfg.FusionNewTools) && !cfg.FusionDev {
 		return nil, errors.New("evaluate: FusionSteps, FusionMetric and FusionNewTools apply to FusionDev")
@@ -731,7 +768,7 @@ func fusedRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, s, train 
 	}
 	var devMeta *rundir.Meta
 	var trainPart, devPart *data.Split
-	if cfg.FusionDev || train != nil {
+	if cfg.FusionDev || cfg.FusionAdaptive || train != nil {
 		run := cfg.firstRun()
 		if run == "" {
 			return nil, "", cleanup, errors.New("evaluate: Fuse: the dev split is the one a trained run recorded: give -run, -first-stage, or a run:RUN in -runs (SplitRun, or a run:RUN in Fuse)")
@@ -754,6 +791,32 @@ func fusedRanker(ctx context.Context, cfg EvalConfig, d *data.Dataset, s, train 
 	}
 	items := strings.Join(cfg.Fuse, ", ")
 	desc := fmt.Sprintf("fusion rrf (k=%g) of %s", f.K, items)
+	if f.A != nil {
+		return f, fmt.Sprintf("fusion %s of %s, adaptive dense weight %s", f.Norm, items, f.A.Describe()), cleanup, nil
+	}
+	if cfg.FusionAdaptive {
+		metric := cmp.Or(cfg.FusionMetric, evaluate.DefaultRerankMetric)
+		score, err := metrics.ParseMetric(metric)
+		if err != nil {
+			return nil, "", cleanup, fmt.Errorf("evaluate: FusionMetric: %w", err)
+		}
+		qs, rel := fusion.SplitQueries(d, devPart)
+		groups := make([]int, len(qs))
+		for i, q := range qs {
+			groups[i] = d.QueryLibrary(devPart, q.Index)
+		}
+		names := make([]string, len(d.Libraries))
+		for i, l := range d.Libraries {
+			names[i] = l.Name
+		}
+		c, err := f.TuneAdaptive(ctx, qs, rel, groups, names, fusion.TuneOptions{Metric: metric, Score: score, Log: cfg.Log})
+		if err != nil {
+			return nil, "", cleanup, err
+		}
+		a := c.Adaptive
+		f.A = &a
+		return f, fmt.Sprintf("fusion %s of %s, adaptive dense weight %s on dev (-weight adaptive:%s)", f.Norm, items, a.Describe(), a), cleanup, nil
+	}
 	if cfg.FusionDev {
 		metric := cmp.Or(cfg.FusionMetric, evaluate.DefaultRerankMetric)
 		score, err := metrics.ParseMetric(metric)

@@ -285,7 +285,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		prec = backend.FP32
 	}
 	log.Info("index loaded", "index", cfg.Index, "tools", ilib.Len(), "version", ilib.Version, "replayed_updates", st.Pending(),
-		"dim", st.R.Dim(), "precision", prec, "tool_updates", st.R.CanEmbedTools() == nil, "hybrid", hybrid, "hybrid_weight", hybridW,
+		"dim", st.R.Dim(), "precision", prec, "tool_updates", st.R.CanEmbedTools() == nil, "hybrid", hybrid, "hybrid_weight", hybridW, "hybrid_adaptive", st.R.HybridAdaptive() != nil,
 		"reranker", reranker, "rerank_depth", rerankDepth, "rerank_weight", rerankW, "ensemble", len(cfg.Ensemble), "ms", time.Since(start).Milliseconds())
 	scfg := serve.Config{DefaultK: cfg.K, MaxK: cfg.MaxK, MaxBatch: cfg.MaxBatch, MaxBody: cfg.MaxBody, Timeout: cfg.Timeout,
 		Token: cfg.Token, Model: cfg.Model, MCP: cfg.MCP == "http", Keys: cfg.Keys, Rate: cfg.Rate, Burst: cfg.Burst, Logger: log,

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/gomlx/compute"
+	"github.com/toolret/toolret/fusion"
 	"github.com/toolret/toolret/internal/atomicfile"
 	"github.com/toolret/toolret/internal/jsonfile"
 	"github.com/toolret/toolret/rerank"
@@ -62,6 +63,10 @@ type HybridRecipe struct {
 	// Weight is the dense side's weight w in [0, 1] of minmax and zscore,
 	// w·dense + (1−w)·bm25; 0 for rrf, which has none.
 	Weight float64 `json:"weight"`
+	// Adaptive, when set (minmax and zscore), replaces Weight by a per-query dense weight,
+	// clamp(base + slope·z1, 0, 1), z1 the top z-score of the query's dense ranking
+	// (fusion.Adaptive; eval -method fusion -weight adaptive learns one on a dev split).
+	Adaptive *fusion.Adaptive `json:"adaptive,omitempty"`
 }
 
 // String describes the fusion as suite rows and logs show it: "+bm25 zscore 0.3", "+bm25 rrf".
@@ -71,6 +76,9 @@ func (h *HybridRecipe) String() string {
 	}
 	if h.Fusion == "rrf" {
 		return "+bm25 rrf"
+	}
+	if h.Adaptive != nil {
+		return fmt.Sprintf("+bm25 %s adaptive %s", h.Fusion, h.Adaptive.Describe())
 	}
 	return fmt.Sprintf("+bm25 %s %g", h.Fusion, h.Weight)
 }
@@ -88,6 +96,14 @@ func (h *HybridRecipe) check() error {
 		}
 	default:
 		return fmt.Errorf("hybrid.fusion %q: want rrf, minmax or zscore", h.Fusion)
+	}
+	if h.Adaptive != nil {
+		if h.Fusion == "rrf" {
+			return errors.New("hybrid.adaptive: rrf has no weight to adapt")
+		}
+		if err := h.Adaptive.Check(); err != nil {
+			return fmt.Errorf("hybrid.adaptive: %w", err)
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -84,9 +85,10 @@ func ReadInput(path string, d *data.Dataset) (*Input, error) {
 }
 
 // Ranker is a rank.QueryRanker fusing the top Depth tools of each input per query: by
-// RRF with constant K when W and G are nil, by Interpolate with weights W (one per input)
-// and normalisation Norm, or, when G is set, by InterpolateGrouped with G's weights per tool
-// group.
+// RRF with constant K when W, G and A are nil, by Interpolate with weights W (one per input)
+// and normalisation Norm, when G is set by InterpolateGrouped with G's weights per tool
+// group, or, when A is set, by InterpolateAdaptive of its two inputs (dense first) at A's
+// per-query dense weight.
 type Ranker struct {
 	Inputs []*Input
 	Depth  int
@@ -94,6 +96,7 @@ type Ranker struct {
 	Norm   rerank.Norm
 	W      []float64
 	G      *Grouped
+	A      *Adaptive
 }
 
 // Lists returns, per query of qs, every input's top Depth tools, in input order.
@@ -124,6 +127,11 @@ func (f *Ranker) RankQueries(ctx context.Context, qs []rank.Query, k int) ([]ran
 	for i, lists := range per {
 		var r rank.Ranking
 		switch {
+		case f.A != nil:
+			if len(lists) != 2 {
+				return nil, fmt.Errorf("fusion: an adaptive weight fuses two inputs (dense, lexical), not %d", len(lists))
+			}
+			r, err = InterpolateAdaptive(lists[0], lists[1], *f.A, f.Norm)
 		case f.G != nil:
 			r, err = InterpolateGrouped(lists, f.G, f.Norm)
 		case f.W == nil:
@@ -198,6 +206,43 @@ func (f *Ranker) TuneGrouped(ctx context.Context, qs []rank.Query, relevant [][]
 		}
 		fmt.Fprintf(o.Log, "fusion: %s: dev %s (%d queries): one set of weights %s: %.2f; trained tools %s, the %d new tools %s %+g: %.2f\n",
 			f.Norm, o.Metric, len(qs), weights(c.Plain), 100*c.PlainMean, weights(c.W), n, weights(c.NewW), c.Offset, 100*c.Mean)
+	}
+	return c, nil
+}
+
+// TuneAdaptive learns an adaptive dense weight (ChooseAdaptive over AdaptiveGrid) for
+// f's two inputs, dense first, on the dev queries qs whose relevant tools are relevant and
+// whose libraries are groups: the macro mean over libraries, each counting once. names labels
+// the groups in the log line (nil: their ids).
+func (f *Ranker) TuneAdaptive(ctx context.Context, qs []rank.Query, relevant [][]int, groups []int, names []string, o TuneOptions) (*AdaptiveChoice, error) {
+	if len(f.Inputs) != 2 {
+		return nil, fmt.Errorf("fusion: an adaptive weight fuses two inputs (dense, lexical), not %d", len(f.Inputs))
+	}
+	per, err := f.Lists(ctx, qs)
+	if err != nil {
+		return nil, fmt.Errorf("dev split: %w", err)
+	}
+	bases, slopes := AdaptiveGrid()
+	c, err := ChooseAdaptive(per, relevant, groups, f.Norm, bases, slopes, o.Score)
+	if err != nil {
+		return nil, err
+	}
+	if o.Log != nil {
+		ids := make([]int, 0, len(c.Groups))
+		for g := range c.Groups {
+			ids = append(ids, g)
+		}
+		sort.Ints(ids)
+		libs := make([]string, len(ids))
+		for i, g := range ids {
+			name := strconv.Itoa(g)
+			if g >= 0 && g < len(names) && names[g] != "" {
+				name = names[g]
+			}
+			libs[i] = fmt.Sprintf("%s %.2f/%.2f", name, 100*c.Groups[g], 100*c.FixedGroups[g])
+		}
+		fmt.Fprintf(o.Log, "fusion: %s: adaptive dense weight %s: dev %s macro over %d libraries %.2f, best fixed weight %g %.2f (%d queries; by library, adaptive/fixed: %s)\n",
+			f.Norm, c.Describe(), o.Metric, len(ids), 100*c.Mean, c.Fixed, 100*c.FixedMean, len(qs), strings.Join(libs, ", "))
 	}
 	return c, nil
 }

@@ -52,7 +52,15 @@ const DefaultHybridDepth = 100
 // (export.Manifest.Hybrid): Load serves it as if WithHybrid had been given, unless
 // WithHybrid is given (WithHybrid("", 0): the dense first stage alone) or WithoutRecipe.
 func WithHybrid(method string, w float64) Option {
-	return func(o *options) { o.hybrid, o.hybridW, o.hybridSet = method, w, true }
+	return func(o *options) { o.hybrid, o.hybridW, o.hybridSet, o.hybridAdapt = method, w, true, nil }
+}
+
+// WithHybridAdaptive fuses as WithHybrid(method, 0.5) with minmax or zscore, except that the
+// dense weight is chosen per query by a (fusion.Adaptive: clamp(base + slope·z1, 0, 1), z1
+// the top z-score of the query's dense ranking over its top m), as a model's recipe with
+// hybrid.adaptive does.
+func WithHybridAdaptive(method string, a fusion.Adaptive) Option {
+	return func(o *options) { o.hybrid, o.hybridW, o.hybridSet, o.hybridAdapt = method, a.Base, true, &a }
 }
 
 // WithoutRecipe ignores the hybrid fusion, the clauses and the reranker the index records
@@ -66,7 +74,7 @@ func recordedHybrid(o *options, man *export.Manifest) bool {
 	if o.hybridSet || o.noRecipe || man.Hybrid == nil {
 		return false
 	}
-	o.hybrid, o.hybridW = man.Hybrid.Fusion, man.Hybrid.Weight
+	o.hybrid, o.hybridW, o.hybridAdapt = man.Hybrid.Fusion, man.Hybrid.Weight, man.Hybrid.Adaptive
 	return true
 }
 
@@ -80,7 +88,8 @@ func WithHybridDepth(m int) Option {
 type hybridStage struct {
 	method string
 	w      float64
-	depth  int // 0: max(k, DefaultHybridDepth)
+	adapt  *fusion.Adaptive // nil: the fixed weight w
+	depth  int              // 0: max(k, DefaultHybridDepth)
 }
 
 // newHybrid checks the hybrid options of o: nil without WithHybrid. refiner names the
@@ -92,7 +101,16 @@ func newHybrid(o options, refiner string) (*hybridStage, error) {
 		}
 		return nil, nil
 	}
-	h := &hybridStage{method: o.hybrid, w: o.hybridW, depth: o.hybridDepth}
+	h := &hybridStage{method: o.hybrid, w: o.hybridW, adapt: o.hybridAdapt, depth: o.hybridDepth}
+	if h.adapt != nil {
+		if h.method == HybridRRF {
+			return nil, fmt.Errorf("retriever: an adaptive dense weight with hybrid %q: rrf has no weight", h.method)
+		}
+		if err := h.adapt.Check(); err != nil {
+			return nil, fmt.Errorf("retriever: hybrid %s: %w", h.method, err)
+		}
+		h.w = min(1, max(0, h.adapt.Base)) // Hybrid's weight: the rule's, at z1 = 0
+	}
 	switch h.method {
 	case HybridRRF:
 		if h.w != 0 {
@@ -141,6 +159,16 @@ func (r *Index) Hybrid() (method string, w float64) {
 	return r.hyb.method, r.hyb.w
 }
 
+// HybridAdaptive returns the adaptive dense weight of the hybrid fusion (nil when the weight
+// is fixed, Hybrid's, or the retriever is not hybrid).
+func (r *Index) HybridAdaptive() *fusion.Adaptive {
+	if r.hyb == nil || r.hyb.adapt == nil {
+		return nil
+	}
+	a := *r.hyb.adapt
+	return &a
+}
+
 // retrieveHybrid answers queries (embedded as qe) from lib with the hybrid first stage.
 func (r *Index) retrieveHybrid(ctx context.Context, lib *Library, queries []string, qe [][]float32, k int) ([][]Result, error) {
 	h := r.hyb
@@ -161,9 +189,12 @@ func (r *Index) retrieveHybrid(ctx context.Context, lib *Library, queries []stri
 		lists := []rank.Ranking{rank.TopK(dense, m), rank.TopK(lex, m)}
 		var f rank.Ranking
 		var err error
-		if h.method == HybridRRF {
+		switch {
+		case h.method == HybridRRF:
 			f, err = fusion.RRF(lists, fusion.DefaultK)
-		} else {
+		case h.adapt != nil:
+			f, err = fusion.InterpolateAdaptive(lists[0], lists[1], *h.adapt, rerank.Norm(h.method))
+		default:
 			f, err = fusion.Interpolate(lists, []float64{h.w, 1 - h.w}, rerank.Norm(h.method))
 		}
 		if err != nil {

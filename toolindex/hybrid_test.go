@@ -71,16 +71,22 @@ func TestHybridFusion(t *testing.T) {
 			method   string
 			w        float64
 			depth, k int
+			adapt    *fusion.Adaptive // WithHybridAdaptive; w is then its base
 		}{
-			{"rrf", 0, 0, 10},
-			{"rrf", 0, 7, 5},
-			{"minmax", 0.3, 0, 10},
-			{"minmax", 0.7, 20, 20},
-			{"zscore", 0.5, 0, 10},
-			{"zscore", 0.2, 3, 8}, // depth below k: k is the depth
+			{"rrf", 0, 0, 10, nil},
+			{"rrf", 0, 7, 5, nil},
+			{"minmax", 0.3, 0, 10, nil},
+			{"minmax", 0.7, 20, 20, nil},
+			{"zscore", 0.5, 0, 10, nil},
+			{"zscore", 0.2, 3, 8, nil}, // depth below k: k is the depth
+			{"zscore", 0.9, 0, 10, &fusion.Adaptive{Base: 0.9, Slope: -0.2}},
+			{"minmax", 0.6, 20, 10, &fusion.Adaptive{Base: 0.6, Slope: 0.1}},
 		} {
-			name := fmt.Sprintf("%s/%s w%g m%d k%d", filepath.Base(index), c.method, c.w, c.depth, c.k)
+			name := fmt.Sprintf("%s/%s w%g m%d k%d adaptive %v", filepath.Base(index), c.method, c.w, c.depth, c.k, c.adapt)
 			opts := []toolindex.Option{toolindex.WithBackend(be), toolindex.WithHybrid(c.method, c.w)}
+			if c.adapt != nil {
+				opts[1] = toolindex.WithHybridAdaptive(c.method, *c.adapt)
+			}
 			if c.depth > 0 {
 				opts = append(opts, toolindex.WithHybridDepth(c.depth))
 			}
@@ -90,6 +96,9 @@ func TestHybridFusion(t *testing.T) {
 			}
 			if m, w := r.Hybrid(); m != c.method || w != c.w {
 				t.Errorf("%s: Hybrid() = %s, %g", name, m, w)
+			}
+			if a := r.HybridAdaptive(); (a == nil) != (c.adapt == nil) || (a != nil && *a != *c.adapt) {
+				t.Errorf("%s: HybridAdaptive() = %v", name, a)
 			}
 			got, err := r.RetrieveBatch(ctx, queries, c.k)
 			if err != nil {
@@ -105,9 +114,12 @@ func TestHybridFusion(t *testing.T) {
 				lex := ix.Scores(q)
 				lists := []rank.Ranking{rank.TopK(dense[i], m), rank.TopK(lex, m)}
 				var want rank.Ranking
-				if c.method == "rrf" {
+				switch {
+				case c.method == "rrf":
 					want, err = fusion.RRF(lists, fusion.DefaultK)
-				} else {
+				case c.adapt != nil:
+					want, err = fusion.InterpolateAdaptive(lists[0], lists[1], *c.adapt, rerank.Norm(c.method))
+				default:
 					want, err = fusion.Interpolate(lists, []float64{c.w, 1 - c.w}, rerank.Norm(c.method))
 				}
 				if err != nil {

@@ -63,6 +63,7 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/fusion"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/rank"
 	"github.com/toolret/toolret/rerank"
@@ -106,6 +107,7 @@ type options struct {
 	// hybrid: WithHybrid's method ("" for none) and dense weight; WithHybridDepth.
 	hybrid         string
 	hybridW        float64
+	hybridAdapt    *fusion.Adaptive // WithHybridAdaptive, or the recipe's
 	hybridDepth    int
 	hybridDepthSet bool
 	// hybridSet: WithHybrid was given; noRecipe: WithoutRecipe.

@@ -122,6 +122,24 @@ func fusionConfig(o *options) (toolret.EvalConfig, error) {
 			cfg.FusionDev, cfg.FusionSteps, cfg.FusionMetric, cfg.FusionNewTools = true, fo.steps, o.rr.gridMetric, fo.newTools
 			break
 		}
+		if o.rr.weight == "adaptive" || strings.HasPrefix(o.rr.weight, "adaptive:") {
+			if fo.newTools {
+				return cfg, fmt.Errorf("-new-tool-weights and -weight %s: one or the other", o.rr.weight)
+			}
+			if len(items) != 2 {
+				return cfg, fmt.Errorf("-weight %s fuses two -runs, the dense ranking then the lexical one (e.g. -runs model:DIR,bm25), not %d", o.rr.weight, len(items))
+			}
+			if rule, ok := strings.CutPrefix(o.rr.weight, "adaptive:"); ok {
+				a, err := fusion.ParseAdaptive(rule)
+				if err != nil {
+					return cfg, fmt.Errorf("-weight: %w", err)
+				}
+				cfg.FusionAdapt = &a
+				break
+			}
+			cfg.FusionAdaptive, cfg.FusionMetric = true, o.rr.gridMetric
+			break
+		}
 		if fo.newTools {
 			return cfg, fmt.Errorf("-new-tool-weights picks its weights on dev: use it with -weight dev")
 		}

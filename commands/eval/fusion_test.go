@@ -151,6 +151,21 @@ func TestFusionDevWeights(t *testing.T) {
 		if grouped := runJSON(t, dev)["ndcg@5"].(float64); grouped < got-1e-9 {
 			t.Errorf("%s: dev NDCG@5 %v with -new-tool-weights, below %v with one set of weights", norm, grouped, got)
 		}
+		// An adaptive dense weight learned on dev (one library: its macro mean is the
+		// pooled one) can only match or beat the first input alone (slope 0, base 1 is in
+		// its grid); a rule of slope 0 is that fixed weight.
+		delete(dev, "new-tool-weights")
+		delete(dev, "fusion-steps")
+		dev["weight"] = "adaptive"
+		if a := runJSON(t, dev)["ndcg@5"].(float64); a < devScore["a"]-1e-9 {
+			t.Errorf("%s: dev NDCG@5 %v with -weight adaptive, below the first input alone %v", norm, a, devScore["a"])
+		}
+		dev["weight"] = "adaptive:0.7,0"
+		fixedRule := runJSON(t, dev)["ndcg@5"].(float64)
+		dev["weight"] = "0.7"
+		if fixed := runJSON(t, dev)["ndcg@5"].(float64); fixed != fixedRule {
+			t.Errorf("%s: -weight adaptive:0.7,0 gives %v, -weight 0.7 %v", norm, fixedRule, fixed)
+		}
 		test := runJSON(t, kv) // on test, with the same tuning
 		if _, ok := test["ndcg@5"]; !ok || test["split"] != "test" {
 			t.Errorf("%s: test report %v", norm, test)
@@ -198,6 +213,10 @@ func TestFusionErrors(t *testing.T) {
 		{"weights per run", map[string]string{"method": "fusion", "runs": "bm25", "fusion": "minmax", "weight": "0.5,0.5"}, "2 weights for 1 -runs"},
 		{"fusion steps", map[string]string{"method": "fusion", "runs": "bm25,bm25", "fusion": "zscore", "fusion-steps": "0"}, "-fusion-steps 0"},
 		{"weight above 1", map[string]string{"method": "fusion", "runs": "bm25,bm25", "fusion": "minmax", "weight": "1.5"}, "W in [0, 1]"},
+		{"adaptive with three runs", map[string]string{"method": "fusion", "runs": "bm25,bm25,bm25", "fusion": "zscore", "weight": "adaptive"}, "fuses two -runs"},
+		{"adaptive rule", map[string]string{"method": "fusion", "runs": "bm25,bm25", "fusion": "zscore", "weight": "adaptive:0.9"}, "want BASE,SLOPE"},
+		{"adaptive needs a run", map[string]string{"method": "fusion", "runs": "bm25,bm25", "fusion": "zscore", "weight": "adaptive"}, "the dev split is the one a trained run recorded"},
+		{"adaptive and new-tool weights", map[string]string{"method": "fusion", "runs": "bm25,bm25", "fusion": "zscore", "weight": "adaptive", "new-tool-weights": "true"}, "one or the other"},
 		{"dev needs a run", map[string]string{"method": "fusion", "runs": "bm25,bm25", "fusion": "zscore"}, "the dev split is the one a trained run recorded"},
 		{"split dev needs a run", map[string]string{"split": "dev"}, "the dev split is the one a trained run recorded"},
 		{"runs without fusion", map[string]string{"runs": "bm25"}, "-runs is for -method fusion"},

@@ -14,6 +14,7 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
+	"github.com/toolret/toolret/fusion"
 	"github.com/toolret/toolret/internal/datatest"
 )
 
@@ -52,12 +53,34 @@ func TestModelRecipe(t *testing.T) {
 			t.Errorf("%v: %v, want %v", c.kv, got, c.want)
 		}
 	}
-	bad := filepath.Join(model, export.RecipeFile)
-	if err := os.WriteFile(bad, []byte(`{"version": 1, "hybrid": {"fusion": "zscore", "weight": 2}}`), 0o644); err != nil {
-		t.Fatal(err)
+	// An adaptive dense weight in the recipe: slope 0 is its base as a fixed weight; a slope
+	// moves the ranking off it.
+	for _, c := range []struct {
+		a    fusion.Adaptive
+		same bool
+	}{
+		{fusion.Adaptive{Base: 0.3}, true},
+		{fusion.Adaptive{Base: 0.3, Slope: 0.4}, false},
+	} {
+		if err := export.WriteRecipe(model, &export.Recipe{Version: 1, Hybrid: &export.HybridRecipe{Fusion: "zscore", Weight: 0.3, Adaptive: &c.a}}); err != nil {
+			t.Fatal(err)
+		}
+		got := runJSON(t, map[string]string{"model": model, "backend": "go"})
+		if reflect.DeepEqual(got, explicit) != c.same || (!c.same && reflect.DeepEqual(got, dense)) {
+			t.Errorf("recipe adaptive %s: %v; fixed 0.3 %v, dense %v", c.a.Describe(), got, explicit, dense)
+		}
 	}
-	if err := runErr(map[string]string{"model": model, "backend": "go"}); err == nil || !strings.Contains(err.Error(), bad) {
-		t.Errorf("corrupt recipe: %v", err)
+	bad := filepath.Join(model, export.RecipeFile)
+	for _, text := range []string{
+		`{"version": 1, "hybrid": {"fusion": "zscore", "weight": 2}}`,
+		`{"version": 1, "hybrid": {"fusion": "rrf", "adaptive": {"base": 0.9, "slope": -0.1}}}`,
+	} {
+		if err := os.WriteFile(bad, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := runErr(map[string]string{"model": model, "backend": "go"}); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("corrupt recipe %s: %v", text, err)
+		}
 	}
 	if err := runErr(map[string]string{"no-recipe": "true"}); err == nil || !strings.Contains(err.Error(), "-no-recipe applies") {
 		t.Errorf("-no-recipe with bm25: %v", err)

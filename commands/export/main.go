@@ -83,6 +83,7 @@ import (
 	"github.com/toolret/toolret/internal/flagcfg"
 
 	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/fusion"
 )
 
 // Main runs `toolret export` with args (the words after it) and returns the exit code.
@@ -114,6 +115,7 @@ func Main(args []string) int {
 	fs.Func("tool-prompt", "prefix put before every tool text (default: the model's \"document\" prompt); recorded in the export", func(s string) error { prompts.Tool = &s; return nil })
 	hybrid := fs.String("hybrid", "", "-format hf or index: the model's recipe fuses its dense ranking with BM25 over the library's tool texts as serve -hybrid does: rrf, minmax or zscore (written to toolret_recipe.json; eval -model, serve -library -model and an index exported from it apply it)")
 	hybridW := fs.Float64("hybrid-weight", -1, "with -hybrid minmax|zscore: the recipe's dense weight w in [0, 1] (w·dense + (1-w)·bm25); -1: 0.5")
+	hybridA := fs.String("hybrid-adaptive", "", "with -hybrid minmax|zscore: the recipe's dense weight chosen per query, BASE,SLOPE: clamp(BASE + SLOPE·z1, 0, 1), z1 the top z-score of the query's dense ranking (eval -method fusion -weight adaptive learns one on a dev split and prints it); in place of -hybrid-weight")
 	selectedOn := fs.String("selected-on", "", "with -hybrid, -clauses or -recipe-reranker: free text recorded in the recipe, the dev split its choices were made on")
 	var clauses cli.ClauseFlags
 	clauses.Register(fs, "-format hf or index: the model's recipe ranks each query whole and clause by clause and merges the rankings (as eval -clauses, with the -clauses-* flags given; the others stay rerank's defaults), after its BM25 fusion: the fusion of -hybrid, else the model's own recipe's")
@@ -169,7 +171,7 @@ func Main(args []string) int {
 		return 2
 	}
 	addsRecipe := clauses.On || rs.CrossEncoder != "" // -selected-on describes these too
-	recipe, err := recipeFlags(*hybrid, *hybridW, *selectedOn, addsRecipe)
+	recipe, err := recipeFlags(*hybrid, *hybridW, *hybridA, *selectedOn, addsRecipe)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "export: %v\n", err)
 		return 2
@@ -220,10 +222,25 @@ func Main(args []string) int {
 	return 0
 }
 
-// recipeFlags turns -hybrid, -hybrid-weight (-1: not given) and -selected-on into the recipe
-// the export carries; nil when -hybrid is not given. adds: -clauses or -recipe-reranker is
-// given, which -selected-on may describe without -hybrid.
-func recipeFlags(hybrid string, w float64, selectedOn string, adds bool) (*export.Recipe, error) {
+// recipeFlags turns -hybrid, -hybrid-weight (-1: not given), -hybrid-adaptive ("": not
+// given) and -selected-on into the recipe the export carries; nil when -hybrid is not given.
+// adds: -clauses or -recipe-reranker is given, which -selected-on may describe without
+// -hybrid.
+func recipeFlags(hybrid string, w float64, adaptive, selectedOn string, adds bool) (*export.Recipe, error) {
+	var a *fusion.Adaptive
+	if adaptive != "" {
+		switch {
+		case hybrid == "" || hybrid == "rrf":
+			return nil, errors.New("-hybrid-adaptive needs -hybrid minmax or zscore")
+		case w != -1:
+			return nil, errors.New("-hybrid-adaptive and -hybrid-weight: one or the other")
+		}
+		r, err := fusion.ParseAdaptive(adaptive)
+		if err != nil {
+			return nil, fmt.Errorf("-hybrid-adaptive: %w", err)
+		}
+		a, w = &r, min(1, max(0, r.Base))
+	}
 	switch {
 	case hybrid == "" && w != -1:
 		return nil, errors.New("-hybrid-weight needs -hybrid")
@@ -238,7 +255,7 @@ func recipeFlags(hybrid string, w float64, selectedOn string, adds bool) (*expor
 	case w == -1:
 		w = 0.5
 	}
-	r := &export.Recipe{Version: export.RecipeVersion, Hybrid: &export.HybridRecipe{Fusion: hybrid, Weight: w}, SelectedOn: selectedOn}
+	r := &export.Recipe{Version: export.RecipeVersion, Hybrid: &export.HybridRecipe{Fusion: hybrid, Weight: w, Adaptive: a}, SelectedOn: selectedOn}
 	if err := r.Validate(); err != nil {
 		return nil, fmt.Errorf("-%v", err)
 	}

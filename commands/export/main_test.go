@@ -12,6 +12,7 @@ import (
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
+	"github.com/toolret/toolret/fusion"
 )
 
 // testRun opens the go backend and writes an untrained bi-encoder run (exporttest.WriteRun,
@@ -148,29 +149,38 @@ func TestExportOutParents(t *testing.T) {
 	}
 }
 
-// TestRecipeFlags: -hybrid, -hybrid-weight and -selected-on make the export's recipe, as
-// serve takes -hybrid and -hybrid-weight.
+// TestRecipeFlags: -hybrid, -hybrid-weight, -hybrid-adaptive and -selected-on make the
+// export's recipe, as serve takes -hybrid and -hybrid-weight.
 func TestRecipeFlags(t *testing.T) {
 	for _, c := range []struct {
 		hybrid     string
 		w          float64
+		adaptive   string
 		selectedOn string
 		adds       bool // -clauses or -recipe-reranker given
 		want       *export.HybridRecipe
 		err        string
 	}{
-		{"", -1, "", false, nil, ""},
-		{"zscore", 0.3, "toolmix dev", false, &export.HybridRecipe{Fusion: "zscore", Weight: 0.3}, ""},
-		{"minmax", -1, "", false, &export.HybridRecipe{Fusion: "minmax", Weight: 0.5}, ""},
-		{"rrf", -1, "", false, &export.HybridRecipe{Fusion: "rrf"}, ""},
-		{"rrf", 0.3, "", false, nil, "rrf has no weight"},
-		{"", 0.3, "", false, nil, "-hybrid-weight needs -hybrid"},
-		{"", -1, "dev", false, nil, "-selected-on needs -hybrid, -clauses or -recipe-reranker"},
-		{"", -1, "dev", true, nil, ""}, // recorded on the model's own recipe with what is added
-		{"zscore", 2, "", false, nil, "-hybrid.weight 2"},
-		{"sum", -1, "", false, nil, `-hybrid.fusion "sum"`},
+		{"", -1, "", "", false, nil, ""},
+		{"zscore", 0.3, "", "toolmix dev", false, &export.HybridRecipe{Fusion: "zscore", Weight: 0.3}, ""},
+		{"minmax", -1, "", "", false, &export.HybridRecipe{Fusion: "minmax", Weight: 0.5}, ""},
+		{"rrf", -1, "", "", false, &export.HybridRecipe{Fusion: "rrf"}, ""},
+		{"rrf", 0.3, "", "", false, nil, "rrf has no weight"},
+		{"", 0.3, "", "", false, nil, "-hybrid-weight needs -hybrid"},
+		{"", -1, "", "dev", false, nil, "-selected-on needs -hybrid, -clauses or -recipe-reranker"},
+		{"", -1, "", "dev", true, nil, ""}, // recorded on the model's own recipe with what is added
+		{"zscore", 2, "", "", false, nil, "-hybrid.weight 2"},
+		{"sum", -1, "", "", false, nil, `-hybrid.fusion "sum"`},
+		{"zscore", -1, "0.95,-0.075", "", false, &export.HybridRecipe{Fusion: "zscore", Weight: 0.95, Adaptive: &fusion.Adaptive{Base: 0.95, Slope: -0.075}}, ""},
+		{"zscore", -1, "1.2,-0.1", "", false, &export.HybridRecipe{Fusion: "zscore", Weight: 1, Adaptive: &fusion.Adaptive{Base: 1.2, Slope: -0.1}}, ""},
+		{"zscore", 0.8, "0.95,-0.075", "", false, nil, "one or the other"},
+		{"rrf", -1, "0.95,-0.075", "", false, nil, "-hybrid-adaptive needs -hybrid minmax or zscore"},
+		{"", -1, "0.95,-0.075", "", false, nil, "-hybrid-adaptive needs -hybrid minmax or zscore"},
+		{"zscore", -1, "0.95", "", false, nil, "want BASE,SLOPE"},
+		{"zscore", -1, "0.95,x", "", false, nil, "slope"},
+		{"zscore", -1, "NaN,0", "", false, nil, "finite"},
 	} {
-		r, err := recipeFlags(c.hybrid, c.w, c.selectedOn, c.adds)
+		r, err := recipeFlags(c.hybrid, c.w, c.adaptive, c.selectedOn, c.adds)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%q %g: error %v, want %q", c.hybrid, c.w, err, c.err)
@@ -187,7 +197,7 @@ func TestRecipeFlags(t *testing.T) {
 				t.Errorf("%q: recipe %+v", c.hybrid, r)
 			}
 		}
-		if (got == nil) != (c.want == nil) || (got != nil && *got != *c.want) {
+		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%q %g: hybrid %+v, want %+v", c.hybrid, c.w, got, c.want)
 		}
 	}

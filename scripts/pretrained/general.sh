@@ -6,7 +6,9 @@
 #  2. the fine-tuned weights averaged with MODEL's (WiSE-FT) at each weight of WISE_WEIGHTS,
 #     each fused with BM25 (zscore) at the fusion weight best on the run's pooled dev split
 #     (each library's dev queries ranked in their own library);
-#  3. the WiSE-FT weight whose fused dev N@5 is best, with its fusion weight;
+#  3. the WiSE-FT weight whose fused dev N@5 is best, with its fusion weight, or with an
+#     adaptive dense weight (per query, from the dense ranking's top z-score) learned on the
+#     dev split's libraries when one beats every fixed weight there (ADAPTIVE=0: never);
 #  4. exported as a model directory that carries that recipe (OUT/model: the hybrid weight,
 #     per-clause retrieval when it wins on the pooled dev split, and the tool length of
 #     TOOL_LENS best on that split with the whole recipe), which `eval -model`, `export -model`
@@ -20,7 +22,7 @@
 #     reranker and, when another length won, the recipe at 256-token tools, into OUT/suite.md
 #     and OUT/suite.json.
 # Usage: scripts/pretrained/general.sh   (env: MODEL, QUERY_PROMPT (MODEL's query instruction,
-# e.g. bge's, kept by every step), DATA, STEPS, WISE_WEIGHTS, TOOL_LENS, RERANK_STEPS,
+# e.g. bge's, kept by every step), DATA, STEPS, WISE_WEIGHTS, ADAPTIVE, TOOL_LENS, RERANK_STEPS,
 # RERANK_DEPTHS, OUT, SUITE=0 to stop after step 5; needs `make models`,
 # ../shared, and ONNX Runtime for speed: `make install-onnx`). A step whose output exists is
 # not redone (delete OUT to start again).
@@ -92,16 +94,39 @@ done
 [ -n "$best" ] || { echo "general: WISE_WEIGHTS names no weight" >&2; exit 1; }
 lap "WiSE-FT weight $best, BM25 fusion dense weight $hw (pooled dev N@5 $bestn)"
 
+# 3b. An adaptive dense weight (eval -method fusion -weight adaptive): per query
+# clamp(base + slope·z1), z1 the top z-score of the query's dense ranking, learned on the
+# pooled dev split averaging over its libraries (each library once, as the suite averages its
+# sets); it replaces the fixed weight in the recipe when its slope is not 0, that is when it
+# beats every fixed weight of its grid there (ADAPTIVE=0: the fixed weight).
+hyb=(-hybrid zscore -hybrid-weight "$hw") choice="WiSE-FT $best, BM25 zscore $hw"
+if [ "${ADAPTIVE:-1}" != 0 ]; then
+  f="$out/wise-$best-adaptive-dev.txt"
+  if [ ! -s "$f" ]; then
+    bin/toolret eval -data "$data" -method fusion -runs "model:$out/wise-$best,bm25" -fusion zscore -weight adaptive \
+      -first-stage "$ft" -split dev -backend "$be" > "$f.tmp" 2>&1
+    mv "$f.tmp" "$f"
+  fi
+  grep "^fusion: zscore: adaptive" "$f" | sed 's/^/general: /' || true
+  rule=$(sed -n 's/.*(-weight adaptive:\([^)]*\)).*/\1/p' "$f" | head -1)
+  [ -n "$rule" ] || { echo "general: $f names no rule \"-weight adaptive:BASE,SLOPE\"" >&2; exit 1; }
+  if [ "${rule#*,}" != 0 ]; then
+    hyb=(-hybrid zscore -hybrid-adaptive "$rule") choice="WiSE-FT $best, BM25 zscore adaptive $rule"
+    lap "an adaptive dense weight $rule joins the recipe in place of $hw"
+  else
+    lap "no adaptive rule beats the fixed weights on the libraries' dev: dense weight $hw stays"
+  fi
+fi
+
 # 4. The model directory with its recipe (the fusion), then per-clause retrieval (eval
 # -clauses) added to the recipe when it wins on the pooled dev split (N@5) over the fusion
 # alone; OUT/model-hybrid keeps the recipe without clauses, for the suite's rows.
 # (A step's output is reused only while the choices it was made from hold: a later run with
 # other WISE_WEIGHTS or TOOL_LENS that picks otherwise redoes it and what follows.)
-choice="WiSE-FT $best, BM25 zscore $hw"
 if [ ! -f "$out/model-hybrid/config.json" ] || [ "$(cat "$out/model-hybrid.choice" 2>/dev/null)" != "$choice" ]; then
   rm -rf "$out/model-hybrid" "$out/model-hybrid.tmp" "$out"/model-hybrid-dev*.txt "$out"/model-tool*
   bin/toolret export -model "$ft" -interpolate "$model" -interpolate-weight "$best" "${lens[@]}" -format hf \
-    -hybrid zscore -hybrid-weight "$hw" -selected-on "WiSE-FT $best and BM25 zscore $hw on the pooled dev split of $data ($ft)" \
+    "${hyb[@]}" -selected-on "$choice on the pooled dev split of $data ($ft)" \
     -out "$out/model-hybrid.tmp" >/dev/null
   rm -rf "$out/model-hybrid" && mv "$out/model-hybrid.tmp" "$out/model-hybrid"
   echo "$choice" > "$out/model-hybrid.choice"
@@ -196,7 +221,7 @@ if [ "$rsteps" -gt 0 ]; then
   done
   if [ -n "$bestd" ]; then
     final="$out/model-rerank$bestd-$(basename "$base")"
-    sel="WiSE-FT $best, BM25 zscore $hw, $( [ -n "$(sed -n 's/.*"clauses".*/y/p' "$base/toolret_recipe.json")" ] && echo "clauses, " )tools at $bestl tokens and the reranker ($ce) at depth $bestd, weight $bestw on the pooled dev split of $data ($ft)"
+    sel="$choice, $( [ -n "$(sed -n 's/.*"clauses".*/y/p' "$base/toolret_recipe.json")" ] && echo "clauses, " )tools at $bestl tokens and the reranker ($ce) at depth $bestd, weight $bestw on the pooled dev split of $data ($ft)"
     if [ ! -f "$final/config.json" ] || [ "$(cat "$final.choice" 2>/dev/null)" != "$sel" ]; then
       rm -rf "$final" "$final.tmp"
       bin/toolret export -model "$base" -format hf -recipe-reranker "$ce" -recipe-rerank-depth "$bestd" \
