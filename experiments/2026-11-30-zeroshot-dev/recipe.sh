@@ -5,7 +5,9 @@
 # out of training (acebench, nestful, tooltalk, workbench), with run.sh's model (OUT/ft):
 #  1. the dense model at 256-token queries and 128- or 256-token tools, and BM25, each ranking
 #     saved (eval -save-run);
-#  2. BM25 zscore fusion at each dense weight of WEIGHTS over those rankings (1: dense alone);
+#  2. BM25 zscore fusion at each dense weight of WEIGHTS over those rankings (1: dense alone),
+#     and at the best length with the adaptive dense weight make general would learn (on the
+#     run's own dev split, averaging over its libraries: eval -weight adaptive);
 #  3. the best (tool length, weight) exported as a model directory with that fusion, then
 #     per-clause retrieval by each merge rule of CLAUSES ("none": without) on top of it.
 # Every figure is pooled N@5 over the four libraries' 1,502 queries, each ranked within its
@@ -52,12 +54,33 @@ for tl in 128 256; do
   done
 done
 read -r tl w <<< "$best"
+echo "fixed weights: tools at $tl tokens, dense weight $w (N@5 $bestn)"
+# The adaptive dense weight as make general learns it: on the run's own dev split (the
+# training libraries' held-back queries), averaging over those libraries; then tried here.
+data=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["args"]["data"])' "$out/ft/run.json")
+f=$r/adaptive-dev-tool$tl.txt
+if [ ! -s "$f" ]; then
+  bin/toolret eval -data "$data" -split dev -method fusion -runs "run:$out/ft,bm25" -fusion zscore -weight adaptive \
+    -first-stage "$out/ft" -query-len 256 -tool-len "$tl" -backend "$be" > "$f.tmp"
+  mv "$f.tmp" "$f"
+fi
+rule=$(sed -n 's/.*(-weight adaptive:\([^)]*\)).*/\1/p' "$r/adaptive-dev-tool$tl.txt" | head -1)
+[ -n "$rule" ] || { echo "recipe: $r/adaptive-dev-tool$tl.txt names no rule" >&2; exit 1; }
+ev fusion-tool$tl-adaptive -method fusion -runs "$r/dense-tool$tl.json,$r/bm25.json" -fusion zscore -weight "adaptive:$rule"
+n=$(n5 fusion-tool$tl-adaptive)
+echo "tools at $tl tokens, adaptive dense weight $rule (learned on the training libraries' dev): N@5 $n"
+if [ "${rule#*,}" != 0 ] && better "$n" "$bestn"; then w="adaptive:$rule" bestn=$n; fi
 echo "recipe: tools at $tl tokens, dense weight $w (N@5 $bestn)"
-m=$r/model-tool$tl-w$w
+wn=$(echo "$w" | tr ':,' '--')
+m=$r/model-tool$tl-w$wn
 if [ ! -f "$m/config.json" ]; then
   rm -rf "$m.tmp"
   hyb=()
-  [ "$w" = 1 ] || hyb=(-hybrid zscore -hybrid-weight "$w")
+  case $w in
+    1) ;;
+    adaptive:*) hyb=(-hybrid zscore -hybrid-adaptive "${w#adaptive:}") ;;
+    *) hyb=(-hybrid zscore -hybrid-weight "$w") ;;
+  esac
   bin/toolret export -model "$out/ft" -query-len 256 -tool-len "$tl" -format hf "${hyb[@]}" \
     -selected-on "tools at $tl tokens and dense weight $w on the zero-shot dev split ($pooled, train)" -out "$m.tmp" >/dev/null
   mv "$m.tmp" "$m"
@@ -67,7 +90,7 @@ for c in $clauses; do
   if [ "$c" = none ]; then
     n=$bestn
   else
-    name=clauses-$(echo "$c" | tr ',=' '--')-tool$tl-w$w
+    name=clauses-$(echo "$c" | tr ',=' '--')-tool$tl-w$wn
     ev "$name" -model "$m" -clauses "$c"
     n=$(n5 "$name")
   fi

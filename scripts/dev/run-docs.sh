@@ -19,6 +19,8 @@ eval -model sentence-transformers/all-MiniLM-L6-v2 -data ../shared/datasets/tool
 train biencoder -data ../shared/datasets/toollens -init sentence-transformers/all-MiniLM-L6-v2 -run runs/tl-minilm -batch 64 -max-steps 150 -lr 5e-5 -query-len 32 -tool-len 64
 eval -data ../shared/datasets/toollens -run runs/tl-minilm -subsets
 eval -data ../shared/datasets/toollens -method fusion -runs run:runs/tl-minilm,bm25 -fusion zscore -weight dev
+eval -data D -method fusion -runs model:DIR,bm25 -fusion zscore -weight adaptive -split dev -first-stage RUN
+eval -data D -method fusion -runs DENSE.json,BM25.json -fusion zscore -weight adaptive:0.95,-0.05
 export -run runs/tl-minilm -data ../shared/datasets/toollens -format index -out exports/tl-index
 serve -index exports/tl-index -mcp http -addr 127.0.0.1:8080
 import -mcp mcp.json -out tools.jsonl
