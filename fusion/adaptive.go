@@ -13,7 +13,7 @@ import (
 
 // Adaptive is a dense weight that follows each query's dense ranking instead of one fixed
 // weight for every query and library (issue #55: the same BM25 fusion weight gains on one
-// library and loses on another). For a query whose dense ranking (its top m tools, as fused)
+// library and loses on another). For a query whose dense ranking (its first AdaptiveDepth tools)
 // has z-scored scores z_1 >= z_2 >= ..., the dense weight is
 //
 //	w(q) = clamp(Base + Slope·z_1, 0, 1)
@@ -71,15 +71,21 @@ func ParseAdaptive(s string) (Adaptive, error) {
 	return a, a.Check()
 }
 
+// AdaptiveDepth is how many of the dense ranking's first scores z_1 is computed over, whatever
+// the depth fused: the rule then means the same when a server fuses its top 100 and when an
+// evaluation ranks a whole library.
+const AdaptiveDepth = 100
+
 // Weight returns the dense weight of a query whose dense ranking is dense (best first, with
-// scores): clamp(Base + Slope·z_1, 0, 1), z_1 the z-score of its first score over the list
-// (0 for a list of fewer than two tools or of equal scores).
+// scores): clamp(Base + Slope·z_1, 0, 1), z_1 the z-score of its first score over its first
+// AdaptiveDepth scores (0 for a list of fewer than two tools or of equal scores).
 func (a Adaptive) Weight(dense rank.Ranking) float64 {
 	return min(1, max(0, a.Base+a.Slope*topZ(dense.Scores)))
 }
 
-// topZ is the z-score of the largest of scores over scores.
+// topZ is the z-score of the largest of the first AdaptiveDepth scores over them.
 func topZ(scores []float32) float64 {
+	scores = scores[:min(len(scores), AdaptiveDepth)]
 	if len(scores) < 2 {
 		return 0
 	}

@@ -10,6 +10,16 @@ import (
 	"github.com/toolret/toolret/rerank"
 )
 
+// long is a ranking of n tools scored 3, then 1 for the rest.
+func long(n int) rank.Ranking {
+	r := rank.Ranking{Tools: make([]int, n), Scores: make([]float32, n)}
+	for i := range n {
+		r.Tools[i], r.Scores[i] = i, 1
+	}
+	r.Scores[0] = 3
+	return r
+}
+
 func TestAdaptiveWeight(t *testing.T) {
 	// Scores 3, 1, 1, 1: mean 1.5, population sd sqrt(0.75), z1 = 1.5/0.866 = 1.7321.
 	peaked := rank.Ranking{Tools: []int{0, 1, 2, 3}, Scores: []float32{3, 1, 1, 1}}
@@ -27,6 +37,10 @@ func TestAdaptiveWeight(t *testing.T) {
 		{"one tool: z1 0", Adaptive{Base: 0.6, Slope: -0.1}, rank.Ranking{Tools: []int{4}, Scores: []float32{9}}, 0.6},
 		{"equal scores: z1 0", Adaptive{Base: 0.6, Slope: -0.1}, rank.Ranking{Tools: []int{1, 2}, Scores: []float32{2, 2}}, 0.6},
 		{"empty", Adaptive{Base: 0.6, Slope: -0.1}, rank.Ranking{}, 0.6},
+		// Only the first AdaptiveDepth scores count: a tail of 400 more at 1 leaves z1 as it
+		// is over the first 100 (one 3, 99 at 1: mean 1.02, z1 = 1.98/sqrt(0.0396) = 9.95;
+		// over all 500 it would be 22.3).
+		{"depth", Adaptive{Base: 1.5, Slope: -0.1}, long(500), 1.5 - 0.1*(1.98/math.Sqrt(0.0396))},
 	} {
 		if got := c.a.Weight(c.r); math.Abs(got-c.want) > 1e-6 {
 			t.Errorf("%s: weight %v, want %v", c.name, got, c.want)
