@@ -15,6 +15,7 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
+	"github.com/toolret/toolret/fusion"
 	"github.com/toolret/toolret/internal/datatest"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/rank"
@@ -196,7 +197,11 @@ func TestEvaluateRecipeRerankerLibraries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	global, err := base.Ranker.RankQueries(ctx, qs, 0)
+	anon := make([]rank.Query, len(qs)) // of no library: ranked over every tool
+	for i, q := range qs {
+		anon[i] = rank.Query{Index: -1, Text: q.Text}
+	}
+	global, err := base.Ranker.RankQueries(ctx, anon, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,6 +235,73 @@ func TestEvaluateRecipeRerankerLibraries(t *testing.T) {
 	}
 	if otherTop == 0 {
 		t.Error("every query's top tools are its library's: the test cannot tell within-library candidates from global ones")
+	}
+}
+
+// TestEvaluateHybridLibraries: on a multi-source dataset a model whose recipe fuses with BM25
+// (a fixed and an adaptive weight) ranks each query as the same model evaluated on that
+// query's library alone: BM25's statistics, the normalisation and the adaptive weight's z1
+// see the query's library, not the union (evaluate.IndexRanker). The other library shares the
+// first's words, so that the union's ranking, cut to the library, differs.
+func TestEvaluateHybridLibraries(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	datatest.Write(t, filepath.Join(root, "apps"), []string{"weather", "weather-email", "email", "email-calendar", "calendar", "calendar-maps", "maps"},
+		map[string][]string{"train": {"weather:weather", "email:email", "calendar:calendar", "maps:maps", "things:email-calendar", "does:weather-email"}})
+	datatest.Write(t, filepath.Join(root, "more"), []string{"weather-now", "weather-radar", "email-send", "email-read", "maps-route", "things-list"},
+		map[string][]string{"train": {"radar:weather-radar", "send:email-send", "read:email-read"}})
+	t.Setenv(data.DatasetPathEnv, root)
+	for _, h := range []*export.HybridRecipe{
+		{Fusion: "zscore", Weight: 0.5},
+		{Fusion: "zscore", Weight: 1, Adaptive: &fusion.Adaptive{Base: 1.2, Slope: -0.4}},
+	} {
+		model := filepath.Join(t.TempDir(), "model")
+		recipeModel(t, model, h)
+		// rankings returns each query's ranking of its library's tools (ids without the
+		// "apps:" prefix) when evaluated on spec; union: ranked over every tool, then cut.
+		rankings := func(spec string, union bool) map[string][]string {
+			ev, err := toolret.NewEvaluation(ctx, toolret.EvalConfig{Data: spec, Split: "train", Model: model, Backend: "go"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ev.Close()
+			d := ev.Data
+			qs := judged(t, d, ev.Split)
+			ask := qs
+			if union {
+				ask = make([]rank.Query, len(qs))
+				for i, q := range qs {
+					ask[i] = rank.Query{Index: -1, Text: q.Text} // of no library: every tool
+				}
+			}
+			rk, err := ev.Ranker.RankQueries(ctx, ask, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := map[string][]string{}
+			for i, q := range qs {
+				qid := strings.TrimPrefix(d.Queries[q.Index].ID, "apps:")
+				for _, tool := range rk[i].Tools {
+					if id := d.Tools[tool].ID; d.LibraryOf(tool) == d.QueryLibraryAny(q.Index) {
+						out[qid] = append(out[qid], strings.TrimPrefix(id, "apps:"))
+					}
+				}
+			}
+			return out
+		}
+		both, union, alone := rankings("apps:1,more:1", false), rankings("apps:1,more:1", true), rankings("apps", false)
+		tells := false
+		for q, want := range alone {
+			if got := both[q]; !slices.Equal(got, want) {
+				t.Errorf("%s: query %s: %v within apps:1,more:1, %v on apps alone", h, q, got, want)
+			}
+			if !slices.Equal(union[q], want) {
+				tells = true
+			}
+		}
+		if len(alone) == 0 || !tells {
+			t.Errorf("%s: the union's rankings cut to apps are apps' own for all %d queries: the test cannot tell", h, len(alone))
+		}
 	}
 }
 
