@@ -40,6 +40,11 @@ type libraryRanker struct {
 	err  error
 }
 
+// RanksWithinLibraries implements metrics.LibraryRanker: asked for the top k, it ranks each
+// query's library's top k, as a server of that library answers k (a hybrid fusion then fuses
+// each side's top max(k, 100), as served, not the whole library).
+func (l *libraryRanker) RanksWithinLibraries() {}
+
 // QueryTokens implements rank.QueryTokenizer with the index's query tower.
 func (l *libraryRanker) QueryTokens(text string) (n, limit int) { return l.x.QueryTokens(text) }
 

@@ -74,8 +74,20 @@ func WithinLibraries(d *data.Dataset, s *data.Split, r rank.QueryRanker) rank.Qu
 	return within(d, s, r)
 }
 
-// within returns r restricted to each query's library, a rank.QueryTokenizer when r is one.
+// LibraryRanker is implemented by a ranker that already ranks each query from its own
+// library's tools (evaluate.IndexRanker on a multi-source dataset): WithinLibraries passes it
+// through, so that it is asked for the top k, as a server is, not for every tool.
+type LibraryRanker interface {
+	rank.QueryRanker
+	RanksWithinLibraries()
+}
+
+// within returns r restricted to each query's library, a rank.QueryTokenizer when r is one; a
+// LibraryRanker as it is.
 func within(d *data.Dataset, s *data.Split, r rank.QueryRanker) rank.QueryRanker {
+	if _, ok := r.(LibraryRanker); ok {
+		return r
+	}
 	w := withinLibraries{d, s, r}
 	if t, ok := r.(rank.QueryTokenizer); ok {
 		return withinTokens{w, t}

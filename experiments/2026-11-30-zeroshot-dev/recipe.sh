@@ -18,7 +18,7 @@ set -euo pipefail
 source "$(dirname "$0")/../../scripts/pretrained/build.sh"
 out=${1:-runs/zsdev-s300}
 weights=${WEIGHTS:-0.5 0.6 0.7 0.8 0.9 1}
-clauses=${CLAUSES:-none max mix,whole=0.5 mix,whole=0.7 rrf,whole=0.5}
+clauses=${CLAUSES:-none max mix,whole=0.5 mix,whole=0.7 rrf,whole=0.5}  # MERGE[,whole=W]
 export TOOLRET_DATASETS="${TOOLRET_DATASETS:-$PWD/../shared/datasets}"
 [ -f "$out/ft/summary.json" ] || { echo "recipe: $out/ft is not a finished run (run run.sh first)" >&2; exit 1; }
 pooled=toolmix/acebench:1,toolmix/nestful:1,toolmix/tooltalk:1,toolmix/workbench:1
@@ -91,7 +91,9 @@ for c in $clauses; do
     n=$bestn
   else
     name=clauses-$(echo "$c" | tr ',=' '--')-tool$tl-w$wn
-    ev "$name" -model "$m" -clauses "$c"
+    a=(-clauses -clauses-merge "${c%%,*}")
+    [[ $c != *whole=* ]] || a+=(-clauses-whole "${c##*whole=}")
+    ev "$name" -model "$m" "${a[@]}"
     n=$(n5 "$name")
   fi
   echo "clauses $c: N@5 $n"
