@@ -151,11 +151,34 @@ func WithClauses(r rank.QueryRanker, o ClauseOptions) (rank.QueryRanker, error) 
 		return nil, err
 	}
 	c := &Clauses{Inner: r, ClauseOptions: o}
-	if t, ok := r.(rank.QueryTokenizer); ok {
+	t, tok := r.(rank.QueryTokenizer)
+	_, lib := r.(withinLibraries)
+	switch {
+	case tok && lib:
+		return clausesLibraryTokens{clausesTokens{c, t}}, nil
+	case tok:
 		return clausesTokens{c, t}, nil
+	case lib:
+		return clausesLibrary{c}, nil
 	}
 	return c, nil
 }
+
+// withinLibraries is implemented by a ranker that ranks each query from its own library's
+// tools (metrics.LibraryRanker). Clauses over one ranks every clause within its query's
+// library too (a clause carries its query's Index) and says so, so that an evaluation asks
+// it for the top k, as a server does.
+type withinLibraries interface{ RanksWithinLibraries() }
+
+type clausesLibrary struct{ *Clauses }
+
+// RanksWithinLibraries implements metrics.LibraryRanker.
+func (clausesLibrary) RanksWithinLibraries() {}
+
+type clausesLibraryTokens struct{ clausesTokens }
+
+// RanksWithinLibraries implements metrics.LibraryRanker.
+func (clausesLibraryTokens) RanksWithinLibraries() {}
 
 type clausesTokens struct {
 	*Clauses

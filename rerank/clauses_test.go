@@ -250,3 +250,31 @@ func TestClauseOptionsText(t *testing.T) {
 		}
 	}
 }
+
+// libraryRanker stands for a ranker that ranks within each query's library.
+type libraryRanker struct{ rank.QueryRanker }
+
+func (libraryRanker) RanksWithinLibraries() {}
+
+// TestWithClausesKeepsLibraries: Clauses over a ranker that ranks within libraries says so,
+// and over another ranker does not.
+func TestWithClausesKeepsLibraries(t *testing.T) {
+	type lib interface{ RanksWithinLibraries() }
+	inner := rank.ScoreFunc(func(context.Context, rank.Query) ([]float32, error) { return []float32{1}, nil })
+	for _, c := range []struct {
+		name string
+		r    rank.QueryRanker
+		want bool
+	}{
+		{"plain", inner, false},
+		{"within libraries", libraryRanker{inner}, true},
+	} {
+		got, err := WithClauses(c.r, ClauseOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := got.(lib); ok != c.want {
+			t.Errorf("%s: ranks within libraries %v, want %v", c.name, ok, c.want)
+		}
+	}
+}

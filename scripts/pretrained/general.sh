@@ -10,7 +10,7 @@
 #     adaptive dense weight (per query, from the dense ranking's top z-score) learned on the
 #     dev split's libraries when one beats every fixed weight there (ADAPTIVE=0: never);
 #  4. exported as a model directory that carries that recipe (OUT/model: the hybrid weight,
-#     per-clause retrieval when it wins on the pooled dev split, and the tool length of
+#     per-clause retrieval (merged by CLAUSES) when it wins on the pooled dev split, and the tool length of
 #     TOOL_LENS best on that split with the whole recipe), which `eval -model`, `export -model`
 #     and `serve -library LIB -model` apply;
 #  5. a cross-encoder reranker trained on the same libraries over the fine-tuned bi-encoder's
@@ -22,7 +22,7 @@
 #     reranker and, when another length won, the recipe at 256-token tools, into OUT/suite.md
 #     and OUT/suite.json.
 # Usage: scripts/pretrained/general.sh   (env: MODEL, QUERY_PROMPT (MODEL's query instruction,
-# e.g. bge's, kept by every step), DATA, STEPS, WISE_WEIGHTS, ADAPTIVE, TOOL_LENS, RERANK_STEPS,
+# e.g. bge's, kept by every step), DATA, STEPS, WISE_WEIGHTS, ADAPTIVE, CLAUSES, TOOL_LENS, RERANK_STEPS,
 # RERANK_DEPTHS, OUT, SUITE=0 to stop after step 5; needs `make models`,
 # ../shared, and ONNX Runtime for speed: `make install-onnx`). A step whose output exists is
 # not redone (delete OUT to start again).
@@ -138,11 +138,21 @@ head = next(l for l in t.splitlines() if l.strip().startswith("queries")).split(
 print(next(l for l in t.splitlines() if l.startswith("all")).split()[1:][head.index("N@5")])
 EOF
 }
+# The merge rule of the clauses (CLAUSES, MERGE[,whole=W]): mix with the whole query at 0.5,
+# chosen on the zero-shot dev split (experiments/2026-11-30-zeroshot-dev/recipe.sh: four
+# libraries left out of a training run; mix 0.5 N@5 80.35, mix 0.7 80.02, rrf 79.50, max
+# 79.01, none 78.96), where the training libraries' dev had kept max within noise.
+merge="${CLAUSES:-mix,whole=0.5}"
+clauses=(-clauses -clauses-merge "${merge%%,*}")
+[[ $merge != *whole=* ]] || clauses+=(-clauses-whole "${merge##*whole=}")
 for c in "" -clauses; do
   f="$out/model-hybrid-dev$c.txt"
-  if [ ! -s "$f" ]; then
-    bin/toolret eval -data "$data" -model "$out/model-hybrid" -first-stage "$ft" -split dev -backend "$be" $c > "$f.tmp"
+  if [ ! -s "$f" ] || { [ -n "$c" ] && [ "$(cat "$f.merge" 2>/dev/null)" != "$merge" ]; }; then
+    a=()
+    [ -z "$c" ] || { a=("${clauses[@]}"); rm -rf "$out"/model-tool*; } # another merge: its exports redone
+    bin/toolret eval -data "$data" -model "$out/model-hybrid" -first-stage "$ft" -split dev -backend "$be" "${a[@]}" > "$f.tmp"
     mv "$f.tmp" "$f"
+    [ -z "$c" ] || echo "$merge" > "$f.merge"
   fi
 done
 n0=$(devn5 "$out/model-hybrid-dev.txt") n1=$(devn5 "$out/model-hybrid-dev-clauses.txt")
@@ -151,7 +161,7 @@ if [ ! -f "$m0/config.json" ]; then
   rm -rf "$m0.tmp"
   if python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)' "$n1" "$n0"; then
     echo "general: per-clause retrieval wins on the pooled dev split (N@5 $n1 > $n0): in the recipe"
-    bin/toolret export -model "$out/model-hybrid" -format hf -clauses -out "$m0.tmp" >/dev/null
+    bin/toolret export -model "$out/model-hybrid" -format hf "${clauses[@]}" -out "$m0.tmp" >/dev/null
     cp "$out/model-hybrid-dev-clauses.txt" "$m0-dev.txt"
   else
     echo "general: per-clause retrieval does not win on the pooled dev split (N@5 $n1 <= $n0): not in the recipe"
