@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolret/toolret/backend"
 	"github.com/toolret/toolret/export"
+	"github.com/toolret/toolret/fusion"
 	"github.com/toolret/toolret/gateway"
 	"github.com/toolret/toolret/hub"
 	"github.com/toolret/toolret/library"
@@ -94,6 +95,11 @@ type ServeConfig struct {
 	// records from it), if any, unless NoRecipe.
 	Hybrid       string  `help:"fuse the index's first stage with BM25 over the tool texts: rrf (k 60), minmax or zscore (-hybrid-weight); each side ranks its top max(k, 100)"`
 	HybridWeight float64 `help:"with -hybrid minmax|zscore: w·dense + (1-w)·bm25, w in [0, 1] (cmd/eval -method fusion -runs run:RUN,bm25 -weight dev prints it)"`
+	// HybridAdaptive, with Hybrid minmax or zscore, replaces HybridWeight by a dense weight
+	// per query (fusion.Adaptive, toolindex.WithHybridAdaptive); it is set from the model's
+	// recipe (hybrid.adaptive) when the recipe's fusion is served. No flag: -hybrid serves a
+	// fixed weight.
+	HybridAdaptive *fusion.Adaptive `flag:"-" json:"-"`
 	// NoRecipe ignores the model's recipe: the dense first stage, without the recipe's BM25
 	// fusion, clauses and reranker (those Hybrid, Clauses and Reranker give are served).
 	NoRecipe bool `help:"ignore the model's recipe (toolret_recipe.json of -library's -model, or what an -index records from it): no BM25 fusion, clauses or reranker but those -hybrid, -clauses and -reranker give"`
@@ -262,7 +268,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if cfg.Clauses != nil {
 		ropts = append(ropts, toolindex.WithClauses(cfg.Clauses))
 	}
-	if cfg.Hybrid != "" {
+	if cfg.Hybrid != "" && cfg.HybridAdaptive != nil {
+		ropts = append(ropts, toolindex.WithHybridAdaptive(cfg.Hybrid, *cfg.HybridAdaptive))
+	} else if cfg.Hybrid != "" {
 		ropts = append(ropts, toolindex.WithHybrid(cfg.Hybrid, cfg.HybridWeight))
 	}
 	if cfg.NoRecipe {
@@ -355,7 +363,7 @@ func applyRecipe(ctx context.Context, cfg *ServeConfig) error {
 		cfg.Clauses = &c
 	}
 	if r.Hybrid != nil && cfg.Hybrid == "" {
-		cfg.Hybrid, cfg.HybridWeight = r.Hybrid.Fusion, r.Hybrid.Weight
+		cfg.Hybrid, cfg.HybridWeight, cfg.HybridAdaptive = r.Hybrid.Fusion, r.Hybrid.Weight, r.Hybrid.Adaptive
 	}
 	if rr := r.Reranker; rr != nil && cfg.Reranker == "" {
 		cfg.Reranker, cfg.Depth, cfg.RerankWeight = rr.Dir, rr.Depth, -1

@@ -21,6 +21,7 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/export"
 	"github.com/toolret/toolret/export/exporttest"
+	"github.com/toolret/toolret/fusion"
 	"github.com/toolret/toolret/gateway"
 	"github.com/toolret/toolret/library"
 	"github.com/toolret/toolret/rerank"
@@ -61,6 +62,14 @@ func TestServeRecipe(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	adaptive := filepath.Join(dir, "adaptive")
+	if err := exporttest.WriteHF(adaptive, exporttest.Options{}, be, 1); err != nil {
+		t.Fatal(err)
+	}
+	rule := &fusion.Adaptive{Base: 1, Slope: -0.1}
+	if err := export.WriteRecipe(adaptive, &export.Recipe{Version: 1, Hybrid: &export.HybridRecipe{Fusion: "zscore", Weight: 1, Adaptive: rule}}); err != nil {
+		t.Fatal(err)
+	}
 	mine := &rerank.ClauseOptions{Merge: rerank.MergeRRF}
 	badFile := filepath.Join(bad, export.RecipeFile)
 	if err := os.WriteFile(badFile, []byte(`{"version": 1, "hybrid": {"fusion": "sum"}}`), 0o644); err != nil {
@@ -98,6 +107,8 @@ func TestServeRecipe(t *testing.T) {
 		{"clauses, explicit -hybrid", ServeConfig{Library: lib, Pretrained: clauses, Hybrid: "rrf"}, "rrf", 0, "", "clauses mix zscore whole 0.5", reranker{}},
 		{"explicit clauses", ServeConfig{Library: lib, Pretrained: clauses, Clauses: mine, HybridWeight: 0.5}, "zscore", 0.7, "", "clauses rrf whole 0.5", reranker{}},
 		{"clauses, NoRecipe", ServeConfig{Library: lib, Pretrained: clauses, NoRecipe: true}, "", 0, "", "", reranker{}},
+		{"recipe adaptive", ServeConfig{Library: lib, Pretrained: adaptive, HybridWeight: 0.5}, "zscore", 1, "", "", reranker{}},
+		{"adaptive, explicit -hybrid", ServeConfig{Library: lib, Pretrained: adaptive, Hybrid: "zscore", HybridWeight: 0.4}, "zscore", 0.4, "", "", reranker{}},
 	} {
 		cfg := c.cfg
 		err := applyRecipe(context.Background(), &cfg)
@@ -113,6 +124,9 @@ func TestServeRecipe(t *testing.T) {
 		}
 		if cfg.Hybrid != c.hybrid || cfg.HybridWeight != c.w {
 			t.Errorf("%s: hybrid %q %g, want %q %g", c.name, cfg.Hybrid, cfg.HybridWeight, c.hybrid, c.w)
+		}
+		if wantA := c.name == "recipe adaptive"; (cfg.HybridAdaptive != nil) != wantA || (wantA && *cfg.HybridAdaptive != *rule) {
+			t.Errorf("%s: adaptive weight %v", c.name, cfg.HybridAdaptive)
 		}
 		got := ""
 		if cfg.Clauses != nil {
