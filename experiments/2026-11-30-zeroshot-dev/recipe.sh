@@ -85,6 +85,11 @@ if [ ! -f "$m/config.json" ]; then
     -selected-on "tools at $tl tokens and dense weight $w on the zero-shot dev split ($pooled, train)" -out "$m.tmp" >/dev/null
   mv "$m.tmp" "$m"
 fi
+# The exported recipe, evaluated as served (eval -model: each library's top 10 from its own
+# tools, the fusion over each side's top 100), is the baseline of the clauses.
+ev recipe-tool$tl-w$wn -model "$m"
+bestn=$(n5 recipe-tool$tl-w$wn)
+echo "the recipe as exported (eval -model $m): N@5 $bestn"
 bestc=none
 for c in $clauses; do
   if [ "$c" = none ]; then
