@@ -103,7 +103,7 @@ type EvalConfig struct {
 	// entries, the dense one first, on the dev split FusionDev uses (eval -weight adaptive):
 	// the rule of fusion.AdaptiveGrid whose FusionMetric averaged over the split's libraries,
 	// each counting once, is best. FusionAdapt fuses at a given rule instead (eval -weight
-	// adaptive:BASE,SLOPE; export -hybrid-adaptive records one in a model's recipe).
+	// adaptive:BASE,SLOPE; export -hybrid-weight adaptive:BASE,SLOPE records one in a model's recipe).
 	FusionAdaptive bool
 	FusionAdapt    *fusion.Adaptive
 	// Backend names the compute backend (backend.Open).

@@ -77,6 +77,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/toolret/toolret"
 	"github.com/toolret/toolret/internal/cli"
@@ -114,8 +116,7 @@ func Main(args []string) int {
 	fs.Func("query-prompt", "prefix put before every query (default: the model's \"query\" prompt); recorded in the export", func(s string) error { prompts.Query = &s; return nil })
 	fs.Func("tool-prompt", "prefix put before every tool text (default: the model's \"document\" prompt); recorded in the export", func(s string) error { prompts.Tool = &s; return nil })
 	hybrid := fs.String("hybrid", "", "-format hf or index: the model's recipe fuses its dense ranking with BM25 over the library's tool texts as serve -hybrid does: rrf, minmax or zscore (written to toolret_recipe.json; eval -model, serve -library -model and an index exported from it apply it)")
-	hybridW := fs.Float64("hybrid-weight", -1, "with -hybrid minmax|zscore: the recipe's dense weight w in [0, 1] (w·dense + (1-w)·bm25); -1: 0.5")
-	hybridA := fs.String("hybrid-adaptive", "", "with -hybrid minmax|zscore: the recipe's dense weight chosen per query, BASE,SLOPE: clamp(BASE + SLOPE·z1, 0, 1), z1 the top z-score of the query's dense ranking (eval -method fusion -weight adaptive learns one on a dev split and prints it); in place of -hybrid-weight")
+	hybridW := fs.String("hybrid-weight", "", "with -hybrid minmax|zscore: the recipe's dense weight w in [0, 1] (w·dense + (1-w)·bm25; default 0.5), or adaptive:BASE,SLOPE for a weight per query, clamp(BASE + SLOPE·z1, 0, 1), z1 the top z-score of the query's dense ranking (eval -method fusion -weight adaptive learns one on a dev split and prints it)")
 	selectedOn := fs.String("selected-on", "", "with -hybrid, -clauses or -recipe-reranker: free text recorded in the recipe, the dev split its choices were made on")
 	var clauses cli.ClauseFlags
 	clauses.Register(fs, "-format hf or index: the model's recipe ranks each query whole and clause by clause and merges the rankings (as eval -clauses, with the -clauses-* flags given; the others stay rerank's defaults), after its BM25 fusion: the fusion of -hybrid, else the model's own recipe's")
@@ -171,7 +172,7 @@ func Main(args []string) int {
 		return 2
 	}
 	addsRecipe := clauses.On || rs.CrossEncoder != "" // -selected-on describes these too
-	recipe, err := recipeFlags(*hybrid, *hybridW, *hybridA, *selectedOn, addsRecipe)
+	recipe, err := recipeFlags(*hybrid, *hybridW, *selectedOn, addsRecipe)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "export: %v\n", err)
 		return 2
@@ -222,24 +223,27 @@ func Main(args []string) int {
 	return 0
 }
 
-// recipeFlags turns -hybrid, -hybrid-weight (-1: not given), -hybrid-adaptive ("": not
-// given) and -selected-on into the recipe the export carries; nil when -hybrid is not given.
-// adds: -clauses or -recipe-reranker is given, which -selected-on may describe without
-// -hybrid.
-func recipeFlags(hybrid string, w float64, adaptive, selectedOn string, adds bool) (*export.Recipe, error) {
+// recipeFlags turns -hybrid, -hybrid-weight ("": not given; W, or adaptive:BASE,SLOPE) and
+// -selected-on into the recipe the export carries; nil when -hybrid is not given. adds:
+// -clauses or -recipe-reranker is given, which -selected-on may describe without -hybrid.
+func recipeFlags(hybrid, weight, selectedOn string, adds bool) (*export.Recipe, error) {
+	w := -1.0
 	var a *fusion.Adaptive
-	if adaptive != "" {
-		switch {
-		case hybrid == "" || hybrid == "rrf":
-			return nil, errors.New("-hybrid-adaptive needs -hybrid minmax or zscore")
-		case w != -1:
-			return nil, errors.New("-hybrid-adaptive and -hybrid-weight: one or the other")
+	if rule, ok := strings.CutPrefix(weight, "adaptive:"); ok {
+		if hybrid != "minmax" && hybrid != "zscore" {
+			return nil, errors.New("-hybrid-weight adaptive:BASE,SLOPE needs -hybrid minmax or zscore")
 		}
-		r, err := fusion.ParseAdaptive(adaptive)
+		r, err := fusion.ParseAdaptive(rule)
 		if err != nil {
-			return nil, fmt.Errorf("-hybrid-adaptive: %w", err)
+			return nil, fmt.Errorf("-hybrid-weight: %w", err)
 		}
 		a, w = &r, min(1, max(0, r.Base))
+	} else if weight != "" {
+		v, err := strconv.ParseFloat(weight, 64)
+		if err != nil {
+			return nil, fmt.Errorf("-hybrid-weight %q: want W in [0, 1] or adaptive:BASE,SLOPE", weight)
+		}
+		w = v
 	}
 	switch {
 	case hybrid == "" && w != -1:

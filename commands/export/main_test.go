@@ -149,46 +149,45 @@ func TestExportOutParents(t *testing.T) {
 	}
 }
 
-// TestRecipeFlags: -hybrid, -hybrid-weight, -hybrid-adaptive and -selected-on make the
-// export's recipe, as serve takes -hybrid and -hybrid-weight.
+// TestRecipeFlags: -hybrid, -hybrid-weight (W or adaptive:BASE,SLOPE) and -selected-on make
+// the export's recipe, as serve takes -hybrid and -hybrid-weight.
 func TestRecipeFlags(t *testing.T) {
 	for _, c := range []struct {
 		hybrid     string
-		w          float64
-		adaptive   string
+		w          string
 		selectedOn string
 		adds       bool // -clauses or -recipe-reranker given
 		want       *export.HybridRecipe
 		err        string
 	}{
-		{"", -1, "", "", false, nil, ""},
-		{"zscore", 0.3, "", "toolmix dev", false, &export.HybridRecipe{Fusion: "zscore", Weight: 0.3}, ""},
-		{"minmax", -1, "", "", false, &export.HybridRecipe{Fusion: "minmax", Weight: 0.5}, ""},
-		{"rrf", -1, "", "", false, &export.HybridRecipe{Fusion: "rrf"}, ""},
-		{"rrf", 0.3, "", "", false, nil, "rrf has no weight"},
-		{"", 0.3, "", "", false, nil, "-hybrid-weight needs -hybrid"},
-		{"", -1, "", "dev", false, nil, "-selected-on needs -hybrid, -clauses or -recipe-reranker"},
-		{"", -1, "", "dev", true, nil, ""}, // recorded on the model's own recipe with what is added
-		{"zscore", 2, "", "", false, nil, "-hybrid.weight 2"},
-		{"sum", -1, "", "", false, nil, `-hybrid.fusion "sum"`},
-		{"zscore", -1, "0.95,-0.075", "", false, &export.HybridRecipe{Fusion: "zscore", Weight: 0.95, Adaptive: &fusion.Adaptive{Base: 0.95, Slope: -0.075}}, ""},
-		{"zscore", -1, "1.2,-0.1", "", false, &export.HybridRecipe{Fusion: "zscore", Weight: 1, Adaptive: &fusion.Adaptive{Base: 1.2, Slope: -0.1}}, ""},
-		{"zscore", 0.8, "0.95,-0.075", "", false, nil, "one or the other"},
-		{"rrf", -1, "0.95,-0.075", "", false, nil, "-hybrid-adaptive needs -hybrid minmax or zscore"},
-		{"", -1, "0.95,-0.075", "", false, nil, "-hybrid-adaptive needs -hybrid minmax or zscore"},
-		{"zscore", -1, "0.95", "", false, nil, "want BASE,SLOPE"},
-		{"zscore", -1, "0.95,x", "", false, nil, "slope"},
-		{"zscore", -1, "NaN,0", "", false, nil, "finite"},
+		{"", "", "", false, nil, ""},
+		{"zscore", "0.3", "toolmix dev", false, &export.HybridRecipe{Fusion: "zscore", Weight: 0.3}, ""},
+		{"minmax", "", "", false, &export.HybridRecipe{Fusion: "minmax", Weight: 0.5}, ""},
+		{"rrf", "", "", false, &export.HybridRecipe{Fusion: "rrf"}, ""},
+		{"rrf", "0.3", "", false, nil, "rrf has no weight"},
+		{"", "0.3", "", false, nil, "-hybrid-weight needs -hybrid"},
+		{"", "", "dev", false, nil, "-selected-on needs -hybrid, -clauses or -recipe-reranker"},
+		{"", "", "dev", true, nil, ""}, // recorded on the model's own recipe with what is added
+		{"zscore", "2", "", false, nil, "-hybrid.weight 2"},
+		{"zscore", "heavy", "", false, nil, "want W in [0, 1] or adaptive:BASE,SLOPE"},
+		{"sum", "", "", false, nil, `-hybrid.fusion "sum"`},
+		{"zscore", "adaptive:0.95,-0.075", "", false, &export.HybridRecipe{Fusion: "zscore", Weight: 0.95, Adaptive: &fusion.Adaptive{Base: 0.95, Slope: -0.075}}, ""},
+		{"zscore", "adaptive:1.2,-0.1", "", false, &export.HybridRecipe{Fusion: "zscore", Weight: 1, Adaptive: &fusion.Adaptive{Base: 1.2, Slope: -0.1}}, ""},
+		{"rrf", "adaptive:0.95,-0.075", "", false, nil, "needs -hybrid minmax or zscore"},
+		{"", "adaptive:0.95,-0.075", "", false, nil, "needs -hybrid minmax or zscore"},
+		{"zscore", "adaptive:0.95", "", false, nil, "want BASE,SLOPE"},
+		{"zscore", "adaptive:0.95,x", "", false, nil, "slope"},
+		{"zscore", "adaptive:NaN,0", "", false, nil, "finite"},
 	} {
-		r, err := recipeFlags(c.hybrid, c.w, c.adaptive, c.selectedOn, c.adds)
+		r, err := recipeFlags(c.hybrid, c.w, c.selectedOn, c.adds)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("%q %g: error %v, want %q", c.hybrid, c.w, err, c.err)
+				t.Errorf("%q %q: error %v, want %q", c.hybrid, c.w, err, c.err)
 			}
 			continue
 		}
 		if err != nil {
-			t.Fatalf("%q %g: %v", c.hybrid, c.w, err)
+			t.Fatalf("%q %q: %v", c.hybrid, c.w, err)
 		}
 		var got *export.HybridRecipe
 		if r != nil {
@@ -198,7 +197,7 @@ func TestRecipeFlags(t *testing.T) {
 			}
 		}
 		if !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%q %g: hybrid %+v, want %+v", c.hybrid, c.w, got, c.want)
+			t.Errorf("%q %q: hybrid %+v, want %+v", c.hybrid, c.w, got, c.want)
 		}
 	}
 }

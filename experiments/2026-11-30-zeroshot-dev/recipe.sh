@@ -78,7 +78,7 @@ if [ ! -f "$m/config.json" ]; then
   hyb=()
   case $w in
     1) ;;
-    adaptive:*) hyb=(-hybrid zscore -hybrid-adaptive "${w#adaptive:}") ;;
+    adaptive:*) hyb=(-hybrid zscore -hybrid-weight "$w") ;;
     *) hyb=(-hybrid zscore -hybrid-weight "$w") ;;
   esac
   bin/toolret export -model "$out/ft" -query-len 256 -tool-len "$tl" -format hf "${hyb[@]}" \

@@ -111,7 +111,7 @@ if [ "${ADAPTIVE:-1}" != 0 ]; then
   rule=$(sed -n 's/.*(-weight adaptive:\([^)]*\)).*/\1/p' "$f" | head -1)
   [ -n "$rule" ] || { echo "general: $f names no rule \"-weight adaptive:BASE,SLOPE\"" >&2; exit 1; }
   if [ "${rule#*,}" != 0 ]; then
-    hyb=(-hybrid zscore -hybrid-adaptive "$rule") choice="WiSE-FT $best, BM25 zscore adaptive $rule"
+    hyb=(-hybrid zscore -hybrid-weight "adaptive:$rule") choice="WiSE-FT $best, BM25 zscore adaptive $rule"
     lap "an adaptive dense weight $rule joins the recipe in place of $hw"
   else
     lap "no adaptive rule beats the fixed weights on the libraries' dev: dense weight $hw stays"
