@@ -161,10 +161,6 @@ func ChooseAdaptive(queries [][]rank.Ranking, relevant [][]int, groups []int, n 
 		}
 		z1[q] = topZ(lists[0].Scores)
 	}
-	ids := map[int]bool{}
-	for _, g := range groups {
-		ids[g] = true
-	}
 	macro := func(a Adaptive) (float64, map[int]float64) {
 		sum, cnt := map[int]float64{}, map[int]int{}
 		for q, p := range ps {
