@@ -22,7 +22,7 @@
 #     reranker and, when another length won, the recipe at 256-token tools, into OUT/suite.md
 #     and OUT/suite.json.
 # Usage: scripts/pretrained/general.sh   (env: MODEL, QUERY_PROMPT (MODEL's query instruction,
-# e.g. bge's, kept by every step), DATA, STEPS, WISE_WEIGHTS, ADAPTIVE, CLAUSES, TOOL_LENS, RERANK_STEPS,
+# e.g. bge's, kept by every step), MINI_BATCH (training memory), DATA, STEPS, WISE_WEIGHTS, ADAPTIVE, CLAUSES, TOOL_LENS, RERANK_STEPS,
 # RERANK_DEPTHS, OUT, SUITE=0 to stop after step 5; needs `make models`,
 # ../shared, and ONNX Runtime for speed: `make install-onnx`). A step whose output exists is
 # not redone (delete OUT to start again).
@@ -41,6 +41,10 @@ tl=256 # the query and tool length of steps 2-4; step 4 then tries TOOL_LENS
 lens=(-query-len "$tl" -tool-len "$tl")
 prompt=()
 [ -z "${QUERY_PROMPT:-}" ] || prompt=(-query-prompt "$QUERY_PROMPT")
+# MINI_BATCH: encode each training batch this many rows at a time (GradCache: the same step in
+# less memory; mpnet's batch of 64 needs it on a 24 GiB machine: MINI_BATCH=32 peaks at 15 GiB)
+mb=()
+[ -z "${MINI_BATCH:-}" ] || mb=(-mini-batch "$MINI_BATCH")
 mkdir -p "$out"
 ft="$out/ft"
 start=$(date +%s)
@@ -50,7 +54,7 @@ if [ ! -f "$ft/summary.json" ]; then
   rm -rf "$ft"
   /usr/bin/time -v bin/toolret train biencoder -data "$data" -init "$model" -run "$ft" -batch 64 \
     -max-steps "$steps" -eval-every 75 -lr 5e-5 -query-len 32 -tool-len 64 -test "" -backend "$be" -quiet \
-    "${prompt[@]}" 2> "$out/train.log" || { tail -20 "$out/train.log" >&2; exit 1; }
+    "${prompt[@]}" "${mb[@]}" 2> "$out/train.log" || { tail -20 "$out/train.log" >&2; exit 1; }
 fi
 # A run reused from an earlier invocation must have trained the steps asked for (the default
 # changed from 150 to 300): otherwise say so rather than report it as this budget's.
