@@ -175,6 +175,9 @@ func withReranker(ctx context.Context, cfg EvalConfig, d *data.Dataset, s *data.
 		}
 		sr.Weight = st.Weight
 	}
+	if len(d.Libraries) >= 2 { // First is within the libraries: so is its reranking
+		return sr.InLibraries(), st, nil
+	}
 	return sr, st, nil
 }
 

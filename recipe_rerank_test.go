@@ -168,7 +168,8 @@ func TestEvaluateRecipeReranker(t *testing.T) {
 
 // TestEvaluateRecipeRerankerLibraries: on a multi-source dataset the recipe's reranker
 // reranks the top of each query's ranking within its library (metrics.WithinLibraries), not
-// of the ranking over every library's tools.
+// of the ranking over every library's tools, and says so (metrics.LibraryRanker), so that an
+// evaluation asks it for the top k as a server is asked.
 func TestEvaluateRecipeRerankerLibraries(t *testing.T) {
 	ctx := context.Background()
 	t.Setenv(data.DatasetPathEnv, datatest.Mix(t))
@@ -187,6 +188,9 @@ func TestEvaluateRecipeRerankerLibraries(t *testing.T) {
 	d, s := ev.Data, ev.Split
 	if len(d.Libraries) < 2 {
 		t.Fatalf("%s: %d libraries, want several", spec, len(d.Libraries))
+	}
+	if _, ok := ev.Ranker.(metrics.LibraryRanker); !ok {
+		t.Errorf("the reranked ranker is a %T, not a metrics.LibraryRanker: an evaluation would ask its first stage for every tool, not the top k a server asks", ev.Ranker)
 	}
 	qs := judged(t, d, s)
 	got, err := ev.Ranker.RankQueries(ctx, qs, 0)

@@ -180,6 +180,20 @@ func (s *StageRerank) RankQueries(ctx context.Context, qs []rank.Query, k int) (
 	return ordered(rk, k), nil
 }
 
+// InLibraries returns s as an evaluation of a multi-source dataset should see it when First
+// ranks each query within its own library (metrics.WithinLibraries over the dataset): a
+// metrics.LibraryRanker, so that the evaluation asks it for the top k, as a server is asked,
+// and it asks First for the top max(k, Depth), as the weight was tuned (Queries), instead of
+// for every tool of the library (a hybrid recipe then fused each side's whole ranking, not its
+// top 100: another first stage than the one served and tuned on).
+func (s *StageRerank) InLibraries() rank.QueryRanker { return stageLibraries{s} }
+
+// stageLibraries is a StageRerank whose First ranks within the queries' libraries.
+type stageLibraries struct{ *StageRerank }
+
+// RanksWithinLibraries implements metrics.LibraryRanker.
+func (stageLibraries) RanksWithinLibraries() {}
+
 // Tune picks the interpolation weight among rerank.Weights(steps) (0, 1/steps, …, 1) on the
 // queries dev (Queries with their relevant tools, ranked as deep as o.Metric's cutoff) as
 // eval -method rerank-m -weight dev does
