@@ -13,10 +13,12 @@
 #     per-clause retrieval (merged by CLAUSES) when it wins on the pooled dev split, and the tool length of
 #     TOOL_LENS best on that split with the whole recipe), which `eval -model`, `export -model`
 #     and `serve -library LIB -model` apply;
-#  5. a cross-encoder reranker trained on the same libraries over the fine-tuned bi-encoder's
-#     candidates (RERANK_STEPS steps of 8 queries; 0: none), its depth (RERANK_DEPTHS) and
-#     interpolation weight picked on the pooled dev split, added to the recipe when it beats
-#     the recipe alone there;
+#  5. with RERANK_STEPS > 0 (default 0: none), a cross-encoder reranker trained on the same
+#     libraries over the fine-tuned bi-encoder's candidates (RERANK_STEPS steps of 8 queries;
+#     240 on 2 CPU cores), its depth (RERANK_DEPTHS) and interpolation weight picked on the
+#     pooled dev split, added to the recipe when it beats the recipe alone there (off by
+#     default: on four libraries left out of training the reranker this rule picks loses to
+#     the recipe alone, experiments/2026-11-30-zeroshot-dev/README.md, "The reranker");
 #  6. reported on the seven zero-shot sets (eval -suite zeroshot: never trained or selected on)
 #     beside BM25, MODEL, the dense model alone, its BM25 fusion, the recipe without its
 #     reranker and, when another length won, the recipe at 256-token tools, into OUT/suite.md
@@ -205,7 +207,11 @@ lap "the recipe without a reranker is $base (tool length $bestl, pooled dev N@5 
 # of RERANK_DEPTHS it reranks the recipe's top tools on the pooled dev split with the weight
 # picked there (eval -weight dev: kept above 0 only at a paired t >= 2 over the recipe alone);
 # the depth whose reranked dev N@5 is best joins the recipe when it beats the recipe alone.
-rsteps="${RERANK_STEPS:-240}"
+# Off by default (RERANK_STEPS=0): the rule below picks its reranker on libraries both stages
+# trained on, and on four libraries left out of training (the zero-shot dev split, never the
+# suite) the reranker it picked at 300 steps (depth 20, weight 0.4) lost 4.81 N@5 to the recipe
+# alone, and 1.62 at depth 10 (experiments/2026-11-30-zeroshot-dev/reranker.sh). RERANK_STEPS=240 trains one (57 min on 2 cores).
+rsteps="${RERANK_STEPS:-0}"
 final="$base"
 if [ "$rsteps" -gt 0 ]; then
   ce="$out/ce"
