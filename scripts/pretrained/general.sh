@@ -36,6 +36,7 @@ data="${DATA:-toollens:1,toolmix:1}"
 # suite and were not adopted (docs/results/2026-11-29-general-steps.md says why)
 steps="${STEPS:-300}"
 weights="${WISE_WEIGHTS:-0 0.1 0.2 0.3 0.5}"
+case ${RERANK_STEPS:-0} in ''|*[!0-9]*) echo "general: RERANK_STEPS=$RERANK_STEPS: want a number of steps (0: no reranker)" >&2; exit 1 ;; esac
 toollens="${TOOL_LENS:-128 256}"
 out="${OUT:-runs/general}"
 export TOOLRET_DATASETS="${TOOLRET_DATASETS:-$PWD/../shared/datasets}"
@@ -212,7 +213,6 @@ lap "the recipe without a reranker is $base (tool length $bestl, pooled dev N@5 
 # suite) the reranker it picked at 300 steps (depth 20, weight 0.4) lost 4.81 N@5 to the recipe
 # alone, and 1.62 at depth 10 (experiments/2026-11-30-zeroshot-dev/reranker.sh). RERANK_STEPS=240 trains one (57 min on 2 cores).
 rsteps="${RERANK_STEPS:-0}"
-case $rsteps in ''|*[!0-9]*) echo "general: RERANK_STEPS=$rsteps: want a number of steps (0: no reranker)" >&2; exit 1 ;; esac
 final="$base"
 if [ "$rsteps" -gt 0 ]; then
   ce="$out/ce"
