@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/fusion"
+	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/models/biencoder"
 	"github.com/toolret/toolret/rank"
 )
@@ -52,6 +53,50 @@ func (r *Recorder) RankQueries(ctx context.Context, qs []rank.Query, k int) ([]r
 	}
 	return rk, err
 }
+
+// Ranker returns r as the ranker an evaluation runs, keeping what r's inner ranker tells the
+// evaluation: that it ranks each query within its own library (metrics.LibraryRanker), so that
+// a multi-source evaluation asks it for its top k as it asks the inner ranker, not for every
+// tool (a stage whose top k depends on the depth asked, such as a hybrid normalising its lists
+// or per-clause merging, would rank otherwise than the evaluation without the recorder), and
+// its token counts (rank.QueryTokenizer).
+func (r *Recorder) Ranker() rank.QueryRanker {
+	_, lib := r.QueryRanker.(metrics.LibraryRanker)
+	tok, isTok := r.QueryRanker.(rank.QueryTokenizer)
+	switch {
+	case lib && isTok:
+		return libraryTokenRecorder{libraryRecorder{r}, tok}
+	case lib:
+		return libraryRecorder{r}
+	case isTok:
+		return tokenRecorder{r, tok}
+	}
+	return r
+}
+
+// libraryRecorder is a Recorder whose inner ranker is a metrics.LibraryRanker.
+type libraryRecorder struct{ *Recorder }
+
+// RanksWithinLibraries implements metrics.LibraryRanker.
+func (libraryRecorder) RanksWithinLibraries() {}
+
+// tokenRecorder is a Recorder passing its inner ranker's token counts through.
+type tokenRecorder struct {
+	*Recorder
+	t rank.QueryTokenizer
+}
+
+// QueryTokens implements rank.QueryTokenizer.
+func (r tokenRecorder) QueryTokens(text string) (int, int) { return r.t.QueryTokens(text) }
+
+// libraryTokenRecorder is both.
+type libraryTokenRecorder struct {
+	libraryRecorder
+	t rank.QueryTokenizer
+}
+
+// QueryTokens implements rank.QueryTokenizer.
+func (r libraryTokenRecorder) QueryTokens(text string) (int, int) { return r.t.QueryTokens(text) }
 
 // Save writes the recorded rankings of d's queries (the top K of each) to path as a TREC run
 // tagged tag, and reports what it wrote to log (nil: nothing).

@@ -200,7 +200,7 @@ func evaluateAndPrint(o *options, w io.Writer, ev *toolret.Evaluation) error {
 	if o.saveRun != "" {
 		// what the metrics read: on a multi-source dataset, each query's own library's tools
 		rec = &evaluate.Recorder{QueryRanker: metrics.WithinLibraries(ev.Data, nil, ev.Ranker), K: o.k}
-		ev.Ranker = rec
+		ev.Ranker = rec.Ranker()
 	}
 	start := time.Now()
 	rep, err := ev.Run(context.Background())
