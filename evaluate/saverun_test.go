@@ -13,6 +13,7 @@ import (
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/fusion"
 	"github.com/toolret/toolret/internal/datatest"
+	"github.com/toolret/toolret/internal/ranktest"
 	"github.com/toolret/toolret/metrics"
 	"github.com/toolret/toolret/rank"
 )
@@ -88,38 +89,6 @@ func TestRecorder(t *testing.T) {
 	}
 }
 
-// libraryFake ranks each query from its own library's tools (a metrics.LibraryRanker) whose
-// ranking depends on whether it is asked for every tool, as a hybrid normalising its lists
-// does, and counts tokens (a rank.QueryTokenizer); it records the k it is asked for.
-type libraryFake struct {
-	d    *data.Dataset
-	asks []int
-}
-
-func (f *libraryFake) RankQueries(_ context.Context, qs []rank.Query, k int) ([]rank.Ranking, error) {
-	f.asks = append(f.asks, k)
-	out := make([]rank.Ranking, len(qs))
-	for i, q := range qs {
-		lib := f.d.QueryLibraryAny(q.Index)
-		for t := range f.d.Tools {
-			if f.d.LibraryOf(t) == lib && (k <= 0 || len(out[i].Tools) < k) {
-				out[i].Tools = append(out[i].Tools, t)
-			}
-		}
-		if k <= 0 { // asked for every tool: another order
-			slices.Reverse(out[i].Tools)
-		}
-		for j := range out[i].Tools {
-			out[i].Scores = append(out[i].Scores, float32(len(out[i].Tools)-j))
-		}
-	}
-	return out, nil
-}
-
-func (*libraryFake) RanksWithinLibraries() {}
-
-func (*libraryFake) QueryTokens(text string) (int, int) { return len(strings.Fields(text)), 8 }
-
 // TestRecorderWithinLibraries: on a multi-source dataset, recording a ranker that ranks within
 // libraries changes nothing the evaluation measures: the recorder asks it for the top K (not
 // for every tool, which would rank otherwise), keeps its token counts, and the report is the
@@ -131,12 +100,12 @@ func TestRecorderWithinLibraries(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := d.Splits["train"]
-	plain := &libraryFake{d: d}
+	plain := &ranktest.Library{D: d, AllReversed: true}
 	want, err := metrics.EvaluateSplit(context.Background(), d, s, plain, []int{1, 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &libraryFake{d: d}
+	f := &ranktest.Library{D: d, AllReversed: true}
 	rec := &Recorder{QueryRanker: metrics.WithinLibraries(d, nil, f), K: 4}
 	r := rec.Ranker()
 	if _, ok := r.(metrics.LibraryRanker); !ok {
@@ -149,8 +118,8 @@ func TestRecorderWithinLibraries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(f.asks, []int{4}) {
-		t.Errorf("the recorded ranker was asked for %v tools, want [4]", f.asks)
+	if !slices.Equal(f.Asks, []int{4}) {
+		t.Errorf("the recorded ranker was asked for %v tools, want [4]", f.Asks)
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("report with the recorder\n%v\nwithout\n%v", got, want)

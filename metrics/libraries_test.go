@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolret/toolret/data"
 	"github.com/toolret/toolret/internal/datatest"
+	"github.com/toolret/toolret/internal/ranktest"
 	"github.com/toolret/toolret/rank"
 )
 
@@ -114,29 +115,6 @@ func (t textRanker) Rank(ctx context.Context, texts []string, k int) ([]rank.Ran
 	return t.r.RankQueries(ctx, qs, k)
 }
 
-// libraryFake ranks every query over its library's tools and records the k it was asked for.
-type libraryFake struct {
-	d    *data.Dataset
-	asks []int
-}
-
-func (f *libraryFake) RankQueries(_ context.Context, qs []rank.Query, k int) ([]rank.Ranking, error) {
-	f.asks = append(f.asks, k)
-	out := make([]rank.Ranking, len(qs))
-	for i, q := range qs {
-		lib := f.d.QueryLibraryAny(q.Index)
-		for t := range f.d.Tools {
-			if f.d.LibraryOf(t) == lib && (k <= 0 || len(out[i].Tools) < k) {
-				out[i].Tools = append(out[i].Tools, t)
-				out[i].Scores = append(out[i].Scores, float32(-t))
-			}
-		}
-	}
-	return out, nil
-}
-
-func (f *libraryFake) RanksWithinLibraries() {}
-
 // TestLibraryRankerAskedTopK: a LibraryRanker is evaluated on a multi-source dataset as a
 // server is asked, for the top k (the largest cutoff), not for every tool as the
 // within-library filter of other rankers asks; WithinLibraries returns it as it is.
@@ -146,12 +124,12 @@ func TestLibraryRankerAskedTopK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &libraryFake{d: d}
+	f := &ranktest.Library{D: d}
 	if _, err := EvaluateSplit(context.Background(), d, d.Splits["train"], f, []int{1, 3}); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(f.asks, []int{3}) {
-		t.Errorf("asked for %v tools, want [3]", f.asks)
+	if !slices.Equal(f.Asks, []int{3}) {
+		t.Errorf("asked for %v tools, want [3]", f.Asks)
 	}
 	if r := WithinLibraries(d, nil, f); r != LibraryRanker(f) {
 		t.Errorf("WithinLibraries wrapped a LibraryRanker: %T", r)
