@@ -24,6 +24,10 @@ type Library struct {
 	Weight float64 `json:"weight"`
 	// Tools are the library's tool indices, sorted.
 	Tools []int `json:"-"`
+	// View marks a library read from a held-out-tool view (`convert -holdout-tools`):
+	// CarveDev carves its dev split by tools, as it carves a view's own, so that model
+	// selection on it measures tools the model did not train on.
+	View bool `json:"view,omitempty"`
 }
 
 // SourceSpec is one entry of a -data list: a dataset directory (or a name looked up in
@@ -113,7 +117,8 @@ func cutWeight(e string) (path string, w float64, ok bool, err error) {
 // An entry may be a held-out-tool view written by `convert -holdout-tools` (a directory with
 // HoldoutFile): its held-out tools' queries stay in its "test" split, never in training, and
 // the merged Dataset lists them in HeldOut. The merged Dataset itself is not a view (Holdout
-// is nil): its dev split is carved per library by queries, as for any list.
+// is nil): its dev split is carved per library, by queries, and by tools in the view's
+// library (Library.View).
 func OpenSources(spec string) (*Dataset, error) {
 	single := spec == ""
 	if !single && !IsSourceList(spec) {
@@ -423,7 +428,7 @@ func (m *merger) add(name string, d *Dataset, keep func(t int) bool, libs []Libr
 			}
 			li = base + len(libIdx)
 			libIdx[lib[i]] = li
-			o.Libraries = append(o.Libraries, Library{Name: n, Weight: l.Weight})
+			o.Libraries = append(o.Libraries, Library{Name: n, Weight: l.Weight, View: d.Holdout != nil})
 		}
 		t.ID = name + ":" + t.ID
 		if _, dup := o.ToolIndex[t.ID]; dup {

@@ -3,6 +3,7 @@ package data
 import (
 	"math"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -163,7 +164,49 @@ func TestOpenSourcesHoldoutView(t *testing.T) {
 			t.Errorf("test query %s needs no held-out tool", d.Queries[q].ID)
 		}
 	}
-	if _, _, err := d.CarveDev("train", 0.2, 1); err != nil {
-		t.Errorf("dev of the merged dataset: %v", err)
+	// The view's library carves its dev split by tools: every dev query of it needs a tool
+	// that no training query of the library needs; the mix's libraries carve by queries.
+	train, dev, err := d.CarveDev("train", 0.2, 1)
+	if err != nil {
+		t.Fatalf("dev of the merged dataset: %v", err)
+	}
+	for _, lib := range d.Libraries {
+		if want := strings.HasPrefix(lib.Name, "lensview"); lib.View != want {
+			t.Errorf("library %s: View %v, want %v", lib.Name, lib.View, want)
+		}
+	}
+	trained := map[int]bool{}
+	for _, q := range train.Judged() {
+		for _, tl := range train.Relevant[q] {
+			trained[tl] = true
+		}
+	}
+	viewDev, mixDev, mixNew := 0, 0, 0
+	for _, q := range dev.Judged() {
+		isNew := false
+		for _, tl := range dev.Relevant[q] {
+			isNew = isNew || !trained[tl]
+		}
+		if d.Libraries[d.QueryLibrary(dev, q)].View {
+			viewDev++
+			if !isNew {
+				t.Errorf("view dev query %s needs only tools its training part trains on", d.Queries[q].ID)
+			}
+		} else {
+			mixDev++
+			if isNew {
+				mixNew++
+			}
+		}
+	}
+	if viewDev == 0 || mixDev == 0 {
+		t.Errorf("dev queries: %d of the view, %d of the mix; want both", viewDev, mixDev)
+	}
+	if mixNew == mixDev {
+		t.Errorf("every one of the mix's %d dev queries needs an untrained tool: carved by tools, want by queries", mixDev)
+	}
+	again, _, _ := d.CarveDev("train", 0.2, 1)
+	if !reflect.DeepEqual(again.Queries, train.Queries) {
+		t.Error("CarveDev is not deterministic")
 	}
 }

@@ -60,7 +60,9 @@ func (d *Dataset) Seen(split string) []bool {
 // CarveDev splits the judged queries of split from into (train, dev): a deterministic random
 // fraction frac (0 < frac < 1) of them becomes dev. Trainers select models on dev, never on
 // the test split. On a held-out-tool view (d.Holdout set) dev is carved by tools instead
-// (CarveDevTools): frac of the training tools, and every query that needs one of them.
+// (CarveDevTools): frac of the training tools, and every query that needs one of them. A
+// dataset of several libraries gets frac of each library's queries, and of the tools of a
+// library read from a view (Library.View).
 func (d *Dataset) CarveDev(from string, frac float64, seed int64) (train, dev *Split, err error) {
 	if d.Holdout != nil {
 		return d.CarveDevTools(from, frac, seed)
@@ -86,6 +88,23 @@ func (d *Dataset) CarveDev(from string, frac float64, seed int64) (train, dev *S
 			}
 		}
 		for l, lq := range byLib {
+			if d.Libraries[l].View { // a held-out-tool view's library: frac of its tools
+				devTools, err := libraryDevTools(s, lq, frac, seed, l)
+				if err != nil {
+					return nil, nil, fmt.Errorf("split %q: library %s: dev tools: %w", from, d.Libraries[l].Name, err)
+				}
+				n := 0
+				for _, q := range lq {
+					if anyIn(s.Relevant[q], devTools) {
+						isDev[q] = true
+						n++
+					}
+				}
+				if n == len(lq) {
+					return nil, nil, fmt.Errorf("split %q: library %s: %d dev tools (fraction %v) leave it no training query", from, d.Libraries[l].Name, len(devTools), frac)
+				}
+				continue
+			}
 			r := rand.New(rand.NewPCG(uint64(seed), 0x746f6f6c726574+uint64(l)))
 			r.Shuffle(len(lq), func(i, j int) { lq[i], lq[j] = lq[j], lq[i] })
 			n := int(float64(len(lq))*frac + 0.5)
@@ -208,4 +227,16 @@ func (d *Dataset) Stats() string {
 		fmt.Fprintf(&b, "; %s %d queries / %d pairs", n, len(s.Judged()), len(s.Pairs()))
 	}
 	return b.String()
+}
+
+// libraryDevTools draws frac of the tools relevant to the queries qs of s (one library's),
+// with seed, for the library's dev split.
+func libraryDevTools(s *Split, qs []int, frac float64, seed int64, lib int) (map[int]bool, error) {
+	tools := map[int]bool{}
+	for _, q := range qs {
+		for _, t := range s.Relevant[q] {
+			tools[t] = true
+		}
+	}
+	return drawTools(tools, frac, seed, devToolStream+uint64(lib))
 }
