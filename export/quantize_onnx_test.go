@@ -50,6 +50,30 @@ func onnxOrSkip(t *testing.T) *export.Model {
 	return m
 }
 
+// checkQuantized quantizes m's weights with q and checks that its tool embeddings of texts
+// stay within int8MinCos of fp32's and differ from them (the int8 graph ran).
+func checkQuantized(t *testing.T, m *export.Model, q export.Quantization, texts []string, fp32 [][]float32) {
+	t.Helper()
+	if err := m.Quantize(q); err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.Embed(biencoder.ToolTower, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst, diff := 1.0, 0.0
+	for i := range texts {
+		worst = min(worst, cosine(got[i], fp32[i]))
+		for j := range got[i] {
+			diff = max(diff, math.Abs(float64(got[i][j]-fp32[i][j])))
+		}
+	}
+	t.Logf("%s %s: min cosine to fp32 %.5f, max |int8 - fp32| %.3g", m.Towers[0].Encoder.ModelType(), q, worst, diff)
+	if worst < int8MinCos || diff == 0 {
+		t.Errorf("%s: min cosine %.5f (want >= %v), max difference %g (want > 0: the int8 graph ran)", q, worst, int8MinCos, diff)
+	}
+}
+
 // TestQuantizedEmbeddingsONNX embeds texts with a tiny BERT fixture in fp32 and in int8 (both
 // granularities) on ONNX Runtime: every int8 embedding within int8MinCos of its fp32 one, the
 // token states of encode's -pooling none as well, and back to fp32 with QuantNone.
@@ -61,24 +85,7 @@ func TestQuantizedEmbeddingsONNX(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []export.Quantization{export.QuantInt8, export.QuantInt8Tensor} {
-		if err := m.Quantize(q); err != nil {
-			t.Fatal(err)
-		}
-		got, err := m.Embed(biencoder.ToolTower, texts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		worst, diff := 1.0, 0.0
-		for i := range texts {
-			worst = min(worst, cosine(got[i], fp32[i]))
-			for j := range got[i] {
-				diff = max(diff, math.Abs(float64(got[i][j]-fp32[i][j])))
-			}
-		}
-		t.Logf("%s: min cosine to fp32 %.5f, max |int8 - fp32| %.3g", q, worst, diff)
-		if worst < int8MinCos || diff == 0 {
-			t.Errorf("%s: min cosine %.5f (want >= %v), max difference %g (want > 0: the int8 graph ran)", q, worst, int8MinCos, diff)
-		}
+		checkQuantized(t, m, q, texts, fp32)
 		tw, _ := m.Tower(biencoder.ToolTower)
 		states, err := export.NewONNXCall(m.Backend, m.Store, tw.Base, tw.Encoder, encoder.PoolNone, q)
 		if err != nil {
@@ -221,23 +228,6 @@ func TestQuantizedModernBERTONNX(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []export.Quantization{export.QuantInt8, export.QuantInt8Tensor} {
-		if err := m.Quantize(q); err != nil {
-			t.Fatal(err)
-		}
-		got, err := m.Embed(biencoder.ToolTower, texts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		worst, diff := 1.0, 0.0
-		for i := range texts {
-			worst = min(worst, cosine(got[i], fp32[i]))
-			for j := range got[i] {
-				diff = max(diff, math.Abs(float64(got[i][j]-fp32[i][j])))
-			}
-		}
-		t.Logf("modernbert %s: min cosine to fp32 %.5f, max |int8 - fp32| %.3g", q, worst, diff)
-		if worst < int8MinCos || diff == 0 {
-			t.Errorf("%s: min cosine %.5f (want >= %v), max difference %g (want > 0: the int8 graph ran)", q, worst, int8MinCos, diff)
-		}
+		checkQuantized(t, m, q, texts, fp32)
 	}
 }
