@@ -19,6 +19,10 @@
 #     "bge:cls:1 bge:mean:1"), likewise; in MODEL-POOLING-sSEED.tar.xz.
 #  (stage "weights", alone) copies gpu-w/*.f16.xz to /tmp/keep for the next call on the same
 #     warm machine: bge-small's weights (54 MiB packed) do not fit in one call beside the rest.
+#  7. (stage "general", alone) `make general` end to end: scripts/pretrained/general.sh with its
+#     training on xla:cuda and its evaluations on ONNX Runtime over the machine's CPU cores
+#     (packed by `GENERAL=1 scripts/gpu/pack.sh`: MiniLM's weights in gpu-w/, which a first call
+#     leaves on the machine with stage weights; the second carries gpu/ and runs this stage).
 # Usage: bash scripts/gpu/device.sh [STAGES]   (STAGES: default "smoke finetune bench")
 set -uo pipefail
 out="${OUT:-/tmp/gpu-out}"
@@ -44,9 +48,12 @@ PY
 tar -C $w -xJf gpu/data.tar.xz
 data=$w/shared/datasets/toollens
 vocab=$w/shared/vocab/bert-base-uncased-vocab.txt
-if [ -f gpu/minilm.f16.xz ]; then
+# MiniLM's weights travel in gpu/ or, packed with GENERAL=1, in gpu-w/ by an earlier call (stage weights).
+mw=gpu/minilm.f16.xz
+[ -f "$mw" ] || mw=/tmp/keep/minilm.f16.xz
+if [ -f "$mw" ] && [ -d gpu/minilm ]; then
   rm -rf $w/minilm && cp -r gpu/minilm $w/minilm
-  $py scripts/gpu/f16pack.py unpack gpu/minilm.f16.xz $w/minilm/model.safetensors || exit 1
+  $py scripts/gpu/f16pack.py unpack "$mw" $w/minilm/model.safetensors || exit 1
 fi
 # A model packed by `MODELS=NAME scripts/gpu/pack.sh`: its files in gpu/NAME, its weights in
 # gpu-w/NAME.f16.xz, or in /tmp/keep where an earlier call on this machine left them (stage weights).
@@ -73,6 +80,11 @@ ptxas=$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null || true)
 ls -la "$nv" >"$out/layout.txt"; echo "plugin from $site; ptxas $ptxas" >>"$out/layout.txt"
 export LD_LIBRARY_PATH="$(ls -d "$sp"/nvidia/*/lib 2>/dev/null | paste -sd:):${LD_LIBRARY_PATH:-}"
 export PYTHONUNBUFFERED=1 TOOLRET_NO_SIMD_WARNING=1
+# ONNX Runtime for the evaluations on this machine's CPUs (packed with GENERAL=1).
+if [ -f gpu/ort.xz ]; then
+  mkdir -p $TOOLRET_CACHE/onnxruntime
+  xz -dc gpu/ort.xz >$TOOLRET_CACHE/onnxruntime/libonnxruntime.so.1 || exit 1
+fi
 
 if [[ " $stages " == *" smoke "* ]]; then
   log "smoke: toolret bench train -backend xla:cuda (today shape, 3 steps)"
@@ -165,5 +177,25 @@ if [[ " $stages " == *" seeds "* || " $stages " == *" mlc "* ]]; then
     (cd $w && tar -cf - mlc-$t.* runs/mlc-$t/metrics.jsonl runs/mlc-$t/summary.json runs/mlc-$t/test_metrics.json \
       runs/mlc-$t/run.json 2>/dev/null) | xz -T4 -6 >"$out/${t/#s/seed}.tar.xz"
   done
+fi
+if [[ " $stages " == *" general "* ]]; then
+  # `make general` end to end (scripts/pretrained/general.sh, as shipped: its defaults), with
+  # step 1's training on the GPU (xla:cuda; batches padded to multiples of 32 tokens: fewer
+  # shapes to compile) and every evaluation on ONNX Runtime over this machine's CPU cores (the
+  # WiSE-FT weights JOBS at a time, default 5).
+  # Resumable: general.sh skips the steps whose outputs exist, and /tmp outlives a call on a warm
+  # machine, so a second call with the same stage goes on where a first one was cut.
+  log "general: make general (scripts/pretrained/general.sh), training on xla:cuda, evaluations on onnx ($(nproc) cores)"
+  lscpu | grep -E '^Model name|^CPU\(s\)' | tee -a "$out/summary.txt"
+  lscpu | grep -o 'avx512_bf16\|amx_bf16\|avx512f\|avx2' | sort -u | paste -sd' ' | tee -a "$out/summary.txt"
+  # general.sh reports training's peak memory through GNU time; without it, a stand-in that runs the command
+  [ -x /usr/bin/time ] || { log "general: no /usr/bin/time here: peak RSS not reported"; printf '#!/bin/sh\nshift\nexec "$@"\n' >/usr/bin/time; chmod +x /usr/bin/time; }
+  mkdir -p bin && cp $tr bin/toolret
+  t0=$SECONDS
+  PREBUILT=1 BACKEND=onnx JOBS="${JOBS:-5}" TRAIN_BACKEND=xla:cuda TRAIN_ARGS="-pad-multiple 32" MODEL=$w/minilm OUT=$w/general \
+    TOOLRET_DATASETS=$w/shared/datasets timeout "${GENERAL_TIMEOUT:-540}" bash scripts/pretrained/general.sh 2>&1 | tee -a "$out/general.log"
+  log "general rc=${PIPESTATUS[0]} wall $((SECONDS - t0)) s this call"
+  (cd $w && tar -cf - general/*.txt general/*.choice general/*.md general/*.json general/train.log general/ft/metrics.jsonl \
+    general/ft/summary.json general/ft/run.json general/model/toolret_recipe.json 2>/dev/null) | xz -T4 >"$out/general.tar.xz"
 fi
 log "done"

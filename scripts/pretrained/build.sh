@@ -16,5 +16,12 @@ PY
 be=go
 tags=()
 if [ -f "${TOOLRET_CACHE:-$HOME/.cache/toolret}/onnxruntime/libonnxruntime.so.1" ]; then be=onnx; tags=(-tags onnx); fi
-mkdir -p bin
-go build "${tags[@]}" -o bin/toolret ./cmd/toolret
+# PREBUILT=1: use bin/toolret as it is (a machine with no Go toolchain, e.g. scripts/gpu/device.sh's);
+# BACKEND: the backend to run on instead of the one picked above.
+if [ "${PREBUILT:-0}" = 1 ]; then
+  [ -x bin/toolret ] || { echo "build.sh: PREBUILT=1 but bin/toolret is missing" >&2; exit 1; }
+else
+  mkdir -p bin
+  go build "${tags[@]}" -o bin/toolret ./cmd/toolret
+fi
+be="${BACKEND:-$be}"

@@ -25,7 +25,8 @@
 #     and OUT/suite.json.
 # Usage: scripts/pretrained/general.sh   (env: MODEL, QUERY_PROMPT (MODEL's query instruction,
 # e.g. bge's, kept by every step), MINI_BATCH (training memory), DATA, STEPS, WISE_WEIGHTS, ADAPTIVE, CLAUSES, TOOL_LENS, RERANK_STEPS,
-# RERANK_DEPTHS, OUT, SUITE=0 to stop after step 5; needs `make models`,
+# RERANK_DEPTHS, OUT, SUITE=0 to stop after step 5, TRAIN_BACKEND and TRAIN_ARGS for step 1, JOBS for step 2,
+# BACKEND and PREBUILT=1 (scripts/pretrained/build.sh); needs `make models`,
 # ../shared, and ONNX Runtime for speed: `make install-onnx`). A step whose output exists is
 # not redone (delete OUT to start again).
 set -euo pipefail
@@ -55,9 +56,12 @@ lap() { echo "general: $1 ($(( $(date +%s) - start )) s so far)"; }
 
 if [ ! -f "$ft/summary.json" ]; then
   rm -rf "$ft"
+  # TRAIN_BACKEND (default: the evaluations' backend) and TRAIN_ARGS (more training flags), e.g.
+  # TRAIN_BACKEND=xla:cuda TRAIN_ARGS="-pad-multiple 32" on a GPU (scripts/gpu/device.sh general)
+  read -r -a targs <<<"${TRAIN_ARGS:-}"
   /usr/bin/time -v bin/toolret train biencoder -data "$data" -init "$model" -run "$ft" -batch 64 \
-    -max-steps "$steps" -eval-every 75 -lr 5e-5 -query-len 32 -tool-len 64 -test "" -backend "$be" -quiet \
-    "${prompt[@]}" "${mb[@]}" 2> "$out/train.log" || { tail -20 "$out/train.log" >&2; exit 1; }
+    -max-steps "$steps" -eval-every 75 -lr 5e-5 -query-len 32 -tool-len 64 -test "" -backend "${TRAIN_BACKEND:-$be}" -quiet \
+    "${prompt[@]}" "${mb[@]}" "${targs[@]}" 2> "$out/train.log" || { tail -20 "$out/train.log" >&2; exit 1; }
 fi
 # A run reused from an earlier invocation must have trained the steps asked for (the default
 # changed from 150 to 300): otherwise say so rather than report it as this budget's.
@@ -72,18 +76,38 @@ lap "trained $ft"
 # 2-3. WiSE-FT, (1-W)·fine-tuned + W·MODEL, fused with BM25 (zscore): for each W the fusion
 # weight is tuned on the run's dev split (eval -weight dev), and W is the one whose fused dev
 # N@5 is best (one embedding pass per W: the dense-only weight 1 is among those tried).
-best="" bestn=-1 hw=""
-for w in $weights; do
-  d="$out/wise-$w"
+# JOBS > 1 (a machine with many cores): the weights' exports and dev evaluations run JOBS at a
+# time, each on the onnx backend with nproc/JOBS threads (one ONNX Runtime on all cores
+# encodes small batches with idle threads); the choice is the same.
+wise() { # wise W BACKEND: WiSE-FT weight W exported and fused with BM25 on the dev split
+  local d="$out/wise-$1"
   if [ ! -f "$d/config.json" ]; then
     rm -rf "$d"
-    bin/toolret export -model "$ft" -interpolate "$model" -interpolate-weight "$w" "${lens[@]}" -format hf -out "$d" >/dev/null
+    bin/toolret export -model "$ft" -interpolate "$model" -interpolate-weight "$1" "${lens[@]}" -format hf -out "$d" >/dev/null
   fi
   if [ ! -s "$d-dev.txt" ]; then
     bin/toolret eval -data "$data" -method fusion -runs "model:$d,bm25" -fusion zscore -weight dev \
-      -first-stage "$ft" -split dev -backend "$be" > "$d-dev.txt.tmp"
+      -first-stage "$ft" -split dev -backend "$2" > "$d-dev.txt.tmp"
     mv "$d-dev.txt.tmp" "$d-dev.txt"
   fi
+}
+jobs_="${JOBS:-1}"
+case $jobs_ in ''|0|*[!0-9]*) echo "general: JOBS=$jobs_: want a number >= 1" >&2; exit 1 ;; esac
+if [ "$jobs_" -gt 1 ]; then
+  [ "$be" = onnx ] || { echo "general: JOBS=$jobs_ needs the onnx backend (this run's: $be)" >&2; exit 1; }
+  pbe="onnx:cpu,intra_op_num_threads=$(( $(nproc) / jobs_ > 0 ? $(nproc) / jobs_ : 1 ))"
+  pids=() i=0
+  for w in $weights; do
+    wise "$w" "$pbe" &
+    pids+=($!) i=$((i + 1))
+    if [ $((i % jobs_)) = 0 ]; then for p in "${pids[@]}"; do wait "$p" || exit 1; done; pids=(); fi
+  done
+  for p in "${pids[@]}"; do wait "$p" || exit 1; done
+fi
+best="" bestn=-1 hw=""
+for w in $weights; do
+  d="$out/wise-$w"
+  wise "$w" "$be"
   read -r n fw < <(python3 - "$d-dev.txt" <<'EOF'
 import re, sys
 t = open(sys.argv[1]).read()
