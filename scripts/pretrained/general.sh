@@ -78,7 +78,9 @@ lap "trained $ft"
 # N@5 is best (one embedding pass per W: the dense-only weight 1 is among those tried).
 # JOBS > 1 (a machine with many cores): the weights' exports and dev evaluations run JOBS at a
 # time, each on the onnx backend with nproc/JOBS threads (one ONNX Runtime on all cores
-# encodes small batches with idle threads); the choice is the same.
+# encodes small batches with idle threads). The same computation, but ONNX Runtime's thread
+# count changes the order of float sums, so a dev figure can differ in its last digits from a
+# JOBS=1 run (not measured side by side).
 wise() { # wise W BACKEND: WiSE-FT weight W exported and fused with BM25 on the dev split
   local d="$out/wise-$1"
   if [ ! -f "$d/config.json" ]; then
@@ -100,9 +102,9 @@ if [ "$jobs_" -gt 1 ]; then
   for w in $weights; do
     wise "$w" "$pbe" &
     pids+=($!) i=$((i + 1))
-    if [ $((i % jobs_)) = 0 ]; then for p in "${pids[@]}"; do wait "$p" || exit 1; done; pids=(); fi
+    if [ $((i % jobs_)) = 0 ]; then for p in "${pids[@]}"; do wait "$p" || { echo "general: a WiSE-FT export or dev evaluation failed (JOBS=$jobs_; its error is above)" >&2; exit 1; }; done; pids=(); fi
   done
-  for p in "${pids[@]}"; do wait "$p" || exit 1; done
+  for p in "${pids[@]}"; do wait "$p" || { echo "general: a WiSE-FT export or dev evaluation failed (JOBS=$jobs_; its error is above)" >&2; exit 1; }; done
 fi
 best="" bestn=-1 hw=""
 for w in $weights; do
